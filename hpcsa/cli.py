@@ -1,0 +1,69 @@
+"""The ``hpcsa`` command: one subcommand per stage of the pipeline.
+
+Each subcommand lives in its own module that provides ``register(subparsers)``
+and ``run(args) -> int``; modules are imported only when their subcommand runs,
+so ``hpcsa --help`` stays fast. Any :class:`~hpcsa.errors.HpcsaError` becomes
+one line ``hpcsa: error: <path>: <problem>`` and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from hpcsa import __version__
+from hpcsa.errors import HpcsaError
+
+# name -> (module, one-line summary, example). Stages add their subcommand here.
+SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
+    "dump": ("hpcsa.dumpcmd", "print any HPCToolkit file or directory as readable YAML",
+             "hpcsa dump small.d/meta.db"),
+}
+
+EPILOG_HEAD = "examples:\n"
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    epilog = EPILOG_HEAD + "".join(f"  {ex:<48} # {summary}\n" for _, summary, ex in SUBCOMMANDS.values())
+    parser = argparse.ArgumentParser(
+        prog="hpcsa",
+        description="Postmortem performance analysis of GPU-accelerated HPC programs "
+        "(HPCToolkit-compatible files throughout).",
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"hpcsa {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parsers = {}
+    for name, (_module, summary, example) in SUBCOMMANDS.items():
+        parsers[name] = sub.add_parser(
+            name, help=summary, description=summary[0].upper() + summary[1:] + ".",
+            epilog=f"example:\n  {example}", formatter_class=argparse.RawDescriptionHelpFormatter)
+    return parser, parsers
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser, parsers = build_parser()
+    # Let each subcommand declare its own options before parsing.
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command in SUBCOMMANDS:
+        module = importlib.import_module(SUBCOMMANDS[command][0])
+        module.register(parsers[command])
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return 2
+    module = importlib.import_module(SUBCOMMANDS[args.command][0])
+    try:
+        return int(module.run(args) or 0)
+    except HpcsaError as exc:
+        print(f"hpcsa: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("hpcsa: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0

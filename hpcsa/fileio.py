@@ -1,0 +1,75 @@
+"""Outputs that appear under their final name only when complete.
+
+Every writer in hpcsa goes through :func:`atomic_file` or :func:`atomic_dir`:
+the data is written under a temporary name in the same directory and renamed
+into place at the end, so an interrupted run (an exception, SIGKILL, a full
+disk) never leaves a file or database that reads as complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from hpcsa.errors import HpcsaError
+
+
+def _tmp_name(final: str, kind: str) -> str:
+    parent, base = os.path.split(os.path.abspath(final))
+    return os.path.join(parent, f".{base}.{kind}-{os.getpid()}-{os.urandom(3).hex()}")
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[BinaryIO]:
+    """Open a temporary sibling of ``path`` for writing; rename it to ``path`` on success."""
+    final = os.fspath(path)
+    parent = os.path.dirname(os.path.abspath(final))
+    if not os.path.isdir(parent):
+        raise HpcsaError(final, "the directory to write into does not exist")
+    tmp = _tmp_name(final, "partial")
+    try:
+        with open(tmp, mode) as fh:
+            yield fh  # type: ignore[misc]
+            fh.flush()
+        os.replace(tmp, final)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_file(path: str | os.PathLike[str], data: bytes | bytearray | str) -> None:
+    with atomic_file(path, "w" if isinstance(data, str) else "wb") as fh:
+        fh.write(data)  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | os.PathLike[str], replace: bool = True) -> Iterator[str]:
+    """Yield a temporary directory that becomes ``path`` when the block completes.
+
+    An existing ``path`` is replaced only after the new one is complete (when
+    ``replace``); otherwise it is an error, reported before any work is done.
+    """
+    final = os.path.abspath(os.fspath(path))
+    parent = os.path.dirname(final)
+    if not os.path.isdir(parent):
+        raise HpcsaError(path, "the directory to write into does not exist")
+    if os.path.exists(final) and not replace:
+        raise HpcsaError(path, "already exists (remove it or choose another name)")
+    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(final)}.partial-", dir=parent)
+    try:
+        yield tmp
+        if os.path.lexists(final):
+            old = _tmp_name(final, "old")
+            os.rename(final, old)
+            os.rename(tmp, final)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

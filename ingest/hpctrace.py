@@ -1,0 +1,91 @@
+"""hpcrun's trace file, ``.hpctrace`` version 01.01 (big-endian).
+
+A 32-byte header (magic, version, byte order, flags) followed by fixed-size
+records ``(time in ns since the epoch, CCT node id)`` — plus a metric id when
+the data-centric flag is set. Records are declared once as layouts and read
+as one numpy array.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hpcsa.binfmt import Blob, layout, records
+from hpcsa.fileio import atomic_file
+
+MAGIC = b"HPCRUN-trace______"
+VERSION = "01.01"
+HEADER_SIZE = 32
+
+FLAG_DATA_CENTRIC = 0x1  # each record carries a metric id (hpcprof refuses these)
+FLAG_LCA_RECORDED = 0x2
+FLAG_CALL_TRACE = 0x4  # GPU-stream traces: the call context, no deep lexical expansion
+
+HEADER = layout(">", HEADER_SIZE, [("magic", 0, "S18"), ("version", 18, "S5"), ("endian", 23, "S1"),
+                                   ("flags", 24, "u8")])
+RECORD = layout(">", 12, [("time", 0, "u8"), ("ctx", 8, "u4")])
+RECORD_DATA_CENTRIC = layout(">", 16, [("time", 0, "u8"), ("ctx", 8, "u4"), ("metric", 12, "u4")])
+
+
+@dataclass
+class HpctraceFile:
+    flags: int
+    records: np.ndarray
+    version: str = VERSION
+    path: str | None = field(default=None, compare=False)
+
+    @property
+    def call_trace(self) -> bool:
+        return bool(self.flags & FLAG_CALL_TRACE)
+
+
+def record_dtype(flags: int) -> np.dtype:
+    return RECORD_DATA_CENTRIC if flags & FLAG_DATA_CENTRIC else RECORD
+
+
+def read_hpctrace(path: str | os.PathLike[str]) -> HpctraceFile:
+    blob = Blob(path)
+    if len(blob) < HEADER_SIZE:
+        raise blob.fail(f"too short for an .hpctrace file ({len(blob)} bytes, the header alone is 32)")
+    head = blob.record(HEADER, 0, "header")
+    if bytes(head["magic"]) != MAGIC:
+        raise blob.fail("not an .hpctrace trace file (bad magic)")
+    version = bytes(head["version"]).decode("ascii", "replace")
+    if version != VERSION:
+        raise blob.fail(f"unsupported .hpctrace version {version!r} (hpcsa reads {VERSION})")
+    if bytes(head["endian"]) != b"b":
+        raise blob.fail("unsupported .hpctrace byte order (expected big-endian 'b')")
+    flags = int(head["flags"])
+    dtype = record_dtype(flags)
+    body = len(blob) - HEADER_SIZE
+    if body % dtype.itemsize:
+        raise blob.fail(f"trace data is {body} bytes, not a whole number of {dtype.itemsize}-byte records; "
+                        "the file is truncated")
+    recs = blob.array(dtype, HEADER_SIZE, body // dtype.itemsize, "trace records")
+    return HpctraceFile(flags=flags, records=recs, version=version, path=blob.path)
+
+
+def encode_hpctrace(trace: HpctraceFile) -> bytes:
+    head = records(HEADER, 1, magic=MAGIC, version=trace.version.encode("ascii"), endian=b"b",
+                   flags=trace.flags)
+    dtype = record_dtype(trace.flags)
+    recs = trace.records
+    if recs.dtype != dtype:
+        conv = np.zeros(len(recs), dtype)
+        for name in dtype.names:
+            conv[name] = recs[name]
+        recs = conv
+    return head.tobytes() + recs.tobytes()
+
+
+def write_hpctrace(path: str | os.PathLike[str], trace: HpctraceFile) -> None:
+    data = encode_hpctrace(trace)
+    with atomic_file(path) as fh:
+        fh.write(data)
+
+
+def make_records(times: np.ndarray, ctx_ids: np.ndarray) -> np.ndarray:
+    return records(RECORD, len(times), time=np.asarray(times, np.uint64), ctx=np.asarray(ctx_ids, np.uint32))
