@@ -1,0 +1,72 @@
+"""``hpcsa dump PATH``: any HPCToolkit file or directory as YAML a person can read."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Any
+
+import yaml
+
+from hpcsa.errors import HpcsaError
+from hpcsa.sniff import identify
+
+# kind -> "module:function" returning plain data (dicts, lists, numbers, strings) for YAML.
+DUMPERS: dict[str, str] = {
+    "hpcrun": "hpcsa.ingest.dump:dump_hpcrun",
+    "hpctrace": "hpcsa.ingest.dump:dump_hpctrace",
+    "measurement-dir": "hpcsa.ingest.dump:dump_measurement_dir",
+    "meta.db": "hpcsa.aggregate.dump:dump_metadb",
+    "profile.db": "hpcsa.aggregate.dump:dump_profiledb",
+    "cct.db": "hpcsa.aggregate.dump:dump_cctdb",
+    "trace.db": "hpcsa.aggregate.dump:dump_tracedb",
+    "database-dir": "hpcsa.aggregate.dump:dump_database",
+    "metrics-yaml": "hpcsa.aggregate.dump:dump_metrics_yaml",
+    "hpcstruct": "hpcsa.structure.dump:dump_hpcstruct",
+}
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", metavar="PATH",
+                        help=".hpcrun, .hpctrace, meta.db, profile.db, cct.db, trace.db, .hpcstruct, "
+                        "metrics/default.yaml, or a measurement or database directory")
+    parser.add_argument("--max-values", type=int, default=None, metavar="N",
+                        help="show at most N values/records per section (default: all)")
+
+
+def dump_data(path: str, max_values: int | None = None) -> Any:
+    kind = identify(path)
+    target = DUMPERS[kind]
+    module_name, func = target.split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError:
+        raise HpcsaError(path, f"dumping {kind} files is not available in this build") from None
+    return getattr(module, func)(path, max_values=max_values)
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style, no anchors, long strings kept on one line."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _str_presenter(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Dumper.add_representer(str, _str_presenter)
+
+
+def to_yaml(data: Any) -> str:
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=1 << 16,
+                     allow_unicode=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    data = dump_data(args.path, args.max_values)
+    sys.stdout.write(to_yaml(data))
+    return 0

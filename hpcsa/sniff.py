@@ -1,0 +1,48 @@
+"""Recognise HPCToolkit files and directories by their content, not their names."""
+
+from __future__ import annotations
+
+import os
+
+from hpcsa.errors import HpcsaError
+
+DB_FORMATS = {b"meta": "meta.db", b"prof": "profile.db", b"ctxt": "cct.db", b"trce": "trace.db"}
+
+
+def identify(path: str | os.PathLike[str]) -> str:
+    """One of: hpcrun, hpctrace, meta.db, profile.db, cct.db, trace.db, hpcstruct, metrics-yaml,
+    measurement-dir, database-dir."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        names = set(os.listdir(path))
+        if "meta.db" in names or "profile.db" in names:
+            return "database-dir"
+        if any(n.endswith(".hpcrun") for n in names):
+            return "measurement-dir"
+        raise HpcsaError(path, "directory is neither a measurement directory (*.hpcrun) nor a database (meta.db)")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(512)
+    except FileNotFoundError:
+        raise HpcsaError(path, "no such file or directory") from None
+    except OSError as exc:
+        raise HpcsaError(path, f"cannot read: {exc.strerror or exc}") from None
+    if head.startswith(b"HPCRUN-profile"):
+        return "hpcrun"
+    if head.startswith(b"HPCRUN-trace"):
+        return "hpctrace"
+    if head.startswith(b"HPCTOOLKIT"):
+        kind = DB_FORMATS.get(head[10:14])
+        if kind:
+            return kind
+        raise HpcsaError(path, f"HPCToolkit database file of unknown format {head[10:14]!r}")
+    text = head.lstrip()
+    if text.startswith(b"<?xml") or text.startswith(b"<!DOCTYPE") or text.startswith(b"<HPCToolkitStructure"):
+        if b"HPCToolkitStructure" in head or b"hpc-structure" in head:
+            return "hpcstruct"
+        return "hpcstruct"  # let the XML reader give the precise complaint
+    if b"version:" in head and (b"inputs:" in head or b"roots:" in head):
+        return "metrics-yaml"
+    if not head:
+        raise HpcsaError(path, "empty file")
+    raise HpcsaError(path, "not a file hpcsa recognises (no HPCToolkit magic, not structure XML)")
