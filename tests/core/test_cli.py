@@ -1,0 +1,38 @@
+"""The command line: help with examples, ``python -m hpcsa``, the error contract."""
+
+from __future__ import annotations
+
+from hpcsa.cli import SUBCOMMANDS
+from tests.conftest import assert_one_line_error, run_cli
+
+
+def test_help_lists_every_subcommand_with_an_example():
+    proc = run_cli("--help")
+    assert proc.returncode == 0
+    for name, (_module, _summary, example) in SUBCOMMANDS.items():
+        assert name in proc.stdout
+        assert example in proc.stdout
+
+
+def test_each_subcommand_has_help():
+    for name in SUBCOMMANDS:
+        proc = run_cli(name, "--help")
+        assert proc.returncode == 0, (name, proc.stderr)
+        assert "example" in proc.stdout
+
+
+def test_no_command_prints_usage_and_fails():
+    proc = run_cli()
+    assert proc.returncode == 2
+    assert "usage" in proc.stdout
+
+
+def test_missing_input_is_one_line(tmp_path):
+    missing = tmp_path / "nope.hpcrun"
+    assert_one_line_error(run_cli("dump", str(missing)), "nope.hpcrun")
+
+
+def test_unrecognised_file_is_one_line(tmp_path):
+    junk = tmp_path / "junk.txt"
+    junk.write_text("hello world\n")
+    assert_one_line_error(run_cli("dump", str(junk)), "junk.txt")

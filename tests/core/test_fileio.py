@@ -1,0 +1,42 @@
+"""Outputs appear under their final name only when complete."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from hpcsa.errors import HpcsaError
+from hpcsa.fileio import atomic_dir, atomic_file, write_file
+
+
+def test_atomic_file_success_and_failure(tmp_path):
+    target = tmp_path / "out.bin"
+    write_file(target, b"complete")
+    assert target.read_bytes() == b"complete"
+    with pytest.raises(RuntimeError), atomic_file(target) as fh:
+        fh.write(b"half")
+        raise RuntimeError("killed")
+    assert target.read_bytes() == b"complete"  # the old complete file is untouched
+    assert sorted(os.listdir(tmp_path)) == ["out.bin"]  # no temporary left behind
+
+
+def test_atomic_dir_replaces_only_when_complete(tmp_path):
+    db = tmp_path / "db"
+    with atomic_dir(db) as tmp:
+        (open(os.path.join(tmp, "meta.db"), "wb")).close()
+        assert not db.exists()
+    assert sorted(os.listdir(db)) == ["meta.db"]
+    with pytest.raises(RuntimeError), atomic_dir(db) as tmp:
+        open(os.path.join(tmp, "other"), "wb").close()
+        raise RuntimeError("interrupted")
+    assert sorted(os.listdir(db)) == ["meta.db"]
+    assert sorted(os.listdir(tmp_path)) == ["db"]
+    with atomic_dir(db) as tmp:
+        open(os.path.join(tmp, "new"), "wb").close()
+    assert sorted(os.listdir(db)) == ["new"]
+
+
+def test_missing_parent_is_a_clear_error(tmp_path):
+    with pytest.raises(HpcsaError, match="does not exist"), atomic_file(tmp_path / "no" / "x"):
+        pass
