@@ -215,6 +215,7 @@ def read_hpcrun(path: str | os.PathLike[str], *, values: bool = True) -> HpcrunP
     cur = Cursor(blob, int(footer["cct_start"]), int(footer["cct_end"]), ">", "CCT")
     n = cur.count(8, CCT_NODE.itemsize, "CCT node count")
     cct = cur.array(CCT_NODE, n, "CCT nodes")
+    _check_tree(blob, cct)
 
     cur = Cursor(blob, int(footer["met_tbl_start"]), int(footer["met_tbl_end"]), ">", "metric table")
     n = cur.count(4, 40, "metric count")
@@ -254,6 +255,29 @@ def read_hpcrun(path: str | os.PathLike[str], *, values: bool = True) -> HpcrunP
     return HpcrunProfile(header=header, loadmap=loadmap, cct=cct, metrics=metrics, id_names=id_names,
                          id_tuple=id_tuple, values=vals, index=index,
                          version=VERSION, path=blob.path)
+
+
+def _check_tree(blob: Blob, cct: np.ndarray) -> None:
+    """Node ids are unique and non-zero, and every parent (0 = root) precedes its children, as hpcprof requires."""
+    ids = cct["id"].astype(np.int64)
+    if len(ids) == 0:
+        return
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    if sorted_ids[0] == 0 or np.any(sorted_ids[1:] == sorted_ids[:-1]):
+        raise blob.fail("CCT: node ids must be unique and non-zero")
+    parents = cct["parent"].astype(np.int64)
+    inner = parents != 0
+    where = np.searchsorted(sorted_ids, parents[inner])
+    where = np.minimum(where, len(ids) - 1)
+    found = sorted_ids[where] == parents[inner]
+    if not np.all(found):
+        raise blob.fail(f"CCT: node {int(ids[inner][~found][0])} has a parent that is not in the tree")
+    parent_pos = order[where]
+    own_pos = np.flatnonzero(inner)
+    if np.any(parent_pos >= own_pos):
+        bad = int(ids[own_pos[parent_pos >= own_pos][0]])
+        raise blob.fail(f"CCT: node {bad} appears before its parent (records must be parent-first)")
 
 
 def _check_sparse(blob: Blob, cct: np.ndarray, vals: np.ndarray, index: np.ndarray,
