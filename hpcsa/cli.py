@@ -20,6 +20,7 @@ from hpcsa.errors import HpcsaError
 SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "dump": ("hpcsa.dumpcmd", "print any HPCToolkit file or directory as readable YAML",
              "hpcsa dump small.d/meta.db"),
+    "demo": ("hpcsa.democmd", "run the whole pipeline on the bundled fixtures", "hpcsa demo -o demo-out"),
 }
 
 EPILOG_HEAD = "examples:\n"
