@@ -1,0 +1,572 @@
+"""The ``.hpcstruct`` XML format (HPCToolkit structure, version 4.9): streaming reader and writer.
+
+Reading streams the file through the standard library's expat parser, one
+``LM`` at a time, straight into the columns of a :class:`ModuleBuilder` (no
+DOM). Every real file carries its DTD inline; it is accepted, but any entity
+declaration (internal, external or parameter entity) is refused before it can
+be expanded, nothing external is ever fetched, and undefined entity
+references are errors. We use expat directly rather than defusedxml because
+the protection needed is exactly these handlers (defusedxml installs the same
+ones), while the speed needed comes from expat's callbacks, which defusedxml's
+ElementTree layer would wrap in per-element objects. A DOCTYPE naming an
+external DTD is refused too: unread, it would make expat drop undeclared
+entity references from attribute values silently.
+
+Numbers in ``v`` and ``t`` are hexadecimal (hpcprof reads them with base 16,
+``0x`` optional); ``i`` and ``l`` are decimal.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import xml.parsers.expat as expat
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO
+
+import numpy as np
+
+from hpcsa.errors import FormatError, HpcsaError, UnsupportedError
+from hpcsa.fileio import atomic_file
+from hpcsa.structure.model import (
+    ALLOWED_CHILDREN,
+    HAS_V,
+    KIND_OF_TAG,
+    KIND_TAGS,
+    RANGE,
+    SCOPE,
+    A,
+    C,
+    F,
+    L,
+    Module,
+    P,
+    S,
+    StructureFile,
+)
+
+VERSION = "4.9"
+READABLE_VERSIONS = ("4.7", "4.8", "4.9")  # same elements; 4.9 added LM has-calls
+ROOT = "HPCToolkitStructure"
+CHUNK = 1 << 20
+
+_V_FULL = re.compile(r"\{\s*(?:\[\s*(?:0[xX])?[0-9a-fA-F]+\s*-\s*(?:0[xX])?[0-9a-fA-F]+\s*\)\s*)*\}")
+_V_RANGE = re.compile(r"\[\s*(?:0[xX])?([0-9a-fA-F]+)\s*-\s*(?:0[xX])?([0-9a-fA-F]+)\s*\)")
+_HEX = re.compile(r"\s*(?:0[xX])?([0-9a-fA-F]+)\s*")
+
+
+class _Refused(Exception):
+    """Raised inside an expat handler to stop parsing; carries the one-line problem."""
+
+
+def _refuse_entity(name: str, is_parameter: bool, *rest: object) -> None:
+    kind = "parameter entity" if is_parameter else "entity"
+    raise _Refused(f"declares the {kind} {name!r}; structure files must not declare entities "
+                   "(refused without expanding it)")
+
+
+def _refuse_unparsed(name: str, *rest: object) -> None:
+    raise _Refused(f"declares the unparsed entity {name!r}; structure files must not declare entities")
+
+
+def _refuse_external(*args: object) -> int:
+    raise _Refused("refers to an external entity; hpcsa never fetches external content")
+
+
+def _refuse_skipped(name: str, is_parameter: bool) -> None:
+    raise _Refused(f"uses the undeclared entity {name!r}")
+
+
+def _refuse_external_dtd(name: str, system_id: str | None, public_id: str | None, internal: bool) -> None:
+    # Without the external subset, expat would silently drop undeclared entity references inside
+    # attribute values; real structure files always carry their DTD inline.
+    if system_id or public_id:
+        raise _Refused(f"refers to the external DTD {system_id or public_id!r}; hpcsa never fetches external "
+                       "content (structure files carry their DTD inline)")
+
+
+_HEXVAL = np.full(256, 255, np.uint8)
+for _i, _ch in enumerate(b"0123456789abcdef"):
+    _HEXVAL[_ch] = _i
+for _i, _ch in enumerate(b"ABCDEF"):
+    _HEXVAL[_ch] = 10 + _i
+_SHAPE = bytes.maketrans(b"0123456789abcdefABCDEF", b"h" * 22)
+
+
+def parse_vsets(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Vectorized parse of canonical ``v`` sets ``{[0xA-0xB) [0xC-0xD)}``: (ranges per text, lo, hi).
+
+    Returns None when any text is not in the canonical form hpcstruct writes
+    (the caller then parses them one by one, tolerantly). The shape check
+    collapses each run of hex digits to one ``h`` and requires every text to
+    be ``{}`` after removing ``[hxh-hxh)`` tokens and their separating spaces.
+    """
+    raw = "\x00".join(texts).encode("ascii", "replace")
+    if not raw:
+        return np.zeros(len(texts), np.int64), np.zeros(0, np.uint64), np.zeros(0, np.uint64)
+    buf = np.frombuffer(raw, np.uint8)
+    is_digit = _HEXVAL[buf] < 16
+    after_digit = np.zeros_like(is_digit)
+    after_digit[1:] = is_digit[:-1]
+    shape = np.frombuffer(raw.translate(_SHAPE), np.uint8)[~(is_digit & after_digit)].tobytes()
+    shape = shape.replace(b"[hxh-hxh)", b"R").replace(b"R ", b"R").replace(b"R", b"")
+    if shape != b"\x00".join([b"{}"] * len(texts)):
+        return None
+    before_digit = np.zeros_like(is_digit)
+    before_digit[:-1] = is_digit[1:]
+    starts = np.flatnonzero(is_digit & ~after_digit)[1::2]  # runs alternate: the '0' of 0x, then the number
+    ends = np.flatnonzero(is_digit & ~before_digit)[1::2] + 1
+    lens = ends - starts
+    if len(lens) and int(lens.max()) > 16:
+        return None
+    offsets = np.zeros(len(lens), np.int64)
+    np.cumsum(lens[:-1], out=offsets[1:])
+    pos = np.arange(int(lens.sum()), dtype=np.int64) + np.repeat(starts - offsets, lens)
+    shift = (4 * (np.repeat(ends, lens) - 1 - pos)).astype(np.uint64)
+    digits = _HEXVAL[buf[pos]].astype(np.uint64) << shift
+    values = np.add.reduceat(digits, offsets) if len(offsets) else np.zeros(0, np.uint64)
+    owner = np.searchsorted(np.flatnonzero(buf == 0), np.flatnonzero(buf == ord("[")))
+    counts = np.bincount(owner, minlength=len(texts))
+    return counts, values[0::2], values[1::2]
+
+
+def _parse_vsets_slowly(texts: list[str]) -> tuple[list[int], list[int], list[int]]:
+    counts: list[int] = []
+    lo: list[int] = []
+    hi: list[int] = []
+    for v in texts:
+        if not _V_FULL.fullmatch(v):
+            raise _Refused(f"v={v!r} is not an address range set like {{[0x10-0x20) [0x30-0x38)}}")
+        pairs = _V_RANGE.findall(v)
+        counts.append(len(pairs))
+        lo.extend(int(a, 16) for a, _ in pairs)
+        hi.extend(int(b, 16) for _, b in pairs)
+    return counts, lo, hi
+
+
+def _decimal(values: list[str | None], what: str) -> list[int]:
+    try:
+        return [-1 if x is None else int(x) for x in values]
+    except ValueError:
+        bad = next(x for x in values if x is not None and not _is_int(x))
+        raise _Refused(f"{what}={bad!r} is not a decimal integer") from None
+
+
+def _is_int(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _hexadecimal(values: list[str | None], what: str) -> list[int]:
+    out = []
+    for x in values:
+        if x is None:
+            out.append(-1)
+            continue
+        m = _HEX.fullmatch(x)
+        if not m:
+            raise _Refused(f"{what}={x!r} is not a hexadecimal address")
+        out.append(int(m.group(1), 16))
+    return out
+
+
+def _finish_module(kinds: list[int], parents: list[int], attrs: list[dict[str, str]], path: str, id: int,
+                   has_calls: bool | None, has_v: bool) -> Module:
+    """Columns from the attribute dicts of one LM's scopes (document order)."""
+    scopes = np.empty(len(kinds), SCOPE)
+    scopes["kind"] = kinds
+    scopes["parent"] = parents
+    scopes["id"] = _decimal([a.get("i") for a in attrs], "i")
+    scopes["line"] = _decimal([a.get("l") for a in attrs], "l")
+    sym = [a.get("s") for a in attrs]
+    scopes["sym"] = _decimal(sym, "s") if any(sym) else -1
+    target = [a.get("t") for a in attrs]
+    scopes["target"] = _hexadecimal(target, "t") if any(target) else -1
+    strings: dict[str, int] = {}
+    intern = strings.setdefault
+    kind_arr = scopes["kind"]
+    is_file = kind_arr == F
+    file_attr = [a.get("f") for a in attrs]
+    if is_file.any():
+        for row in np.flatnonzero(is_file).tolist():
+            file_attr[row] = attrs[row].get("n")
+    scopes["file"] = [-1 if s is None else intern(s, len(strings)) for s in file_attr]
+    names = [a.get("n") for a in attrs]
+    scopes["name"] = [-1 if s is None else intern(s, len(strings)) for s in names]
+    scopes["name"][is_file] = -1
+    for column, key in (("link", "ln"), ("device", "d")):
+        values = [a.get(key) for a in attrs]
+        scopes[column] = [-1 if s is None else intern(s, len(strings)) for s in values] if any(values) else -1
+    v_all = [a.get("v") for a in attrs]
+    scopes["flags"] = [0 if v is None else HAS_V for v in v_all]
+    v_rows = [row for row, v in enumerate(v_all) if v is not None and v != "{}"]
+    v_text = [v_all[row] for row in v_rows]  # type: ignore[misc]
+    parsed = parse_vsets(v_text)  # type: ignore[arg-type]
+    counts, lo, hi = parsed if parsed is not None else _parse_vsets_slowly(v_text)  # type: ignore[arg-type]
+    ranges = np.empty(len(lo), RANGE)
+    ranges["lo"] = lo
+    ranges["hi"] = hi
+    ranges["scope"] = np.repeat(np.array(v_rows, dtype=np.int32), counts)
+    return Module(path=path, scopes=scopes, ranges=ranges, strings=list(strings), id=id, has_calls=has_calls,
+                  has_v=has_v)
+
+
+class _DocumentReader:
+    """The expat callbacks: root and LM elements here, scopes in a tight closure (see ``handlers``)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.sf = StructureFile(modules=[])
+        self.done: list[Module] = []
+        self.lm: tuple[str, int, bool | None, bool] | None = None
+        self.seen_root = False
+        self.closed_root = False
+        self.parser: expat.XMLParserType | None = None
+
+    def fail(self, problem: str) -> _Refused:
+        p = self.parser
+        return _Refused(problem + (f" (line {p.CurrentLineNumber})" if p is not None else ""))
+
+    def handlers(self) -> tuple[Callable[[str, dict[str, str]], None], Callable[[str], None]]:
+        kinds: list[int] = []
+        parents: list[int] = []
+        attr_dicts: list[dict[str, str]] = []
+        rows = [-1]           # open scope rows; -1 stands for the LM
+        open_kinds: list[int | None] = [None]
+        allowed = ALLOWED_CHILDREN
+        kind_of = KIND_OF_TAG
+
+        def start(tag: str, attrs: dict[str, str]) -> None:
+            kind = kind_of.get(tag)
+            if kind is None or self.lm is None:
+                self.outside_start(tag, attrs)
+                return
+            if kind not in allowed[open_kinds[-1]]:
+                where = f"<{KIND_TAGS[open_kinds[-1]]}>" if open_kinds[-1] else "<LM>"  # type: ignore[index]
+                raise self.fail(f"<{tag}> is not allowed directly inside {where}")
+            rows.append(len(kinds))
+            kinds.append(kind)
+            parents.append(rows[-2])
+            attr_dicts.append(attrs)
+            open_kinds.append(kind)
+
+        def end(tag: str) -> None:
+            if len(rows) > 1:
+                rows.pop()
+                open_kinds.pop()
+                return
+            if tag == "LM" and self.lm is not None:
+                path, lm_id, has_calls, lm_v = self.lm
+                self.done.append(_finish_module(kinds, parents, attr_dicts, path, lm_id, has_calls, lm_v))
+                kinds.clear()
+                parents.clear()
+                attr_dicts.clear()
+                self.lm = None
+            elif tag == ROOT:
+                self.closed_root = True
+
+        return start, end
+
+    def outside_start(self, tag: str, attrs: dict[str, str]) -> None:
+        if self.lm is not None:
+            raise self.fail(f"unknown element <{tag}>")
+        if tag == "LM":
+            if not self.seen_root or self.closed_root:
+                raise self.fail("<LM> outside <HPCToolkitStructure>")
+            self.start_lm(attrs)
+        elif tag == ROOT:
+            if self.seen_root:
+                raise self.fail(f"nested <{ROOT}>")
+            self.start_root(attrs)
+        else:
+            raise self.fail(f"unexpected element <{tag}> (expected <LM> inside <{ROOT}>)")
+
+    def start_root(self, attrs: dict[str, str]) -> None:
+        self.seen_root = True
+        version = attrs.get("version")
+        if version is None:
+            raise self.fail(f"<{ROOT}> has no version attribute")
+        if version not in READABLE_VERSIONS:
+            raise _Refused(f"structure format version {version} is not supported "
+                           f"(hpcsa reads {', '.join(READABLE_VERSIONS)})")
+        self.sf.version = version
+        try:
+            self.sf.id = int(attrs.get("i", "0"))
+        except ValueError:
+            raise self.fail(f"<{ROOT} i={attrs['i']!r}> is not a decimal integer") from None
+        self.sf.name = attrs.get("n")
+
+    def start_lm(self, attrs: dict[str, str]) -> None:
+        name = attrs.get("n")
+        if name is None:
+            raise self.fail("<LM> without the n (binary path) attribute")
+        calls = attrs.get("has-calls")
+        if calls is not None and calls not in ("0", "1"):
+            raise self.fail(f"<LM has-calls={calls!r}> must be 0 or 1")
+        try:
+            lm_id = int(attrs.get("i", "-1"))
+        except ValueError:
+            raise self.fail(f"<LM i={attrs['i']!r}> is not a decimal integer") from None
+        self.lm = (name, lm_id, None if calls is None else calls == "1", "v" in attrs)
+
+
+def _make_parser(reader: _DocumentReader) -> expat.XMLParserType:
+    p = expat.ParserCreate()
+    reader.parser = p
+    p.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    p.UseForeignDTD(False)
+    p.EntityDeclHandler = _refuse_entity
+    p.UnparsedEntityDeclHandler = _refuse_unparsed
+    p.ExternalEntityRefHandler = _refuse_external
+    p.SkippedEntityHandler = _refuse_skipped
+    p.StartDoctypeDeclHandler = _refuse_external_dtd
+    p.StartElementHandler, p.EndElementHandler = reader.handlers()
+    return p
+
+
+def _expat_problem(exc: expat.ExpatError, total: int) -> str:
+    code = exc.code
+    msg = expat.ErrorString(code) if code is not None else str(exc)
+    where = f"line {exc.lineno}, column {exc.offset}"
+    if code in (expat.errors.codes[expat.errors.XML_ERROR_NO_ELEMENTS],
+                expat.errors.codes[expat.errors.XML_ERROR_UNCLOSED_TOKEN],
+                expat.errors.codes[expat.errors.XML_ERROR_UNCLOSED_CDATA_SECTION]) and total:
+        return f"the XML ends before the document is complete ({where}); the file is truncated"
+    if code == expat.errors.codes[expat.errors.XML_ERROR_UNDEFINED_ENTITY]:
+        return f"uses an undeclared entity ({where})"
+    return f"not well-formed structure XML: {msg} ({where})"
+
+
+def iter_modules(path: str | os.PathLike[str], header: StructureFile | None = None) -> Iterator[Module]:
+    """Stream the load modules of a structure file, one finished :class:`Module` at a time.
+
+    ``header``, when given, receives the root's version, id and name.
+    """
+    path = os.fspath(path)
+    reader = _DocumentReader(path)
+    parser = _make_parser(reader)
+    total = 0
+    try:
+        fh: IO[bytes] = open(path, "rb")
+    except FileNotFoundError:
+        raise HpcsaError(path, "no such file") from None
+    except IsADirectoryError:
+        raise HpcsaError(path, "is a directory, expected a structure file") from None
+    except OSError as exc:
+        raise HpcsaError(path, f"cannot read: {exc.strerror or exc}") from None
+    with fh:
+        while True:
+            chunk = fh.read(CHUNK)
+            try:
+                if total == 0 and chunk and not chunk.lstrip().startswith(b"<"):
+                    raise _Refused("not an XML structure file (does not start with '<')")
+                parser.Parse(chunk, not chunk)
+            except _Refused as exc:
+                raise FormatError(path, str(exc)) from None
+            except expat.ExpatError as exc:
+                raise FormatError(path, _expat_problem(exc, total)) from None
+            total += len(chunk)
+            if header is not None and reader.seen_root:
+                header.version, header.id, header.name = reader.sf.version, reader.sf.id, reader.sf.name
+            if reader.done:
+                yield from reader.done
+                reader.done.clear()
+            if not chunk:
+                break
+    if not reader.seen_root:
+        raise FormatError(path, f"no <{ROOT}> element; not a structure file")
+
+
+def read_hpcstruct(path: str | os.PathLike[str]) -> StructureFile:
+    """The whole file in memory (one Module per LM)."""
+    sf = StructureFile(modules=[])
+    sf.modules = list(iter_modules(path, header=sf))
+    return sf
+
+
+def check_version(sf: StructureFile, path: str) -> None:
+    if sf.version not in READABLE_VERSIONS:
+        raise UnsupportedError(path, f"structure format version {sf.version} is not supported")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Writing
+
+# The 4.9 element grammar as an internal DTD (what every hpcstruct output carries).
+DTD = """<!DOCTYPE HPCToolkitStructure [
+<!-- HPCToolkit structure format, version 4.9 (written by hpcsa) -->
+<!ELEMENT HPCToolkitStructure (LM)*>
+<!ATTLIST HPCToolkitStructure
+        version CDATA #REQUIRED
+        i       CDATA #REQUIRED
+        n       CDATA #IMPLIED>
+  <!-- i: id; n: name; l: line; v: address ranges "{[lo-hi) ...}" (hex, hi exclusive);
+       t: call target address; d: device; f: file; ln: link name; s: symbol index -->
+  <!ELEMENT LM (F|P)*>
+  <!ATTLIST LM
+        i CDATA #REQUIRED
+        n CDATA #REQUIRED
+        has-calls CDATA #REQUIRED
+        v CDATA #IMPLIED>
+  <!ELEMENT F (P|L|S)*>
+  <!ATTLIST F
+        i CDATA #REQUIRED
+        n CDATA #REQUIRED>
+  <!ELEMENT P (P|A|L|S|C)*>
+  <!ATTLIST P
+        i  CDATA #REQUIRED
+        n  CDATA #REQUIRED
+        ln CDATA #IMPLIED
+        l  CDATA #IMPLIED
+        s  CDATA #IMPLIED
+        v  CDATA #IMPLIED>
+  <!ELEMENT A (A|L|S|C)*>
+  <!ATTLIST A
+        i CDATA #REQUIRED
+        f CDATA #IMPLIED
+        n CDATA #IMPLIED
+        ln CDATA #IMPLIED
+        l CDATA #IMPLIED
+        v CDATA #IMPLIED>
+  <!ELEMENT L (A|L|S|C)*>
+  <!ATTLIST L
+        i CDATA #REQUIRED
+        l CDATA #REQUIRED
+        f CDATA #IMPLIED
+        v CDATA #IMPLIED>
+  <!ELEMENT S EMPTY>
+  <!ATTLIST S
+        i CDATA #REQUIRED
+        l CDATA #REQUIRED
+        v CDATA #IMPLIED>
+  <!ELEMENT C (C)*>
+  <!ATTLIST C
+        i CDATA #REQUIRED
+        l CDATA #REQUIRED
+        v CDATA #IMPLIED
+        t CDATA #IMPLIED
+        d CDATA #IMPLIED>
+]>
+"""
+
+_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\n": "&#10;", "\r": "&#13;",
+            "\t": "&#9;"}
+_NEEDS_ESCAPE = re.compile(r'[&<>"\n\r\t]')
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def quote(text: str) -> str:
+    """An attribute value that reads back as ``text`` (characters XML cannot carry become U+FFFD)."""
+    if _NEEDS_ESCAPE.search(text):
+        text = _NEEDS_ESCAPE.sub(lambda m: _ESCAPES[m.group()], text)
+    if _NOT_XML.search(text):
+        text = _NOT_XML.sub("\ufffd", text)
+    return text
+
+
+def _vset(ranges: Iterable[tuple[int, int]]) -> str:
+    return "{" + " ".join(f"[{lo:#x}-{hi:#x})" for lo, hi in ranges) + "}"
+
+
+def render_module(m: Module) -> Iterator[str]:
+    """The ``<LM>`` element of one module, as text chunks."""
+    calls = "1" if m.has_calls else "0"
+    v = ' v="{}"' if m.has_v else ""
+    yield f'<LM i="{m.id}" n="{quote(m.path)}" has-calls="{calls}"{v}>\n'
+    quoted = [quote(s) for s in m.strings]
+    sc = m.scopes
+    kinds = sc["kind"].tolist()
+    parents = sc["parent"].tolist()
+    ids = sc["id"].tolist()
+    lines = sc["line"].tolist()
+    files = sc["file"].tolist()
+    names = sc["name"].tolist()
+    links = sc["link"].tolist()
+    syms = sc["sym"].tolist()
+    targets = sc["target"].tolist()
+    devices = sc["device"].tolist()
+    flags = sc["flags"].tolist()
+    bounds = m.range_bounds.tolist()
+    lo = m.ranges["lo"].tolist()
+    hi = m.ranges["hi"].tolist()
+    open_rows: list[int] = []
+    out: list[str] = []
+    for row, kind in enumerate(kinds):
+        parent = parents[row]
+        while open_rows and open_rows[-1] != parent:
+            out.append(f"</{KIND_TAGS[kinds[open_rows.pop()]]}>\n")
+        tag = KIND_TAGS[kind]
+        parts = [f'<{tag} i="{ids[row]}"']
+        if kind == F:
+            parts.append(f' n="{quoted[files[row]]}"')
+        elif kind == P:
+            if names[row] >= 0:
+                parts.append(f' n="{quoted[names[row]]}"')
+            if links[row] >= 0:
+                parts.append(f' ln="{quoted[links[row]]}"')
+            if syms[row] >= 0:
+                parts.append(f' s="{syms[row]}"')
+            if lines[row] >= 0:
+                parts.append(f' l="{lines[row]}"')
+        elif kind == A:
+            if lines[row] >= 0:
+                parts.append(f' l="{lines[row]}"')
+            if files[row] >= 0:
+                parts.append(f' f="{quoted[files[row]]}"')
+            if names[row] >= 0:
+                parts.append(f' n="{quoted[names[row]]}"')
+            if links[row] >= 0:
+                parts.append(f' ln="{quoted[links[row]]}"')
+        elif kind == L:
+            parts.append(f' l="{lines[row]}"')
+            if files[row] >= 0:
+                parts.append(f' f="{quoted[files[row]]}"')
+        else:  # S, C
+            parts.append(f' l="{lines[row]}"')
+        if flags[row] & HAS_V:
+            a, b = bounds[row], bounds[row + 1]
+            parts.append(' v="' + _vset(zip(lo[a:b], hi[a:b], strict=True)) + '"')
+        if kind == C:
+            if targets[row] >= 0:
+                parts.append(f' t="{targets[row]:#x}"')
+            if devices[row] >= 0:
+                parts.append(f' d="{quoted[devices[row]]}"')
+        if row + 1 < len(kinds) and parents[row + 1] == row:
+            parts.append(">\n")
+            open_rows.append(row)
+        elif kind in (S, C):
+            parts.append("/>\n")
+        else:
+            parts.append(f">\n</{tag}>\n")
+        out.append("".join(parts))
+        if len(out) >= 4096:
+            yield "".join(out)
+            out.clear()
+    while open_rows:
+        out.append(f"</{KIND_TAGS[kinds[open_rows.pop()]]}>\n")
+    out.append("</LM>\n")
+    yield "".join(out)
+
+
+def render(sf: StructureFile) -> Iterator[str]:
+    yield '<?xml version="1.0"?>\n'
+    yield DTD
+    name = "" if sf.name is None else f' n="{quote(sf.name)}"'
+    yield f'<{ROOT} i="{sf.id}" version="{VERSION}"{name}>\n'
+    for m in sf.modules:
+        yield from render_module(m)
+    yield f"</{ROOT}>\n"
+
+
+def write_hpcstruct(path: str | os.PathLike[str], sf: StructureFile) -> None:
+    """Write ``sf`` as a 4.9 structure file; the file appears under ``path`` only when complete."""
+    with atomic_file(path, "wb") as fh:
+        for chunk in render(sf):
+            fh.write(chunk.encode("utf-8"))
+
+
+__all__ = ["VERSION", "READABLE_VERSIONS", "iter_modules", "read_hpcstruct", "write_hpcstruct", "render",
+           "render_module", "quote", "A", "L", "S", "C"]

@@ -1,0 +1,444 @@
+"""Program structure in memory: the content of a ``.hpcstruct`` file as columns.
+
+A structure file is a tree per load module (``LM``) of files (``F``),
+procedures (``P``), aliens (``A``: inlined code), loops (``L``), statements
+(``S``) and call sites (``C``). Big binaries have hundreds of thousands of
+scopes, so a :class:`Module` keeps them as numpy columns in document
+(pre-)order, with a parent index per scope, and every address range of every
+``v`` attribute in one sorted-by-scope array. Queries that the aggregation
+needs per sample (address -> innermost statement, -> chain of enclosing
+scopes; procedures by entry; call sites) are built from those arrays once and
+cached.
+
+The meaning of the tree follows hpcprof's reader (``finalizers/struct.cpp``):
+an ``A`` whose parent is not an alien is an *outer* alien (the call site of an
+inlined call, or a guard ``<inline>`` that only switches the file); an ``A``
+directly inside an outer alien is the *inner* alien (the inlined function).
+Statements take the file of their nearest enclosing ``F``/``L``/``A``.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import NamedTuple
+
+import numpy as np
+
+# Scope kinds; the code is the index in KIND_TAGS.
+F, P, A, L, S, C = 1, 2, 3, 4, 5, 6
+KIND_TAGS = ("", "F", "P", "A", "L", "S", "C")
+KIND_OF_TAG = {tag: code for code, tag in enumerate(KIND_TAGS) if tag}
+
+# Which kinds may appear directly inside which (None = directly inside the LM), per the 4.9 DTD.
+ALLOWED_CHILDREN: dict[int | None, frozenset[int]] = {
+    None: frozenset({F, P}),
+    F: frozenset({P, L, S}),
+    P: frozenset({P, A, L, S, C}),
+    A: frozenset({A, L, S, C}),
+    L: frozenset({A, L, S, C}),
+    S: frozenset(),
+    C: frozenset({C}),
+}
+
+GUARD_NAME = "<inline>"  # hpcstruct's name for a guard alien (switches the file only)
+
+HAS_V = 0x1  # flag: the element carries a v attribute (possibly "{}")
+
+NONE = -1  # absent integer attribute / string
+
+# One row per scope, in document order; string columns index Module.strings.
+SCOPE = np.dtype([
+    ("kind", "u1"),
+    ("flags", "u1"),
+    ("parent", "i4"),   # row of the enclosing scope, -1 directly inside the LM
+    ("id", "i8"),       # the i attribute
+    ("line", "i8"),     # l
+    ("file", "i4"),     # F: n; A and L: f
+    ("name", "i4"),     # P and A: n
+    ("link", "i4"),     # P and A: ln
+    ("sym", "i8"),      # P: s (ELF symbol index, GPU binaries)
+    ("target", "i8"),   # C: t (callee entry address)
+    ("device", "i4"),   # C: d
+])
+
+# One row per address range [lo, hi) of a v attribute, grouped by scope in document order.
+RANGE = np.dtype([("lo", "u8"), ("hi", "u8"), ("scope", "i4")])
+
+# Roles of aliens, as hpcprof reads them.
+NOT_ALIEN, OUTER_ALIEN, INNER_ALIEN = 0, 1, 2
+
+
+class LexStep(NamedTuple):
+    """One step of a lexical path, as hpcprof creates contexts from a structure file.
+
+    ``relation`` is ``"enclosure"`` or ``"inlined_call"``; ``kind`` is
+    ``"function"``, ``"loop"`` or ``"line"``. ``address`` is a procedure's
+    entry or a loop's header; ``scope`` the row that produced the step.
+    """
+
+    relation: str
+    kind: str
+    name: str | None
+    file: str | None
+    line: int | None
+    address: int | None
+    scope: int
+
+
+CALL_SITE = np.dtype([("scope", "i4"), ("caller", "i4"), ("address", "u8"), ("target", "i8"),
+                      ("callee", "i4")])
+PROCEDURE = np.dtype([("entry", "u8"), ("scope", "i4")])
+
+
+@dataclass(eq=False)
+class Module:
+    """One ``LM``: a binary's structure tree as columns (see the module docstring)."""
+
+    path: str
+    scopes: np.ndarray  # SCOPE, document order, parent row < own row
+    ranges: np.ndarray  # RANGE, non-decreasing scope
+    strings: list[str]
+    id: int = 2
+    has_calls: bool | None = False  # None: the attribute is absent (format 4.7)
+    has_v: bool = True
+
+    # -- plain access -------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.scopes)
+
+    def text(self, index: int) -> str | None:
+        return None if index < 0 else self.strings[index]
+
+    @cached_property
+    def range_bounds(self) -> np.ndarray:
+        """``ranges`` rows of scope ``s`` are ``range_bounds[s]:range_bounds[s+1]``."""
+        return np.searchsorted(self.ranges["scope"], np.arange(len(self.scopes) + 1), side="left")
+
+    def ranges_of(self, scope: int) -> list[tuple[int, int]]:
+        lo, hi = self.range_bounds[scope], self.range_bounds[scope + 1]
+        r = self.ranges[lo:hi]
+        return list(zip(r["lo"].tolist(), r["hi"].tolist(), strict=True))
+
+    def children(self) -> list[list[int]]:
+        """Child rows of every scope (index len(scopes) holds the LM's own children)."""
+        out: list[list[int]] = [[] for _ in range(len(self.scopes) + 1)]
+        for row, parent in enumerate(self.scopes["parent"].tolist()):
+            out[parent].append(row)  # parent -1 lands in the last list
+        return out
+
+    def count(self, kind: int) -> int:
+        return int(np.count_nonzero(self.scopes["kind"] == kind))
+
+    def same_content(self, other: Module) -> bool:
+        """Equal trees: same columns, same ranges, same strings behind every index."""
+        if (self.path, self.id, self.has_calls, self.has_v) != (other.path, other.id, other.has_calls,
+                                                                   other.has_v):
+            return False
+        if len(self.scopes) != len(other.scopes) or not np.array_equal(self.ranges, other.ranges):
+            return False
+        a, b = self.scopes, other.scopes
+        for col in ("kind", "flags", "parent", "id", "line", "sym", "target"):
+            if not np.array_equal(a[col], b[col]):
+                return False
+        sa, sb = np.array(self.strings + [None], dtype=object), np.array(other.strings + [None], dtype=object)
+        return all(np.array_equal(sa[a[col]], sb[b[col]]) for col in ("file", "name", "link", "device"))
+
+    # -- hpcprof's reading of the tree -----------------------------------------------------------
+    @cached_property
+    def _lexical(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per row: alien role, file in effect for the scope, call-site file (inner aliens),
+        nearest enclosing context-making scope (P, L, inner A) and nearest enclosing P."""
+        kind = self.scopes["kind"].tolist()
+        parent = self.scopes["parent"].tolist()
+        own_file = self.scopes["file"].tolist()
+        n = len(kind)
+        role = [NOT_ALIEN] * n
+        ctx_file = [NONE] * n      # the file children of this scope inherit
+        scope_file = [NONE] * n    # the file hpcprof gives the scope itself
+        call_file = [NONE] * n     # inner A: the file of its call-site line
+        lex_parent = [NONE] * n
+        proc = [NONE] * n
+        for row in range(n):
+            k = kind[row]
+            up = parent[row]
+            inherited = ctx_file[up] if up >= 0 else NONE
+            if up >= 0:
+                uk = kind[up]
+                lex_parent[row] = up if (uk in (P, L) or role[up] == INNER_ALIEN) else lex_parent[up]
+                proc[row] = up if uk == P else proc[up]
+            if k == F:
+                ctx_file[row] = scope_file[row] = own_file[row]
+            elif k == A:
+                if up >= 0 and kind[up] == A and role[up] == OUTER_ALIEN:
+                    role[row] = INNER_ALIEN
+                    call_file[row] = inherited
+                else:
+                    role[row] = OUTER_ALIEN
+                f = own_file[row] if own_file[row] >= 0 else inherited
+                ctx_file[row] = scope_file[row] = f
+            elif k == L:
+                f = own_file[row] if own_file[row] >= 0 else inherited
+                ctx_file[row] = scope_file[row] = f
+            else:  # P, S, C
+                ctx_file[row] = scope_file[row] = inherited
+        i4 = np.int32
+        return (np.array(role, np.int8), np.array(scope_file, i4), np.array(call_file, i4),
+                np.array(lex_parent, i4), np.array(proc, i4))
+
+    @property
+    def alien_role(self) -> np.ndarray:
+        """NOT_ALIEN / OUTER_ALIEN (call site or guard) / INNER_ALIEN (inlined function) per row."""
+        return self._lexical[0]
+
+    @property
+    def scope_file(self) -> np.ndarray:
+        """String index of the source file hpcprof attributes to each scope (-1: none)."""
+        return self._lexical[1]
+
+    @property
+    def procedure_of(self) -> np.ndarray:
+        """Row of the nearest enclosing ``P`` of each row (-1 outside procedures); a P maps to its parent P."""
+        return self._lexical[4]
+
+    def lexical_path(self, leaf: int) -> list[LexStep]:
+        """The contexts hpcprof creates for an instruction in ``leaf`` (an S or C row), outermost first.
+
+        Outer aliens produce no step of their own: their line becomes the
+        ``inlined_call`` step of the inner alien below them.
+        """
+        role, scope_file, call_file, lex_parent, _ = self._lexical
+        rows = []
+        row = leaf
+        while row >= 0:
+            rows.append(row)
+            row = int(lex_parent[row])
+        steps: list[LexStep] = []
+        sc = self.scopes
+        for row in reversed(rows):
+            rec = sc[row]
+            k = int(rec["kind"])
+            line = int(rec["line"])
+            line_or_none = None if line < 0 else line
+            if k == P:
+                entry = self.ranges_of(row)
+                steps.append(LexStep("enclosure", "function", self.text(int(rec["name"])),
+                                     self.text(int(scope_file[row])), line_or_none,
+                                     entry[0][0] if entry else None, row))
+            elif k == L:
+                head = self.ranges_of(row)
+                steps.append(LexStep("enclosure", "loop", None, self.text(int(scope_file[row])), line_or_none,
+                                     head[0][0] if head else None, row))
+            elif k == A:  # an inner alien (outer ones are never lexical parents)
+                outer = int(sc["parent"][row])
+                call_line = int(sc["line"][outer])
+                steps.append(LexStep("inlined_call", "line", None, self.text(int(call_file[row])),
+                                     None if call_line < 0 else call_line, None, outer))
+                steps.append(LexStep("enclosure", "function", self.text(int(rec["name"])),
+                                     self.text(int(scope_file[row])), line_or_none, None, row))
+            else:
+                steps.append(LexStep("enclosure", "line", None, self.text(int(scope_file[row])), line_or_none,
+                                     None, row))
+        return steps
+
+    # -- address queries --------------------------------------------------------------------------
+    @cached_property
+    def leaf_map(self) -> np.ndarray:
+        """Disjoint ``[lo, hi)`` -> statement row, sorted by ``lo`` (RANGE dtype).
+
+        Built from the ranges of every S and C in document order; like hpcprof,
+        a range overlapping one already taken is ignored (the first claim wins).
+        """
+        kinds = self.scopes["kind"]
+        r = self.ranges
+        keep = ((kinds[r["scope"]] == S) | (kinds[r["scope"]] == C)) & (r["hi"] > r["lo"])
+        r = r[keep]
+        order = np.argsort(r["lo"], kind="stable")
+        ordered = r[order]
+        if len(ordered) < 2 or bool(np.all(ordered["lo"][1:] >= ordered["hi"][:-1])):
+            return ordered
+        return _first_claims(r)
+
+    def lookup(self, addresses: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Statement row holding each address (-1 where no statement does); vectorized."""
+        addr = np.asarray(addresses, dtype=np.uint64)
+        lm = self.leaf_map
+        pos = np.searchsorted(lm["lo"], addr, side="right") - 1
+        ok = pos >= 0
+        clipped = np.where(ok, pos, 0)
+        ok &= addr < lm["hi"][clipped] if len(lm) else np.zeros_like(ok)
+        return np.where(ok, lm["scope"][clipped] if len(lm) else -1, -1).astype(np.int32)
+
+    @cached_property
+    def procedures(self) -> np.ndarray:
+        """Procedures by entry address (PROCEDURE dtype, sorted by entry): the first v range's start."""
+        rows = np.flatnonzero(self.scopes["kind"] == P)
+        bounds = self.range_bounds
+        has = bounds[rows + 1] > bounds[rows]
+        rows = rows[has]
+        out = np.empty(len(rows), PROCEDURE)
+        out["entry"] = self.ranges["lo"][bounds[rows]]
+        out["scope"] = rows
+        return out[np.argsort(out["entry"], kind="stable")]
+
+    def procedure_at(self, entry: int) -> int:
+        """Row of the procedure whose entry is ``entry`` (-1 if none)."""
+        procs = self.procedures
+        i = int(np.searchsorted(procs["entry"], np.uint64(entry)))
+        return int(procs["scope"][i]) if i < len(procs) and int(procs["entry"][i]) == entry else -1
+
+    @cached_property
+    def call_sites(self) -> np.ndarray:
+        """Every ``C``: caller procedure, call instruction address, callee entry ``t`` (-1 if absent)
+        and the callee's procedure row (-1 if ``t`` names no procedure entry)."""
+        rows = np.flatnonzero(self.scopes["kind"] == C)
+        out = np.zeros(len(rows), CALL_SITE)
+        out["scope"] = rows
+        out["caller"] = self.procedure_of[rows]
+        bounds = self.range_bounds
+        has_range = bounds[rows + 1] > bounds[rows]
+        out["address"][has_range] = self.ranges["lo"][bounds[rows[has_range]]]
+        target = self.scopes["target"][rows]
+        out["target"] = target
+        out["callee"] = -1
+        procs = self.procedures
+        if len(procs) and len(rows):
+            want = target.astype(np.uint64)
+            pos = np.minimum(np.searchsorted(procs["entry"], want), len(procs) - 1)
+            hit = (target >= 0) & (procs["entry"][pos] == want)
+            out["callee"][hit] = procs["scope"][pos[hit]]
+        return out
+
+
+def _first_claims(r: np.ndarray) -> np.ndarray:
+    """Slow path of Module.leaf_map for overlapping ranges: keep, in document order, the ranges that
+    overlap nothing kept before them."""
+    starts: list[int] = []
+    ends: list[int] = []
+    kept: list[int] = []
+    for i, (lo, hi) in enumerate(zip(r["lo"].tolist(), r["hi"].tolist(), strict=True)):
+        j = bisect.bisect_right(starts, lo)
+        if j > 0 and ends[j - 1] > lo:
+            continue
+        if j < len(starts) and starts[j] < hi:
+            continue
+        starts.insert(j, lo)
+        ends.insert(j, hi)
+        kept.insert(j, i)
+    return r[np.array(kept, dtype=np.int64)]
+
+
+@dataclass(eq=False)
+class StructureFile:
+    """A whole ``.hpcstruct`` file: the root's attributes and its load modules."""
+
+    modules: list[Module] = field(default_factory=list)
+    version: str = "4.9"
+    id: int = 0
+    name: str | None = ""
+
+    def same_content(self, other: StructureFile) -> bool:
+        return (self.id, self.name) == (other.id, other.name) and len(self.modules) == len(other.modules) \
+            and all(a.same_content(b) for a, b in zip(self.modules, other.modules, strict=True))
+
+
+class ModuleBuilder:
+    """Builds a :class:`Module` scope by scope, in document order (parents before children).
+
+    Used by the XML reader and by every producer of structure (CPU and GPU
+    binaries): ``add`` returns the new row, ``add_ranges`` attaches ``v`` ranges
+    to the row added last.
+    """
+
+    def __init__(self, path: str, id: int = 2, has_calls: bool | None = False, has_v: bool = True) -> None:
+        self.path = path
+        self.id = id
+        self.has_calls = has_calls
+        self.has_v = has_v
+        self._strings: dict[str, int] = {}
+        self._cols: dict[str, list[int]] = {name: [] for name in SCOPE.names}
+        self._lo: list[int] = []
+        self._hi: list[int] = []
+        self._rscope: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self._cols["kind"])
+
+    def intern(self, text: str | None) -> int:
+        if text is None:
+            return NONE
+        idx = self._strings.get(text)
+        if idx is None:
+            idx = self._strings[text] = len(self._strings)
+        return idx
+
+    def add(self, kind: int, parent: int, id: int = NONE, *, line: int | None = None, file: str | None = None,
+            name: str | None = None, link: str | None = None, sym: int | None = None,
+            target: int | None = None, device: str | None = None,
+            ranges: Iterable[tuple[int, int]] | None = None, has_v: bool = True) -> int:
+        cols = self._cols
+        row = len(cols["kind"])
+        if parent >= row:
+            raise ValueError("a scope's parent must be added before it")
+        cols["kind"].append(kind)
+        cols["flags"].append(HAS_V if has_v else 0)
+        cols["parent"].append(parent)
+        cols["id"].append(id)
+        cols["line"].append(NONE if line is None else line)
+        cols["file"].append(self.intern(file))
+        cols["name"].append(self.intern(name))
+        cols["link"].append(self.intern(link))
+        cols["sym"].append(NONE if sym is None else sym)
+        cols["target"].append(NONE if target is None else target)
+        cols["device"].append(self.intern(device))
+        if ranges is not None:
+            self.add_ranges(row, ranges)
+        return row
+
+    def add_ranges(self, row: int, ranges: Iterable[tuple[int, int]]) -> None:
+        if self._rscope and self._rscope[-1] > row:
+            raise ValueError("ranges must be added in document order")
+        for lo, hi in ranges:
+            self._lo.append(lo)
+            self._hi.append(hi)
+            self._rscope.append(row)
+
+    def extend_ranges(self, row: int, lo: list[int], hi: list[int]) -> None:
+        if self._rscope and self._rscope[-1] > row:
+            raise ValueError("ranges must be added in document order")
+        self._lo.extend(lo)
+        self._hi.extend(hi)
+        self._rscope.extend([row] * len(lo))
+
+    def finish(self) -> Module:
+        n = len(self)
+        scopes = np.empty(n, SCOPE)
+        for name, values in self._cols.items():
+            scopes[name] = values
+        ranges = np.empty(len(self._lo), RANGE)
+        ranges["lo"] = self._lo
+        ranges["hi"] = self._hi
+        ranges["scope"] = self._rscope
+        return Module(path=self.path, scopes=scopes, ranges=ranges, strings=list(self._strings), id=self.id,
+                      has_calls=self.has_calls, has_v=self.has_v)
+
+
+def renumber(sf: StructureFile) -> None:
+    """Give ids as hpcstruct does: root 0, then 2, 3, ... in document order across modules."""
+    sf.id = 0
+    next_id = 2
+    for m in sf.modules:
+        m.id = next_id
+        m.scopes["id"] = np.arange(next_id + 1, next_id + 1 + len(m.scopes))
+        next_id += 1 + len(m.scopes)
+
+
+def walk(module: Module) -> Iterator[tuple[int, int]]:
+    """(row, depth) in document order; depth 0 is directly inside the LM."""
+    depth = [0] * len(module.scopes)
+    for row, parent in enumerate(module.scopes["parent"].tolist()):
+        d = 0 if parent < 0 else depth[parent] + 1
+        depth[row] = d
+        yield row, d
