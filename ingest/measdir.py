@@ -1,0 +1,628 @@
+"""The one writer: GPU records (:class:`~hpcsa.ingest.model.GpuTrace`) -> an hpcrun measurement directory.
+
+Placement follows hpcrun (reference/hpctoolkit.md §5): per CPU thread one
+``.hpcrun`` whose contexts are the launch call paths (the CPU call stack where the
+source has one, else the API call under the thread root), with ``<gpu kernel>``,
+``<gpu copyin>``/``<gpu copyout>``/``<gpu copy>``, ``<gpu memset>``, ``<gpu sync>``,
+``<gpu alloc>``/``<gpu delete>`` and ``<gpu kernel>`` trace placeholders below; the
+kernel's entry point below ``<gpu kernel>``; PC samples as ``unwound = 0``
+children of ``<gpu kernel>``. Per GPU stream a pseudo-thread (numbered from 500)
+with its own ``.hpcrun`` and a call-trace ``.hpctrace``: two records per
+operation, the leaf at its start and ``NoActvty`` at its end.
+
+Work per record is done on numpy columns; Python loops run over unique launch
+contexts, kernels, sample points, threads and streams only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hpcsa.errors import HpcsaError
+from hpcsa.fileio import write_file
+from hpcsa.ingest import model as M
+from hpcsa.ingest.demangle import demangle
+from hpcsa.ingest.gpumetrics import metric_ids, metric_table
+from hpcsa.ingest.hpcrun import (
+    CCT_NODE,
+    ID_ELEMENT,
+    LOADMAP_ANALYZE,
+    UNWOUND,
+    HpcrunProfile,
+    LoadModule,
+    MetricDesc,
+    default_id_names,
+    pack_values,
+    placeholder_code,
+    write_hpcrun,
+)
+from hpcsa.ingest.hpctrace import FLAG_CALL_TRACE, HpctraceFile, make_records, write_hpctrace
+from hpcsa.ingest.names import safe_name, write_names
+
+PH = {name: placeholder_code(code) for name, code in {
+    "primary": "^Primary", "main": "| Main  ", "thread": "| Thread", "noact": "NoActvty",
+    "kernel": "GPUKernl", "trace": "GPUTrace", "copy": "GPUCp?2?", "copyin": "GPUCpH2D", "copyout": "GPUCpD2H",
+    "alloc": "GPUAlloc", "delete": "GPUDelte", "memset": "GPUMemst", "sync": "GPU Sync"}.items()}
+
+NODE = 0x4000 | 1  # LOGIC_LOCAL NODE (as hpcrun writes it)
+RANK, THREAD, GPUCONTEXT, GPUSTREAM = (0xC000 | k for k in (2, 3, 5, 6))  # LOGIC_ONLY
+FIRST_STREAM_THREAD = 500
+KERNEL_SPAN = 1 << 32  # address space given to each kernel of a synthetic kernel module
+UNKNOWN_CTX = -1
+
+
+@dataclass
+class Summary:
+    """What was written, for the one-line summary and for tests."""
+
+    files: list[str] = field(default_factory=list)
+    threads: int = 0
+    streams: int = 0
+    ops: dict[str, int] = field(default_factory=dict)
+    samples: int = 0
+    unattributed: int = 0  # ops with a correlation id whose API call is not in the source
+    gpubins: int = 0
+
+    def line(self) -> str:
+        ops = ", ".join(f"{n} {k}" for k, n in self.ops.items() if n)
+        extra = f", {self.samples} PC-sample records" if self.samples else ""
+        return (f"{self.threads} CPU thread(s), {self.streams} GPU stream(s): {ops or 'no GPU operations'}"
+                f"{extra}")
+
+
+class Cct:
+    """A calling-context tree under construction: nodes interned by (parent, module, address, flags)."""
+
+    def __init__(self) -> None:
+        self.keys: dict[tuple[int, int, int, int], int] = {}
+        self.rows: list[tuple[int, int, int, int, int]] = []  # id, parent, lm_id, lm_ip, flags
+        self.root = self.child(0, 0, PH["primary"])
+
+    def child(self, parent: int, lm_id: int, lm_ip: int, flags: int = UNWOUND) -> int:
+        key = (parent, lm_id, lm_ip, flags)
+        node = self.keys.get(key)
+        if node is None:
+            node = self.keys[key] = len(self.rows) + 1
+            self.rows.append((node, parent, lm_id, lm_ip, flags))
+        return node
+
+    def path(self, parent: int, frames: Iterable[tuple[int, int]]) -> int:
+        for lm_id, lm_ip in frames:
+            parent = self.child(parent, lm_id, lm_ip)
+        return parent
+
+    def records(self) -> np.ndarray:
+        """The nodes in pre-order (children by (module, address, flags)), as hpcrun's CCT section."""
+        kids: dict[int, list[tuple[int, int, int, int]]] = {}
+        for node, parent, lm_id, lm_ip, flags in self.rows:
+            kids.setdefault(parent, []).append((lm_id, lm_ip, -flags, node))
+        order: list[int] = []
+        stack = [self.root]
+        while stack:
+            node = stack.pop()
+            order.append(node)
+            stack.extend(n for *_, n in sorted(kids.get(node, ()), reverse=True))
+        rows = np.array(self.rows, dtype=np.uint64).reshape(-1, 5)[np.array(order) - 1]
+        out = np.zeros(len(rows), CCT_NODE)
+        for i, name in enumerate(("id", "parent", "lm_id", "lm_ip", "flags")):
+            out[name] = rows[:, i]
+        return out
+
+
+@dataclass
+class Modules:
+    """The load map of one process: synthetic modules for names, real gpubins, CPU modules from stacks."""
+
+    entries: dict[str, int] = field(default_factory=dict)
+    flags: dict[str, int] = field(default_factory=dict)
+    names: dict[str, dict[str, tuple[set[int], int]]] = field(default_factory=dict)
+
+    def id(self, path: str, flags: int = 0) -> int:
+        if path not in self.entries:
+            self.entries[path] = len(self.entries) + 1
+            self.flags[path] = flags
+        return self.entries[path]
+
+    def name(self, path: str, address: int, name: str, span: int = 1) -> None:
+        procs = self.names.setdefault(path, {})
+        if name in procs:
+            procs[name][0].add(address)
+        else:
+            procs[name] = ({address}, span)
+
+    def loadmap(self) -> list[LoadModule]:
+        return [LoadModule(i, p, self.flags[p]) for p, i in self.entries.items()]
+
+
+def _aggregate(nodes: list[np.ndarray], metrics: list[np.ndarray], values: list[np.ndarray]
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sum the (node, metric, value) contributions with equal (node, metric)."""
+    if not nodes:
+        return np.zeros(0, np.uint32), np.zeros(0, np.uint16), np.zeros(0)
+    n = np.concatenate(nodes).astype(np.int64)
+    m = np.concatenate(metrics).astype(np.int64)
+    v = np.concatenate(values).astype(np.float64)
+    keep = v != 0
+    n, m, v = n[keep], m[keep], v[keep]
+    key = n * 65536 + m
+    uniq, inv = np.unique(key, return_inverse=True)
+    sums = np.bincount(inv, weights=v, minlength=len(uniq))
+    return (uniq // 65536).astype(np.uint32), (uniq % 65536).astype(np.uint16), sums
+
+
+def _occupancy(ops: np.ndarray, props: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
+    """Theoretical active and maximum warps per SM of each kernel launch (CUDA occupancy rules without
+    allocation granularity); zeros where the device properties are unknown."""
+    warp = props.get("warp", 0) or 0
+    max_warps = props.get("max_warps_per_sm", 0) or 0
+    if not (warp and max_warps):
+        return np.zeros(len(ops)), np.zeros(len(ops))
+    threads = np.maximum(ops["block_threads"], 0).astype(np.float64)
+    wpb = np.ceil(threads / warp)
+    ok = wpb > 0
+    limit = np.where(ok, np.floor(max_warps / np.maximum(wpb, 1)), 0)
+    if props.get("max_blocks_per_sm"):
+        limit = np.minimum(limit, props["max_blocks_per_sm"])
+    regs = np.maximum(ops["regs"], 0) * threads
+    if props.get("regs_per_sm"):
+        limit = np.where(regs > 0, np.minimum(limit, np.floor(props["regs_per_sm"] / np.maximum(regs, 1))), limit)
+    smem = (np.maximum(ops["smem_static"], 0) + np.maximum(ops["smem_dynamic"], 0)).astype(np.float64)
+    if props.get("smem_per_sm"):
+        limit = np.where(smem > 0, np.minimum(limit, np.floor(props["smem_per_sm"] / np.maximum(smem, 1))), limit)
+    active = np.where(ok, limit * wpb, 0)
+    return np.minimum(active, max_warps), np.where(ok, max_warps, 0)
+
+
+class ProcessWriter:
+    """Builds and writes every file of one process of one trace."""
+
+    def __init__(self, trace: M.GpuTrace, pid: int, outdir: str, metrics: list[MetricDesc],
+                 used: set[str], gpubins: dict[int, tuple[str, dict[str, int]]]) -> None:
+        self.trace, self.pid, self.outdir, self.metrics = trace, pid, outdir, metrics
+        self.mid = metric_ids(metrics)
+        self.used = used
+        self.gpubins = gpubins  # code object id -> (loadmap path, {symbol: entry offset})
+        self.info = trace.processes.get(pid) or M.ProcessInfo(pid)
+        self.modules = Modules()
+        self.api_module = f"[{trace.api_domain} API]"
+        self.kernel_module = f"[{trace.api_domain} GPU kernels]"
+
+    # -- launch contexts --------------------------------------------------------------------------
+
+    def _api_frames(self, stack: int, name_id: int) -> tuple[tuple[int, int], ...]:
+        tr = self.trace
+        name = tr.strings[name_id]
+        if stack >= 0 and tr.stacks[stack]:
+            frames = []
+            for fr in tr.stacks[stack]:
+                lm = self.modules.id(fr.module)
+                self.modules.name(fr.module, fr.ip, fr.symbol)
+                frames.append((lm, fr.ip))
+            return tuple(frames)
+        return (self._api_node(name),)
+
+    def _api_node(self, name: str) -> tuple[int, int]:
+        lm = self.modules.id(self.api_module)
+        addr = 16 * (1 + int(hashlib.md5(name.encode()).hexdigest()[:12], 16))
+        self.modules.name(self.api_module, addr, name, 16)
+        return (lm, addr)
+
+    def _kernel_point(self, op: int) -> tuple[int, int]:
+        """(module, entry offset) of a kernel launch: its gpubin where known, else a named pseudo-address."""
+        ops, tr = self.trace.ops, self.trace
+        code = int(ops["code"][op])
+        name = tr.strings[int(ops["name"][op])]
+        return self._symbol_point(code, name)
+
+    def _symbol_point(self, code: int, name: str) -> tuple[int, int]:
+        tr = self.trace
+        if code >= 0:
+            sym = tr.symbols[code]
+            name = sym.name or name
+            bin_ = self.gpubins.get(sym.code_object)
+            if bin_ is not None:
+                path, entries = bin_
+                if name in entries:
+                    return self.modules.id(path, LOADMAP_ANALYZE), entries[name]
+        lm = self.modules.id(self.kernel_module)
+        addr = KERNEL_SPAN * (1 + int(hashlib.md5(name.encode()).hexdigest()[:7], 16))
+        self.modules.name(self.kernel_module, addr, demangle(name), KERNEL_SPAN)
+        return lm, addr
+
+    # -- main --------------------------------------------------------------------------------------
+
+    def write(self, summary: Summary) -> None:
+        tr = self.trace
+        sel = np.flatnonzero(tr.ops["process"] == self.pid)
+        ops = tr.ops[sel]
+        apis = tr.apis
+        api = ops["api"]
+        has_api = api >= 0
+        thread = np.where(has_api, apis["thread"][np.maximum(api, 0)] if len(apis) else -1, ops["thread"])
+        main_tid = self._main_thread(thread)
+        thread = np.where(thread >= 0, thread, main_tid)
+        summary.unattributed += int(np.count_nonzero(~has_api & (ops["corr"] != 0)))
+
+        # Unique launch contexts: (thread, call stack, API name) of traced calls; ops whose call is not in
+        # the source go under "<untraced API call>", ops without a call (correlation 0) under the thread root.
+        a = np.maximum(api, 0)
+        stack = np.where(has_api, apis["stack"][a], -1) if len(apis) else np.full(len(ops), -1)
+        name = np.where(has_api, apis["name"][a], -1) if len(apis) else np.full(len(ops), -1)
+        untraced = ~has_api & (ops["corr"] != 0)
+        ctx_key = np.stack([thread, stack, name, untraced], axis=1).astype(np.int64)
+        if len(ops):
+            uniq_ctx, ctx_of = np.unique(ctx_key, axis=0, return_inverse=True)
+            ctx_of = ctx_of.reshape(-1)
+        else:
+            uniq_ctx, ctx_of = np.zeros((0, 4), np.int64), np.zeros(0, np.int64)
+        # Frames of each context (Python over unique contexts only).
+        ctx_frames = []
+        for _t, stk, nm, untr in uniq_ctx.tolist():
+            if nm >= 0:
+                ctx_frames.append(self._api_frames(stk, nm))
+            elif untr:
+                ctx_frames.append((self._api_node("<untraced API call>"),))
+            else:
+                ctx_frames.append(())
+
+        threads = sorted(set(int(t) for t in thread) | {main_tid})
+        thread_index = {main_tid: 0}
+        first_seen = {}
+        for t, s in zip(thread.tolist(), ops["start"].tolist(), strict=True):
+            first_seen[t] = min(first_seen.get(t, s), s)
+        for t in sorted((t for t in threads if t != main_tid), key=lambda t: (first_seen.get(t, 0), t)):
+            thread_index[t] = len(thread_index)
+
+        placeholder = self._placeholders(ops)
+        kernel_pt = {}
+        for op in np.flatnonzero(ops["kind"] == M.KERNEL):
+            key = (int(ops["code"][op]), int(ops["name"][op]))
+            if key not in kernel_pt:
+                kernel_pt[key] = self._kernel_point(int(sel[op]))
+
+        # -- per CPU thread profile ------------------------------------------------------------------
+        samples = tr.samples[tr.samples["process"] == self.pid] if len(tr.samples) else tr.samples
+        local = np.full(len(samples), -1, np.int64)  # each sample's launch, as an index into ops
+        if len(samples) and len(sel):
+            pos = np.minimum(np.searchsorted(sel, samples["op"]), len(sel) - 1)
+            local = np.where((samples["op"] >= 0) & (sel[pos] == samples["op"]), pos, -1)
+        sample_thread = np.where(local >= 0, thread[np.maximum(local, 0)] if len(ops) else main_tid, main_tid)
+        for t in threads:
+            mine = sample_thread == t
+            self._write_thread(t, thread_index[t], ops, thread, ctx_of, ctx_frames, placeholder, kernel_pt,
+                               samples[mine], local[mine], summary)
+        # -- per GPU stream pseudo-thread ----------------------------------------------------------
+        traced = (ops["kind"] != M.SYNC) & (ops["count"] == 1) & (ops["end"] >= ops["start"]) & (ops["start"] > 0)
+        skey = np.stack([ops["device"], ops["context"], ops["stream"]], axis=1)[traced]
+        if len(skey):
+            streams, s_of = np.unique(skey, axis=0, return_inverse=True)
+            s_of = s_of.reshape(-1)
+            idx_traced = np.flatnonzero(traced)
+            for si, (dev, ctx, stream) in enumerate(streams.tolist()):
+                mine = idx_traced[s_of == si]
+                self._write_stream(FIRST_STREAM_THREAD + si, dev, ctx, stream, mine, ops, thread, thread_index,
+                                   ctx_of, ctx_frames, kernel_pt, summary)
+        summary.threads += len(threads)
+        for kind, name in M.KIND_NAMES.items():
+            n = int(ops["count"][ops["kind"] == kind].sum())
+            summary.ops[name] = summary.ops.get(name, 0) + n
+        summary.samples += len(samples)
+        self._write_names()
+
+    def _main_thread(self, thread: np.ndarray) -> int:
+        known = thread[thread >= 0]
+        if self.pid in set(known.tolist()) or not len(known):
+            return self.pid if self.pid >= 0 else 0
+        return int(known[0])
+
+    def _placeholders(self, ops: np.ndarray) -> np.ndarray:
+        """The placeholder code of each operation's metric node."""
+        kind, sub = ops["kind"], ops["sub"]
+        code = np.zeros(len(ops), np.uint64)
+        code[kind == M.KERNEL] = PH["kernel"]
+        copy = kind == M.MEMCPY
+        code[copy] = PH["copy"]
+        code[copy & (sub == M.CP_H2D)] = PH["copyin"]
+        code[copy & (sub == M.CP_D2H)] = PH["copyout"]
+        code[kind == M.MEMSET] = PH["memset"]
+        code[kind == M.SYNC] = PH["sync"]
+        code[kind == M.ALLOC] = PH["alloc"]
+        code[kind == M.FREE] = PH["delete"]
+        return code
+
+    def _thread_root(self, cct: Cct, index: int) -> int:
+        return cct.child(cct.root, 0, PH["main"] if index == 0 else PH["thread"])
+
+    def _write_thread(self, tid: int, index: int, ops: np.ndarray, thread: np.ndarray, ctx_of: np.ndarray,
+                      ctx_frames: list, placeholder: np.ndarray, kernel_pt: dict, samples: np.ndarray,
+                      sample_op: np.ndarray, summary: Summary) -> None:
+        cct = Cct()
+        root = self._thread_root(cct, index)
+        mine = np.flatnonzero(thread == tid)
+        ctx_node = {}
+        for c in np.unique(ctx_of[mine]).tolist():
+            ctx_node[c] = cct.path(root, ctx_frames[c])
+        # Placeholder node of each op (unique (context, placeholder) pairs), kernel nodes below <gpu kernel>.
+        leaf = np.zeros(len(ops), np.int64)
+        pairs = {}
+        for c, code in set(zip(ctx_of[mine].tolist(), placeholder[mine].tolist(), strict=True)):
+            pairs[(c, code)] = cct.child(ctx_node[c], 0, code)
+            cct.child(ctx_node[c], 0, PH["trace"])
+        for i in mine.tolist():
+            leaf[i] = pairs[(int(ctx_of[i]), int(placeholder[i]))]
+        kern = mine[ops["kind"][mine] == M.KERNEL]
+        knode = {}
+        for i in kern.tolist():
+            key = (int(leaf[i]), int(ops["code"][i]), int(ops["name"][i]))
+            if key not in knode:
+                lm, ip = kernel_pt[key[1:]]
+                knode[key] = cct.child(key[0], lm, ip)
+                trace_ph = cct.child(ctx_node[int(ctx_of[i])], 0, PH["trace"])
+                cct.child(trace_ph, lm, ip)
+            leaf[i] = knode[key]
+
+        nodes, mets, vals = self._op_metrics(ops[mine], leaf[mine])
+        # PC samples: children of <gpu kernel> at the sampled pc, unwound = 0 (merged into the entry node).
+        if "GINS" in self.mid:
+            sn, sm, sv = self._sample_metrics(cct, root, ops, samples, sample_op, leaf, mine)
+            nodes += sn
+            mets += sm
+            vals += sv
+        n, m, v = _aggregate(nodes, mets, vals)
+        self._emit(cct, index, n, m, v, self._id_tuple([(THREAD, index)]), 0, 0, tid, trace_flags=0,
+                   trace=None, summary=summary)
+
+    def _op_metrics(self, ops: np.ndarray, leaf: np.ndarray) -> tuple[list, list, list]:
+        mid = self.mid
+        nodes: list[np.ndarray] = []
+        mets: list[np.ndarray] = []
+        vals: list[np.ndarray] = []
+
+        def add(mask: np.ndarray, metric: str | np.ndarray, value: np.ndarray | float) -> None:
+            if not np.any(mask):
+                return
+            nodes.append(leaf[mask])
+            if isinstance(metric, str):
+                mets.append(np.full(int(mask.sum()), mid[metric]))
+            else:
+                mets.append(metric[mask])
+            vals.append(np.broadcast_to(np.asarray(value, np.float64), mask.shape)[mask])
+
+        kind, count = ops["kind"], ops["count"].astype(np.float64)
+        dur = np.maximum(ops["end"] - ops["start"], 0).astype(np.float64) / 1e9
+        add(np.ones(len(ops), bool), "GPUOP (sec)", dur)
+        k = kind == M.KERNEL
+        add(k, "GKER (sec)", dur)
+        add(k, "GKER:COUNT", count)
+        acc = {"STMEM": ops["smem_static"], "DYMEM": ops["smem_dynamic"], "LMEM": ops["local_total"],
+               "THR_REG": ops["regs"], "BLK_THR": ops["block_threads"],
+               "BLK_SM": np.maximum(ops["smem_static"], 0) + np.maximum(ops["smem_dynamic"], 0),
+               "BLKS": ops["blocks"]}
+        for key, col in acc.items():
+            name = f"GKER:{key}_ACUMU" + (" (B)" if key in ("STMEM", "DYMEM", "LMEM") else "")
+            add(k, name, np.maximum(col, 0) * count)
+        if np.any(k):
+            for dev in np.unique(ops["device"][k]).tolist():
+                props = self.trace.devices.get((self.pid, dev), {})
+                sel = k & (ops["device"] == dev)
+                act, mx = _occupancy(ops[sel], props)
+                if np.any(mx):
+                    full = np.zeros(len(ops))
+                    full[sel] = act
+                    add(sel, "GKER:FGP_ACT_ACUMU", full * count)
+                    full[sel] = mx
+                    add(sel, "GKER:FGP_MAX_ACUMU", full * count)
+        c = kind == M.MEMCPY
+        xc, ic = c & (ops["implicit"] == 0), c & (ops["implicit"] != 0)
+        add(xc, "GXCOPY (sec)", dur)
+        add(xc, np.array([mid[f"GXCOPY:{d} (B)"] for d in M.COPY_DIRECTIONS])[np.minimum(ops["sub"], 10)],
+            ops["bytes"].astype(np.float64))
+        add(xc, "GXCOPY:COUNT", count)
+        add(ic, "GICOPY (sec)", dur)
+        if np.any(ic):
+            idir = np.array([mid[f"GICOPY:{d} (B)"] for d in M.IMPLICIT_DIRECTIONS])
+            pick = np.select([ops["sub"] == M.CP_H2D, ops["sub"] == M.CP_D2H, ops["sub"] == M.CP_D2D], [1, 2, 3], 0)
+            add(ic, idir[pick], ops["bytes"].astype(np.float64))
+            add(ic, "GICOPY:COUNT", count)
+        s = kind == M.MEMSET
+        add(s, "GMSET (sec)", dur)
+        add(s, np.array([mid[f"GMSET:{k_} (B)"] for k_ in M.MEMORY_KINDS])[np.minimum(ops["sub"], 7)],
+            ops["bytes"].astype(np.float64))
+        add(s, "GMSET:COUNT", count)
+        y = kind == M.SYNC
+        add(y, "GSYNC (sec)", dur)
+        add(y, np.array([mid[f"GSYNC:{k_} (sec)"] for k_ in M.SYNC_KINDS])[np.minimum(ops["sub"], 4)], dur)
+        add(y, "GSYNC:COUNT", count)
+        a = (kind == M.ALLOC) | (kind == M.FREE)
+        add(a, "GMEM (sec)", dur)
+        add(a, np.array([mid[f"GMEM:{k_} (B)"] for k_ in M.MEMORY_KINDS])[np.minimum(ops["sub"], 7)],
+            ops["bytes"].astype(np.float64))
+        add(a, "GMEM:COUNT", count)
+        return nodes, mets, vals
+
+    def _sample_metrics(self, cct: Cct, root: int, ops: np.ndarray, smp: np.ndarray, opi: np.ndarray,
+                        leaf: np.ndarray, mine: np.ndarray) -> tuple[list, list, list]:
+        tr = self.trace
+        mid = self.mid
+        info = tr.sample_info[tr.sample_info["process"] == self.pid] if len(tr.sample_info) else tr.sample_info
+        period_of: dict[int, int] = {int(c): int(p) for c, p in zip(info["corr"], info["period"], strict=True)}
+        nodes, mets, vals = [], [], []
+        for _ in range(1 if len(smp) else 0):
+            # Unique (launch placeholder, symbol, pc) -> node.
+            key_rows = {}
+            snode = np.zeros(len(smp), np.int64)
+            for j in range(len(smp)):
+                o = int(opi[j])
+                if o >= 0:
+                    kernel_node = int(leaf[o])
+                    parent = cct.rows[kernel_node - 1][1]  # the <gpu kernel> placeholder
+                    entry = cct.rows[kernel_node - 1][2:4]
+                else:
+                    ctx = cct.path(root, (self._api_node("<untraced API call>"),))
+                    parent = cct.child(ctx, 0, PH["kernel"])
+                    entry = None
+                sym = int(smp["symbol"][j])
+                key = (parent, sym, int(smp["pc"][j]))
+                node = key_rows.get(key)
+                if node is None:
+                    name = tr.symbols[sym].name if sym >= 0 else ""
+                    lm, base = self._symbol_point(sym, name)
+                    ip = base + int(smp["pc"][j])
+                    flags = UNWOUND if entry is not None and (lm, ip) == tuple(entry) else 0
+                    node = key_rows[key] = cct.child(parent, lm, ip, flags)
+                snode[j] = node
+            period = np.array([period_of.get(int(c), 1) or 1 for c in smp["corr"]], np.float64)
+            stall = smp["stall"].astype(np.int64)
+            has_cls = stall < len(M.STALL_CLASSES)
+            nodes += [snode, snode[has_cls], snode[has_cls & (stall != M.ST_NONE)]]
+            mets += [np.full(len(smp), mid["GINS"]),
+                     np.array([mid[f"GINS:STL_{c}"] for c in M.STALL_CLASSES])[stall[has_cls]],
+                     np.full(int((has_cls & (stall != M.ST_NONE)).sum()), mid["GINS:STL_ANY"])]
+            vals += [smp["samples"] * period, (smp["stall_samples"] * period)[has_cls],
+                     (smp["stall_samples"] * period)[has_cls & (stall != M.ST_NONE)]]
+        # Per-launch sampling summaries on the kernel node.
+        if len(info):
+            kern = mine[ops["kind"][mine] == M.KERNEL]
+            k_i, k_k = M.pair_keys(np.zeros(len(info)), info["corr"], np.zeros(len(kern)), ops["corr"][kern])
+            hit = M.lookup(k_i, k_k)
+            ok = hit >= 0
+            if np.any(ok):
+                kn = leaf[kern[hit[ok]]]
+                known = kn > 0
+                kn = kn[known]
+                inf = info[ok][known]
+                nodes += [kn, kn]
+                mets += [np.full(len(kn), mid["GSAMP:TOT"]), np.full(len(kn), mid["GSAMP:DRP"])]
+                vals += [inf["total"].astype(np.float64), inf["dropped"].astype(np.float64)]
+                # The period is a property, not a count: one value per kernel node.
+                first = np.unique(kn, return_index=True)[1]
+                nodes.append(kn[first])
+                mets.append(np.full(len(first), mid["GSAMP:PER (cyc)"]))
+                vals.append(inf["period"][first].astype(np.float64))
+        return nodes, mets, vals
+
+    def _write_stream(self, number: int, dev: int, ctx: int, stream: int, mine: np.ndarray, ops: np.ndarray,
+                      thread: np.ndarray, thread_index: dict, ctx_of: np.ndarray, ctx_frames: list,
+                      kernel_pt: dict, summary: Summary) -> None:
+        cct = Cct()
+        noact = cct.child(cct.root, 0, PH["noact"])
+        order = mine[np.lexsort((ops["end"][mine], ops["start"][mine]))]
+        leaf = np.zeros(len(order), np.int64)
+        cache: dict[tuple[int, int, int, int], int] = {}
+        for j, i in enumerate(order.tolist()):
+            t = int(thread[i])
+            key = (t, int(ctx_of[i]), int(ops["code"][i]) if ops["kind"][i] == M.KERNEL else -2,
+                   int(ops["name"][i]) if ops["kind"][i] == M.KERNEL else -2)
+            node = cache.get(key)
+            if node is None:
+                root = self._thread_root(cct, thread_index[t])
+                node = cct.child(cct.path(root, ctx_frames[int(ctx_of[i])]), 0, PH["trace"])
+                if ops["kind"][i] == M.KERNEL:
+                    node = cct.child(node, *kernel_pt[key[2:]])
+                cache[key] = node
+            leaf[j] = node
+        start = ops["start"][order].astype(np.int64)
+        end = ops["end"][order].astype(np.int64)
+        # hpcrun bumps a start past the previous end when operations of one stream overlap.
+        prev_end = np.maximum.accumulate(np.concatenate([[start[0]], end[:-1]])) if len(end) else end
+        start = np.maximum(start, prev_end)
+        end = np.maximum(end, start)
+        times = np.empty(2 * len(order), np.int64)
+        ctxs = np.empty(2 * len(order), np.int64)
+        times[0::2], times[1::2] = start, end
+        ctxs[0::2], ctxs[1::2] = leaf, noact
+        trace = HpctraceFile(flags=FLAG_CALL_TRACE, records=make_records(times, ctxs))
+        context = ctx if ctx >= 0 else max(dev, 0)
+        self._emit(cct, number, np.zeros(0, np.uint32), np.zeros(0, np.uint16), np.zeros(0),
+                   self._id_tuple([(GPUCONTEXT, context), (GPUSTREAM, max(stream, 0))]), int(times.min()),
+                   int(times.max()), None, trace_flags=FLAG_CALL_TRACE, trace=trace, summary=summary)
+        summary.streams += 1
+
+    def _id_tuple(self, tail: list[tuple[int, int]]) -> np.ndarray:
+        elems = [(NODE, self.info.host, 0)]
+        if self.info.rank is not None:
+            elems.append((RANK, self.info.rank, self.info.rank))
+        elems += [(k, v, v) for k, v in tail]
+        out = np.zeros(len(elems), ID_ELEMENT)
+        for i, (k, p, lg) in enumerate(elems):
+            out[i] = (k, p, lg)
+        return out
+
+    def _emit(self, cct: Cct, number: int, nodes: np.ndarray, mets: np.ndarray, vals: np.ndarray,
+              id_tuple: np.ndarray, tmin: int, tmax: int, tid: int | None, trace_flags: int,
+              trace: HpctraceFile | None, summary: Summary) -> None:
+        recs = cct.records()
+        values, index = pack_values(nodes, mets, vals, self.metrics, recs["id"])
+        info = self.info
+        prog = safe_name(os.path.basename(info.name or info.path or "program"), 60)
+        header = {"program-name": info.name or prog, "program-path": info.path or info.name or prog,
+                  "env-path": "", "job-id": "", "mpi-rank": str(info.rank or 0), "thread-id": str(number),
+                  "host-id": f"{info.host & 0xFFFFFFFF:08x}", "process-id": str(self.pid),
+                  "trace-min-time": str(tmin), "trace-max-time": str(tmax), "trace-disorder": "0"}
+        prof = HpcrunProfile(header=header, loadmap=self.modules.loadmap(), cct=recs, metrics=self.metrics,
+                             id_names=default_id_names(), id_tuple=id_tuple, values=values, index=index)
+        gen = 0
+        while True:
+            stem = f"{prog}-{info.rank or 0:06d}-{number:03d}-{info.host & 0xFFFFFFFF:08x}-{self.pid}-{gen}"
+            if stem not in self.used:
+                break
+            gen += 1
+        self.used.add(stem)
+        path = os.path.join(self.outdir, stem + ".hpcrun")
+        write_hpcrun(path, prof)
+        write_hpctrace(os.path.join(self.outdir, stem + ".hpctrace"),
+                       trace or HpctraceFile(flags=trace_flags, records=make_records(np.zeros(0), np.zeros(0))))
+        summary.files.append(path)
+
+    def _write_names(self) -> None:
+        """Procedure names of this process's synthetic and absent modules, for hpcprof."""
+        if not self.modules.names:
+            return
+        structs = os.path.join(self.outdir, "structs")
+        os.makedirs(structs, exist_ok=True)
+        for module, procs in self.modules.names.items():
+            digest = hashlib.md5(module.encode("utf-8", "surrogateescape")).hexdigest()[:10]
+            base = f"{safe_name(os.path.basename(module) or module, 50)}-{self.pid}-{digest}"
+            write_names(structs, module, procs, base)
+
+
+def write_gpubins(trace: M.GpuTrace, outdir: str) -> dict[int, tuple[str, dict[str, int]]]:
+    """Write every carried code object to ``gpubins/<md5>.gpubin``; return their loadmap paths and entries."""
+    from hpcsa.ingest import gpubin
+
+    out: dict[int, tuple[str, dict[str, int]]] = {}
+    for co in trace.code_objects.values():
+        if not co.data:
+            continue
+        digest = hashlib.md5(co.data).hexdigest()
+        rel = f"gpubins/{digest}.gpubin"
+        full = os.path.join(outdir, rel)
+        if not os.path.exists(full):
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            write_file(full, co.data)
+        out[co.id] = (rel, gpubin.entry_offsets(co.data))
+    return out
+
+
+def write_measurement(traces: list[M.GpuTrace], outdir: str) -> Summary:
+    """Write all traces into ``outdir`` (an existing, empty directory)."""
+    summary = Summary()
+    pc = any(len(t.samples) or len(t.sample_info) for t in traces)
+    implicit = any(bool(np.any(t.ops["implicit"])) for t in traces)
+    metrics = metric_table(pc, implicit)
+    used: set[str] = set()
+    for tr in traces:
+        M.join_launches(tr)
+        bins = write_gpubins(tr, outdir)
+        summary.gpubins += len(bins)
+        pids = sorted(set(tr.ops["process"].tolist()) | set(tr.samples["process"].tolist()))
+        if not pids:
+            raise HpcsaError(tr.path, "no GPU operations or PC samples in this source; nothing to ingest")
+        for pid in pids:
+            ProcessWriter(tr, int(pid), outdir, metrics, used, bins).write(summary)
+    return summary

@@ -1,0 +1,74 @@
+"""Read-only SQLite access shared by the SQLite-based readers (nsys, nvprof, rocpd, rocprof v1).
+
+Exports are opened read-only (never modified, never journaled); every SQLite
+failure becomes one :class:`~hpcsa.errors.FormatError` naming the file, and
+query results come back as numpy columns so readers work on whole columns.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Sequence
+
+import numpy as np
+
+from hpcsa.errors import FormatError, HpcsaError
+
+SQLITE_MAGIC = b"SQLite format 3\0"
+
+
+class Db:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        if not os.path.isfile(self.path):
+            raise HpcsaError(self.path, "no such file")
+        with open(self.path, "rb") as fh:
+            if fh.read(16) != SQLITE_MAGIC:
+                raise FormatError(self.path, "not an SQLite database")
+        try:
+            self.con = sqlite3.connect(f"file:{os.path.abspath(self.path)}?mode=ro&immutable=1", uri=True)
+            self.con.execute("PRAGMA query_only = 1")
+            self._tables = {r[0] for r in self.con.execute(
+                "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+        except sqlite3.DatabaseError as exc:
+            raise FormatError(self.path, f"corrupt SQLite database ({exc})") from None
+        self._columns: dict[str, list[str]] = {}
+
+    def close(self) -> None:
+        self.con.close()
+
+    @property
+    def tables(self) -> set[str]:
+        return self._tables
+
+    def has(self, table: str) -> bool:
+        return table in self._tables
+
+    def columns(self, table: str) -> list[str]:
+        if table not in self._columns:
+            self._columns[table] = [r[1] for r in self.execute(f'PRAGMA table_info("{table}")')]
+        return self._columns[table]
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
+        try:
+            return self.con.execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise FormatError(self.path, f"corrupt or unexpected SQLite content ({exc})") from None
+
+    def columns_of(self, sql: str, names: Sequence[str], params: Sequence[object] = ()) -> dict[str, np.ndarray]:
+        """Run ``sql`` and return its result as one numpy array per named column (NULL -> 0 or '')."""
+        rows = self.execute(sql, params)
+        out: dict[str, np.ndarray] = {}
+        for i, name in enumerate(names):
+            col = [r[i] for r in rows]
+            if col and any(isinstance(v, str) for v in col):
+                out[name] = np.array(["" if v is None else str(v) for v in col], dtype=object)
+            else:
+                out[name] = np.array([0 if v is None else v for v in col], dtype=np.int64) if rows else \
+                    np.zeros(0, np.int64)
+        return out
+
+    def col(self, table: str, name: str, default: str = "0") -> str:
+        """``name`` if the table has that column, else a SQL literal (schemas add columns over time)."""
+        return f'"{name}"' if name in self.columns(table) else default
