@@ -1,0 +1,153 @@
+"""What every HPCToolkit v4 ``*.db`` file shares: the file header, the version rules, the footer.
+
+Each file starts with ``HPCTOOLKIT``, a 4-byte format tag, a major and a minor
+version, then (size, pointer) pairs for its sections; it ends with an 8-byte
+footer that the writer puts last, so a missing footer means the file was not
+completely written. All integers are little-endian.
+
+Readers use the stored ``sz*`` strides of every "extendable" record
+(:func:`stride_dtype`), which is what lets them accept newer minor versions; a
+file with a newer minor version is read with a note saying so, a different
+major version is refused.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from hpcsa.binfmt import Blob, Field, layout
+from hpcsa.errors import FormatError
+
+MAGIC = b"HPCTOOLKIT"
+MAJOR_VERSION = 4
+MINOR_VERSION = 0
+ENDIAN = "<"
+
+#: format tag -> (conventional file name, footer)
+FORMATS: dict[bytes, tuple[str, bytes]] = {
+    b"meta": ("meta.db", b"_meta.db"),
+    b"prof": ("profile.db", b"_prof.db"),
+    b"ctxt": ("cct.db", b"__ctx.db"),
+    b"trce": ("trace.db", b"trace.db"),
+}
+FOOTER_SIZE = 8
+
+FILE_HEADER = layout(ENDIAN, 16, [("magic", 0, "S10"), ("format", 10, "S4"), ("major", 14, "u1"),
+                                  ("minor", 15, "u1")])
+SECTION = layout(ENDIAN, 16, [("size", 0, "u8"), ("ptr", 8, "u8")])
+
+
+@functools.cache
+def _dtype(fields: tuple[Field, ...], size: int) -> np.dtype:
+    return layout(ENDIAN, size, fields)
+
+
+def record_dtype(fields: Sequence[Field], size: int) -> np.dtype:
+    """The layout of a v4.0 record (``fields``) with its on-disk ``size``."""
+    return _dtype(tuple(fields), size)
+
+
+def stride_dtype(blob: Blob, fields: Sequence[Field], base_size: int, stored_size: int, what: str) -> np.dtype:
+    """The dtype to read an array whose element size is stored in the file (``sz*`` fields).
+
+    A larger stored size (a newer minor version added fields at the end) is read
+    with the v4.0 fields at their v4.0 offsets; a smaller one cannot hold them.
+    """
+    if stored_size < base_size:
+        raise blob.fail(f"{what} records are {stored_size} bytes, smaller than the {base_size} bytes of "
+                        f"format version 4.0; the file is corrupt")
+    return record_dtype(fields, stored_size)
+
+
+@dataclass(frozen=True)
+class DbHeader:
+    """The common header of one ``*.db`` file, checked."""
+
+    format: str
+    major: int
+    minor: int
+    sections: tuple[tuple[int, int], ...]  # (size, pointer) per section, in the format's order
+    notes: tuple[str, ...] = ()
+
+    @property
+    def version(self) -> str:
+        return f"{self.major}.{self.minor}"
+
+
+def read_header(blob: Blob, tag: bytes, section_names: Sequence[str]) -> DbHeader:
+    """Check magic, format tag, version, footer and section bounds; one clear error for each."""
+    name, footer = FORMATS[tag]
+    size = len(blob)
+    if size < 16:
+        raise blob.fail(f"too short to be an HPCToolkit {name} ({size} bytes)")
+    head = blob.record(FILE_HEADER, 0, "file header")
+    if bytes(head["magic"]) != MAGIC:
+        raise blob.fail(f"not an HPCToolkit database file (the first bytes are {bytes(head['magic'])!r}, "
+                        f"expected {MAGIC.decode()!r})")
+    found = bytes(head["format"])
+    if found != tag:
+        other = FORMATS.get(found, (None,))[0]
+        what = f"an HPCToolkit {other}" if other else f"an HPCToolkit file of unknown format {found!r}"
+        raise blob.fail(f"is {what}, not a {name}")
+    major, minor = int(head["major"]), int(head["minor"])
+    if major != MAJOR_VERSION:
+        raise blob.fail(f"{name} format version {major}.{minor} is not supported (hpcsa reads version "
+                        f"{MAJOR_VERSION}.x)")
+    header_end = 16 + 16 * len(section_names)
+    if size < header_end + FOOTER_SIZE:
+        raise blob.fail(f"truncated: {size} bytes cannot hold the {header_end}-byte {name} header and its "
+                        f"footer")
+    if bytes(blob.data[size - FOOTER_SIZE:size]) != footer:
+        raise blob.fail(f"the {name} footer {footer.decode()!r} is missing: the file is truncated or was not "
+                        f"completely written")
+    pairs = blob.array(SECTION, 16, len(section_names), "section table")
+    sections = []
+    for sec_name, (sz, ptr) in zip(section_names, pairs.tolist(), strict=True):
+        if sz and (ptr < header_end or ptr + sz > size - FOOTER_SIZE):
+            raise blob.fail(f"the {sec_name} section ({sz} bytes at {ptr:#x}) lies outside the file "
+                            f"({size} bytes); the file is truncated or corrupt")
+        sections.append((int(sz), int(ptr)))
+    notes = []
+    if minor > MINOR_VERSION:
+        notes.append(f"written by a newer format version {major}.{minor}; read as {MAJOR_VERSION}."
+                     f"{MINOR_VERSION} (fields added since are ignored)")
+    return DbHeader(name, major, minor, tuple(sections), tuple(notes))
+
+
+def open_db(path: str, tag: bytes, section_names: Sequence[str]) -> tuple[Blob, DbHeader]:
+    blob = Blob(path)
+    return blob, read_header(blob, tag, section_names)
+
+
+def encode_header(tag: bytes, sections: Sequence[tuple[int, int]], reserve: int = 0) -> bytes:
+    """The file header for ``sections`` [(size, pointer)], zero-padded to ``reserve`` bytes."""
+    head = np.zeros(1, FILE_HEADER)
+    head["magic"], head["format"], head["major"], head["minor"] = MAGIC, tag, MAJOR_VERSION, MINOR_VERSION
+    pairs = np.zeros(len(sections), SECTION)
+    if len(sections):
+        pairs["size"] = [s for s, _ in sections]
+        pairs["ptr"] = [p for _, p in sections]
+    raw = head.tobytes() + pairs.tobytes()
+    return raw + bytes(max(0, reserve - len(raw)))
+
+
+def footer(tag: bytes) -> bytes:
+    return FORMATS[tag][1]
+
+
+def section_blob(blob: Blob, header: DbHeader, index: int, min_size: int, what: str) -> int:
+    """The pointer of section ``index``, checked to hold at least its ``min_size``-byte header."""
+    sz, ptr = header.sections[index]
+    if sz < min_size:
+        raise blob.fail(f"the {what} section is {sz} bytes, too small for its {min_size}-byte header")
+    return ptr
+
+
+def check_pointer(blob: Blob, ptr: int, lo: int, hi: int, what: str) -> None:
+    """``ptr`` must lie in [lo, hi) (a section); the message names what it points at."""
+    if not lo <= ptr < hi:
+        raise FormatError(blob.path, f"{what} pointer {ptr:#x} lies outside its section [{lo:#x}, {hi:#x})")

@@ -1,0 +1,462 @@
+"""``profile.db`` v4.0: performance values arranged by profile (thread, GPU stream, summary).
+
+Reading (:class:`ProfileDB`) parses the header, the profile infos and every
+identifier tuple eagerly (vectorized); one profile's values are read only when
+asked for (:meth:`ProfileDB.profile`), as a :class:`ProfileValues`.
+
+Writing is streamed (:class:`ProfileDBWriter`): the header, profile-info and
+identifier-tuple area is reserved up front, then profile blobs are placed one at
+a time, at offsets taken from an internal counter or chosen by the caller (for
+workers writing the same file), then the summary profile, and the footer last.
+Profile 0 is always the canonical summary profile; its metric ids are
+statMetricIds, every other profile's are propMetricIds.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+
+import numpy as np
+
+from hpcsa.aggregate import dbformat as dbf
+from hpcsa.binfmt import align
+from hpcsa.errors import FormatError, UnsupportedError
+from hpcsa.fileio import atomic_file
+
+TAG = b"prof"
+SECTIONS = ("ProfileInfos", "IdTuples")
+HEADER_SIZE = 0x10 + 16 * len(SECTIONS)
+
+PROFILE_INFOS_HDR_FIELDS = [("pProfiles", 0x00, "u8"), ("nProfiles", 0x08, "u4"), ("szProfile", 0x0C, "u1")]
+PROFILE_INFO_FIELDS = [("nValues", 0x00, "u8"), ("pValues", 0x08, "u8"), ("nCtxs", 0x10, "u4"),
+                       ("pCtxIndices", 0x18, "u8"), ("pIdTuple", 0x20, "u8"), ("flags", 0x28, "u4")]
+VALUE_FIELDS = [("metricId", 0x00, "u2"), ("value", 0x02, "f8")]  # {Val}: unaligned f64
+CTX_INDEX_FIELDS = [("ctxId", 0x00, "u4"), ("startIndex", 0x04, "u8")]  # {Idx}: unaligned u64
+ID_TUPLE_HDR_FIELDS = [("nIds", 0x00, "u2")]
+IDENTIFIER_FIELDS = [("kind", 0x00, "u1"), ("flags", 0x02, "u2"), ("logicalId", 0x04, "u4"),
+                     ("physicalId", 0x08, "u8")]
+
+SZ_PROFILE_INFOS_HDR, SZ_PROFILE_INFO = 0x0D, 0x30
+SZ_VALUE, SZ_CTX_INDEX, SZ_ID_TUPLE_HDR, SZ_IDENTIFIER = 0x0A, 0x0C, 0x08, 0x10
+
+PROFILE_INFOS_HDR = dbf.record_dtype(PROFILE_INFOS_HDR_FIELDS, SZ_PROFILE_INFOS_HDR)
+PROFILE_INFO = dbf.record_dtype(PROFILE_INFO_FIELDS, SZ_PROFILE_INFO)
+VALUE = dbf.record_dtype(VALUE_FIELDS, SZ_VALUE)
+CTX_INDEX = dbf.record_dtype(CTX_INDEX_FIELDS, SZ_CTX_INDEX)
+IDENTIFIER = dbf.record_dtype(IDENTIFIER_FIELDS, SZ_IDENTIFIER)
+
+#: The profile-info size of the early-2022 development snapshots that already said "4.0".
+PRE_RELEASE_PROFILE_INFO_SIZE = 40
+
+IS_SUMMARY = 0x1
+IS_PHYSICAL = 0x1
+PROFILE_INFOS_AT = HEADER_SIZE
+PROFILES_AT = align(PROFILE_INFOS_AT + SZ_PROFILE_INFOS_HDR, 8)
+
+
+@dataclass
+class ProfileValues:
+    """One profile's non-zero values: contexts sorted by id, values sorted by metric within each."""
+
+    ctx_ids: np.ndarray  # uint32 [nCtxs]
+    starts: np.ndarray  # int64 [nCtxs], index of each context's first value
+    metric_ids: np.ndarray  # uint16 [nValues]
+    values: np.ndarray  # float64 [nValues]
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def value_ctx_ids(self) -> np.ndarray:
+        """The context id of every value (aligned with ``metric_ids`` and ``values``)."""
+        counts = np.diff(np.append(self.starts, len(self.values)))
+        return np.repeat(self.ctx_ids, counts)
+
+    def get(self, ctx_id: int) -> dict[int, float]:
+        """metric id -> value for one context (empty if it has none)."""
+        i = int(np.searchsorted(self.ctx_ids, ctx_id))
+        if i == len(self.ctx_ids) or int(self.ctx_ids[i]) != ctx_id:
+            return {}
+        end = int(self.starts[i + 1]) if i + 1 < len(self.starts) else len(self.values)
+        sl = slice(int(self.starts[i]), end)
+        return dict(zip(self.metric_ids[sl].tolist(), self.values[sl].tolist(), strict=True))
+
+    @classmethod
+    def empty(cls) -> ProfileValues:
+        return cls(np.zeros(0, np.uint32), np.zeros(0, np.int64), np.zeros(0, np.uint16),
+                   np.zeros(0, np.float64))
+
+    @classmethod
+    def from_triples(cls, ctx_ids: np.ndarray, metric_ids: np.ndarray, values: np.ndarray) -> ProfileValues:
+        """Sort (context, metric, value) triples into the on-disk order; zeros are dropped (absent).
+
+        Two values for the same (context, metric) are a caller error (ValueError).
+        """
+        ctx = np.asarray(ctx_ids, np.uint32)
+        met = np.asarray(metric_ids, np.uint16)
+        val = np.asarray(values, np.float64)
+        keep = val != 0
+        ctx, met, val = ctx[keep], met[keep], val[keep]
+        key = (ctx.astype(np.uint64) << np.uint64(16)) | met.astype(np.uint64)
+        order = np.argsort(key, kind="stable")
+        key, ctx, met, val = key[order], ctx[order], met[order], val[order]
+        if len(key) > 1 and (key[1:] == key[:-1]).any():
+            dup = int(np.flatnonzero(key[1:] == key[:-1])[0])
+            raise ValueError(f"two values for context {int(ctx[dup])}, metric {int(met[dup])}")
+        first = np.r_[True, ctx[1:] != ctx[:-1]] if len(ctx) else np.zeros(0, bool)
+        starts = np.flatnonzero(first)
+        return cls(ctx[starts], starts.astype(np.int64), met, val)
+
+
+# -- identifier tuples ---------------------------------------------------------------------------------
+
+
+def id_tuple(items: Sequence[tuple[int, int, int, int]]) -> np.ndarray:
+    """An identifier tuple from (kind, flags, logical id, physical id) items."""
+    arr = np.zeros(len(items), IDENTIFIER)
+    for i, (kind, flags, logical, physical) in enumerate(items):
+        arr[i] = (kind, flags, logical, physical)
+    return arr
+
+
+def id_tuple_text(ids: np.ndarray | None, names: Sequence[str]) -> str:
+    """``NODE 0 [0x11ac0300] / CORE 0 / THREAD 0``: physical ids in brackets where they matter."""
+    if ids is None:
+        return "summary"
+    parts = []
+    for kind, flags, logical, physical in ids[["kind", "flags", "logicalId", "physicalId"]].tolist():
+        name = names[kind] if kind < len(names) else f"KIND{kind}"
+        parts.append(f"{name} {logical} [{physical:#x}]" if flags & IS_PHYSICAL else f"{name} {logical}")
+    return " / ".join(parts)
+
+
+# -- reading -------------------------------------------------------------------------------------------
+
+
+class ProfileDB:
+    """An open profile.db: infos and identifier tuples in memory, values read per profile on request."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self.blob, self.header = dbf.open_db(self.path, TAG, SECTIONS)
+        blob = self.blob
+        sz, ptr = self.header.sections[0]
+        dbf.section_blob(blob, self.header, 0, SZ_PROFILE_INFOS_HDR, "Profile Info")
+        hdr = blob.record(PROFILE_INFOS_HDR, ptr, "Profile Info header")
+        if int(hdr["szProfile"]) == PRE_RELEASE_PROFILE_INFO_SIZE:
+            raise UnsupportedError(blob.path, "pre-release profile.db layout: it says version 4.0 but its "
+                                   "profile infos are 40 bytes (released 4.0: 48); it was written by an "
+                                   "HPCToolkit development snapshot from before format 4.0 was final; "
+                                   "re-run a released hpcprof on the measurements")
+        dt = dbf.stride_dtype(blob, PROFILE_INFO_FIELDS, SZ_PROFILE_INFO, int(hdr["szProfile"]), "profile info")
+        p_profiles, n = int(hdr["pProfiles"]), int(hdr["nProfiles"])
+        if n and (p_profiles < ptr or p_profiles + n * dt.itemsize > ptr + sz):
+            raise blob.fail(f"the {n} profile infos at {p_profiles:#x} do not fit in the Profile Info section")
+        infos = blob.array(dt, p_profiles, n, "profile infos")
+        self.n_values = infos["nValues"].astype(np.int64)
+        self.p_values = infos["pValues"].astype(np.int64)
+        self.n_ctxs = infos["nCtxs"].astype(np.int64)
+        self.p_ctx_indices = infos["pCtxIndices"].astype(np.int64)
+        self.flags = infos["flags"].astype(np.uint32)
+        self._read_id_tuples(infos["pIdTuple"].astype(np.int64))
+
+    @property
+    def version(self) -> str:
+        return self.header.version
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return self.header.notes
+
+    def __len__(self) -> int:
+        return len(self.flags)
+
+    def _read_id_tuples(self, p_tuple: np.ndarray) -> None:
+        blob = self.blob
+        sz, lo = self.header.sections[1]
+        hi = lo + sz
+        has = p_tuple != 0
+        bad = has & ((p_tuple < lo) | (p_tuple + SZ_ID_TUPLE_HDR > hi) | (p_tuple % 8 != 0))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise blob.fail(f"profile {i}'s identifier tuple pointer {int(p_tuple[i]):#x} lies outside the "
+                            f"Identifier Tuple section [{lo:#x}, {hi:#x})")
+        buf = np.frombuffer(blob.data, np.uint8)
+        at = p_tuple[has]
+        n_ids = np.zeros(len(p_tuple), np.int64)
+        if len(at):
+            n_ids[has] = buf[at[:, None] + np.arange(2)].copy().view("<u2").ravel()
+        end = p_tuple + SZ_ID_TUPLE_HDR + SZ_IDENTIFIER * n_ids
+        over = has & (end > hi)
+        if over.any():
+            i = int(np.flatnonzero(over)[0])
+            raise blob.fail(f"profile {i}'s identifier tuple ({int(n_ids[i])} ids) runs past the end of the "
+                            f"Identifier Tuple section")
+        self.id_offsets = np.zeros(len(p_tuple) + 1, np.int64)
+        np.cumsum(n_ids, out=self.id_offsets[1:])
+        total = int(self.id_offsets[-1])
+        owner = np.repeat(np.arange(len(p_tuple)), n_ids)
+        k = np.arange(total) - self.id_offsets[owner]
+        pos = p_tuple[owner] + SZ_ID_TUPLE_HDR + SZ_IDENTIFIER * k
+        raw = buf[pos[:, None] + np.arange(SZ_IDENTIFIER)] if total else np.zeros((0, SZ_IDENTIFIER), np.uint8)
+        self.ids = raw.copy().view(IDENTIFIER).ravel()
+        self.has_id_tuple = has
+
+    def is_summary(self, index: int) -> bool:
+        return bool(self.flags[index] & IS_SUMMARY)
+
+    def id_tuple(self, index: int) -> np.ndarray | None:
+        """Profile ``index``'s identifier tuple (IDENTIFIER records), or None (the summary has none)."""
+        if not self.has_id_tuple[index]:
+            return None
+        return self.ids[self.id_offsets[index]:self.id_offsets[index + 1]]
+
+    def _check_block(self, index: int) -> tuple[int, int, int, int]:
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        nv, pv = int(self.n_values[index]), int(self.p_values[index])
+        nc, pc = int(self.n_ctxs[index]), int(self.p_ctx_indices[index])
+        limit = len(self.blob) - dbf.FOOTER_SIZE
+        if nv and (pv < HEADER_SIZE or pv + nv * SZ_VALUE > limit):
+            raise self.blob.fail(f"profile {index}'s {nv} values at {pv:#x} lie outside the file")
+        if nc and (pc < HEADER_SIZE or pc + nc * SZ_CTX_INDEX > limit):
+            raise self.blob.fail(f"profile {index}'s {nc} context indices at {pc:#x} lie outside the file")
+        return nv, pv, nc, pc
+
+    def ctx_index(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        """(context ids, start indices) of one profile, without its values (for the cct.db transpose)."""
+        nv, _, nc, pc = self._check_block(index)
+        idx = self.blob.array(CTX_INDEX, pc, nc, f"profile {index} context indices")
+        ctx = idx["ctxId"].astype(np.uint32)
+        starts = idx["startIndex"].astype(np.int64)
+        if nc and (starts[0] != 0 or (np.diff(starts) < 0).any() or starts[-1] > nv):
+            raise self.blob.fail(f"profile {index}'s context index is not an increasing list of starts "
+                                 f"within its {nv} values")
+        if nc > 1 and (np.diff(ctx.astype(np.int64)) <= 0).any():
+            raise self.blob.fail(f"profile {index}'s contexts are not sorted by id")
+        return ctx, starts
+
+    def value_slice(self, index: int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """(metric ids, values) of values ``lo..hi`` of one profile."""
+        nv, pv, _, _ = self._check_block(index)
+        vals = self.blob.array(VALUE, pv + lo * SZ_VALUE, hi - lo, f"profile {index} values")
+        return vals["metricId"].astype(np.uint16), vals["value"].astype(np.float64)
+
+    def profile(self, index: int) -> ProfileValues:
+        """All values of profile ``index`` (0 is the summary profile)."""
+        nv = int(self.n_values[index]) if 0 <= index < len(self) else 0
+        ctx, starts = self.ctx_index(index)
+        metric, value = self.value_slice(index, 0, nv)
+        return ProfileValues(ctx, starts, metric, value)
+
+    def summary(self) -> ProfileValues:
+        return self.profile(0)
+
+    def profiles(self) -> Iterator[tuple[int, ProfileValues]]:
+        for i in range(len(self)):
+            yield i, self.profile(i)
+
+
+def read_profiledb(path: str | os.PathLike[str]) -> ProfileDB:
+    return ProfileDB(path)
+
+
+# -- writing -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ProfileBlob:
+    """One profile's values encoded for the file: {Val}[nValues], padding to 4, {Idx}[nCtxs].
+
+    The bytes hold no pointers, so a blob can be encoded anywhere (another
+    process) and placed at any 4-aligned offset; :meth:`info` gives the
+    profile-info fields for that offset.
+    """
+
+    data: bytes
+    n_values: int
+    n_ctxs: int
+
+    @property
+    def ctx_indices_at(self) -> int:
+        return align(self.n_values * SZ_VALUE, 4)
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    @classmethod
+    def encode(cls, values: ProfileValues) -> ProfileBlob:
+        nv, nc = len(values.values), len(values.ctx_ids)
+        vals = np.zeros(nv, VALUE)
+        vals["metricId"] = values.metric_ids
+        vals["value"] = values.values
+        idx = np.zeros(nc, CTX_INDEX)
+        idx["ctxId"] = values.ctx_ids
+        idx["startIndex"] = values.starts
+        pad = align(nv * SZ_VALUE, 4) - nv * SZ_VALUE
+        return cls(vals.tobytes() + bytes(pad) + idx.tobytes(), nv, nc)
+
+    def info(self, offset: int) -> tuple[int, int, int, int]:
+        """(nValues, pValues, nCtxs, pCtxIndices) for the blob placed at ``offset``."""
+        return self.n_values, offset, self.n_ctxs, offset + self.ctx_indices_at
+
+
+def write_blob_at(fd: int, offset: int, blob: ProfileBlob) -> None:
+    """Place an encoded blob in an open (partial) profile.db; safe from several processes."""
+    if offset % 4:
+        raise ValueError(f"profile blobs must start on a 4-byte boundary, not {offset:#x}")
+    view = memoryview(blob.data)
+    while view:
+        n = os.pwrite(fd, view, offset)
+        view, offset = view[n:], offset + n
+
+
+def layout_id_tuples(tuples: Sequence[np.ndarray | None]) -> tuple[int, int, list[int]]:
+    """(start of the Identifier Tuple section, its size, pointer of each tuple or 0) for ``tuples``."""
+    start = align(PROFILES_AT + SZ_PROFILE_INFO * len(tuples), 8)
+    at, ptrs = start, []
+    for t in tuples:
+        if t is None:
+            ptrs.append(0)
+        else:
+            ptrs.append(at)
+            at += SZ_ID_TUPLE_HDR + SZ_IDENTIFIER * len(t)
+    return start, at - start, ptrs
+
+
+class ProfileDBWriter:
+    """Stream a profile.db: reserve the metadata area, place profile blobs, then summary and footer.
+
+    ``id_tuples[i]`` is the identifier tuple of profile ``i + 1`` (profile 0 is
+    the summary). Use as a context manager; the file appears under ``path`` only
+    when the block completes. Blobs go where :meth:`allocate` says (an internal
+    counter) unless the caller gives an offset; workers can open :attr:`temp_path`
+    and place blobs with :func:`write_blob_at`, then the owner calls
+    :meth:`record` with what they placed.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], id_tuples: Sequence[np.ndarray | Sequence[tuple]],
+                 *, summary_flags: int = IS_SUMMARY, flags: Sequence[int] | None = None) -> None:
+        self.path = os.fspath(path)
+        tuples = [t if isinstance(t, np.ndarray) else id_tuple(t) for t in id_tuples]
+        self.tuples: list[np.ndarray | None] = [None, *tuples]
+        n = len(self.tuples)
+        self.infos = np.zeros(n, PROFILE_INFO)
+        self.infos["flags"] = [summary_flags, *(flags if flags is not None else [0] * (n - 1))]
+        self.ids_at, self.ids_size, ptrs = layout_id_tuples(self.tuples)
+        self.infos["pIdTuple"] = ptrs
+        self.data_start = self.ids_at + self.ids_size
+        self._next = self.data_start
+        self._end = self.data_start
+        self._written = np.zeros(n, bool)
+        self._cm = None
+        self._fh = None
+
+    # -- context management --
+
+    def __enter__(self) -> ProfileDBWriter:
+        self._cm = atomic_file(self.path, "w+b")
+        self._fh = self._cm.__enter__()
+        self._fh.write(bytes(self.data_start))  # reserved: header, profile infos, identifier tuples
+        self._fh.flush()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> bool | None:
+        assert self._cm is not None
+        if exc_type is None:
+            try:
+                self._finish()
+            except BaseException as err:
+                self._cm.__exit__(type(err), err, err.__traceback__)  # removes the partial file
+                raise
+        return self._cm.__exit__(exc_type, exc, tb)
+
+    @property
+    def temp_path(self) -> str:
+        """The file being written (workers open it to place their blobs)."""
+        assert self._fh is not None, "use the writer as a context manager"
+        return self._fh.name
+
+    @property
+    def fileno(self) -> int:
+        assert self._fh is not None, "use the writer as a context manager"
+        return self._fh.fileno()
+
+    # -- placing blobs --
+
+    def allocate(self, size: int) -> int:
+        """A 4-aligned offset for ``size`` bytes from the internal counter."""
+        at = self._next
+        self._next = align(at + size, 4)
+        self._end = max(self._end, self._next)
+        return at
+
+    def record(self, index: int, blob: ProfileBlob, offset: int) -> None:
+        """Note that profile ``index``'s blob now lies at ``offset`` (placed here or by a worker)."""
+        if not 0 <= index < len(self.infos):
+            raise IndexError(f"profile index {index} outside 0..{len(self.infos) - 1}")
+        if self._written[index]:
+            raise ValueError(f"profile {index} was already written")
+        if offset < self.data_start:
+            raise ValueError(f"offset {offset:#x} lies in the reserved area (data starts at {self.data_start:#x})")
+        nv, pv, nc, pc = blob.info(offset)
+        for name, v in zip(("nValues", "pValues", "nCtxs", "pCtxIndices"), (nv, pv, nc, pc), strict=True):
+            self.infos[name][index] = v
+        self._written[index] = True
+        self._end = max(self._end, align(offset + blob.size, 4))
+
+    def write_profile(self, index: int, values: ProfileValues | ProfileBlob, offset: int | None = None) -> int:
+        """Encode (if needed) and place one profile's values; returns the offset used."""
+        blob = values if isinstance(values, ProfileBlob) else ProfileBlob.encode(values)
+        if offset is None:
+            offset = self.allocate(blob.size)
+        write_blob_at(self.fileno, offset, blob)
+        self.record(index, blob, offset)
+        return offset
+
+    def write_summary(self, values: ProfileValues | ProfileBlob) -> int:
+        return self.write_profile(0, values)
+
+    def _finish(self) -> None:
+        assert self._fh is not None
+        fh = self._fh
+        # Profiles that never got data: empty blocks pointing at the end of the data.
+        empty = ~self._written
+        self.infos["pValues"][empty] = self._end
+        self.infos["pCtxIndices"][empty] = self._end
+        infos_hdr = np.zeros(1, PROFILE_INFOS_HDR)
+        infos_hdr[0] = (PROFILES_AT, len(self.infos), SZ_PROFILE_INFO)
+        ids = bytearray()
+        for t in self.tuples[1:]:
+            if t is not None:
+                head = np.zeros(1, dbf.record_dtype(ID_TUPLE_HDR_FIELDS, SZ_ID_TUPLE_HDR))
+                head["nIds"] = len(t)
+                ids += head.tobytes() + np.ascontiguousarray(t, IDENTIFIER).tobytes()
+        infos_size = PROFILES_AT - PROFILE_INFOS_AT + SZ_PROFILE_INFO * len(self.infos)
+        header = dbf.encode_header(TAG, [(infos_size, PROFILE_INFOS_AT), (self.ids_size, self.ids_at)])
+        area = bytearray(self.data_start)
+        area[:len(header)] = header
+        area[PROFILE_INFOS_AT:PROFILE_INFOS_AT + SZ_PROFILE_INFOS_HDR] = infos_hdr.tobytes()
+        area[PROFILES_AT:PROFILES_AT + self.infos.nbytes] = self.infos.tobytes()
+        area[self.ids_at:self.ids_at + len(ids)] = ids
+        os.pwrite(fh.fileno(), bytes(area), 0)
+        os.pwrite(fh.fileno(), dbf.footer(TAG), self._end)
+        fh.truncate(self._end + dbf.FOOTER_SIZE)
+        fh.flush()
+
+
+def write_profiledb(path: str | os.PathLike[str], source: ProfileDB) -> None:
+    """Copy every profile of an open profile.db (thread profiles first, summary last, as hpcprof does)."""
+    tuples = [source.id_tuple(i) for i in range(1, len(source))]
+    if any(t is None for t in tuples):
+        raise FormatError(source.path, "a non-summary profile has no identifier tuple")
+    with ProfileDBWriter(path, tuples, summary_flags=int(source.flags[0]) if len(source) else IS_SUMMARY,
+                         flags=source.flags[1:].tolist()) as w:  # type: ignore[arg-type]
+        for i in range(1, len(source)):
+            w.write_profile(i, source.profile(i))
+        if len(source):
+            w.write_summary(source.profile(0))
