@@ -297,7 +297,7 @@ class ProcessWriter:
             self._write_thread(t, thread_index[t], ops, thread, ctx_of, ctx_frames, placeholder, kernel_pt,
                                samples[mine], local[mine], summary)
         # -- per GPU stream pseudo-thread ----------------------------------------------------------
-        traced = (ops["kind"] != M.SYNC) & (ops["count"] == 1) & (ops["end"] >= ops["start"]) & (ops["start"] > 0)
+        traced = np.isin(ops["kind"], (M.KERNEL, M.MEMCPY, M.MEMSET)) & (ops["count"] == 1) & (ops["end"] >= ops["start"]) & (ops["start"] > 0)
         skey = np.stack([ops["device"], ops["context"], ops["stream"]], axis=1)[traced]
         if len(skey):
             streams, s_of = np.unique(skey, axis=0, return_inverse=True)

@@ -209,7 +209,10 @@ def join_launches(trace: GpuTrace) -> None:
         ops["api"] = api
     smp = trace.samples
     if len(smp):
+        smp["op"] = -1
         kernels = np.flatnonzero(ops["kind"] == KERNEL)
         k_s, k_k = pair_keys(smp["process"], smp["corr"], ops["process"][kernels], ops["corr"][kernels])
         hit = lookup(k_s, k_k)
+        if not len(kernels):
+            return
         smp["op"] = np.where((hit >= 0) & (smp["corr"] != 0), kernels[np.maximum(hit, 0)], -1)

@@ -1,0 +1,54 @@
+"""``hpcsa ingest SOURCE... -o MEASDIR``: vendor GPU records -> an HPCToolkit measurement directory."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from hpcsa.errors import HpcsaError
+from hpcsa.fileio import atomic_dir
+from hpcsa.progress import Progress
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("sources", metavar="SOURCE", nargs="*",
+                        help="Nsight Systems or nvprof SQLite export, rocpd SQLite (rocprofv3), rocprof v1 "
+                        "results.db, rocprofv3 CSV files, unitrace text outputs, CUPTI PC-sampling file, or a "
+                        "directory of them (recognised by content)")
+    parser.add_argument("-o", "--output", metavar="MEASDIR", help="measurement directory to write")
+    parser.add_argument("--binary", metavar="FILE", action="append", default=[],
+                        help="executable, fatbin or cubin/code object holding the GPU code of the run: its code "
+                        "is matched to the records (CUPTI cubin CRC, module, kernel symbol) and written to "
+                        "gpubins/, so kernels and PC samples land at real offsets (repeatable)")
+    parser.add_argument("--stall-table", action="store_true",
+                        help="print the vendor stall reason -> hpcrun stall class table (markdown) and exit")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.stall_table:
+        from hpcsa.ingest.stalls import markdown_table
+
+        sys.stdout.write(markdown_table())
+        return 0
+    if not args.sources:
+        raise HpcsaError(None, "no SOURCE given (see hpcsa ingest --help)")
+    if not args.output:
+        raise HpcsaError(None, "no output measurement directory given (-o MEASDIR)")
+    from hpcsa.ingest.binaries import attach_binaries
+    from hpcsa.ingest.measdir import write_measurement
+    from hpcsa.ingest.sources import read_sources
+
+    progress = Progress("ingest", len(args.sources))
+    traces = read_sources(args.sources)
+    progress.advance(len(args.sources))
+    if args.binary:
+        attach_binaries(traces, args.binary)
+    out = os.path.abspath(args.output)
+    with atomic_dir(out) as tmp:
+        summary = write_measurement(traces, tmp)
+    sources = ", ".join(t.source for t in traces)
+    note = f"; {summary.unattributed} operation(s) whose API call is not in the source" if summary.unattributed \
+        else ""
+    progress.finish(f"hpcsa ingest: {args.output}: {summary.line()} from {sources}{note}")
+    return 0

@@ -1,0 +1,137 @@
+"""rocpd SQLite databases, the default output of rocprofv3 since ROCm 7.0.
+
+Physical tables carry a per-run GUID suffix; the plain-named views union them,
+so the reader queries the views. API calls are ``rocpd_region`` rows; device
+work (kernel dispatches, copies, allocations) links to its API call through
+``rocpd_event.stack_id`` (rocprofiler-sdk's internal correlation id — rocpd's
+``correlation_id`` column holds the *external* id). Times are CLOCK_BOOTTIME ns.
+Grid sizes are work-items (HSA), converted to work-groups for the block counts.
+Synchronization is taken from the HIP calls that wait (``hip*Synchronize``,
+``hipStreamWaitEvent``): the host-side interval, as CUPTI reports it on NVIDIA.
+The process environment (``rocpd_info_process.environment``) is never read.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hpcsa.errors import UnsupportedError
+from hpcsa.ingest import model as M
+from hpcsa.ingest.sqlsrc import Db
+
+SUPPORTED_SCHEMAS = (1, 2, 3)
+SYNC_APIS = (("StreamWaitEvent", M.SY_STRE), ("EventSynchronize", M.SY_EVT), ("StreamSynchronize", M.SY_STR),
+             ("DeviceSynchronize", M.SY_CTX), ("CtxSynchronize", M.SY_CTX))
+COPY_DIRECTION = {"HOST_TO_DEVICE": M.CP_H2D, "DEVICE_TO_HOST": M.CP_D2H, "DEVICE_TO_DEVICE": M.CP_D2D,
+                  "HOST_TO_HOST": M.CP_H2H, "PEER_TO_PEER": M.CP_P2P}
+
+
+def is_rocpd(db: Db) -> bool:
+    return db.has("rocpd_metadata") and db.has("rocpd_kernel_dispatch") and db.has("rocpd_region")
+
+
+def sync_kind(name: str) -> int | None:
+    return next((k for w, k in SYNC_APIS if w in name), None)
+
+
+def read(db: Db) -> M.GpuTrace:
+    meta = dict(db.execute("SELECT tag, value FROM rocpd_metadata"))
+    try:
+        schema = int(meta.get("schema_version", 0))
+    except ValueError:
+        schema = -1
+    if schema not in SUPPORTED_SCHEMAS:
+        raise UnsupportedError(db.path, f"rocpd schema_version {meta.get('schema_version')!r} is not supported "
+                               f"(hpcsa reads {', '.join(map(str, SUPPORTED_SCHEMAS))})")
+    tr = M.GpuTrace(source=f"rocpd schema {schema}", path=db.path, clock="CLOCK_BOOTTIME ns", api_domain="HIP")
+    tid = "COALESCE((SELECT t.tid FROM rocpd_info_thread t WHERE t.id = x.tid), x.tid)"
+    c = db.columns_of(f"SELECT x.pid, {tid}, s.string, x.start, x.\"end\", e.stack_id FROM rocpd_region x "
+                      "JOIN rocpd_event e ON e.id = x.event_id JOIN rocpd_string s ON s.id = x.name_id",
+                      ["pid", "tid", "name", "start", "end", "corr"])
+    n = len(c["pid"])
+    tr.apis = M.table(M.API_DTYPE, n, process=c["pid"], thread=c["tid"], name=tr.intern_many(c["name"]) if n else 0,
+                      start=c["start"], end=c["end"], corr=c["corr"])
+    agent = {int(a): (str(t), int(ti)) for a, t, ti in db.execute(
+        "SELECT id, type, type_index FROM rocpd_info_agent")}
+    parts = [_kernels(db, tr, agent, tid), _copies(db, agent, tid), _allocations(db, agent, tid)]
+    # Waiting HIP calls are the synchronizations.
+    kinds = {i: sync_kind(s) for i, s in enumerate(tr.strings)}
+    sync_rows = np.array([kinds.get(int(x)) is not None for x in tr.apis["name"]], bool)
+    if np.any(sync_rows):
+        a = tr.apis[sync_rows]
+        parts.append(M.table(M.OP_DTYPE, len(a), kind=M.SYNC, process=a["process"], corr=a["corr"],
+                             start=a["start"], end=a["end"],
+                             sub=[kinds[int(x)] for x in a["name"]]))
+    parts = [p for p in parts if p is not None and len(p)]
+    if parts:
+        tr.ops = np.concatenate(parts)
+    for pid, nid, command in db.execute("SELECT pid, nid, command FROM rocpd_info_process"):
+        cmd = str(command or "").split(" ")[0]
+        tr.processes[int(pid)] = M.ProcessInfo(int(pid), name=cmd.rsplit("/", 1)[-1], path=cmd,
+                                               host=int(nid or 0) & 0xFFFFFFFF)
+    return tr
+
+
+def _device(agent: dict, ids: np.ndarray) -> np.ndarray:
+    return np.array([agent.get(int(a), ("", int(a)))[1] for a in ids], np.int64)
+
+
+def _kernels(db: Db, tr: M.GpuTrace, agent: dict, tid: str) -> np.ndarray | None:
+    c = db.columns_of(
+        f"SELECT x.pid, {tid}, x.agent_id, x.queue_id, COALESCE(x.stream_id, -1), x.start, x.\"end\", e.stack_id, "
+        "k.kernel_name, k.code_object_id, x.private_segment_size, x.group_segment_size, "
+        "x.workgroup_size_x, x.workgroup_size_y, x.workgroup_size_z, x.grid_size_x, x.grid_size_y, "
+        "x.grid_size_z, COALESCE(k.arch_vgpr_count, 0), x.kernel_id "
+        "FROM rocpd_kernel_dispatch x JOIN rocpd_event e ON e.id = x.event_id "
+        "LEFT JOIN rocpd_info_kernel_symbol k ON k.id = x.kernel_id",
+        ["pid", "tid", "agent", "queue", "stream", "start", "end", "corr", "name", "code", "priv", "lds",
+         "wx", "wy", "wz", "gx", "gy", "gz", "vgpr", "kid"])
+    n = len(c["pid"])
+    if not n:
+        return None
+    wg = [np.maximum(c[k], 1) for k in ("wx", "wy", "wz")]
+    blocks = np.prod([-(-np.maximum(c[g], 0) // w) for g, w in zip(("gx", "gy", "gz"), wg, strict=True)], axis=0)
+    threads = wg[0] * wg[1] * wg[2]
+    work_items = np.maximum(c["gx"], 0) * np.maximum(c["gy"], 0) * np.maximum(c["gz"], 0)
+    sym_of: dict[int, int] = {}
+    for kid, name, code in zip(c["kid"].tolist(), c["name"].tolist(), c["code"].tolist(), strict=True):
+        if kid not in sym_of:
+            sym_of[kid] = tr.symbol(M.KernelSymbol(str(name), int(code or -1)))
+    names = np.array([str(x) for x in c["name"]], dtype=object)
+    stream = np.where(c["stream"] >= 0, c["stream"], c["queue"])
+    return M.table(M.OP_DTYPE, n, kind=M.KERNEL, process=c["pid"], thread=c["tid"], device=_device(agent, c["agent"]),
+                   context=_device(agent, c["agent"]), stream=stream, corr=c["corr"], start=c["start"], end=c["end"],
+                   name=tr.intern_many(names), blocks=blocks, block_threads=threads, regs=c["vgpr"],
+                   smem_dynamic=c["lds"], local_total=c["priv"] * work_items,
+                   code=[sym_of[k] for k in c["kid"].tolist()])
+
+
+def _copies(db: Db, agent: dict, tid: str) -> np.ndarray | None:
+    c = db.columns_of(f"SELECT x.pid, {tid}, x.src_agent_id, x.dst_agent_id, COALESCE(x.queue_id, -1), "
+                      "COALESCE(x.stream_id, -1), x.start, x.\"end\", e.stack_id, x.size, s.string "
+                      "FROM rocpd_memory_copy x JOIN rocpd_event e ON e.id = x.event_id "
+                      "LEFT JOIN rocpd_string s ON s.id = x.name_id",
+                      ["pid", "tid", "src", "dst", "queue", "stream", "start", "end", "corr", "bytes", "name"])
+    n = len(c["pid"])
+    if not n:
+        return None
+    sub = [next((v for k, v in COPY_DIRECTION.items() if k in str(nm)), M.CP_UNK) for nm in c["name"]]
+    dev = np.where(np.array([agent.get(int(a), ("GPU", 0))[0] == "GPU" for a in c["dst"]]),
+                   _device(agent, c["dst"]), _device(agent, c["src"]))
+    return M.table(M.OP_DTYPE, n, kind=M.MEMCPY, process=c["pid"], thread=c["tid"], device=dev, context=dev,
+                   stream=np.where(c["stream"] >= 0, c["stream"], c["queue"]), corr=c["corr"], start=c["start"],
+                   end=c["end"], bytes=c["bytes"], sub=sub)
+
+
+def _allocations(db: Db, agent: dict, tid: str) -> np.ndarray | None:
+    c = db.columns_of(f"SELECT x.pid, {tid}, COALESCE(x.agent_id, -1), x.type, x.start, x.\"end\", e.stack_id, "
+                      "x.size FROM rocpd_memory_allocate x JOIN rocpd_event e ON e.id = x.event_id",
+                      ["pid", "tid", "agent", "type", "start", "end", "corr", "bytes"])
+    n = len(c["pid"])
+    if not n:
+        return None
+    kind = np.where(np.array(["FREE" in str(t) for t in c["type"]]), M.FREE, M.ALLOC)
+    on_gpu = np.array([agent.get(int(a), ("", 0))[0] == "GPU" for a in c["agent"]])
+    return M.table(M.OP_DTYPE, n, kind=kind, process=c["pid"], thread=c["tid"], device=_device(agent, c["agent"]),
+                   corr=c["corr"], start=c["start"], end=c["end"], bytes=c["bytes"],
+                   sub=np.where(on_gpu, M.MK_DEV, M.MK_UNK))

@@ -1,0 +1,216 @@
+"""rocprofv3 CSV outputs (``--output-format csv``): kernel, API, memory-copy, allocation and PC-sampling
+traces of one run, recognised by their header rows.
+
+``Correlation_Id`` is rocprofiler-sdk's internal id (the same in every file of a
+run). Grid sizes are work-items; ``Agent N`` is an absolute agent index. Times
+are CLOCK_BOOTTIME ns. The memory-copy CSV has no byte count, so copies count
+and time but carry 0 bytes. PC-sampling CSVs name the instruction, not its
+address: samples are placed at one pseudo-offset per distinct
+(instruction, source comment) of a kernel, in order of first appearance
+(4 bytes apart), with the instruction text in the summary of the written
+names. Stochastic samples keep their not-issued reason (see stalls.py);
+host-trap samples have none.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+
+import numpy as np
+
+from hpcsa.errors import FormatError
+from hpcsa.ingest import model as M
+from hpcsa.ingest.rocpd import sync_kind
+from hpcsa.ingest.stalls import stall_class
+
+KERNEL_COLS = {"Kernel_Name", "Correlation_Id", "Start_Timestamp", "End_Timestamp", "Grid_Size_X"}
+API_COLS = {"Domain", "Function", "Correlation_Id", "Start_Timestamp", "End_Timestamp", "Thread_Id"}
+COPY_COLS = {"Direction", "Correlation_Id", "Start_Timestamp", "End_Timestamp"}
+ALLOC_COLS = {"Allocation_Size", "Operation", "Correlation_Id", "Start_Timestamp"}
+PC_COLS = {"Sample_Timestamp", "Dispatch_Id", "Instruction", "Correlation_Id"}
+OTHER_COLS = ({"Counter_Name", "Counter_Value"}, {"Name", "Calls", "TotalDurationNs"}, {"Agent_Type", "Node_Id"},
+              {"Alloc_Flags", "Operation"})
+_DIRS = {"HOST_TO_DEVICE": M.CP_H2D, "DEVICE_TO_HOST": M.CP_D2H, "DEVICE_TO_DEVICE": M.CP_D2D,
+         "HOST_TO_HOST": M.CP_H2H, "PEER_TO_PEER": M.CP_P2P}
+
+
+def _header(text: str) -> set[str]:
+    first = text.splitlines()[0] if text else ""
+    try:
+        return set(next(csv.reader([first])))
+    except (csv.Error, StopIteration):
+        return set()
+
+
+def looks_like(text: str) -> bool:
+    cols = _header(text)
+    return any(req <= cols for req in (KERNEL_COLS, API_COLS, COPY_COLS, ALLOC_COLS, PC_COLS, *OTHER_COLS))
+
+
+def _agent(values: list[str]) -> np.ndarray:
+    out = []
+    for v in values:
+        m = re.search(r"-?\d+", v or "")
+        out.append(int(m.group()) if m else -1)
+    return np.array(out, np.int64)
+
+
+def _ints(path: str, values: list[str], what: str) -> np.ndarray:
+    try:
+        return np.array([int(v) if v not in ("", None) else 0 for v in values], np.int64)
+    except ValueError:
+        raise FormatError(path, f"column {what} holds a value that is not an integer") from None
+
+
+def _load(path: str) -> dict[str, list[str]]:
+    try:
+        with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+            rows = list(csv.reader(fh))
+    except csv.Error as exc:
+        raise FormatError(path, f"malformed CSV ({exc})") from None
+    if not rows:
+        raise FormatError(path, "empty CSV file")
+    head = rows[0]
+    body = [r for r in rows[1:] if r]
+    bad = next((i for i, r in enumerate(body) if len(r) != len(head)), None)
+    if bad is not None:
+        raise FormatError(path, f"line {bad + 2} has {len(body[bad])} fields, the header has {len(head)}; "
+                          "the file is truncated or corrupt")
+    return {name: [r[i] for r in body] for i, name in enumerate(head)}
+
+
+def read(paths: list[str]) -> M.GpuTrace | None:
+    """One trace from the CSV files of one run; None when they hold only summaries (stats, agents...)."""
+    tr = M.GpuTrace(source="rocprofv3 csv", path=paths[0], clock="CLOCK_BOOTTIME ns", api_domain="HIP")
+    tables = [(p, _load(p)) for p in paths]
+    api_parts, op_parts, pcs = [], [], []
+    for p, t in tables:
+        cols = set(t)
+        if KERNEL_COLS <= cols:
+            op_parts.append(("kernel", p, t))
+        elif PC_COLS <= cols:
+            pcs.append((p, t))
+        elif API_COLS <= cols:
+            n = len(t["Function"])
+            pid = _ints(p, t["Process_Id"], "Process_Id") if "Process_Id" in t else np.full(n, _pid_of(p))
+            api_parts.append(M.table(M.API_DTYPE, n, process=pid, thread=_ints(p, t["Thread_Id"], "Thread_Id"),
+                                     name=tr.intern_many(t["Function"]) if n else 0,
+                                     start=_ints(p, t["Start_Timestamp"], "Start_Timestamp"),
+                                     end=_ints(p, t["End_Timestamp"], "End_Timestamp"),
+                                     corr=_ints(p, t["Correlation_Id"], "Correlation_Id")))
+        elif COPY_COLS <= cols:
+            op_parts.append(("copy", p, t))
+        elif ALLOC_COLS <= cols:
+            op_parts.append(("alloc", p, t))
+    if not (api_parts or op_parts or pcs):
+        return None
+    if api_parts:
+        tr.apis = np.concatenate(api_parts)
+    pids = np.unique(tr.apis["process"]) if len(tr.apis) else np.zeros(0, np.int64)
+    default_pid = int(pids[0]) if len(pids) == 1 else None
+    ops = [_ops(kind, p, t, tr, default_pid) for kind, p, t in op_parts]
+    kinds = {i: sync_kind(s) for i, s in enumerate(tr.strings)}
+    sync_rows = np.array([kinds.get(int(x)) is not None for x in tr.apis["name"]], bool)
+    if np.any(sync_rows):
+        a = tr.apis[sync_rows]
+        ops.append(M.table(M.OP_DTYPE, len(a), kind=M.SYNC, process=a["process"], thread=a["thread"],
+                           corr=a["corr"], start=a["start"], end=a["end"], sub=[kinds[int(x)] for x in a["name"]]))
+    ops = [o for o in ops if len(o)]
+    if ops:
+        tr.ops = np.concatenate(ops)
+    if pcs:
+        _pc_samples(tr, pcs, default_pid)
+    for pid in set(tr.ops["process"].tolist()) | set(tr.samples["process"].tolist()):
+        tr.processes.setdefault(pid, M.ProcessInfo(pid))
+    return tr
+
+
+def _pid_of(path: str) -> int:
+    m = re.match(r"(\d+)_", os.path.basename(path))
+    return int(m.group(1)) if m else 0
+
+
+def _ops(kind: str, p: str, t: dict, tr: M.GpuTrace, default_pid: int | None) -> np.ndarray:
+    n = len(t["Correlation_Id"])
+    pid = default_pid if default_pid is not None else _pid_of(p)
+    corr = _ints(p, t["Correlation_Id"], "Correlation_Id")
+    start, end = _ints(p, t["Start_Timestamp"], "Start_Timestamp"), _ints(p, t["End_Timestamp"], "End_Timestamp")
+    thread = _ints(p, t["Thread_Id"], "Thread_Id") if "Thread_Id" in t else np.full(n, -1)
+    if kind == "kernel":
+        g = [_ints(p, t[f"Grid_Size_{a}"], "Grid_Size") for a in "XYZ"]
+        w = [np.maximum(_ints(p, t[f"Workgroup_Size_{a}"], "Workgroup_Size"), 1) for a in "XYZ"]
+        blocks = np.prod([-(-np.maximum(gi, 0) // wi) for gi, wi in zip(g, w, strict=True)], axis=0)
+        stream = _ints(p, t["Stream_Id"], "Stream_Id") if "Stream_Id" in t else _ints(p, t["Queue_Id"], "Queue_Id")
+        lds = _ints(p, t.get("LDS_Block_Size") or t.get("Group_Segment_Size") or ["0"] * n, "LDS_Block_Size")
+        scratch = _ints(p, t.get("Scratch_Size") or t.get("Private_Segment_Size") or ["0"] * n, "Scratch_Size")
+        dev = _agent(t["Agent_Id"]) if "Agent_Id" in t else np.zeros(n, np.int64)
+        syms = [tr.symbol(M.KernelSymbol(name)) for name in t["Kernel_Name"]]
+        return M.table(M.OP_DTYPE, n, kind=M.KERNEL, process=pid, thread=thread, device=dev, context=dev,
+                       stream=stream, corr=corr, start=start, end=end, name=tr.intern_many(t["Kernel_Name"]),
+                       blocks=blocks, block_threads=w[0] * w[1] * w[2], smem_dynamic=lds,
+                       regs=_ints(p, t.get("VGPR_Count") or t.get("Arch_VGPR_Count") or ["0"] * n, "VGPR_Count"),
+                       local_total=scratch * g[0] * g[1] * g[2], code=syms)
+    if kind == "copy":
+        sub = [next((v for k, v in _DIRS.items() if k in d), M.CP_UNK) for d in t["Direction"]]
+        src, dst = _agent(t.get("Source_Agent_Id", [""] * n)), _agent(t.get("Destination_Agent_Id", [""] * n))
+        dev = np.where(np.array(sub) == M.CP_D2H, src, dst)
+        stream = _ints(p, t["Stream_Id"], "Stream_Id") if "Stream_Id" in t else np.zeros(n, np.int64)
+        return M.table(M.OP_DTYPE, n, kind=M.MEMCPY, process=pid, thread=thread, device=dev, context=dev,
+                       stream=stream, corr=corr, start=start, end=end, sub=sub)
+    is_free = np.array(["FREE" in op for op in t["Operation"]])
+    agent = _agent(t.get("Agent_Id", [""] * n))
+    return M.table(M.OP_DTYPE, n, kind=np.where(is_free, M.FREE, M.ALLOC), process=pid, thread=thread,
+                   device=agent, corr=corr, start=start, end=end,
+                   bytes=_ints(p, t["Allocation_Size"], "Allocation_Size"), sub=M.MK_UNK)
+
+
+def _pc_samples(tr: M.GpuTrace, pcs: list, default_pid: int | None) -> None:
+    kern = tr.ops[tr.ops["kind"] == M.KERNEL] if len(tr.ops) else tr.ops
+    sym_by_corr = {int(c): int(s) for c, s in zip(kern["corr"], kern["code"], strict=True)}
+    parts = []
+    for p, t in pcs:
+        n = len(t["Correlation_Id"])
+        pid = default_pid if default_pid is not None else _pid_of(p)
+        corr = _ints(p, t["Correlation_Id"], "Correlation_Id")
+        disp = _ints(p, t["Dispatch_Id"], "Dispatch_Id")
+        sym = np.empty(n, np.int64)
+        made: dict[int, int] = {}
+        for i, (c, d) in enumerate(zip(corr.tolist(), disp.tolist(), strict=True)):
+            s = sym_by_corr.get(c)
+            if s is None or s < 0:
+                s = made.get(d)
+                if s is None:
+                    s = made[d] = tr.symbol(M.KernelSymbol(f"<kernel of dispatch {d}>"))
+            sym[i] = s
+        # One pseudo-offset per distinct instruction (text and source comment) of a kernel.
+        inst = [f"{a}\t{b}" for a, b in zip(t["Instruction"], t.get("Instruction_Comment", [""] * n), strict=True)]
+        offsets: dict[tuple[int, str], int] = {}
+        pc = np.empty(n, np.uint64)
+        per_sym: dict[int, int] = {}
+        for i, (s, k) in enumerate(zip(sym.tolist(), inst, strict=True)):
+            off = offsets.get((s, k))
+            if off is None:
+                off = offsets[(s, k)] = 4 * per_sym.get(s, 0)
+                per_sym[s] = per_sym.get(s, 0) + 1
+            pc[i] = off
+        if "Stall_Reason" in t:
+            issued = _ints(p, t.get("Wave_Issued_Instruction", ["0"] * n), "Wave_Issued_Instruction") != 0
+            stall = np.array([M.ST_NONE if iss else stall_class("amd", r)
+                              for iss, r in zip(issued.tolist(), t["Stall_Reason"], strict=True)], np.uint8)
+        else:
+            stall = np.full(n, M.NO_STALL_INFO, np.uint8)
+        parts.append(M.table(M.SAMPLE_DTYPE, n, process=pid, corr=corr, symbol=sym, pc=pc, stall=stall,
+                             samples=1, stall_samples=(stall != M.NO_STALL_INFO).astype(np.uint64)))
+    smp = np.concatenate(parts)
+    # Aggregate individual samples into (launch, symbol, pc, stall) counts.
+    key = np.stack([smp["process"], smp["corr"].astype(np.int64), smp["symbol"], smp["pc"].astype(np.int64),
+                    smp["stall"].astype(np.int64)], axis=1)
+    uniq, inv = np.unique(key, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    out = M.table(M.SAMPLE_DTYPE, len(uniq), process=uniq[:, 0], corr=uniq[:, 1], symbol=uniq[:, 2], pc=uniq[:, 3],
+                  stall=uniq[:, 4])
+    out["samples"] = np.bincount(inv, weights=smp["samples"], minlength=len(uniq))
+    out["stall_samples"] = np.bincount(inv, weights=smp["stall_samples"], minlength=len(uniq))
+    tr.samples = out
