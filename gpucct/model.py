@@ -53,9 +53,11 @@ ADDRESS_END = 2**64 - 1  # the end of the last function when its extent is not g
 class DeviceFunction:
     """A device function: its entry address (its identity), its name, and where its code lies.
 
-    ``ranges`` are ``[lo, hi)`` address ranges. A function given without
-    ranges extends from its entry to the next function's entry (the last one to
-    the end of the address space), which is how functions lie in a cubin.
+    ``ranges`` are ``[lo, hi)`` address ranges. When no function of a graph
+    has ranges, each extends from its entry to the next function's entry (the
+    last one to the end of the address space), which is how functions lie in a
+    cubin; when some have ranges, one without has no code of its own (it can
+    still be called or launched).
     """
 
     entry: int
@@ -108,8 +110,9 @@ class CallGraph:
         hi: list[int] = []
         owner: list[int] = []
         entries = [f.entry for f in self.functions]
+        explicit = any(f.ranges for f in self.functions)
         for i, f in enumerate(self.functions):
-            if f.ranges:
+            if explicit:
                 for a, b in f.ranges:
                     if not 0 <= a < b <= ADDRESS_END:
                         self._fail(f"function {self.label(i)} has an empty or invalid range [{a:#x}, {b:#x})")

@@ -23,6 +23,8 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "ingest": ("hpcsa.ingest.cmd", "convert NVIDIA/AMD/Intel GPU records into an HPCToolkit measurement directory",
                "hpcsa ingest report.sqlite -o report.m"),
     "demo": ("hpcsa.democmd", "run the whole pipeline on the bundled fixtures", "hpcsa demo -o demo-out"),
+    "gpucct": ("hpcsa.gpucct.cmd", "show the GPU calling contexts reconstructed from flat PC samples",
+               "hpcsa gpucct m/prog-000000-000-a8c0-0.hpcrun"),
 }
 
 EPILOG_HEAD = "examples:\n"

@@ -1,0 +1,190 @@
+"""``hpcsa gpucct MEASFILE.hpcrun [-S STRUCT ...]``: show the reconstructed GPU calling contexts.
+
+For every ``<gpu kernel>`` launch context of the file and every GPU binary
+sampled under it, the call graph comes from the binary's structure file
+(``-S``, or the measurement directory's ``structs/<gpubin>*.hpcstruct``) and
+the tree is printed with inclusive and exclusive values of one metric. With no
+structure file, every sample is shown under the unknown-caller frame.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from hpcsa.errors import HpcsaError
+from hpcsa.ingest.hpcrun import HpcrunProfile, read_hpcrun
+from hpcsa.progress import Progress
+from hpcsa.structure.hpcstruct import read_hpcstruct
+from hpcsa.structure.model import Module
+
+from .fromstruct import call_graph_from_module
+from .launches import WEIGHT_METRIC, launch_contexts
+from .model import (
+    TRUNCATED_NAME,
+    UNKNOWN_CALLER_NAME,
+    CallGraph,
+    Reconstruction,
+    StepKind,
+    recursion_name,
+)
+from .reconstruct import DEFAULT_MAX_FRAMES, reconstruct
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("measurement", metavar="MEASFILE.hpcrun", help="one hpcrun measurement file")
+    parser.add_argument("-S", "--structure", action="append", default=[], metavar="STRUCT",
+                        help="structure file of a GPU binary (repeatable); default: the measurement "
+                        "directory's structs/<gpubin>*.hpcstruct")
+    parser.add_argument("-m", "--metric", default=None,
+                        help=f"metric to show (default {WEIGHT_METRIC}, else the first with values)")
+    parser.add_argument("--pcs", action="store_true", help="list every sample pc, not only a line per function")
+    parser.add_argument("--max-frames", type=int, default=DEFAULT_MAX_FRAMES, metavar="N",
+                        help=f"frame budget per launch context (default {DEFAULT_MAX_FRAMES})")
+
+
+def run(args: argparse.Namespace) -> int:
+    progress = Progress("gpucct")
+    prof = read_hpcrun(args.measurement)
+    metric = _metric(prof, args.metric, args.measurement)
+    structures = _StructureFinder(Path(args.measurement), [Path(p) for p in args.structure])
+    contexts = launch_contexts(prof)
+    lm_path = {lm.id: lm.path for lm in prof.loadmap}
+    placed = unknown = 0
+    print(f"{args.measurement}: {len(contexts)} GPU launch context(s); metric {prof.metrics[metric].name}")
+    for ctx in contexts:
+        for lm_id in ctx.modules:
+            path = lm_path.get(lm_id)
+            if path is None:
+                raise HpcsaError(args.measurement, f"samples name load module {lm_id}, which is not in the "
+                                 "load map")
+            graph, source = structures.graph(path)
+            samples = ctx.samples.get(lm_id)
+            if samples is None:
+                continue
+            kernels = ctx.kernels.get(lm_id, {})
+            rec = reconstruct(graph, samples, kernels, max_frames=args.max_frames)
+            placed += rec.stats.points
+            unknown += rec.stats.unknown_points
+            print()
+            launches = ", ".join(f"{_function_name(graph, e)} x{n:g}" for e, n in sorted(kernels.items()))
+            print(f"<gpu kernel> (CCT node {ctx.node}) in {os.path.basename(path)}: launches "
+                  f"{launches or 'none recorded'}")
+            print(f"  call graph: {source}")
+            for line in render(graph, rec, metric, pcs=args.pcs):
+                print("  " + line)
+        progress.advance()
+    sys.stdout.flush()
+    progress.finish(f"gpucct: {len(contexts)} launch context(s), {placed} sample pcs placed "
+                    f"({unknown} under {UNKNOWN_CALLER_NAME})")
+    return 0
+
+
+def _metric(prof: HpcrunProfile, name: str | None, path: str) -> int:
+    names = [m.name for m in prof.metrics]
+    if name is not None:
+        if name not in names:
+            raise HpcsaError(path, f"no metric named {name!r} (the file has: {', '.join(names[:12])}"
+                             f"{', ...' if len(names) > 12 else ''})")
+        return names.index(name)
+    if WEIGHT_METRIC in names:
+        return names.index(WEIGHT_METRIC)
+    used = np.unique(prof.values["metric"]) if len(prof.values) else np.zeros(1, int)
+    return int(used[0]) if len(names) else 0
+
+
+class _StructureFinder:
+    """Call graphs by GPU binary path, from the given structure files or the measurement's structs/."""
+
+    def __init__(self, measurement: Path, given: list[Path]) -> None:
+        self.directory = measurement.parent / "structs"
+        self.given = given
+        self.cache: dict[str, tuple[CallGraph, str]] = {}
+        self._given_modules: list[tuple[Module, Path]] | None = None
+
+    def graph(self, binary: str) -> tuple[CallGraph, str]:
+        base = os.path.basename(binary)
+        if base not in self.cache:
+            found = self._find(base)
+            if found is None:
+                self.cache[base] = (CallGraph([]), f"none found for {base} (every sample under "
+                                    f"{UNKNOWN_CALLER_NAME})")
+            else:
+                module, path = found
+                g = call_graph_from_module(module, str(path))
+                rec = int(np.count_nonzero(g.comp_recursive))
+                self.cache[base] = (g, f"{path} ({g.n_functions} functions, {len(g.call_pc)} call sites, "
+                                    f"{rec} recursive component(s))")
+        return self.cache[base]
+
+    def _find(self, base: str) -> tuple[Module, Path] | None:
+        if self.given:
+            if self._given_modules is None:
+                self._given_modules = [(m, p) for p in self.given for m in read_hpcstruct(p).modules]
+            for m, p in self._given_modules:
+                if os.path.basename(m.path) == base:
+                    return m, p
+            return None
+        for p in sorted(self.directory.glob(f"{base}*.hpcstruct")):
+            for m in read_hpcstruct(p).modules:
+                if os.path.basename(m.path) == base:
+                    return m, p
+        return None
+
+
+def _function_name(graph: CallGraph, entry: int) -> str:
+    i = graph.index_of(entry)
+    return graph.functions[i].name or f"{entry:#x}" if i >= 0 else f"{entry:#x}"
+
+
+def frame_label(graph: CallGraph, rec: Reconstruction, index: int) -> str:
+    f = rec.frames[index]
+    if f.step is None:
+        return "<gpu kernel>"
+    kind = f.step.kind
+    if kind == StepKind.CALL:
+        caller = graph.function_of([f.step.pc])[0]
+        where = graph.functions[int(caller)].name if caller >= 0 else "?"
+        return f"call {f.step.pc:#x} in {where} -> {_function_name(graph, f.callee or 0)}"
+    if kind == StepKind.RECURSION:
+        return recursion_name([_function_name(graph, e) for e in f.members])
+    if kind == StepKind.UNKNOWN:
+        return UNKNOWN_CALLER_NAME
+    return TRUNCATED_NAME
+
+
+def render(graph: CallGraph, rec: Reconstruction, metric: int, *, pcs: bool = False) -> list[str]:
+    """The tree as text lines: inclusive, exclusive, factor, then the frame indented by depth; below each
+    frame, its points grouped by function (or one line per pc)."""
+    incl = rec.inclusive()[:, metric]
+    excl = rec.exclusive()[:, metric]
+    func = graph.function_of(rec.point_pc)
+    starts = np.searchsorted(rec.point_frame, np.arange(len(rec.frames) + 1))
+    depth = [0] * len(rec.frames)
+    lines = [f"{'inclusive':>14} {'exclusive':>14} {'factor':>7}  frame"]
+    for i, f in enumerate(rec.frames):
+        if i:
+            depth[i] = depth[f.parent] + 1
+        pad = "  " * depth[i]
+        lines.append(f"{incl[i]:>14.6g} {excl[i]:>14.6g} {f.factor:>7.4g}  {pad}{frame_label(graph, rec, i)}")
+        a, b = int(starts[i]), int(starts[i + 1])
+        if a == b:
+            continue
+        vals = rec.point_values[a:b, metric]
+        if pcs:
+            for pc, v, fn in zip(rec.point_pc[a:b].tolist(), vals.tolist(), func[a:b].tolist(), strict=True):
+                name = graph.functions[fn].name if fn >= 0 else "(no function)"
+                lines.append(f"{'':>14} {v:>14.6g} {'':>7}  {pad}  . {pc:#x} in {name}")
+        else:
+            groups, inverse = np.unique(func[a:b], return_inverse=True)
+            sums = np.zeros(len(groups))
+            np.add.at(sums, inverse, vals)
+            counts = np.bincount(inverse, minlength=len(groups))
+            for fn, s, n in zip(groups.tolist(), sums.tolist(), counts.tolist(), strict=True):
+                name = graph.functions[fn].name if fn >= 0 else "(no function)"
+                lines.append(f"{'':>14} {s:>14.6g} {'':>7}  {pad}  . {name}: {n} pc(s)")
+    return lines

@@ -1,0 +1,94 @@
+"""The launch contexts of one ``.hpcrun`` profile: what reconstruction needs from a measurement.
+
+hpcrun puts every GPU kernel launch under a ``<gpu kernel>`` placeholder
+(``lm_id`` 0, ``lm_ip`` = "GPUKernl") below the CPU call path that launched
+it. The placeholder's children are the kernel nodes (``unwound`` = 1, at the
+kernel's entry pc, carrying ``GKER:COUNT``) and the PC samples (``unwound`` =
+0, ``lm_id`` = the GPU binary's load module, ``lm_ip`` = the pc offset).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hpcsa.ingest.hpcrun import UNWOUND, HpcrunProfile, placeholder_code
+
+from .model import PcSamples
+
+GPU_KERNEL = placeholder_code("GPUKernl")
+WEIGHT_METRIC = "GINS"
+LAUNCH_COUNT_METRIC = "GKER:COUNT"
+
+
+@dataclass
+class LaunchContext:
+    """One ``<gpu kernel>`` placeholder and what hangs below it, per GPU binary (load module id)."""
+
+    node: int                                                    # CCT id of the placeholder
+    kernels: dict[int, dict[int, float]] = field(default_factory=dict)  # lm_id -> {entry: launches}
+    kernel_nodes: dict[int, dict[int, int]] = field(default_factory=dict)  # lm_id -> {entry: CCT id}
+    samples: dict[int, PcSamples] = field(default_factory=dict)  # lm_id -> flat PC samples
+    sample_nodes: dict[int, np.ndarray] = field(default_factory=dict)  # lm_id -> CCT id per sample row
+
+    @property
+    def modules(self) -> list[int]:
+        return sorted(set(self.kernels) | set(self.samples))
+
+
+def launch_contexts(prof: HpcrunProfile) -> list[LaunchContext]:
+    """Every launch context of ``prof``, by placeholder node id. Values are as stored (period not applied);
+    sample rows carry every metric of the file, with ``GINS`` as the weight column when it exists."""
+    cct = prof.cct
+    ids = cct["id"].astype(np.int64)
+    is_placeholder = (cct["lm_id"] == 0) & (cct["lm_ip"] == GPU_KERNEL)
+    holders = np.sort(ids[is_placeholder])
+    if not len(holders):
+        return []
+    parent = cct["parent"].astype(np.int64)
+    under = np.isin(parent, holders) & (cct["lm_id"] != 0)
+    rows = np.flatnonzero(under)
+    nodes = ids[rows]
+
+    # Dense values of just these nodes.
+    n_metrics = len(prof.metrics)
+    dense = np.zeros((len(rows), n_metrics))
+    if len(prof.values) and len(rows):
+        vnode = prof.value_nodes().astype(np.int64)
+        order = np.argsort(nodes)
+        pos = np.searchsorted(nodes[order], vnode)
+        pos_c = np.minimum(pos, len(nodes) - 1)
+        hit = nodes[order][pos_c] == vnode
+        vals = prof.value_floats()
+        dense[order[pos_c[hit]], prof.values["metric"][hit].astype(np.intp)] = vals[hit]
+
+    names = [m.name for m in prof.metrics]
+    weight = names.index(WEIGHT_METRIC) if WEIGHT_METRIC in names else None
+    count_col = names.index(LAUNCH_COUNT_METRIC) if LAUNCH_COUNT_METRIC in names else None
+    unwound = (cct["flags"][rows] & UNWOUND) != 0
+    lm = cct["lm_id"][rows].astype(np.int64)
+    pcs = cct["lm_ip"][rows].astype(np.uint64)
+    par = parent[rows]
+
+    out: dict[int, LaunchContext] = {int(h): LaunchContext(int(h)) for h in holders}
+    for i in np.flatnonzero(unwound).tolist():
+        ctx = out[int(par[i])]
+        entry, module = int(pcs[i]), int(lm[i])
+        launches = float(dense[i, count_col]) if count_col is not None else 0.0
+        per = ctx.kernels.setdefault(module, {})
+        per[entry] = per.get(entry, 0.0) + launches
+        ctx.kernel_nodes.setdefault(module, {})[entry] = int(nodes[i])
+    sample_rows = np.flatnonzero(~unwound)
+    if len(sample_rows):
+        key = np.lexsort((lm[sample_rows], par[sample_rows]))
+        sample_rows = sample_rows[key]
+        group = np.stack([par[sample_rows], lm[sample_rows]], axis=1)
+        starts = np.flatnonzero(np.r_[True, np.any(group[1:] != group[:-1], axis=1)])
+        ends = np.r_[starts[1:], len(sample_rows)]
+        for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+            sel = sample_rows[a:b]
+            ctx = out[int(par[sel[0]])]
+            ctx.samples[int(lm[sel[0]])] = PcSamples(pcs[sel], dense[sel], weight=weight)
+            ctx.sample_nodes[int(lm[sel[0]])] = nodes[sel]
+    return [out[int(h)] for h in holders]
