@@ -25,8 +25,8 @@ from hpcsa.ingest import model as M
 LINE = re.compile(r'^Thread (\d+) Device (\S+) : (?:"(.*)"|(.*?)) \[ns\] (\d+) \(append\) (\d+) \(submit\) '
                   r'(\d+) \(start\) (\d+) \(end\)\s*$')
 DECOR = re.compile(r"^(.*?)\[SIMD(\d+) \{(\d+); (\d+); (\d+)\} \{(\d+); (\d+); (\d+)\}\]$")
-COPY = re.compile(r"^(\w*MemoryCopy\w*)\((\w)2(\w)\)\[(\d+)\]$")
-FILL = re.compile(r"^(\w*MemoryFill\w*)\[(\d+)\]$")
+COPY = re.compile(r"^(\w*MemoryCopy\w*)\((\w)2(\w)\)(?:\[(\d+)\])?$")
+FILL = re.compile(r"^(\w*MemoryFill\w*)(?:\[(\d+)\])?$")
 SUMMARY_ROW = re.compile(r'^\s*"?(.*?)"?,\s*(\d+),\s*(\d+),')
 _SIDE = {"M": "H", "H": "H", "D": "D", "S": "S"}
 _COPY_DIR = {("H", "D"): M.CP_H2D, ("D", "H"): M.CP_D2H, ("D", "D"): M.CP_D2D, ("H", "H"): M.CP_H2H}
@@ -54,9 +54,9 @@ def classify(name: str) -> tuple[int, int, int, tuple[int, int]]:
     """(kind, sub, bytes, (blocks, threads per block)) of a timeline operation name."""
     if (m := COPY.match(name)):
         a, b = _SIDE.get(m.group(2), "?"), _SIDE.get(m.group(3), "?")
-        return M.MEMCPY, _COPY_DIR.get((a, b), M.CP_UNK), int(m.group(4)), (0, 0)
+        return M.MEMCPY, _COPY_DIR.get((a, b), M.CP_UNK), int(m.group(4) or 0), (0, 0)
     if (m := FILL.match(name)):
-        return M.MEMSET, M.MK_UNK, int(m.group(2)), (0, 0)
+        return M.MEMSET, M.MK_UNK, int(m.group(2) or 0), (0, 0)
     if name in _CL_COPY:
         return M.MEMCPY, _CL_COPY[name], 0, (0, 0)
     if name.startswith("clEnqueueFillBuffer"):
