@@ -155,6 +155,15 @@ def _aggregate(nodes: list[np.ndarray], metrics: list[np.ndarray], values: list[
     return (uniq // 65536).astype(np.uint32), (uniq % 65536).astype(np.uint16), sums
 
 
+def _groups(*columns: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """The distinct rows of the given columns (as Python tuples) and each row's group index."""
+    if not len(columns[0]):
+        return [], np.zeros(0, np.int64)
+    stacked = np.stack([np.asarray(c).astype(np.int64) for c in columns], axis=1)
+    uniq, inv = np.unique(stacked, axis=0, return_inverse=True)
+    return [tuple(r) for r in uniq.tolist()], inv.reshape(-1)
+
+
 def _occupancy(ops: np.ndarray, props: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
     """Theoretical active and maximum warps per SM of each kernel launch (CUDA occupancy rules without
     allocation granularity); zeros where the device properties are unknown."""
@@ -212,13 +221,6 @@ class ProcessWriter:
         self.modules.name(self.api_module, addr, name, 16)
         return (lm, addr)
 
-    def _kernel_point(self, op: int) -> tuple[int, int]:
-        """(module, entry offset) of a kernel launch: its gpubin where known, else a named pseudo-address."""
-        ops, tr = self.trace.ops, self.trace
-        code = int(ops["code"][op])
-        name = tr.strings[int(ops["name"][op])]
-        return self._symbol_point(code, name)
-
     def _symbol_point(self, code: int, name: str) -> tuple[int, int]:
         tr = self.trace
         if code >= 0:
@@ -272,18 +274,20 @@ class ProcessWriter:
 
         threads = sorted(set(int(t) for t in thread) | {main_tid})
         thread_index = {main_tid: 0}
-        first_seen = {}
-        for t, s in zip(thread.tolist(), ops["start"].tolist(), strict=True):
-            first_seen[t] = min(first_seen.get(t, s), s)
+        first_seen: dict[int, int] = {}
+        if len(ops):
+            t_uniq, t_inv = np.unique(thread, return_inverse=True)
+            earliest = np.full(len(t_uniq), np.iinfo(np.int64).max)
+            np.minimum.at(earliest, t_inv.reshape(-1), ops["start"])
+            first_seen = dict(zip(t_uniq.tolist(), earliest.tolist(), strict=True))
         for t in sorted((t for t in threads if t != main_tid), key=lambda t: (first_seen.get(t, 0), t)):
             thread_index[t] = len(thread_index)
 
         placeholder = self._placeholders(ops)
         kernel_pt = {}
-        for op in np.flatnonzero(ops["kind"] == M.KERNEL):
-            key = (int(ops["code"][op]), int(ops["name"][op]))
-            if key not in kernel_pt:
-                kernel_pt[key] = self._kernel_point(int(sel[op]))
+        kern = ops["kind"] == M.KERNEL
+        for code, name in _groups(ops["code"][kern], ops["name"][kern])[0]:
+            kernel_pt[(code, name)] = self._symbol_point(code, tr.strings[name])
 
         # -- per CPU thread profile ------------------------------------------------------------------
         samples = tr.samples[tr.samples["process"] == self.pid] if len(tr.samples) else tr.samples
@@ -349,22 +353,21 @@ class ProcessWriter:
             ctx_node[c] = cct.path(root, ctx_frames[c])
         # Placeholder node of each op (unique (context, placeholder) pairs), kernel nodes below <gpu kernel>.
         leaf = np.zeros(len(ops), np.int64)
-        pairs = {}
-        for c, code in set(zip(ctx_of[mine].tolist(), placeholder[mine].tolist(), strict=True)):
-            pairs[(c, code)] = cct.child(ctx_node[c], 0, code)
+        pairs, inv = _groups(ctx_of[mine], placeholder[mine].view(np.int64))
+        nodes_of_pair = np.array([cct.child(ctx_node[c], 0, code & 0xFFFFFFFFFFFFFFFF) for c, code in pairs]
+                                 + [0], np.int64)
+        for c, _ in pairs:
             cct.child(ctx_node[c], 0, PH["trace"])
-        for i in mine.tolist():
-            leaf[i] = pairs[(int(ctx_of[i]), int(placeholder[i]))]
+        leaf[mine] = nodes_of_pair[inv]
         kern = mine[ops["kind"][mine] == M.KERNEL]
-        knode = {}
-        for i in kern.tolist():
-            key = (int(leaf[i]), int(ops["code"][i]), int(ops["name"][i]))
-            if key not in knode:
-                lm, ip = kernel_pt[key[1:]]
-                knode[key] = cct.child(key[0], lm, ip)
-                trace_ph = cct.child(ctx_node[int(ctx_of[i])], 0, PH["trace"])
-                cct.child(trace_ph, lm, ip)
-            leaf[i] = knode[key]
+        keys, inv = _groups(leaf[kern], ops["code"][kern], ops["name"][kern], ctx_of[kern])
+        knodes = []
+        for ph_node, code, name, c in keys:
+            lm, ip = kernel_pt[(code, name)]
+            knodes.append(cct.child(ph_node, lm, ip))
+            cct.child(cct.child(ctx_node[c], 0, PH["trace"]), lm, ip)
+        if len(kern):
+            leaf[kern] = np.array(knodes, np.int64)[inv]
 
         nodes, mets, vals = self._op_metrics(ops[mine], leaf[mine])
         # PC samples: children of <gpu kernel> at the sampled pc, unwound = 0 (merged into the entry node).
@@ -452,31 +455,29 @@ class ProcessWriter:
         info = tr.sample_info[tr.sample_info["process"] == self.pid] if len(tr.sample_info) else tr.sample_info
         period_of: dict[int, int] = {int(c): int(p) for c, p in zip(info["corr"], info["period"], strict=True)}
         nodes, mets, vals = [], [], []
-        for _ in range(1 if len(smp) else 0):
-            # Unique (launch placeholder, symbol, pc) -> node.
-            key_rows = {}
-            snode = np.zeros(len(smp), np.int64)
-            for j in range(len(smp)):
-                o = int(opi[j])
-                if o >= 0:
-                    kernel_node = int(leaf[o])
-                    parent = cct.rows[kernel_node - 1][1]  # the <gpu kernel> placeholder
-                    entry = cct.rows[kernel_node - 1][2:4]
-                else:
-                    ctx = cct.path(root, (self._api_node("<untraced API call>"),))
-                    parent = cct.child(ctx, 0, PH["kernel"])
-                    entry = None
-                sym = int(smp["symbol"][j])
-                key = (parent, sym, int(smp["pc"][j]))
-                node = key_rows.get(key)
-                if node is None:
-                    name = tr.symbols[sym].name if sym >= 0 else ""
-                    lm, base = self._symbol_point(sym, name)
-                    ip = base + int(smp["pc"][j])
-                    flags = UNWOUND if entry is not None and (lm, ip) == tuple(entry) else 0
-                    node = key_rows[key] = cct.child(parent, lm, ip, flags)
-                snode[j] = node
-            period = np.array([period_of.get(int(c), 1) or 1 for c in smp["corr"]], np.float64)
+        if len(smp):
+            # One node per distinct (launch placeholder, symbol, pc); Python runs over those only.
+            ph = np.zeros(len(smp), np.int64)
+            launched = opi >= 0
+            kernel_node = np.where(launched, leaf[np.maximum(opi, 0)] if len(leaf) else 0, 0)
+            parents = np.array([r[1] for r in cct.rows] + [0], np.int64)
+            ph[launched] = parents[kernel_node[launched] - 1]
+            if np.any(~launched):
+                ctx = cct.path(root, (self._api_node("<untraced API call>"),))
+                ph[~launched] = cct.child(ctx, 0, PH["kernel"])
+            keys, inv = _groups(ph, smp["symbol"], smp["pc"].view(np.int64), np.where(launched, kernel_node, 0))
+            made = []
+            for parent, sym, pc, knode in keys:
+                name = tr.symbols[sym].name if sym >= 0 else ""
+                lm, base = self._symbol_point(sym, name)
+                entry = tuple(cct.rows[knode - 1][2:4]) if knode else None
+                flags = UNWOUND if entry == (lm, base + pc) else 0
+                made.append(cct.child(parent, lm, base + pc, flags))
+            snode = np.array(made, np.int64)[inv]
+            period = np.ones(len(smp))
+            if period_of:
+                corr_u, corr_inv = np.unique(smp["corr"], return_inverse=True)
+                period = np.array([period_of.get(int(c), 1) or 1 for c in corr_u], np.float64)[corr_inv.reshape(-1)]
             stall = smp["stall"].astype(np.int64)
             has_cls = stall < len(M.STALL_CLASSES)
             nodes += [snode, snode[has_cls], snode[has_cls & (stall != M.ST_NONE)]]
@@ -512,20 +513,14 @@ class ProcessWriter:
         cct = Cct()
         noact = cct.child(cct.root, 0, PH["noact"])
         order = mine[np.lexsort((ops["end"][mine], ops["start"][mine]))]
-        leaf = np.zeros(len(order), np.int64)
-        cache: dict[tuple[int, int, int, int], int] = {}
-        for j, i in enumerate(order.tolist()):
-            t = int(thread[i])
-            key = (t, int(ctx_of[i]), int(ops["code"][i]) if ops["kind"][i] == M.KERNEL else -2,
-                   int(ops["name"][i]) if ops["kind"][i] == M.KERNEL else -2)
-            node = cache.get(key)
-            if node is None:
-                root = self._thread_root(cct, thread_index[t])
-                node = cct.child(cct.path(root, ctx_frames[int(ctx_of[i])]), 0, PH["trace"])
-                if ops["kind"][i] == M.KERNEL:
-                    node = cct.child(node, *kernel_pt[key[2:]])
-                cache[key] = node
-            leaf[j] = node
+        is_k = ops["kind"][order] == M.KERNEL
+        keys, inv = _groups(thread[order], ctx_of[order], np.where(is_k, ops["code"][order], -2),
+                            np.where(is_k, ops["name"][order], -2))
+        nodes = []
+        for t, c, code, name in keys:
+            node = cct.child(cct.path(self._thread_root(cct, thread_index[t]), ctx_frames[c]), 0, PH["trace"])
+            nodes.append(cct.child(node, *kernel_pt[(code, name)]) if name != -2 else node)
+        leaf = np.array(nodes, np.int64)[inv]
         start = ops["start"][order].astype(np.int64)
         end = ops["end"][order].astype(np.int64)
         # hpcrun bumps a start past the previous end when operations of one stream overlap.
