@@ -175,30 +175,36 @@ def _pc_samples(tr: M.GpuTrace, pcs: list, default_pid: int | None) -> None:
         pid = default_pid if default_pid is not None else _pid_of(p)
         corr = _ints(p, t["Correlation_Id"], "Correlation_Id")
         disp = _ints(p, t["Dispatch_Id"], "Dispatch_Id")
-        sym = np.empty(n, np.int64)
+        # The sampled kernel: the launch's kernel symbol, else one pseudo-symbol per dispatch.
+        pairs, pair_inv = np.unique(np.stack([corr, disp], axis=1), axis=0, return_inverse=True)
         made: dict[int, int] = {}
-        for i, (c, d) in enumerate(zip(corr.tolist(), disp.tolist(), strict=True)):
-            s = sym_by_corr.get(c)
-            if s is None or s < 0:
+        pair_sym = []
+        for c, d in pairs.tolist():
+            s = sym_by_corr.get(c, -1)
+            if s < 0:
                 s = made.get(d)
                 if s is None:
                     s = made[d] = tr.symbol(M.KernelSymbol(f"<kernel of dispatch {d}>"))
-            sym[i] = s
-        # One pseudo-offset per distinct instruction (text and source comment) of a kernel.
-        inst = [f"{a}\t{b}" for a, b in zip(t["Instruction"], t.get("Instruction_Comment", [""] * n), strict=True)]
-        offsets: dict[tuple[int, str], int] = {}
-        pc = np.empty(n, np.uint64)
-        per_sym: dict[int, int] = {}
-        for i, (s, k) in enumerate(zip(sym.tolist(), inst, strict=True)):
-            off = offsets.get((s, k))
-            if off is None:
-                off = offsets[(s, k)] = 4 * per_sym.get(s, 0)
-                per_sym[s] = per_sym.get(s, 0) + 1
-            pc[i] = off
+            pair_sym.append(s)
+        sym = np.array(pair_sym, np.int64)[pair_inv.reshape(-1)]
+        # One pseudo-offset per distinct instruction (text and source comment) of a kernel, 4 bytes apart in
+        # order of first appearance.
+        comments = t.get("Instruction_Comment", [""] * n)
+        inst = np.array([f"{a}\t{b}" for a, b in zip(t["Instruction"], comments, strict=True)], dtype=object)
+        _, inst_id = np.unique(inst, return_inverse=True)
+        key = np.stack([sym, inst_id.reshape(-1)], axis=1)
+        uniq, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
+        order = np.lexsort((first, uniq[:, 0]))  # by symbol, then first appearance
+        rank = np.empty(len(uniq), np.int64)
+        sym_sorted = uniq[order, 0]
+        start_of = np.searchsorted(sym_sorted, sym_sorted, side="left")
+        rank[order] = np.arange(len(uniq)) - start_of
+        pc = (4 * rank[inv.reshape(-1)]).astype(np.uint64)
         if "Stall_Reason" in t:
             issued = _ints(p, t.get("Wave_Issued_Instruction", ["0"] * n), "Wave_Issued_Instruction") != 0
-            stall = np.array([M.ST_NONE if iss else stall_class("amd", r)
-                              for iss, r in zip(issued.tolist(), t["Stall_Reason"], strict=True)], np.uint8)
+            reasons, r_inv = np.unique(np.array(t["Stall_Reason"], dtype=object), return_inverse=True)
+            cls = np.array([stall_class("amd", str(r)) for r in reasons], np.uint8)[r_inv.reshape(-1)]
+            stall = np.where(issued, M.ST_NONE, cls).astype(np.uint8)
         else:
             stall = np.full(n, M.NO_STALL_INFO, np.uint8)
         parts.append(M.table(M.SAMPLE_DTYPE, n, process=pid, corr=corr, symbol=sym, pc=pc, stall=stall,
