@@ -42,6 +42,8 @@ def entry_offsets(data: bytes) -> dict[str, int]:
 def embedded_elves(data: bytes) -> list[bytes]:
     """The ELF images inside a file: itself if it is one GPU ELF, else every ELF found in it (fatbins and
     host executables embed cubins/code objects whole; each is cut at its section-header table end)."""
+    if is_gpu_elf(data):
+        return [data]  # a cubin or code object file: the whole file is the image
     out = []
     pos = data.find(ELF_MAGIC)
     while pos >= 0:
@@ -56,7 +58,10 @@ def _elf_size(data: bytes, pos: int) -> int:
     """The extent of an ELF image starting at ``pos`` (end of its section or program header data)."""
     try:
         elf = ELFFile(io.BytesIO(data[pos:]))
-        end = elf["e_shoff"] + elf["e_shnum"] * elf["e_shentsize"]
+        end = max(elf["e_shoff"] + elf["e_shnum"] * elf["e_shentsize"],
+                  elf["e_phoff"] + elf["e_phnum"] * elf["e_phentsize"])
+        for seg in elf.iter_segments():
+            end = max(end, seg["p_offset"] + seg["p_filesz"])
         for sec in elf.iter_sections():
             if sec["sh_type"] != "SHT_NOBITS":
                 end = max(end, sec["sh_offset"] + sec["sh_size"])

@@ -60,13 +60,15 @@ class Db:
         """Run ``sql`` and return its result as one numpy array per named column (NULL -> 0 or '')."""
         rows = self.execute(sql, params)
         out: dict[str, np.ndarray] = {}
-        for i, name in enumerate(names):
-            col = [r[i] for r in rows]
-            if col and any(isinstance(v, str) for v in col):
+        columns = list(zip(*rows, strict=True)) if rows else [() for _ in names]
+        for name, col in zip(names, columns, strict=True):
+            first = next((v for v in col if v is not None), None)
+            if isinstance(first, str | bytes):
                 out[name] = np.array(["" if v is None else str(v) for v in col], dtype=object)
+            elif None in col:
+                out[name] = np.array([0 if v is None else v for v in col], dtype=np.int64)
             else:
-                out[name] = np.array([0 if v is None else v for v in col], dtype=np.int64) if rows else \
-                    np.zeros(0, np.int64)
+                out[name] = np.array(col, dtype=np.int64) if col else np.zeros(0, np.int64)
         return out
 
     def col(self, table: str, name: str, default: str = "0") -> str:
