@@ -18,10 +18,10 @@ from .model import (
     StepKind,
     recursion_name,
 )
-from .reconstruct import DEFAULT_MAX_FRAMES, aggregate_by_pc, reconstruct, reconstruct_unlaunched
+from .reconstruct import DEFAULT_MAX_POINTS, aggregate_by_pc, reconstruct, reconstruct_unlaunched
 
 __all__ = [
     "CallGraph", "CallSite", "DeviceFunction", "Frame", "PcSamples", "Reconstruction", "ReconstructionStats",
-    "Step", "StepKind", "recursion_name", "DEFAULT_MAX_FRAMES", "aggregate_by_pc", "reconstruct",
+    "Step", "StepKind", "recursion_name", "DEFAULT_MAX_POINTS", "aggregate_by_pc", "reconstruct",
     "reconstruct_unlaunched",
 ]

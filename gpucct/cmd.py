@@ -32,7 +32,7 @@ from .model import (
     StepKind,
     recursion_name,
 )
-from .reconstruct import DEFAULT_MAX_FRAMES, reconstruct
+from .reconstruct import DEFAULT_MAX_POINTS, reconstruct
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -43,8 +43,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-m", "--metric", default=None,
                         help=f"metric to show (default {WEIGHT_METRIC}, else the first with values)")
     parser.add_argument("--pcs", action="store_true", help="list every sample pc, not only a line per function")
-    parser.add_argument("--max-frames", type=int, default=DEFAULT_MAX_FRAMES, metavar="N",
-                        help=f"frame budget per launch context (default {DEFAULT_MAX_FRAMES})")
+    parser.add_argument("--max-points", type=int, default=DEFAULT_MAX_POINTS, metavar="N",
+                        help="budget of placed sample points per launch context; the lightest call paths "
+                        f"beyond it are shown flat under <more call paths> (default {DEFAULT_MAX_POINTS:,})")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
             if samples is None:
                 continue
             kernels = ctx.kernels.get(lm_id, {})
-            rec = reconstruct(graph, samples, kernels, max_frames=args.max_frames)
+            rec = reconstruct(graph, samples, kernels, max_points=args.max_points)
             placed += rec.stats.points
             unknown += rec.stats.unknown_points
             print()
@@ -154,7 +155,7 @@ def frame_label(graph: CallGraph, rec: Reconstruction, index: int) -> str:
         return recursion_name([_function_name(graph, e) for e in f.members])
     if kind == StepKind.UNKNOWN:
         return UNKNOWN_CALLER_NAME
-    return TRUNCATED_NAME
+    return f"{TRUNCATED_NAME[:-1]} of {_function_name(graph, f.step.pc)}>" if f.step.pc else TRUNCATED_NAME
 
 
 def render(graph: CallGraph, rec: Reconstruction, metric: int, *, pcs: bool = False) -> list[str]:

@@ -22,8 +22,9 @@ placed under its frames. A frame is *how code was entered*; it is named by a
   call into it and its members; ``pc`` is the smallest member entry;
 - ``UNKNOWN``: entered from an unknown caller (indirect calls, functions the
   launched kernel cannot reach, pcs outside every function);
-- ``TRUNCATED``: the merged rest of the call paths below a frame, when the
-  frame budget ran out (see ``reconstruct``).
+- ``TRUNCATED pc``: the rest of the call paths of the launched kernel entered
+  at ``pc`` (0 under ``UNKNOWN``), flat, when the budget of placed points ran
+  out (see ``reconstruct``).
 
 To turn a frame into contexts, the aggregation lexically expands each
 ``CALL`` pc through the structure file (function, loops, inlined calls, line,
@@ -238,6 +239,12 @@ class CallGraph:
         return tuple(self.functions[i].entry for i in self.comp_members[comp])
 
     @cached_property
+    def edge_steps(self) -> list[Step]:
+        """The CALL step of each inter-component edge."""
+        pcs = self.call_pc[self.edge_call].tolist()
+        return [Step(StepKind.CALL, pc) for pc in pcs]
+
+    @cached_property
     def comp_out_edges(self) -> list[list[int]]:
         """Per component, its outgoing inter-component edges (indices into ``edge_*``), by call pc."""
         out: list[list[int]] = [[] for _ in range(self.n_components)]
@@ -324,16 +331,17 @@ class Step(NamedTuple):
             return f"call@{self.pc:#x}"
         if self.kind == StepKind.RECURSION:
             return f"recursion@{self.pc:#x}"
+        if self.kind == StepKind.TRUNCATED and self.pc:
+            return f"truncated@{self.pc:#x}"
         return self.kind.name.lower()
 
 
-@dataclass(frozen=True)
-class Frame:
+class Frame(NamedTuple):
     """One frame of the reconstructed tree.
 
     ``factor`` is the share of the entered code's samples placed under this
-    frame (the product of the call-site ratios along its path; for a
-    TRUNCATED frame, the summed share of the call paths merged into it).
+    frame: the product of the call-site ratios along its path (1 for a
+    TRUNCATED frame, which holds code from many paths, each point with its own share).
     ``callee``: for CALL, the entry of the called function. ``members``: for
     RECURSION, the entries of the component's functions. ``origin``: the entry
     of the launched kernel this frame descends from (for a kernel in a

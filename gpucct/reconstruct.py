@@ -41,17 +41,21 @@ calls come from inside would have no way in and its samples would be lost).
 
 Size
 ----
-The tree of a DAG can have exponentially many paths. The tree is built
-best-first: frames are created in decreasing order of factor (ties by path),
-so the heaviest call paths get their own frames first; once ``max_frames``
-frames exist, each remaining call path is folded into one ``TRUNCATED`` frame
-under its deepest created frame, holding the samples of everything below it
-(flattened, with the summed factors of all the paths merged there, computed
-in one pass over the DAG). Calls made by the launched kernels themselves are
-always expanded. The result is at most ``max_frames`` + (calls out of the
-launched kernels) + (one TRUNCATED frame per created frame) frames, with
-sample points stored once per (frame, pc); with no truncation it is the exact
-tree. The work besides the frames is O(samples log samples + functions + calls).
+The tree of a DAG can have exponentially many call paths, and every frame
+holds its own copy of its code's sample points. So the tree is built
+best-first under a budget of placed points (``max_points``; a frame with no
+points of its own counts as one): frames are created in decreasing order of
+factor (ties broken by path), so the heaviest call paths get their frames
+first, and the calls made by a launched kernel itself are always expanded.
+Once the budget is spent, every call path not yet expanded is folded into one
+``TRUNCATED`` frame per launched kernel (``<more call paths>`` under the root,
+its step naming the kernel; one under ``UNKNOWN`` for the unknown part) that
+holds, flat and per pc, everything those paths lead to (one pass over the
+DAG). The cut costs context, never values: the inclusive value of a frame whose
+calls were cut misses what went to ``<more call paths>``. The whole output is
+at most ``max_points`` + (the kernels' own calls and their points) + one point
+per distinct pc per TRUNCATED frame; the work besides it is
+O(samples log samples + functions + calls). Below the budget the tree is exact.
 
 Differences from HPCToolkit, by design (reference/hpctoolkit.md §3)
 ---------------------------------------------------------------------
@@ -92,27 +96,28 @@ from hpcsa.errors import HpcsaError
 
 from .model import CallGraph, Frame, PcSamples, Reconstruction, ReconstructionStats, Step, StepKind
 
-#: Default frame budget per launch context (about what a viewer can still show usefully).
-DEFAULT_MAX_FRAMES = 100_000
+#: Default budget of placed points per launch context: with the flat profile's pcs as the floor, a few
+#: million points keep a launch context's tree within a few hundred MB however many call paths there are.
+DEFAULT_MAX_POINTS = 2_000_000
 
 K = TypeVar("K", bound=Hashable)
 
 
 def reconstruct(graph: CallGraph, samples: PcSamples, kernels: Iterable[int] = (), *,
                 call_counts: Mapping[int, float] | None = None,
-                max_frames: int = DEFAULT_MAX_FRAMES) -> Reconstruction:
+                max_points: int = DEFAULT_MAX_POINTS) -> Reconstruction:
     """The reconstructed tree of one launch context.
 
     ``kernels``: entry addresses of the kernels launched from this context.
     ``call_counts``: exact execution counts by call-instruction pc; when given
     they replace the sampled weights (a call missing from it counts 0).
     """
-    return _Reconstructor(graph, samples, kernels, call_counts, max_frames).run()
+    return _Reconstructor(graph, samples, kernels, call_counts, max_points).run()
 
 
 def reconstruct_unlaunched(graph: CallGraph, samples: PcSamples, launches: Mapping[K, Mapping[int, float]],
                            *, call_counts: Mapping[int, float] | None = None,
-                           max_frames: int = DEFAULT_MAX_FRAMES) -> dict[K, Reconstruction]:
+                           max_points: int = DEFAULT_MAX_POINTS) -> dict[K, Reconstruction]:
     """Share samples that carry no launch over launch contexts, by launch count.
 
     ``launches`` maps each launch context (any key) to ``{kernel entry:
@@ -127,7 +132,7 @@ def reconstruct_unlaunched(graph: CallGraph, samples: PcSamples, launches: Mappi
         raise HpcsaError(graph.source, "samples without a launch need at least one launch context "
                          "to be shared over")
     kernels = sorted({int(k) for per in launches.values() for k in per})
-    rec = reconstruct(graph, samples, kernels, call_counts=call_counts, max_frames=max_frames)
+    rec = reconstruct(graph, samples, kernels, call_counts=call_counts, max_points=max_points)
 
     per_origin: dict[K, dict[int, float]] = {}
     total: dict[K, float] = {}
@@ -201,7 +206,7 @@ def aggregate_by_pc(samples: PcSamples) -> tuple[np.ndarray, np.ndarray]:
     order = np.argsort(pcs, kind="stable")
     sorted_pcs = pcs[order]
     dup = len(sorted_pcs) > 1 and bool(np.any(sorted_pcs[1:] == sorted_pcs[:-1]))
-    if dup:
+    if dup and not _sums_exact(vals):
         keys = [vals[:, j] for j in range(vals.shape[1] - 1, -1, -1)] + [pcs]
         order = np.lexsort(keys)
         sorted_pcs = pcs[order]
@@ -215,16 +220,23 @@ def aggregate_by_pc(samples: PcSamples) -> tuple[np.ndarray, np.ndarray]:
     return sorted_pcs[starts], np.add.reduceat(vals[order], starts, axis=0)
 
 
+def _sums_exact(vals: np.ndarray) -> bool:
+    """Whether any order of summing gives the same floats: integers whose sums stay below 2**53
+    (sample counts always do), so the costly canonical ordering can be skipped."""
+    return bool(np.abs(vals).sum() < 2.0**53) and bool(np.all(vals == np.rint(vals)))
+
+
 class _Reconstructor:
     """One launch context's reconstruction; state shared by the steps."""
 
     def __init__(self, graph: CallGraph, samples: PcSamples, kernels: Iterable[int],
-                 call_counts: Mapping[int, float] | None, max_frames: int) -> None:
+                 call_counts: Mapping[int, float] | None, max_points: int) -> None:
         self.g = graph
         self.samples = samples
         self.kernels = sorted({int(k) for k in kernels})
         self.call_counts = call_counts
-        self.max_frames = max_frames
+        self.max_points = max_points
+        self.spent = 0
         self.stats = ReconstructionStats(unresolved_calls=len(graph.unresolved_calls))
         # the tree under construction (columns; renumbered canonically at the end)
         self.f_parent: list[int] = []
@@ -233,7 +245,10 @@ class _Reconstructor:
         self.f_callee: list[int | None] = []
         self.f_members: list[tuple[int, ...]] = []
         self.f_origin: list[int | None] = []
-        self.instances: list[tuple[int, int, float]] = []  # (frame, component, factor)
+        # sample blocks placed: frame, component, factor (columns)
+        self.i_frame: list[int] = []
+        self.i_comp: list[int] = []
+        self.i_factor: list[float] = []
         self.heap: list[tuple[float, tuple[Step, ...], int, int, int | None]] = []
 
     # -- the steps -------------------------------------------------------------------------------
@@ -246,8 +261,8 @@ class _Reconstructor:
         mapped = func >= 0
         comp = np.where(mapped, g.comp_of[np.maximum(func, 0)] if g.n_functions else -1, -1)
         ncomp = g.n_components
-        has_cost = np.zeros(ncomp, dtype=bool)
-        has_cost[comp[mapped & nonzero]] = True
+        self.npoints = np.bincount(comp[mapped & nonzero], minlength=ncomp) if ncomp else np.zeros(0, np.int64)
+        has_cost = self.npoints > 0
 
         roots = self._launched_components()
         launched_part = self._reachable(roots)
@@ -269,6 +284,7 @@ class _Reconstructor:
                 for e in ins:
                     fraction[e] = float(weights[e]) / tot
         self.fraction = fraction
+        self.fraction_list = fraction.tolist()
         self.needed = needed
         self.child_edges = [[e for e in outs if kept[e] and fraction[e] > 0 and needed[dst[e]]]
                             for outs in g.comp_out_edges]
@@ -282,9 +298,10 @@ class _Reconstructor:
         unknown_frame = -1
         if live_unknown or np.any(unmapped):
             unknown_frame = self._add_frame(root, Step(StepKind.UNKNOWN, 0), 1.0)
+            self.spent += int(np.count_nonzero(unmapped))
             for c in live_unknown:
                 self._enter(c, 1.0, unknown_frame, (Step(StepKind.UNKNOWN, 0),), None)
-        self._expand(root)
+        self._expand(root, unknown_frame)
         return self._finish(upc, uval, comp, mapped & nonzero, unmapped, unknown_frame)
 
     def _call_weights(self, upc: np.ndarray, uval: np.ndarray) -> np.ndarray:
@@ -370,6 +387,11 @@ class _Reconstructor:
         self.f_origin.append(origin)
         return len(self.f_parent) - 1
 
+    def _place(self, frame: int, comp: int, factor: float) -> None:
+        self.i_frame.append(frame)
+        self.i_comp.append(comp)
+        self.i_factor.append(factor)
+
     def _rep_entry(self, comp: int) -> int:
         return int(self.g.comp_entry[comp])
 
@@ -383,35 +405,41 @@ class _Reconstructor:
             frame = self._add_frame(frame, step, factor, members=members, origin=origin)
             path = path + (step,)
             self.stats.recursion_frames += 1
-        self.instances.append((frame, comp, factor))
-        call_pc = g.call_pc
+            self.spent += 1
+        self._place(frame, comp, factor)
+        self.spent += max(1, int(self.npoints[comp]))
+        steps, fraction, heap = g.edge_steps, self.fraction_list, self.heap
         for e in self.child_edges[comp]:
-            child = factor * float(self.fraction[e])
+            child = factor * fraction[e]
             if child > 0:
-                step = Step(StepKind.CALL, int(call_pc[g.edge_call[e]]))
-                heapq.heappush(self.heap, (-child, path + (step,), e, frame, origin))
+                heapq.heappush(heap, (-child, path + (steps[e],), e, frame, origin))
 
-    def _expand(self, root: int) -> None:
-        """Create frames best-first until the budget is spent; fold the rest into TRUNCATED frames."""
+    def _expand(self, root: int, unknown_frame: int) -> None:
+        """Create frames best-first until the budget is spent; fold the rest, per kernel, into TRUNCATED frames."""
         g = self.g
-        folded: dict[int, list[tuple[int, float]]] = {}
+        rest: dict[int | None, list[tuple[int, float]]] = {}
         exhausted = False
         while self.heap:
             neg, path, e, parent, origin = heapq.heappop(self.heap)
             d = int(g.edge_dst[e])
-            need = 2 if g.comp_recursive[d] else 1
-            if parent != root and (exhausted or len(self.f_parent) + need > self.max_frames):
+            cost = 1 + max(1, int(self.npoints[d])) + int(g.comp_recursive[d])
+            if parent != root and (exhausted or self.spent + cost > self.max_points):
                 exhausted = True
-                folded.setdefault(parent, []).append((d, -neg))
+                rest.setdefault(origin, []).append((d, -neg))
                 continue
+            self.spent += 1
             callee = g.functions[int(g.call_callee[g.edge_call[e]])].entry
             frame = self._add_frame(parent, path[-1], -neg, callee=callee, origin=origin)
             self._enter(d, -neg, frame, path, origin)
-        for parent in sorted(folded):
-            self._fold(parent, folded[parent])
+        for origin in sorted(rest, key=lambda o: -1 if o is None else o):
+            if origin is None:
+                self._fold(unknown_frame, Step(StepKind.TRUNCATED, 0), None, rest[origin])
+            else:
+                self._fold(root, Step(StepKind.TRUNCATED, origin), origin, rest[origin])
 
-    def _fold(self, parent: int, seeds: list[tuple[int, float]]) -> None:
-        """One TRUNCATED frame under ``parent`` holding everything below the seeds, flattened."""
+    def _fold(self, parent: int, step: Step, origin: int | None, seeds: list[tuple[int, float]]) -> None:
+        """One TRUNCATED frame holding, flat, everything below the seeds: the share of each component
+        is the sum over the cut paths of their factors times the ratios on the way down."""
         g = self.g
         mass: dict[int, float] = {}
         for c, share in seeds:
@@ -432,12 +460,11 @@ class _Reconstructor:
                 for e in self.child_edges[c]:
                     d = int(g.edge_dst[e])
                     mass[d] = mass.get(d, 0.0) + m * float(self.fraction[e])
-        frame = self._add_frame(parent, Step(StepKind.TRUNCATED, 0), sum(s for _, s in seeds),
-                                origin=self.f_origin[parent])
+        frame = self._add_frame(parent, step, 1.0, origin=origin)  # its points carry their own shares
         self.stats.truncated_frames += 1
         for c in sorted(seen):
             if mass.get(c, 0.0) > 0:
-                self.instances.append((frame, c, mass[c]))
+                self._place(frame, c, mass[c])
 
     # -- output -----------------------------------------------------------------------------------
     def _finish(self, upc: np.ndarray, uval: np.ndarray, comp: np.ndarray, placed: np.ndarray,
@@ -454,11 +481,12 @@ class _Reconstructor:
             new_index[i] = len(order)
             order.append(i)
             stack.extend(sorted(kids[i], key=lambda k: self.f_step[k], reverse=True))  # type: ignore[arg-type,return-value]
-        frames = [Frame(parent=int(new_index[self.f_parent[i]]) if i else -1, step=self.f_step[i],
-                        factor=self.f_factor[i], callee=self.f_callee[i], members=self.f_members[i],
-                        origin=self.f_origin[i]) for i in order]
+        parent_new = new_index[np.array(self.f_parent, dtype=np.int64)[order]].tolist()
+        parent_new[0] = -1
+        fs, ff, fc, fm, fo = self.f_step, self.f_factor, self.f_callee, self.f_members, self.f_origin
+        frames = [Frame(p, fs[i], ff[i], fc[i], fm[i], fo[i]) for p, i in zip(parent_new, order, strict=True)]
 
-        # Points: each instance places its component's block of samples, scaled by its factor.
+        # Points: each placed block is its component's sample rows, scaled by the block's factor.
         m = uval.shape[1]
         rows = np.flatnonzero(placed)
         rows = rows[np.argsort(comp[rows], kind="stable")]  # by component, pcs ascending within
@@ -466,26 +494,25 @@ class _Reconstructor:
         ncomp = self.g.n_components
         block_start = np.searchsorted(block_comp, np.arange(ncomp), side="left")
         block_len = np.searchsorted(block_comp, np.arange(ncomp), side="right") - block_start
-        if self.instances:
-            inst = np.array([(f, c) for f, c, _ in self.instances], dtype=np.int64).reshape(-1, 2)
-            inst_factor = np.array([x for _, _, x in self.instances], dtype=np.float64)
-        else:
-            inst = np.zeros((0, 2), dtype=np.int64)
-            inst_factor = np.zeros(0)
-        lens = block_len[inst[:, 1]] if ncomp else np.zeros(0, np.int64)
-        which = np.repeat(np.arange(len(inst)), lens)
+        i_frame = new_index[np.array(self.i_frame, dtype=np.int64)] if self.i_frame else np.zeros(0, np.int64)
+        i_comp = np.array(self.i_comp, dtype=np.int64)
+        i_factor = np.array(self.i_factor, dtype=np.float64)
+        lens = block_len[i_comp] if len(i_comp) else np.zeros(0, np.int64)
+        which = np.repeat(np.arange(len(i_comp)), lens)
         offset = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
-        src_rows = rows[block_start[inst[which, 1]] + offset] if len(which) else np.zeros(0, np.int64)
-        p_frame = new_index[inst[which, 0]] if len(which) else np.zeros(0, np.int64)
-        p_vals = uval[src_rows] * inst_factor[which, None]
+        src_rows = rows[block_start[i_comp[which]] + offset] if len(which) else np.zeros(0, np.int64)
+        p_frame = i_frame[which]
+        p_factor = i_factor[which]
         um = np.flatnonzero(unmapped)
         if len(um):
             p_frame = np.concatenate([p_frame, np.full(len(um), new_index[unknown_frame])])
             src_rows = np.concatenate([src_rows, um])
-            p_vals = np.concatenate([p_vals, uval[um]])
+            p_factor = np.concatenate([p_factor, np.ones(len(um))])
+        # rows index the ascending pcs, so (frame, row) orders points by (frame, pc)
+        sort = np.argsort(p_frame * max(len(upc), 1) + src_rows, kind="stable")
+        p_frame, src_rows, p_factor = p_frame[sort], src_rows[sort], p_factor[sort]
         p_pc = upc[src_rows]
-        sort = np.lexsort((p_pc, p_frame))
-        p_frame, p_pc, p_vals = p_frame[sort], p_pc[sort], p_vals[sort].reshape(-1, m)
+        p_vals = (uval[src_rows] * p_factor[:, None]).reshape(-1, m)
 
         self.stats.points = int(np.count_nonzero(placed) + len(um))
         if unknown_frame >= 0:

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hpcsa.gpucct import (
-    DEFAULT_MAX_FRAMES,
+    DEFAULT_MAX_POINTS,
     CallGraph,
     CallSite,
     DeviceFunction,
@@ -52,7 +52,7 @@ def cases(draw):
     counts = None
     if calls and draw(st.booleans()):
         counts = {pc: float(draw(st.integers(0, 5))) for pc in calls if draw(st.booleans())}
-    budget = draw(st.sampled_from([DEFAULT_MAX_FRAMES, 1, 2, 3, 5, 8]))
+    budget = draw(st.sampled_from([DEFAULT_MAX_POINTS, 1, 2, 3, 5, 8]))
     return functions, list(calls.values()), samples, kernels, counts, budget
 
 
@@ -68,7 +68,7 @@ def same(a, b) -> None:
 def test_conserved_well_formed_and_independent_of_input_order(case, rnd: random.Random):
     functions, calls, samples, kernels, counts, budget = case
     graph = CallGraph(functions, calls)
-    rec = reconstruct(graph, samples, kernels, call_counts=counts, max_frames=budget)
+    rec = reconstruct(graph, samples, kernels, call_counts=counts, max_points=budget)
     check(graph, samples, rec, kernels)
 
     functions2, calls2, kernels2 = functions[:], calls[:], kernels[:]
@@ -78,7 +78,7 @@ def test_conserved_well_formed_and_independent_of_input_order(case, rnd: random.
     perm = np.array(rnd.sample(range(len(samples.pcs)), len(samples.pcs)), dtype=np.int64)
     samples2 = PcSamples(samples.pcs[perm], samples.values[perm], weight=samples.weight)
     counts2 = dict(reversed(list(counts.items()))) if counts else counts
-    rec2 = reconstruct(CallGraph(functions2, calls2), samples2, kernels2, call_counts=counts2, max_frames=budget)
+    rec2 = reconstruct(CallGraph(functions2, calls2), samples2, kernels2, call_counts=counts2, max_points=budget)
     same(rec, rec2)
 
 
@@ -88,7 +88,7 @@ def test_budget_keeps_the_heaviest_frames_of_the_full_tree(case):
     functions, calls, samples, kernels, counts, budget = case
     graph = CallGraph(functions, calls)
     full = reconstruct(graph, samples, kernels, call_counts=counts)
-    rec = reconstruct(graph, samples, kernels, call_counts=counts, max_frames=budget)
+    rec = reconstruct(graph, samples, kernels, call_counts=counts, max_points=budget)
     full_factor = {full.path(i): f.factor for i, f in enumerate(full.frames)}
     for i, f in enumerate(rec.frames):
         path = rec.path(i)
@@ -97,10 +97,15 @@ def test_budget_keeps_the_heaviest_frames_of_the_full_tree(case):
             assert np.isclose(f.factor, full_factor[path], rtol=1e-12)
     if rec.stats.truncated_frames == 0:
         same(rec, full)
-    else:
-        made = sum(1 for f in rec.frames if f.step is None or f.step.kind != StepKind.TRUNCATED)
-        kernel_calls = sum(1 for f in rec.frames if f.parent == 0 and f.step.kind == StepKind.CALL)
-        assert made <= max(budget, 1) + kernel_calls + 1
+    else:  # cut only when the exact tree does not fit, into one flat frame per kernel (+ one under UNKNOWN)
+        assert len(full.point_pc) + len(full.frames) > budget
+        cut = [f for f in rec.frames if f.step is not None and f.step.kind == StepKind.TRUNCATED]
+        launched = {int(graph.comp_of[graph.index_of(k)]) for k in kernels if graph.index_of(k) >= 0}
+        assert len(cut) <= len(launched) + 1
+        for f in cut:
+            parent = rec.frames[f.parent]
+            assert f.parent == 0 and f.step.pc == f.origin or parent.step == (StepKind.UNKNOWN, 0) and \
+                f.step.pc == 0
 
 
 @SETTINGS
@@ -110,7 +115,7 @@ def test_unlaunched_samples_are_shared_without_loss(case, launch_lists):
     functions, calls, samples, _kernels, counts, budget = case
     graph = CallGraph(functions, calls)
     launches = {f"ctx{i}": per for i, per in enumerate(launch_lists)}
-    recs = reconstruct_unlaunched(graph, samples, launches, call_counts=counts, max_frames=budget)
+    recs = reconstruct_unlaunched(graph, samples, launches, call_counts=counts, max_points=budget)
     assert list(recs) == list(launches)
     assert_conserved(samples, list(recs.values()))
     for ctx, rec in recs.items():

@@ -297,7 +297,7 @@ def test_samples_without_launch_and_zero_counts_split_evenly():
 # -- frame budget -------------------------------------------------------------------------------------
 
 
-def test_frame_budget_folds_the_lightest_paths_into_truncated_frames():
+def test_point_budget_folds_the_lightest_paths_into_one_flat_frame_per_kernel():
     # K calls A at 0x110 (weight 3) and 0x120 (weight 1); A -0x210-> B -0x310-> C.
     g = graph({0x100: "K", 0x200: "A", 0x300: "B", 0x400: "C"},
               [(0x110, 0x200), (0x120, 0x200), (0x210, 0x300), (0x310, 0x400)])
@@ -305,22 +305,33 @@ def test_frame_budget_folds_the_lightest_paths_into_truncated_frames():
                  0x400: (4, 0)})
     full = run(g, s, [0x100])
     assert len(full.frames) == 7 and full.stats.truncated_frames == 0
-    rec = run(g, s, [0x100], max_frames=3)
-    # Best-first: root, 0x110 (3/4), 0x110/0x210 (3/4) use the budget; 0x120 (1/4) is made anyway
-    # (the kernel's own calls always are). What lies below the other paths is folded, flattened,
-    # under their deepest created frame.
+    rec = run(g, s, [0x100], max_points=8)
+    # Best-first, counting placed points plus one per frame: K's 2 points, call 0x110 with A's 2 (5),
+    # 0x110/0x210 with B's 2 (8). 0x110/0x210/0x310 (3/4) would pass 8: cut. 0x120 (1/4) is a call of
+    # the kernel itself, always made; below it 0x120/0x210 (1/4) is cut. The cut paths lead to
+    # B (1/4) and C (3/4 + 1/4 through B), shown flat under one frame for kernel K.
     assert_tree(rec, {
         ("", 0x110): (3, 0), ("", 0x120): (1, 0),
         ("call@0x110", 0x200): (3, 3), ("call@0x110", 0x210): (1.5, 0),
         ("call@0x110/call@0x210", 0x300): (6, 6), ("call@0x110/call@0x210", 0x310): (0.75, 0.75),
-        ("call@0x110/call@0x210/truncated", 0x400): (3, 0),
         ("call@0x120", 0x200): (1, 1), ("call@0x120", 0x210): (0.5, 0),
-        ("call@0x120/truncated", 0x300): (2, 2), ("call@0x120/truncated", 0x310): (0.25, 0.25),
-        ("call@0x120/truncated", 0x400): (1, 0),
+        ("truncated@0x100", 0x300): (2, 2), ("truncated@0x100", 0x310): (0.25, 0.25),
+        ("truncated@0x100", 0x400): (4, 0),
     })
-    assert rec.stats.truncated_frames == 2
-    assert [f.factor for f in rec.frames if f.step and f.step.kind == StepKind.TRUNCATED] == \
-        pytest.approx([0.75, 0.25])
+    (cut,) = [f for f in rec.frames if f.step and f.step.kind == StepKind.TRUNCATED]
+    assert cut.parent == 0 and cut.factor == pytest.approx(1.0) and cut.origin == 0x100
+    assert rec.stats.truncated_frames == 1
+
+
+def test_point_budget_in_the_unknown_part_folds_under_unknown():
+    # Nothing launched: K is an unknown caller; its calls A (0x110, 0x120) -> B are cut beyond the budget.
+    g = graph({0x100: "K", 0x200: "A", 0x300: "B"}, [(0x110, 0x200), (0x120, 0x200), (0x210, 0x300)])
+    s = samples({0x110: (1, 0), 0x120: (1, 0), 0x200: (2, 2), 0x210: (1, 1), 0x300: (4, 4)})
+    rec = run(g, s, [], max_points=2)
+    # UNKNOWN holds K (2 points, the budget); the calls 0x110 and 0x120 (1/2 each) are cut.
+    assert_tree(rec, {("unknown", 0x110): (1, 0), ("unknown", 0x120): (1, 0),
+                      ("unknown/truncated", 0x200): (2, 2), ("unknown/truncated", 0x210): (1, 1),
+                      ("unknown/truncated", 0x300): (4, 4)})
 
 
 # -- bad input ----------------------------------------------------------------------------------------
