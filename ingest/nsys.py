@@ -310,18 +310,18 @@ def _syncs(db: Db, tr: M.GpuTrace, epoch: int) -> np.ndarray | None:
                       f'syncType FROM {t}', ["start", "end", "dev", "ctx", "stream", "corr", "gpid", "type"])
     pid = (c["gpid"] >> 24) & 0xFFFFFF
     # syncType is not trustworthy across nsys versions: classify by the API call's name first.
-    sub = np.array([_SYNC_TYPE.get(int(x), M.SY_UNK) for x in c["type"]], np.uint8)
+    by_type = np.zeros(8, np.uint8)
+    for t, k in _SYNC_TYPE.items():
+        by_type[t] = k
+    sub = by_type[np.clip(c["type"], 0, 7)]
     if len(tr.apis) and len(pid):
         k_o, k_a = M.pair_keys(pid, c["corr"], tr.apis["process"], tr.apis["corr"])
         hit = M.lookup(k_o, k_a)
-        by_name = {}
-        for i in np.flatnonzero(hit >= 0).tolist():
-            nid = int(tr.apis["name"][hit[i]])
-            if nid not in by_name:
-                name = tr.strings[nid]
-                by_name[nid] = next((k for w, k in _SYNC_BY_API if w in name), None)
-            if by_name[nid] is not None:
-                sub[i] = by_name[nid]
+        name_id = np.where(hit >= 0, tr.apis["name"][np.maximum(hit, 0)], -1)
+        kinds = np.array([next((k for w, k in _SYNC_BY_API if w in name), 255) for name in tr.strings] + [255],
+                         np.uint8)
+        by_name = kinds[name_id]  # -1 (no call) picks the trailing "unknown"
+        sub = np.where(by_name != 255, by_name, sub).astype(np.uint8)
     stream = np.where(c["stream"] == 0xFFFFFFFF, -1, c["stream"])
     return M.table(M.OP_DTYPE, len(pid), kind=M.SYNC, process=pid, device=c["dev"], context=c["ctx"],
                    stream=stream, corr=c["corr"], start=c["start"] + epoch, end=c["end"] + epoch, sub=sub)

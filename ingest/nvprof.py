@@ -167,7 +167,10 @@ def _syncs(db: Db) -> np.ndarray | None:
         return None
     c = db.columns_of(f'SELECT start, "end", contextId, streamId, correlationId, type FROM {t}',
                       ["start", "end", "ctx", "stream", "corr", "type"])
-    sub = np.array([_SYNC_TYPE.get(int(x), M.SY_UNK) for x in c["type"]], np.uint8)
+    by_type = np.zeros(8, np.uint8)
+    for t, k in _SYNC_TYPE.items():
+        by_type[t] = k
+    sub = by_type[np.clip(c["type"], 0, 7)]
     stream = np.where((c["stream"] == -1) | (c["stream"] == 0xFFFFFFFF), -1, c["stream"])
     return M.table(M.OP_DTYPE, len(sub), kind=M.SYNC, context=c["ctx"], stream=stream, corr=c["corr"],
                    start=c["start"], end=c["end"], sub=sub)
@@ -209,7 +212,8 @@ def _pc_sampling(db: Db, tr: M.GpuTrace, strings: dict, pid: int) -> None:
         cls = np.array([stall_class("cupti-legacy", CUPTI_LEGACY_REASONS[r] if 0 <= r < len(CUPTI_LEGACY_REASONS)
                                     else "OTHER") for r in range(len(CUPTI_LEGACY_REASONS) + 1)], np.uint8)
         reason = np.clip(c["reason"], 0, len(CUPTI_LEGACY_REASONS))
-        sym = np.array([func_sym.get(int(f), -1) for f in c["func"]], np.int64)
+        f_uniq, f_inv = np.unique(c["func"], return_inverse=True)
+        sym = np.array([func_sym.get(int(f), -1) for f in f_uniq], np.int64)[f_inv.reshape(-1)]
         tr.samples = M.table(M.SAMPLE_DTYPE, n, process=pid, corr=c["corr"], symbol=sym, pc=c["pc"],
                              stall=cls[reason], samples=c["samples"], stall_samples=c["latency"])
     info = "CUPTI_ACTIVITY_KIND_PC_SAMPLING_RECORD_INFO"
@@ -222,5 +226,6 @@ def _pc_sampling(db: Db, tr: M.GpuTrace, strings: dict, pid: int) -> None:
     by_name = {tr.symbols[s].name: s for s in func_sym.values()}
     if by_name and len(tr.ops):
         k = tr.ops["kind"] == M.KERNEL
-        code = np.array([by_name.get(tr.strings[int(nm)], -1) for nm in tr.ops["name"][k]], np.int64)
-        tr.ops["code"][k] = code
+        n_uniq, n_inv = np.unique(tr.ops["name"][k], return_inverse=True)
+        code = np.array([by_name.get(tr.strings[int(nm)], -1) for nm in n_uniq], np.int64)
+        tr.ops["code"][k] = code[n_inv.reshape(-1)]

@@ -54,14 +54,14 @@ def read(db: Db) -> M.GpuTrace:
     agent = {int(a): (str(t), int(ti)) for a, t, ti in db.execute(
         "SELECT id, type, type_index FROM rocpd_info_agent")}
     parts = [_kernels(db, tr, agent, tid), _copies(db, agent, tid), _allocations(db, agent, tid)]
-    # Waiting HIP calls are the synchronizations.
-    kinds = {i: sync_kind(s) for i, s in enumerate(tr.strings)}
-    sync_rows = np.array([kinds.get(int(x)) is not None for x in tr.apis["name"]], bool)
+    kind_of_name = np.array([255 if (k := sync_kind(s)) is None else k for s in tr.strings] + [255], np.uint8)
+    api_kind = kind_of_name[tr.apis["name"]] if len(tr.apis) else np.zeros(0, np.uint8)
+    sync_rows = api_kind != 255
     if np.any(sync_rows):
         a = tr.apis[sync_rows]
         parts.append(M.table(M.OP_DTYPE, len(a), kind=M.SYNC, process=a["process"], corr=a["corr"],
                              start=a["start"], end=a["end"],
-                             sub=[kinds[int(x)] for x in a["name"]]))
+                             sub=api_kind[sync_rows]))
     parts = [p for p in parts if p is not None and len(p)]
     if parts:
         tr.ops = np.concatenate(parts)
@@ -73,7 +73,9 @@ def read(db: Db) -> M.GpuTrace:
 
 
 def _device(agent: dict, ids: np.ndarray) -> np.ndarray:
-    return np.array([agent.get(int(a), ("", int(a)))[1] for a in ids], np.int64)
+    """Agent ids -> GPU type index (the HIP device number), looked up once per distinct agent."""
+    uniq, inv = np.unique(np.asarray(ids, np.int64), return_inverse=True)
+    return np.array([agent.get(int(a), ("", int(a)))[1] for a in uniq], np.int64)[inv.reshape(-1)]
 
 
 def _kernels(db: Db, tr: M.GpuTrace, agent: dict, tid: str) -> np.ndarray | None:

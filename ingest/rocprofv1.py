@@ -61,12 +61,13 @@ def read(db: Db) -> M.GpuTrace:
                              thread=o["tid"], device=o["dev"], context=o["dev"], stream=o["queue"],
                              corr=o["corr"], start=o["start"], end=o["end"], name=tr.intern_many(names),
                              bytes=size, sub=sub))
-    kinds = {i: sync_kind(s) for i, s in enumerate(tr.strings)}
-    sync_rows = np.array([kinds.get(int(x)) is not None for x in tr.apis["name"]], bool)
+    kind_of_name = np.array([255 if (k := sync_kind(s)) is None else k for s in tr.strings] + [255], np.uint8)
+    api_kind = kind_of_name[tr.apis["name"]] if len(tr.apis) else np.zeros(0, np.uint8)
+    sync_rows = api_kind != 255
     if np.any(sync_rows):
         a = tr.apis[sync_rows]
         parts.append(M.table(M.OP_DTYPE, len(a), kind=M.SYNC, process=a["process"], corr=a["corr"],
-                             start=a["start"], end=a["end"], sub=[kinds[int(x)] for x in a["name"]]))
+                             start=a["start"], end=a["end"], sub=api_kind[sync_rows]))
     if parts:
         tr.ops = np.concatenate(parts)
     for pid in sorted(set(tr.ops["process"].tolist()) | set(tr.apis["process"].tolist())):
