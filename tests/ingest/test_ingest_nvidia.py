@@ -251,3 +251,14 @@ def test_cupti_util_file(shared_data: Path, tmp_path: Path) -> None:
     sample_nodes = prof.cct[(prof.cct["flags"] & 1) == 0]
     offs = sorted(int(x) & 0xFFFF for x in sample_nodes["lm_ip"])
     assert offs == [0x100, 0x110]
+
+
+def test_environment_tables_are_not_copied(nvidia: Path, tmp_path: Path) -> None:
+    """TARGET_INFO_SYSTEM_ENV holds the captured environment (possible secrets): no value reaches the output."""
+    src = nvidia / NSYS[1]
+    _, _, out = _ingest(src, tmp_path)
+    values = [v for (v,) in _sql(src, "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name != 'Hostname'")
+              if v and len(v) >= 12]
+    assert values
+    blob = b"".join(p.read_bytes() for p in out.rglob("*") if p.is_file())
+    assert not [v for v in values if v.encode() in blob]
