@@ -69,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
                 continue
             kernels = ctx.kernels.get(lm_id, {})
             rec = reconstruct(graph, samples, kernels, max_points=args.max_points)
+            column = np.flatnonzero(ctx.metrics == metric)
             placed += rec.stats.points
             unknown += rec.stats.unknown_points
             print()
@@ -76,7 +77,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"<gpu kernel> (CCT node {ctx.node}) in {os.path.basename(path)}: launches "
                   f"{launches or 'none recorded'}")
             print(f"  call graph: {source}")
-            for line in render(graph, rec, metric, pcs=args.pcs):
+            if not len(column):
+                print(f"  (no {prof.metrics[metric].name} values under this launch context)")
+                continue
+            for line in render(graph, rec, int(column[0]), pcs=args.pcs):
                 print("  " + line)
         progress.advance()
     sys.stdout.flush()
@@ -160,7 +164,7 @@ def frame_label(graph: CallGraph, rec: Reconstruction, index: int) -> str:
 
 def render(graph: CallGraph, rec: Reconstruction, metric: int, *, pcs: bool = False) -> list[str]:
     """The tree as text lines: inclusive, exclusive, factor, then the frame indented by depth; below each
-    frame, its points grouped by function (or one line per pc)."""
+    frame, its points grouped by function (or one line per pc). ``metric`` is a column of the values."""
     incl = rec.inclusive()[:, metric]
     excl = rec.exclusive()[:, metric]
     func = graph.function_of(rec.point_pc)

@@ -27,6 +27,7 @@ class LaunchContext:
     """One ``<gpu kernel>`` placeholder and what hangs below it, per GPU binary (load module id)."""
 
     node: int                                                    # CCT id of the placeholder
+    metrics: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # metric id of each column
     kernels: dict[int, dict[int, float]] = field(default_factory=dict)  # lm_id -> {entry: launches}
     kernel_nodes: dict[int, dict[int, int]] = field(default_factory=dict)  # lm_id -> {entry: CCT id}
     samples: dict[int, PcSamples] = field(default_factory=dict)  # lm_id -> flat PC samples
@@ -38,8 +39,12 @@ class LaunchContext:
 
 
 def launch_contexts(prof: HpcrunProfile) -> list[LaunchContext]:
-    """Every launch context of ``prof``, by placeholder node id. Values are as stored (period not applied);
-    sample rows carry every metric of the file, with ``GINS`` as the weight column when it exists."""
+    """Every launch context of ``prof``, by placeholder node id.
+
+    Values are as stored (period not applied). Sample value columns are the
+    metrics that have values anywhere below a placeholder (``metrics`` holds
+    their ids, ascending), with ``GINS`` as the weight column when it has values.
+    """
     cct = prof.cct
     ids = cct["id"].astype(np.int64)
     is_placeholder = (cct["lm_id"] == 0) & (cct["lm_ip"] == GPU_KERNEL)
@@ -51,27 +56,30 @@ def launch_contexts(prof: HpcrunProfile) -> list[LaunchContext]:
     rows = np.flatnonzero(under)
     nodes = ids[rows]
 
-    # Dense values of just these nodes.
-    n_metrics = len(prof.metrics)
-    dense = np.zeros((len(rows), n_metrics))
+    # Dense values of just these nodes, in just the metrics they have values for.
+    used = np.zeros(0, np.int64)
+    dense = np.zeros((len(rows), 0))
     if len(prof.values) and len(rows):
         vnode = prof.value_nodes().astype(np.int64)
         order = np.argsort(nodes)
         pos = np.searchsorted(nodes[order], vnode)
         pos_c = np.minimum(pos, len(nodes) - 1)
         hit = nodes[order][pos_c] == vnode
-        vals = prof.value_floats()
-        dense[order[pos_c[hit]], prof.values["metric"][hit].astype(np.intp)] = vals[hit]
+        metric = prof.values["metric"][hit].astype(np.int64)
+        used, column = np.unique(metric, return_inverse=True)
+        dense = np.zeros((len(rows), len(used)))
+        dense[order[pos_c[hit]], column] = prof.value_floats()[hit]
 
     names = [m.name for m in prof.metrics]
-    weight = names.index(WEIGHT_METRIC) if WEIGHT_METRIC in names else None
-    count_col = names.index(LAUNCH_COUNT_METRIC) if LAUNCH_COUNT_METRIC in names else None
+    col_of = {int(m): j for j, m in enumerate(used.tolist())}
+    weight = col_of.get(names.index(WEIGHT_METRIC)) if WEIGHT_METRIC in names else None
+    count_col = col_of.get(names.index(LAUNCH_COUNT_METRIC)) if LAUNCH_COUNT_METRIC in names else None
     unwound = (cct["flags"][rows] & UNWOUND) != 0
     lm = cct["lm_id"][rows].astype(np.int64)
     pcs = cct["lm_ip"][rows].astype(np.uint64)
     par = parent[rows]
 
-    out: dict[int, LaunchContext] = {int(h): LaunchContext(int(h)) for h in holders}
+    out: dict[int, LaunchContext] = {int(h): LaunchContext(int(h), used) for h in holders}
     for i in np.flatnonzero(unwound).tolist():
         ctx = out[int(par[i])]
         entry, module = int(pcs[i]), int(lm[i])

@@ -108,7 +108,7 @@ def test_budget_keeps_the_heaviest_frames_of_the_full_tree(case):
                 f.step.pc == 0
 
 
-@SETTINGS
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases(), st.lists(st.dictionaries(st.sampled_from([0x100, 0x200, 0x300, 0x7700]), st.integers(0, 4)),
                          min_size=1, max_size=3))
 def test_unlaunched_samples_are_shared_without_loss(case, launch_lists):
