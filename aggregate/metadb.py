@@ -27,7 +27,7 @@ import numpy as np
 
 from hpcsa.aggregate import dbformat as dbf
 from hpcsa.binfmt import Blob, align
-from hpcsa.errors import FormatError, UnsupportedError
+from hpcsa.errors import UnsupportedError
 from hpcsa.fileio import atomic_file
 
 TAG = b"meta"
@@ -200,7 +200,9 @@ class ContextTree:
         """Build a tree from columns in any order where ``parent`` rows are given (-1 = entry point).
 
         Rows are reordered into pre-order (siblings keep their relative order);
-        ``depth`` is computed; missing optional columns default to "absent".
+        ``depth`` is computed; missing optional columns default to "absent";
+        ``flags`` default to the fields given (index >= 0) and fields the flags
+        do not announce are reset to "absent" (they are not stored on disk).
         """
         n = len(columns["ctx_id"])
         cols: dict[str, np.ndarray] = {}
@@ -215,6 +217,11 @@ class ContextTree:
             cols["flags"] = ((cols["function"] >= 0) * HAS_FUNCTION
                              | ((cols["file"] >= 0) * HAS_SRCLOC)
                              | ((cols["module"] >= 0) * HAS_POINT)).astype(np.uint8)
+        # Fields the flags do not announce are not stored: normalize them to "absent".
+        f = cols["flags"]
+        for name, bit, absent in (("function", HAS_FUNCTION, -1), ("file", HAS_SRCLOC, -1), ("line", HAS_SRCLOC, 0),
+                                  ("module", HAS_POINT, -1), ("offset", HAS_POINT, 0)):
+            cols[name] = np.where((f & bit) != 0, cols[name], absent).astype(CONTEXT_COLUMNS[name])
         order, depth, parent = _preorder(cols["parent"].astype(np.int64), cols["entry"].astype(np.int64))
         out = {k: v[order] for k, v in cols.items()}
         out["parent"] = parent.astype(np.int32)
@@ -474,6 +481,9 @@ def _records_in_arrays(blob: Blob, buf: np.ndarray, starts: np.ndarray, sizes: n
         bad = int(np.flatnonzero((starts % 8 != 0) | (sizes % 8 != 0) | (sizes < SZ_CTX))[0])
         raise blob.fail(f"context child array at {int(starts[bad]):#x} ({int(sizes[bad])} bytes) is not a "
                         f"whole number of aligned context records")
+    first_size = SZ_CTX + 8 * buf[starts + 0x17].astype(np.int64)
+    if np.array_equal(first_size, sizes):  # every array holds one record (deep chains): no walking needed
+        return starts.copy(), np.arange(n_arrays)
     nwords = sizes // 8
     off = np.zeros(n_arrays + 1, np.int64)
     np.cumsum(nwords, out=off[1:])
@@ -609,14 +619,44 @@ def _read_contexts(blob: Blob, head: dbf.DbHeader, strings: _Strings, tables: _T
     return tree
 
 
-def _subtree_sizes(parent: np.ndarray, depth: np.ndarray) -> np.ndarray:
+def _group_starts(keys: np.ndarray) -> np.ndarray:
+    """True where a run of equal keys begins."""
+    out = np.empty(len(keys), bool)
+    out[:1] = True
+    np.not_equal(keys[1:], keys[:-1], out=out[1:])
+    return out
+
+
+def _levels(depth: np.ndarray) -> list[np.ndarray]:
+    """Rows of each depth (in row order), from one stable sort instead of a scan per level."""
+    if not len(depth):
+        return []
+    order = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
+    return [order[bounds[d]:bounds[d + 1]] for d in range(len(bounds) - 1)]
+
+
+def _subtree_sizes(parent: np.ndarray, depth: np.ndarray, levels: list[np.ndarray] | None = None) -> np.ndarray:
     size = np.ones(len(parent), np.int64)
-    if not len(parent):
-        return size
-    for d in range(int(depth.max()), 0, -1):
-        rows = np.flatnonzero(depth == d)
+    for rows in reversed((levels if levels is not None else _levels(depth))[1:]):
         np.add.at(size, parent[rows], size[rows])
     return size
+
+
+def _depths(parent: np.ndarray) -> np.ndarray:
+    """Number of ancestors of every row, by pointer jumping (O(n log depth))."""
+    n = len(parent)
+    dist = (parent >= 0).astype(np.int64)
+    nxt = parent.astype(np.int64).copy()
+    for _ in range(64):
+        live = nxt >= 0
+        if not live.any():
+            return dist
+        idx = np.flatnonzero(live)
+        up = nxt[idx]
+        dist[idx] += dist[up]
+        nxt[idx] = nxt[up]
+    raise ValueError(f"the parent links of {n} rows contain a cycle")
 
 
 def _preorder(parent: np.ndarray, entry: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -624,33 +664,25 @@ def _preorder(parent: np.ndarray, entry: np.ndarray) -> tuple[np.ndarray, np.nda
 
     Returns (order, depth, parent) where ``order[k]`` is the input row placed at
     pre-order position k, and depth/parent are expressed in the new order.
-    Siblings keep their input order; vectorized per depth level.
+    Siblings keep their input order; a constant number of vectorized steps per
+    depth level.
     """
     n = len(parent)
     if n == 0:
         z = np.zeros(0, np.int64)
         return z, z, z
-    depth = np.zeros(n, np.int64)
-    anc = parent.copy()
-    live = anc >= 0
-    while live.any():  # pointer jumping: depth = number of ancestors
-        depth[live] += 1
-        anc[live] = parent[anc[live]]
-        live = anc >= 0
-        if depth.max() > n:
-            raise ValueError("the parent links contain a cycle")
-    size = _subtree_sizes(parent, depth)
+    depth = _depths(parent)
+    levels = _levels(depth)
+    size = _subtree_sizes(parent, depth, levels)
     pos = np.zeros(n, np.int64)
-    top = np.flatnonzero(parent < 0)
+    top = levels[0]
     top = top[np.argsort(entry[top], kind="stable")]
     pos[top] = np.cumsum(size[top]) - size[top]
-    for d in range(1, int(depth.max()) + 1):
-        rows = np.flatnonzero(depth == d)
+    for rows in levels[1:]:
         rows = rows[np.argsort(parent[rows], kind="stable")]
         par = parent[rows]
         cs = np.cumsum(size[rows]) - size[rows]
-        group_start = np.r_[True, par[1:] != par[:-1]]
-        base = np.maximum.accumulate(np.where(group_start, np.arange(len(rows)), 0))
+        base = np.maximum.accumulate(np.where(_group_starts(par), np.arange(len(rows)), 0))
         pos[rows] = pos[par] + 1 + (cs - cs[base])
     order = np.empty(n, np.int64)
     order[pos] = np.arange(n)
@@ -701,6 +733,7 @@ def elided(tree: ContextTree) -> np.ndarray:
 
 def encode_metadb(meta: MetaDB, elide: bool = True) -> bytes:
     """The bytes of a meta.db for ``meta``, laid out as hpcprof does (sections in its order)."""
+    check_references(meta)
     tree = meta.contexts if meta.contexts is not None else ContextTree.from_columns([], ctx_id=[], parent=[])
     out = _Layout(HEADER_SIZE)
     sections: dict[str, tuple[int, int]] = {}
@@ -745,7 +778,7 @@ def encode_metadb(meta: MetaDB, elide: bool = True) -> bytes:
 
     def write_table(fields: list, rec_size: int, recs: np.ndarray, name: str) -> int:
         start = out.reserve(SZ_TABLE_HDR, 8)
-        at = out.put(recs.tobytes(), 8) if len(recs) else align(out.size, 8)
+        at = out.put(recs.tobytes(), 8)  # an empty table still aligns its (empty) array, as hpcprof does
         out.patch(start, _records(TABLE_HDR_FIELDS, SZ_TABLE_HDR, 1, ptr=at, count=len(recs),
                                   size=rec_size).tobytes())
         sections[name] = (out.size - start, start)
@@ -942,15 +975,21 @@ def _short(path: str) -> str:
 
 
 def check_references(meta: MetaDB) -> None:
-    """Indices of functions/files/modules inside their tables (for readers and writers alike)."""
-    t = meta.contexts
-    for what, idx, n in (("function", meta.functions.module, len(meta.modules)),
-                         ("function", meta.functions.file, len(meta.files))):
-        if len(idx) and int(idx.max()) >= n:
-            raise FormatError(meta.path, f"a {what} refers to an entry past the end of its table")
-    if t is None:
-        return
-    for what, idx, n in (("function", t.function, len(meta.functions)), ("file", t.file, len(meta.files)),
-                         ("module", t.module, len(meta.modules))):
-        if len(idx) and int(idx.max()) >= n:
-            raise FormatError(meta.path, f"a context refers to a {what} past the end of the {what} table")
+    """Every function/file/module index inside its table and flags matching the fields (before writing)."""
+    fn, t = meta.functions, meta.contexts
+    problems = []
+    for what, idx, n in (("function module", fn.module, len(meta.modules)), ("function file", fn.file, len(meta.files))):
+        if len(idx) and (int(idx.max()) >= n or int(idx.min()) < -1):
+            problems.append(f"a {what} index is outside its table of {n}")
+    if len(fn.names) != len(fn.module) or any(
+            name is None and fn.module[i] < 0 and fn.file[i] < 0 for i, name in enumerate(fn.names)):
+        problems.append("a function has neither a name, a module nor a file")
+    if t is not None:
+        flags = t.flags.astype(np.int64)
+        for what, idx, n, bit in (("function", t.function, len(fn), HAS_FUNCTION), ("file", t.file, len(meta.files),
+                                  HAS_SRCLOC), ("module", t.module, len(meta.modules), HAS_POINT)):
+            used = (flags & bit) != 0
+            if used.any() and (int(idx[used].max()) >= n or int(idx[used].min()) < 0):
+                problems.append(f"a context's {what} index is outside the {what} table of {n}")
+    if problems:
+        raise ValueError(f"cannot write meta.db: {problems[0]}")
