@@ -29,6 +29,8 @@ class Db:
         try:
             self.con = sqlite3.connect(f"file:{os.path.abspath(self.path)}?mode=ro&immutable=1", uri=True)
             self.con.execute("PRAGMA query_only = 1")
+            # Exports hold text in other encodings too (e.g. captured environments): never fail on it.
+            self.con.text_factory = lambda raw: raw.decode("utf-8", errors="replace")
             self._tables = {r[0] for r in self.con.execute(
                 "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
         except sqlite3.DatabaseError as exc:

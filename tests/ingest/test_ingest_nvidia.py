@@ -257,8 +257,8 @@ def test_environment_tables_are_not_copied(nvidia: Path, tmp_path: Path) -> None
     """TARGET_INFO_SYSTEM_ENV holds the captured environment (possible secrets): no value reaches the output."""
     src = nvidia / NSYS[1]
     _, _, out = _ingest(src, tmp_path)
-    values = [v for (v,) in _sql(src, "SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name != 'Hostname'")
-              if v and len(v) >= 12]
+    values = [v for (v,) in _sql(src, "SELECT CAST(value AS BLOB) FROM TARGET_INFO_SYSTEM_ENV "
+                                      "WHERE name != 'Hostname'") if v and len(v) >= 12]
     assert values
     blob = b"".join(p.read_bytes() for p in out.rglob("*") if p.is_file())
-    assert not [v for v in values if v.encode() in blob]
+    assert not [v for v in values if bytes(v) in blob]
