@@ -8,7 +8,7 @@ calls indirect, 100 mutually recursive pairs and 50 self-recursive functions; 1,
 rows over the functions' instructions (call instructions included, so edges
 carry weights) with 4 metric columns. One launch context launches the 20
 kernels. Reported: call-graph construction (SCCs included, once per binary),
-reconstruction per launch context at several frame budgets, and peak memory.
+reconstruction per launch context at several budgets of placed points, and peak memory.
 
     .venv/bin/python benchmarks/bench_gpucct.py [--record] [--functions N] [--samples N]
 

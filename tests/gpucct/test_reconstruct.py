@@ -294,7 +294,7 @@ def test_samples_without_launch_and_zero_counts_split_evenly():
     assert len(recs["C"].point_pc) == 0 and len(recs["C"].frames) == 1
 
 
-# -- frame budget -------------------------------------------------------------------------------------
+# -- point budget -------------------------------------------------------------------------------------
 
 
 def test_point_budget_folds_the_lightest_paths_into_one_flat_frame_per_kernel():
