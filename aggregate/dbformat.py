@@ -123,6 +123,26 @@ def open_db(path: str, tag: bytes, section_names: Sequence[str]) -> tuple[Blob, 
     return blob, read_header(blob, tag, section_names)
 
 
+def _byte_strided(buf: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """A view of ``buf`` in which element ``i`` is the ``dtype`` record starting at byte ``i``."""
+    n = len(buf) - dtype.itemsize + 1
+    return np.ndarray((max(n, 0),), dtype, buffer=buf, strides=(1,))
+
+
+def gather(buf: np.ndarray, positions: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Records of ``dtype`` at arbitrary byte ``positions`` of ``buf`` (uint8): one fancy index over
+    an overlapping byte-strided view, whatever the alignment. Callers bounds-check the positions."""
+    if not len(positions):
+        return np.zeros(0, dtype)
+    return _byte_strided(buf, dtype)[np.asarray(positions, np.int64)]
+
+
+def scatter(image: np.ndarray, positions: np.ndarray, records: np.ndarray) -> None:
+    """Write ``records`` at byte ``positions`` of the writable uint8 ``image`` (the twin of :func:`gather`)."""
+    if len(positions):
+        _byte_strided(image, records.dtype)[np.asarray(positions, np.int64)] = records
+
+
 def encode_header(tag: bytes, sections: Sequence[tuple[int, int]], reserve: int = 0) -> bytes:
     """The file header for ``sections`` [(size, pointer)], zero-padded to ``reserve`` bytes."""
     head = np.zeros(1, FILE_HEADER)

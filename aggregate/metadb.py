@@ -460,10 +460,11 @@ def _read_tables(blob: Blob, head: dbf.DbHeader, strings: _Strings, meta: MetaDB
     return _Tables((mbase, mstride, len(mods)), (fbase, fstride, len(files)), (xbase, xstride, len(funcs)))
 
 
+_U64 = np.dtype("<u8")
+
+
 def _gather_u64(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    if not len(pos):
-        return np.zeros(0, np.uint64)
-    return buf[pos[:, None] + np.arange(8)].copy().view("<u8").ravel()
+    return dbf.gather(buf, pos, _U64)
 
 
 def _records_in_arrays(blob: Blob, buf: np.ndarray, starts: np.ndarray, sizes: np.ndarray
@@ -561,9 +562,8 @@ def _read_contexts(blob: Blob, head: dbf.DbHeader, strings: _Strings, tables: _T
         if n_rows > max_rows:
             raise blob.fail("the context tree has more records than its section can hold (a cycle of child "
                             "pointers)")
-        hdrs = buf[pos[:, None] + np.arange(SZ_CTX)].copy().view(CTX).ravel()
-        arr_start = hdrs["pChildren"].astype(np.int64)
-        arr_size = hdrs["szChildren"].astype(np.int64)
+        arr_start = _gather_u64(buf, pos + 8).astype(np.int64)
+        arr_size = _gather_u64(buf, pos).astype(np.int64)
         arr_parent = np.arange(n_rows - len(pos), n_rows, dtype=np.int64)
         arr_entry = levels[-1][2]
 
@@ -573,7 +573,7 @@ def _read_contexts(blob: Blob, head: dbf.DbHeader, strings: _Strings, tables: _T
         bfs_entry = np.concatenate([lv[2] for lv in levels])
     else:
         pos = bfs_parent = bfs_entry = np.zeros(0, np.int64)
-    hdrs = buf[pos[:, None] + np.arange(SZ_CTX)].copy().view(CTX).ravel()
+    hdrs = dbf.gather(buf, pos, CTX)
     flags = hdrs["flags"].astype(np.int64)
     has_f, has_s, has_p = flags & HAS_FUNCTION, (flags & HAS_SRCLOC) >> 1, (flags & HAS_POINT) >> 2
     need = has_f + 2 * has_s + 2 * has_p
@@ -912,14 +912,11 @@ def _encode_contexts(out: _Layout, tree: ContextTree, elide: bool, strings: dict
     hdr["nFlexWords"] = nflex
     hdr["propagation"] = tree.propagation[rows]
     local = rec_at - base
-    if n:
-        image[local[:, None] + np.arange(SZ_CTX)] = hdr.view(np.uint8).reshape(n, SZ_CTX)
+    dbf.scatter(image, local, hdr)
 
     def put_words(mask: np.ndarray, word: np.ndarray, values: np.ndarray) -> None:
         sel = mask.astype(bool)
-        if sel.any():
-            w = np.ascontiguousarray(values[sel].astype("<u8")).view(np.uint8).reshape(-1, 8)
-            image[(local[sel] + SZ_CTX + 8 * word[sel])[:, None] + np.arange(8)] = w
+        dbf.scatter(image, local[sel] + SZ_CTX + 8 * word[sel], values[sel].astype(_U64))
 
     put_words(has_f, np.zeros(n, np.int64), func_ptr(tree.function[rows]))
     put_words(has_s, has_f, file_ptr(tree.file[rows]))

@@ -187,7 +187,7 @@ class ProfileDB:
         at = p_tuple[has]
         n_ids = np.zeros(len(p_tuple), np.int64)
         if len(at):
-            n_ids[has] = buf[at[:, None] + np.arange(2)].copy().view("<u2").ravel()
+            n_ids[has] = dbf.gather(buf, at, np.dtype("<u2"))
         end = p_tuple + SZ_ID_TUPLE_HDR + SZ_IDENTIFIER * n_ids
         over = has & (end > hi)
         if over.any():
@@ -200,8 +200,7 @@ class ProfileDB:
         owner = np.repeat(np.arange(len(p_tuple)), n_ids)
         k = np.arange(total) - self.id_offsets[owner]
         pos = p_tuple[owner] + SZ_ID_TUPLE_HDR + SZ_IDENTIFIER * k
-        raw = buf[pos[:, None] + np.arange(SZ_IDENTIFIER)] if total else np.zeros((0, SZ_IDENTIFIER), np.uint8)
-        self.ids = raw.copy().view(IDENTIFIER).ravel()
+        self.ids = dbf.gather(buf, pos, IDENTIFIER)
         self.has_id_tuple = has
 
     def is_summary(self, index: int) -> bool:
@@ -435,7 +434,10 @@ class ProfileDBWriter:
             if t is not None:
                 head = np.zeros(1, dbf.record_dtype(ID_TUPLE_HDR_FIELDS, SZ_ID_TUPLE_HDR))
                 head["nIds"] = len(t)
-                ids += head.tobytes() + np.ascontiguousarray(t, IDENTIFIER).tobytes()
+                clean = np.zeros(len(t), IDENTIFIER)  # padding bytes always zero
+                for name in IDENTIFIER.names:
+                    clean[name] = t[name]
+                ids += head.tobytes() + clean.tobytes()
         infos_size = PROFILES_AT - PROFILE_INFOS_AT + SZ_PROFILE_INFO * len(self.infos)
         header = dbf.encode_header(TAG, [(infos_size, PROFILE_INFOS_AT), (self.ids_size, self.ids_at)])
         area = bytearray(self.data_start)
