@@ -237,11 +237,19 @@ class ContextTree:
 
     def row_of(self, ctx_ids: np.ndarray | int) -> np.ndarray | int:
         """The row of each context id (-1 for entry points, elided ids and unknown ids)."""
+        ids = np.asarray(ctx_ids, dtype=np.int64)
+        if self.max_ctx_id > 8 * len(self.ctx_id) + (1 << 20):  # sparse ids: no dense table
+            if not len(self.ctx_id):
+                return -1 if ids.ndim == 0 else np.full(ids.shape, -1, np.int64)
+            order = np.argsort(self.ctx_id, kind="stable")
+            sorted_ids = self.ctx_id[order].astype(np.int64)
+            at = np.minimum(np.searchsorted(sorted_ids, ids), len(sorted_ids) - 1)
+            rows = np.where(sorted_ids[at] == ids, order[at], -1)
+            return int(rows) if rows.ndim == 0 else rows
         if self._row_of is None:
             table = np.full(self.max_ctx_id + 1, -1, np.int64)
             table[self.ctx_id.astype(np.int64)] = np.arange(len(self.ctx_id))
             self._row_of = table
-        ids = np.asarray(ctx_ids, dtype=np.int64)
         ok = (ids >= 0) & (ids < len(self._row_of))
         rows = np.where(ok, self._row_of[np.where(ok, ids, 0)], -1)
         return int(rows) if rows.ndim == 0 else rows
@@ -599,6 +607,11 @@ def _read_contexts(blob: Blob, head: dbf.DbHeader, strings: _Strings, tables: _T
     function = _table_index(blob, p_function, *tables.function, "function")
     file = _table_index(blob, p_file, *tables.file, "file")
     module = _table_index(blob, p_module, *tables.module, "module")
+    for what, has, idx in (("function", has_f, function), ("source file", has_s, file), ("load module", has_p, module)):
+        null = (has != 0) & (idx < 0)
+        if null.any():
+            raise blob.fail(f"context {int(hdrs['ctxId'][np.flatnonzero(null)[0]])} says it has a {what} but "
+                            f"its pointer is null")
     ctx_id = hdrs["ctxId"].astype(np.uint32)
     all_ids = np.concatenate([ctx_id, np.array([e.ctx_id for e in entry_points], np.uint32)])
     if (all_ids == 0).any():

@@ -132,6 +132,22 @@ def test_corrupt_context_records(small: Path) -> None:
         metadb.read_metadb(target)
 
 
+def test_context_flag_without_its_pointer(small: Path) -> None:
+    """hasFunction set but pFunction null: a corrupt context, named by its id."""
+    target = small / "meta.db"
+    meta = metadb.read_metadb(target)
+    data = bytearray(target.read_bytes())
+    fn_ptr = int.from_bytes(data[0x88:0x90], "little")  # Functions section
+    p_funcs = int.from_bytes(data[fn_ptr:fn_ptr + 8], "little")
+    word = p_funcs.to_bytes(8, "little")  # the flex word of the first context that calls function 0
+    at = data.index(word, int.from_bytes(data[0x48:0x50], "little"))
+    data[at:at + 8] = bytes(8)
+    target.write_bytes(bytes(data))
+    with pytest.raises(FormatError, match="says it has a function but its pointer is null"):
+        metadb.read_metadb(target)
+    assert meta.functions.names[0] is not None
+
+
 def test_metrics_yaml_unknown_version_is_unsupported(tmp_path: Path) -> None:
     p = tmp_path / "default.yaml"
     p.write_text("version: 2\ninputs: []\nroots: []\n")

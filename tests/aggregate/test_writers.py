@@ -238,6 +238,9 @@ def test_from_columns_orders_any_input_into_preorder() -> None:
     assert tree.subtree_size.tolist() == [4, 2, 1, 1, 1]
     assert tree.children(0).tolist() == [1, 3] and tree.children(-2).tolist() == [4]
     assert tree.row_of(np.array([13, 1, 99])).tolist() == [2, -1, -1]
+    sparse = metadb.ContextTree.from_columns(entry[:1], ctx_id=[5, 3_000_000_000], parent=[-1, 0],
+                                             relation=[1, 1], lexical_type=[0, 0])
+    assert sparse.row_of(np.array([3_000_000_000, 5, 6])).tolist() == [1, 0, -1] and sparse.row_of(5) == 0
 
 
 @pytest.mark.parametrize("shape", ["deep", "wide"])
