@@ -46,7 +46,10 @@ def dump_data(path: str, max_values: int | None = None) -> Any:
     return getattr(module, func)(path, max_values=max_values)
 
 
-class _Dumper(yaml.SafeDumper):
+_BASE = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's emitter is ~3.5x faster on big dumps
+
+
+class _Dumper(_BASE):  # type: ignore[misc,valid-type]
     """Block style, no anchors, long strings kept on one line."""
 
     def ignore_aliases(self, data: Any) -> bool:

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import os
+import re
 
 from hpcsa.errors import HpcsaError
 
 DB_FORMATS = {b"meta": "meta.db", b"prof": "profile.db", b"ctxt": "cct.db", b"trce": "trace.db"}
+
+
+def _magic_name(head: bytes) -> str:
+    """The leading ``HPCPROF-cctdb``-style magic of a legacy file, without its padding."""
+    return re.match(rb"[A-Za-z0-9-]*[A-Za-z0-9]", head[:24]).group().decode("ascii")  # type: ignore[union-attr]
 
 
 def identify(path: str | os.PathLike[str]) -> str:
@@ -31,11 +37,17 @@ def identify(path: str | os.PathLike[str]) -> str:
         return "hpcrun"
     if head.startswith(b"HPCRUN-trace"):
         return "hpctrace"
+    if head.startswith(b"HPCPROF-") or head.startswith(b"HPCRUN-") and not head.startswith(b"HPCRUN-profile"):
+        raise HpcsaError(path, f"legacy HPCToolkit file ({_magic_name(head)}) from "
+                         "before the v4 formats (2022); re-run hpcprof 2022.10 or newer to get a v4 database")
     if head.startswith(b"HPCTOOLKIT"):
         kind = DB_FORMATS.get(head[10:14])
         if kind:
             return kind
         raise HpcsaError(path, f"HPCToolkit database file of unknown format {head[10:14]!r}")
+    if b"<HPCToolkitExperiment" in head or b"hpc-experiment" in head:
+        raise HpcsaError(path, "legacy experiment.xml database from before the v4 formats (2022); re-run "
+                         "hpcprof 2022.10 or newer on the measurements to get a v4 database")
     text = head.lstrip()
     if text.startswith(b"<?xml") or text.startswith(b"<!DOCTYPE") or text.startswith(b"<HPCToolkitStructure"):
         if b"HPCToolkitStructure" in head or b"hpc-structure" in head:

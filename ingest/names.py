@@ -5,19 +5,17 @@ are not at hand (or do not exist, e.g. the pseudo-module that stands for "the
 CUDA API"). hpcrun's measurement contract carries only (module, offset), so the
 names go where hpcprof looks for them: ``structs/<name>.hpcstruct`` in the
 measurement directory, one procedure per address. Without these files hpcprof
-still accepts the measurement and shows ``[module]+offset``.
+still accepts the measurement and shows ``[module]+offset``. The file is built
+with the structure package's model and writer, so it is a regular 4.9 file.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from xml.sax.saxutils import quoteattr
 
-from hpcsa.fileio import write_file
-
-HEADER = ('<?xml version="1.0"?>\n'
-          '<HPCToolkitStructure i="0" version="4.9" n="">\n')
+from hpcsa.structure.hpcstruct import write_hpcstruct
+from hpcsa.structure.model import F, ModuleBuilder, P, S, StructureFile, renumber
 
 
 def safe_name(text: str, limit: int = 80) -> str:
@@ -31,16 +29,14 @@ def write_names(struct_dir: str, module_path: str, procedures: dict[str, tuple[s
     """Write ``structs/<module>.hpcstruct`` naming the code of ``module_path``: each procedure
     ``name -> (addresses, span)`` covers ``span`` bytes from each of its addresses and is entered at the
     lowest one."""
-    lines = [HEADER, f'<LM i="2" n={quoteattr(module_path)} has-calls="0" v="{{}}">\n',
-             f'<F i="3" n={quoteattr("[" + os.path.basename(module_path) + "]")}>\n']
-    i = 4
-    for name, (addrs, span) in sorted(procedures.items(), key=lambda kv: min(kv[1][0])):
+    builder = ModuleBuilder(module_path, has_calls=False)
+    pseudo_file = builder.add(F, -1, file="[" + os.path.basename(module_path) + "]", has_v=False)
+    for name, (addrs, span) in sorted(procedures.items(), key=lambda kv: (min(kv[1][0]), kv[0])):
         entry = min(addrs)
-        ranges = " ".join(f"[{a:#x}-{a + max(span, 1):#x})" for a in sorted(addrs))
-        lines.append(f'<P i="{i}" n={quoteattr(name)} v="{{[{entry:#x}-{entry + 1:#x})}}">'
-                     f'<S i="{i + 1}" l="0" v="{{{ranges}}}"/></P>\n')
-        i += 2
-    lines.append("</F>\n</LM>\n</HPCToolkitStructure>\n")
+        proc = builder.add(P, pseudo_file, name=name, ranges=[(entry, entry + 1)])
+        builder.add(S, proc, line=0, ranges=[(a, a + max(span, 1)) for a in sorted(addrs)])
+    sf = StructureFile(modules=[builder.finish()])
+    renumber(sf)
     path = os.path.join(struct_dir, (file_name or safe_name(module_path)) + ".hpcstruct")
-    write_file(path, "".join(lines))
+    write_hpcstruct(path, sf)
     return path

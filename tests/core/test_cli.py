@@ -36,3 +36,11 @@ def test_unrecognised_file_is_one_line(tmp_path):
     junk = tmp_path / "junk.txt"
     junk.write_text("hello world\n")
     assert_one_line_error(run_cli("dump", str(junk)), "junk.txt")
+
+
+def test_legacy_formats_are_named(shared_data):
+    legacy = shared_data / "peers" / "hpcviewer-testdata" / "prof2" / "empty-trace"
+    for name in ("profile.db", "cct.db", "trace.db", "experiment.xml"):
+        proc = run_cli("dump", str(legacy / name))
+        assert_one_line_error(proc, name)
+        assert "legacy" in proc.stderr and "v4" in proc.stderr
