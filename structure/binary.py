@@ -1,0 +1,79 @@
+"""Structure of one binary: dispatch by ELF machine type to the analysis that handles it.
+
+x86-64 CPU binaries are analysed here (:mod:`hpcsa.structure.build`). GPU
+binaries go to the GPU modules of this package, looked up by name so that
+they can arrive separately: a function ``build_module(image, lm_name, jobs)
+-> Module`` in ``hpcsa.structure.cubin`` (NVIDIA, EM_CUDA = 190) and in
+``hpcsa.structure.amdgpu`` (AMD, EM_AMDGPU = 224).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from hpcsa.errors import UnsupportedError
+from hpcsa.ingest.demangle import demangle
+from hpcsa.structure.build import build_module
+from hpcsa.structure.elf import (
+    EM_AMDGPU,
+    EM_CUDA,
+    ElfImage,
+    machine_name,
+    open_elf,
+    require_x86_64,
+)
+from hpcsa.structure.model import Module, StructureFile, renumber
+
+# ELF machine -> "module:function" building a Module for GPU binaries.
+GPU_BUILDERS: dict[int, str] = {
+    EM_CUDA: "hpcsa.structure.cubin:build_module",
+    EM_AMDGPU: "hpcsa.structure.amdgpu:build_module",
+}
+
+
+@dataclass
+class BinaryStructure:
+    """The result for one binary: its structure file and notes on what could not be recovered."""
+
+    structure: StructureFile
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def module(self) -> Module:
+        return self.structure.modules[0]
+
+
+def gpu_builder(machine: int, path: str) -> Callable[[ElfImage, str, int], Module]:
+    target = GPU_BUILDERS[machine]
+    module_name, func = target.split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError:
+        raise UnsupportedError(path, f"{machine_name(machine)} binaries: GPU structure recovery is not "
+                               "available in this build") from None
+    builder = getattr(module, func, None)
+    if builder is None:
+        raise UnsupportedError(path, f"{machine_name(machine)} binaries: GPU structure recovery is not "
+                               f"available in this build ({target} is missing)")
+    return builder  # type: ignore[no-any-return]
+
+
+def analyze_binary(path: str | os.PathLike[str], lm_name: str | None = None, jobs: int = 1) -> BinaryStructure:
+    """Recover the structure of the ELF binary at ``path``; ``lm_name`` is the path written in ``<LM n>``
+    (default: the binary's real path)."""
+    path = os.fspath(path)
+    image = open_elf(path)
+    name = lm_name if lm_name is not None else os.path.realpath(path)
+    machine = image.machine
+    if machine in GPU_BUILDERS:
+        module = gpu_builder(machine, path)(image, name, jobs)
+        notes: list[str] = []
+    else:
+        require_x86_64(image)  # anything else is refused, naming its architecture
+        module, notes = build_module(image, demangle, name, jobs=jobs)
+    sf = StructureFile(modules=[module])
+    renumber(sf)
+    return BinaryStructure(sf, notes)

@@ -1,0 +1,63 @@
+"""``hpcsa struct``: program structure (.hpcstruct) of a binary, or of every binary of a measurement."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from hpcsa.errors import HpcsaError
+from hpcsa.progress import Progress
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", metavar="BINARY|MEASDIR",
+                        help="an ELF binary (x86-64; GPU binaries where supported), or a measurement directory")
+    parser.add_argument("-o", "--output", metavar="OUT",
+                        help="structure file to write for a BINARY (default: ./<binary name>.hpcstruct)")
+    parser.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+                        help="worker processes (MEASDIR: binaries in parallel; BINARY: parts of one binary)")
+    parser.add_argument("--name", metavar="PATH",
+                        help="load-module path to record in the file (default: the binary's real path)")
+    parser.add_argument("--cache", metavar="DIR", default=os.environ.get("HPCSA_STRUCT_CACHE"),
+                        help="MEASDIR: shared cache of structure files by binary content "
+                        "(default: $HPCSA_STRUCT_CACHE)")
+    parser.add_argument("--all-modules", action="store_true",
+                        help="MEASDIR: also binaries without samples")
+    parser.add_argument("--force", action="store_true", help="MEASDIR: redo binaries whose results are cached")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.jobs < 1:
+        raise HpcsaError(None, f"-j must be at least 1 (got {args.jobs})")
+    target = args.target
+    if os.path.isdir(target):
+        if args.output:
+            raise HpcsaError(target, "-o applies to a single binary; a measurement directory's structure "
+                             "files go to its structs/ directory")
+        from hpcsa.structure.measdir import struct_measdir
+
+        report = struct_measdir(target, jobs=args.jobs, cache_dir=args.cache, all_modules=args.all_modules,
+                                force=args.force)
+        for w in report.warnings:
+            print(f"hpcsa: warning: {w}", file=sys.stderr)
+        for m in report.missing:
+            print(f"hpcsa: note: {m}: not found on this machine (no structure file)", file=sys.stderr)
+        for path, why in report.failed:
+            print(f"hpcsa: error: {path}: {why}", file=sys.stderr)
+        return 2 if report.failed and not report.written and not report.cached else 0
+
+    from hpcsa.structure.binary import analyze_binary
+    from hpcsa.structure.hpcstruct import write_hpcstruct
+    from hpcsa.structure.model import C, L, P, S
+
+    progress = Progress(f"hpcsa struct: {target}")
+    result = analyze_binary(target, lm_name=args.name, jobs=args.jobs)
+    out = args.output or os.path.basename(target) + ".hpcstruct"
+    write_hpcstruct(out, result.structure)
+    for note in result.notes:
+        print(f"hpcsa: note: {target}: {note}", file=sys.stderr)
+    m = result.module
+    progress.finish(f"hpcsa struct: {out}: {m.count(P)} procedures, {m.count(L)} loops, "
+                    f"{m.count(S) + m.count(C)} statements")
+    return 0

@@ -1,0 +1,603 @@
+"""A selective DWARF (versions 2-5) reader: units, abbreviations, attributes, strings, address ranges.
+
+pyelftools builds a Python object for every DIE and caches whole units, which
+for a binary with 10 MB of ``.debug_info`` means ~40 s and ~1 GB (reference
+binary-structure.md §4). Structure recovery needs a few attributes of a few
+tags, so this reader walks the raw bytes itself: attributes of uninteresting
+DIEs are skipped by form (a fixed stride when the abbreviation allows it) and
+whole uninteresting subtrees are skipped through ``DW_AT_sibling``. Only the
+DIEs the caller asks for are decoded, into plain tuples.
+
+Corrupt DWARF raises :class:`DwarfError`; callers degrade (no lines, no
+inlining) instead of failing.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+# Tags
+TAG_COMPILE_UNIT = 0x11
+TAG_PARTIAL_UNIT = 0x3C
+TAG_SKELETON_UNIT = 0x4A
+TAG_SUBPROGRAM = 0x2E
+TAG_INLINED_SUBROUTINE = 0x1D
+TAG_LEXICAL_BLOCK = 0x0B
+TAG_NAMESPACE = 0x39
+TAG_TRY_BLOCK = 0x32
+TAG_CATCH_BLOCK = 0x25
+TAG_MODULE = 0x1E
+
+# Attributes
+AT_SIBLING = 0x01
+AT_NAME = 0x03
+AT_STMT_LIST = 0x10
+AT_LOW_PC = 0x11
+AT_HIGH_PC = 0x12
+AT_COMP_DIR = 0x1B
+AT_INLINE = 0x20
+AT_ABSTRACT_ORIGIN = 0x31
+AT_DECLARATION = 0x3C
+AT_DECL_FILE = 0x3A
+AT_DECL_LINE = 0x3B
+AT_SPECIFICATION = 0x47
+AT_RANGES = 0x55
+AT_CALL_FILE = 0x58
+AT_CALL_LINE = 0x59
+AT_LINKAGE_NAME = 0x6E
+AT_STR_OFFSETS_BASE = 0x72
+AT_ADDR_BASE = 0x73
+AT_RNGLISTS_BASE = 0x74
+AT_MIPS_LINKAGE_NAME = 0x2007
+AT_GNU_RANGES_BASE = 0x2132
+AT_GNU_ADDR_BASE = 0x2133
+
+# Forms
+F_ADDR, F_BLOCK2, F_BLOCK4, F_DATA2, F_DATA4, F_DATA8, F_STRING, F_BLOCK, F_BLOCK1, F_DATA1 = (
+    0x01, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B)
+F_FLAG, F_SDATA, F_STRP, F_UDATA, F_REF_ADDR, F_REF1, F_REF2, F_REF4, F_REF8, F_REF_UDATA = (
+    0x0C, 0x0D, 0x0E, 0x0F, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15)
+F_INDIRECT, F_SEC_OFFSET, F_EXPRLOC, F_FLAG_PRESENT, F_STRX, F_ADDRX, F_REF_SUP4, F_STRP_SUP = (
+    0x16, 0x17, 0x18, 0x19, 0x1A, 0x1B, 0x1C, 0x1D)
+F_DATA16, F_LINE_STRP, F_REF_SIG8, F_IMPLICIT_CONST, F_LOCLISTX, F_RNGLISTX, F_REF_SUP8 = (
+    0x1E, 0x1F, 0x20, 0x21, 0x22, 0x23, 0x24)
+F_STRX1, F_STRX2, F_STRX3, F_STRX4, F_ADDRX1, F_ADDRX2, F_ADDRX3, F_ADDRX4 = range(0x25, 0x2D)
+F_GNU_ADDR_INDEX, F_GNU_STR_INDEX, F_GNU_REF_ALT, F_GNU_STRP_ALT = 0x1F01, 0x1F02, 0x1F20, 0x1F21
+
+CONSTANT_FORMS = frozenset({F_DATA1, F_DATA2, F_DATA4, F_DATA8, F_SDATA, F_UDATA, F_IMPLICIT_CONST})
+REF_FORMS = frozenset({F_REF1, F_REF2, F_REF4, F_REF8, F_REF_UDATA})
+
+
+class DwarfError(Exception):
+    """Corrupt or unsupported DWARF; structure recovery continues without it."""
+
+
+def uleb(data: bytes, pos: int) -> tuple[int, int]:
+    b = data[pos]
+    if b < 0x80:
+        return b, pos + 1
+    result = b & 0x7F
+    shift = 7
+    pos += 1
+    while True:
+        b = data[pos]
+        result |= (b & 0x7F) << shift
+        pos += 1
+        if b < 0x80:
+            return result, pos
+        shift += 7
+
+
+def sleb(data: bytes, pos: int) -> tuple[int, int]:
+    result = 0
+    shift = 0
+    while True:
+        b = data[pos]
+        result |= (b & 0x7F) << shift
+        shift += 7
+        pos += 1
+        if b < 0x80:
+            if b & 0x40:
+                result -= 1 << shift
+            return result, pos
+
+
+def cstring(data: bytes, pos: int) -> tuple[str, int]:
+    end = data.index(b"\0", pos)
+    return data[pos:end].decode("utf-8", "surrogateescape"), end + 1
+
+
+@dataclass
+class Abbrev:
+    code: int
+    tag: int
+    has_children: bool
+    attrs: list[tuple[int, int, int]]  # (attribute, form, implicit constant)
+    fixed_size: int = -1               # byte size of all attributes when every form is fixed, else -1
+    sibling_at: int = -1               # offset of DW_AT_sibling (ref4) when the forms before it are fixed
+
+
+@dataclass
+class Unit:
+    offset: int          # of the unit header in .debug_info
+    version: int
+    address_size: int
+    offset_size: int     # 4 (32-bit DWARF) or 8
+    abbrevs: dict[int, Abbrev]
+    die_start: int       # first DIE
+    end: int             # one past the unit
+    unit_type: int = 1
+    # From the unit DIE:
+    name: str | None = None
+    comp_dir: str | None = None
+    low_pc: int = 0
+    stmt_list: int | None = None
+    str_offsets_base: int = 8
+    addr_base: int = 8
+    rnglists_base: int | None = None
+    ranges: list[tuple[int, int]] = field(default_factory=list)
+
+
+class DebugInfo:
+    """The DWARF sections of one binary and the units in ``.debug_info``."""
+
+    def __init__(self, sections: dict[str, bytes]) -> None:
+        self.info = sections.get(".debug_info", b"")
+        self.abbrev = sections.get(".debug_abbrev", b"")
+        self.str = sections.get(".debug_str", b"")
+        self.line_str = sections.get(".debug_line_str", b"")
+        self.str_offsets = sections.get(".debug_str_offsets", b"")
+        self.addr = sections.get(".debug_addr", b"")
+        self.ranges_sec = sections.get(".debug_ranges", b"")
+        self.rnglists = sections.get(".debug_rnglists", b"")
+        self.line = sections.get(".debug_line", b"")
+        self._abbrev_cache: dict[int, dict[int, Abbrev]] = {}
+        self.units: list[Unit] = []
+        if self.info:
+            self._read_units()
+
+    # -- units and abbreviations ------------------------------------------------------------------
+    def _read_units(self) -> None:
+        data = self.info
+        pos = 0
+        n = len(data)
+        while pos + 11 <= n:
+            start = pos
+            length = struct.unpack_from("<I", data, pos)[0]
+            pos += 4
+            offset_size = 4
+            if length == 0xFFFFFFFF:
+                length = struct.unpack_from("<Q", data, pos)[0]
+                pos += 8
+                offset_size = 8
+            elif length >= 0xFFFFFFF0:
+                raise DwarfError(f"unit at {start:#x}: reserved length {length:#x}")
+            end = pos + length
+            if end > n or length < 2:
+                raise DwarfError(f"unit at {start:#x} runs past the end of .debug_info")
+            version = struct.unpack_from("<H", data, pos)[0]
+            pos += 2
+            unit_type = 1
+            if version >= 5:
+                unit_type = data[pos]
+                address_size = data[pos + 1]
+                abbrev_off = int.from_bytes(data[pos + 2:pos + 2 + offset_size], "little")
+                pos += 2 + offset_size
+                if unit_type in (4, 5):  # skeleton / split_compile: dwo id
+                    pos += 8
+                elif unit_type in (2, 6):  # type units: signature + type offset
+                    pos += 8 + offset_size
+            elif 2 <= version <= 4:
+                abbrev_off = int.from_bytes(data[pos:pos + offset_size], "little")
+                address_size = data[pos + offset_size]
+                pos += offset_size + 1
+            else:
+                raise DwarfError(f"unit at {start:#x}: unsupported DWARF version {version}")
+            if address_size not in (4, 8):
+                raise DwarfError(f"unit at {start:#x}: address size {address_size}")
+            unit = Unit(start, version, address_size, offset_size, self.abbrevs_at(abbrev_off, address_size,
+                                                                                  offset_size, version),
+                        pos, end, unit_type)
+            self._read_unit_die(unit)
+            self.units.append(unit)
+            pos = end
+
+    def abbrevs_at(self, offset: int, address_size: int, offset_size: int, version: int) -> dict[int, Abbrev]:
+        key = offset * 64 + address_size * 8 + offset_size + version * 1000000007
+        cached = self._abbrev_cache.get(key)
+        if cached is not None:
+            return cached
+        data = self.abbrev
+        pos = offset
+        table: dict[int, Abbrev] = {}
+        try:
+            while True:
+                code, pos = uleb(data, pos)
+                if code == 0:
+                    break
+                tag, pos = uleb(data, pos)
+                children = data[pos] != 0
+                pos += 1
+                attrs = []
+                while True:
+                    at, pos = uleb(data, pos)
+                    form, pos = uleb(data, pos)
+                    if at == 0 and form == 0:
+                        break
+                    implicit = 0
+                    if form == F_IMPLICIT_CONST:
+                        implicit, pos = sleb(data, pos)
+                    attrs.append((at, form, implicit))
+                ab = Abbrev(code, tag, children, attrs)
+                size = 0
+                for at, form, _ in attrs:
+                    if at == AT_SIBLING and ab.sibling_at < 0 and size >= 0 and form in (F_REF4, F_REF_UDATA):
+                        ab.sibling_at = size if form == F_REF4 else -1
+                    fs = fixed_form_size(form, address_size, offset_size, version)
+                    if fs < 0:
+                        size = -1
+                        break
+                    size += fs
+                ab.fixed_size = size
+                table[code] = ab
+        except (IndexError, ValueError) as exc:
+            raise DwarfError(f"corrupt .debug_abbrev at {offset:#x}") from exc
+        self._abbrev_cache[key] = table
+        return table
+
+    def _read_unit_die(self, unit: Unit) -> None:
+        if unit.die_start >= unit.end:
+            return
+        code, pos = uleb(self.info, unit.die_start)
+        ab = unit.abbrevs.get(code)
+        if ab is None:
+            raise DwarfError(f"unit at {unit.offset:#x}: unknown abbreviation {code}")
+        # The bases first: other attributes of this DIE may be indexed through them.
+        raw = read_attrs(self, unit, ab, pos)[0]
+        for at, (_form, value) in raw.items():
+            if at == AT_STR_OFFSETS_BASE:
+                unit.str_offsets_base = value
+            elif at in (AT_ADDR_BASE, AT_GNU_ADDR_BASE):
+                unit.addr_base = value
+            elif at in (AT_RNGLISTS_BASE, AT_GNU_RANGES_BASE):
+                unit.rnglists_base = value
+        for at, (form, value) in raw.items():
+            if at == AT_NAME:
+                unit.name = self.string(unit, form, value)
+            elif at == AT_COMP_DIR:
+                unit.comp_dir = self.string(unit, form, value)
+            elif at == AT_LOW_PC:
+                unit.low_pc = self.address(unit, form, value)
+            elif at == AT_STMT_LIST:
+                unit.stmt_list = value
+        unit.ranges = self.die_ranges(unit, raw, unit_die=True)
+
+    # -- attribute values -------------------------------------------------------------------------
+    def string(self, unit: Unit, form: int, value: int | str) -> str | None:
+        if isinstance(value, str):
+            return value
+        try:
+            if form == F_STRP:
+                return cstring(self.str, value)[0]
+            if form == F_LINE_STRP:
+                return cstring(self.line_str, value)[0]
+            if form in (F_STRX, F_STRX1, F_STRX2, F_STRX3, F_STRX4, F_GNU_STR_INDEX):
+                pos = unit.str_offsets_base + value * unit.offset_size
+                off = int.from_bytes(self.str_offsets[pos:pos + unit.offset_size], "little")
+                return cstring(self.str, off)[0]
+        except (ValueError, IndexError):
+            return None
+        return None  # strp_sup / GNU_strp_alt: the string lives in another file
+
+    def address(self, unit: Unit, form: int, value: int) -> int:
+        if form in (F_ADDRX, F_ADDRX1, F_ADDRX2, F_ADDRX3, F_ADDRX4, F_GNU_ADDR_INDEX):
+            pos = unit.addr_base + value * unit.address_size
+            if pos + unit.address_size > len(self.addr):
+                raise DwarfError(f"address index {value} outside .debug_addr")
+            return int.from_bytes(self.addr[pos:pos + unit.address_size], "little")
+        return value
+
+    def die_ranges(self, unit: Unit, attrs: dict[int, tuple[int, int]], unit_die: bool = False
+                   ) -> list[tuple[int, int]]:
+        """[lo, hi) ranges of a DIE from low_pc/high_pc or DW_AT_ranges (empty if it has none)."""
+        low = attrs.get(AT_LOW_PC)
+        high = attrs.get(AT_HIGH_PC)
+        if low is not None and high is not None:
+            lo = self.address(unit, *low)
+            hform, hval = high
+            hi = lo + hval if hform in CONSTANT_FORMS else self.address(unit, hform, hval)
+            return [(lo, hi)] if hi > lo else []
+        rng = attrs.get(AT_RANGES)
+        if rng is None:
+            return []
+        form, value = rng
+        base = unit.low_pc if not unit_die else (self.address(unit, *low) if low is not None else 0)
+        if unit.version >= 5 or form == F_RNGLISTX:
+            return self._rnglist(unit, form, value, base)
+        return self._ranges_v4(unit, value, base)
+
+    def _ranges_v4(self, unit: Unit, offset: int, base: int) -> list[tuple[int, int]]:
+        data = self.ranges_sec
+        size = unit.address_size
+        fmt = "<QQ" if size == 8 else "<II"
+        top = (1 << (8 * size)) - 1
+        out = []
+        pos = offset
+        while pos + 2 * size <= len(data):
+            a, b = struct.unpack_from(fmt, data, pos)
+            pos += 2 * size
+            if a == 0 and b == 0:
+                break
+            if a == top:
+                base = b
+                continue
+            if b > a:
+                out.append((base + a, base + b))
+        return out
+
+    def _rnglist(self, unit: Unit, form: int, value: int, base: int) -> list[tuple[int, int]]:
+        data = self.rnglists
+        if form == F_RNGLISTX:
+            if unit.rnglists_base is None:
+                return []
+            p = unit.rnglists_base + value * unit.offset_size
+            offset = unit.rnglists_base + int.from_bytes(data[p:p + unit.offset_size], "little")
+        else:
+            offset = value
+        size = unit.address_size
+        out = []
+        pos = offset
+
+        def read_addr(p: int) -> tuple[int, int]:
+            return int.from_bytes(data[p:p + size], "little"), p + size
+
+        try:
+            while pos < len(data):
+                kind = data[pos]
+                pos += 1
+                if kind == 0:  # end_of_list
+                    break
+                if kind == 1:  # base_addressx
+                    i, pos = uleb(data, pos)
+                    base = self.address(unit, F_ADDRX, i)
+                elif kind == 2:  # startx_endx
+                    i, pos = uleb(data, pos)
+                    j, pos = uleb(data, pos)
+                    out.append((self.address(unit, F_ADDRX, i), self.address(unit, F_ADDRX, j)))
+                elif kind == 3:  # startx_length
+                    i, pos = uleb(data, pos)
+                    n, pos = uleb(data, pos)
+                    lo = self.address(unit, F_ADDRX, i)
+                    out.append((lo, lo + n))
+                elif kind == 4:  # offset_pair
+                    a, pos = uleb(data, pos)
+                    b, pos = uleb(data, pos)
+                    out.append((base + a, base + b))
+                elif kind == 5:  # base_address
+                    base, pos = read_addr(pos)
+                elif kind == 6:  # start_end
+                    a, pos = read_addr(pos)
+                    b, pos = read_addr(pos)
+                    out.append((a, b))
+                elif kind == 7:  # start_length
+                    a, pos = read_addr(pos)
+                    n, pos = uleb(data, pos)
+                    out.append((a, a + n))
+                else:
+                    raise DwarfError(f"unknown range list entry {kind}")
+        except IndexError as exc:
+            raise DwarfError("range list runs past the end of .debug_rnglists") from exc
+        return [(a, b) for a, b in out if b > a]
+
+    # -- random access ----------------------------------------------------------------------------
+    def unit_of(self, offset: int) -> Unit | None:
+        lo, hi = 0, len(self.units)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.units[mid].end <= offset:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < len(self.units) and self.units[lo].offset <= offset < self.units[lo].end:
+            return self.units[lo]
+        return None
+
+    def die_at(self, offset: int) -> tuple[Unit, Abbrev, dict[int, tuple[int, int]]] | None:
+        """The tag and raw attributes of the DIE at a .debug_info offset."""
+        unit = self.unit_of(offset)
+        if unit is None:
+            return None
+        code, pos = uleb(self.info, offset)
+        ab = unit.abbrevs.get(code)
+        if ab is None:
+            return None
+        return unit, ab, read_attrs(self, unit, ab, pos)[0]
+
+
+def fixed_form_size(form: int, address_size: int, offset_size: int, version: int) -> int:
+    """Byte size of a form whose size does not depend on its value (-1 otherwise)."""
+    if form in (F_DATA1, F_REF1, F_FLAG, F_STRX1, F_ADDRX1):
+        return 1
+    if form in (F_DATA2, F_REF2, F_STRX2, F_ADDRX2):
+        return 2
+    if form in (F_STRX3, F_ADDRX3):
+        return 3
+    if form in (F_DATA4, F_REF4, F_REF_SUP4, F_STRX4, F_ADDRX4):
+        return 4
+    if form in (F_DATA8, F_REF8, F_REF_SIG8, F_REF_SUP8):
+        return 8
+    if form == F_DATA16:
+        return 16
+    if form == F_ADDR:
+        return address_size
+    if form in (F_STRP, F_SEC_OFFSET, F_LINE_STRP, F_STRP_SUP, F_GNU_REF_ALT, F_GNU_STRP_ALT):
+        return offset_size
+    if form == F_REF_ADDR:
+        return address_size if version <= 2 else offset_size
+    if form in (F_FLAG_PRESENT, F_IMPLICIT_CONST):
+        return 0
+    return -1
+
+
+def read_attrs(dw: DebugInfo, unit: Unit, ab: Abbrev, pos: int) -> tuple[dict[int, tuple[int, int]], int]:
+    """All attributes of one DIE as {attribute: (form, value)}; strings stay as offsets/indices except
+    inline DW_FORM_string (decoded). References are made absolute (.debug_info offsets)."""
+    data = dw.info
+    out: dict[int, tuple[int, int]] = {}
+    asz = unit.address_size
+    osz = unit.offset_size
+    for at, form, implicit in ab.attrs:
+        value: int | str
+        while form == F_INDIRECT:
+            form, pos = uleb(data, pos)
+        if form == F_STRING:
+            value, pos = cstring(data, pos)
+        elif form in (F_UDATA, F_STRX, F_ADDRX, F_RNGLISTX, F_LOCLISTX, F_GNU_ADDR_INDEX, F_GNU_STR_INDEX):
+            value, pos = uleb(data, pos)
+        elif form == F_REF_UDATA:
+            value, pos = uleb(data, pos)
+            value += unit.offset
+        elif form == F_SDATA:
+            value, pos = sleb(data, pos)
+        elif form in (F_BLOCK, F_EXPRLOC):
+            n, pos = uleb(data, pos)
+            value = pos
+            pos += n
+        elif form == F_BLOCK1:
+            value = pos + 1
+            pos += 1 + data[pos]
+        elif form == F_BLOCK2:
+            value = pos + 2
+            pos += 2 + int.from_bytes(data[pos:pos + 2], "little")
+        elif form == F_BLOCK4:
+            value = pos + 4
+            pos += 4 + int.from_bytes(data[pos:pos + 4], "little")
+        elif form == F_IMPLICIT_CONST:
+            value = implicit
+        elif form == F_FLAG_PRESENT:
+            value = 1
+        else:
+            size = fixed_form_size(form, asz, osz, unit.version)
+            if size < 0:
+                raise DwarfError(f"unknown attribute form {form:#x}")
+            value = int.from_bytes(data[pos:pos + size], "little")
+            pos += size
+            if form in (F_REF1, F_REF2, F_REF4, F_REF8):
+                value += unit.offset
+        out[at] = (form, value)  # type: ignore[assignment]
+    return out, pos
+
+
+def skip_attrs(data: bytes, unit: Unit, ab: Abbrev, pos: int) -> int:
+    """Position after the attributes of one DIE, decoding nothing."""
+    if ab.fixed_size >= 0:
+        return pos + ab.fixed_size
+    asz = unit.address_size
+    osz = unit.offset_size
+    for _, form, _ in ab.attrs:
+        while form == F_INDIRECT:
+            form, pos = uleb(data, pos)
+        if form == F_STRING:
+            pos = data.index(b"\0", pos) + 1
+        elif form in (F_UDATA, F_SDATA, F_STRX, F_ADDRX, F_RNGLISTX, F_LOCLISTX, F_REF_UDATA, F_GNU_ADDR_INDEX,
+                      F_GNU_STR_INDEX):
+            while data[pos] & 0x80:
+                pos += 1
+            pos += 1
+        elif form in (F_BLOCK, F_EXPRLOC):
+            n, pos = uleb(data, pos)
+            pos += n
+        elif form == F_BLOCK1:
+            pos += 1 + data[pos]
+        elif form == F_BLOCK2:
+            pos += 2 + int.from_bytes(data[pos:pos + 2], "little")
+        elif form == F_BLOCK4:
+            pos += 4 + int.from_bytes(data[pos:pos + 4], "little")
+        else:
+            size = fixed_form_size(form, asz, osz, unit.version)
+            if size < 0:
+                raise DwarfError(f"unknown attribute form {form:#x}")
+            pos += size
+    return pos
+
+
+# Tags whose subtrees may hold subprograms or inlined subroutines (everything else is skipped whole).
+CONTAINER_TAGS = frozenset({TAG_COMPILE_UNIT, TAG_PARTIAL_UNIT, TAG_SUBPROGRAM, TAG_INLINED_SUBROUTINE,
+                            TAG_LEXICAL_BLOCK, TAG_NAMESPACE, TAG_TRY_BLOCK, TAG_CATCH_BLOCK, TAG_MODULE})
+
+
+def walk_unit(dw: DebugInfo, unit: Unit, wanted: frozenset[int],
+              visit: Callable[[int, int, int, Abbrev, dict[int, tuple[int, int]]], None]) -> None:
+    """Call ``visit(offset, depth, parent_offset, abbrev, attrs)`` for each DIE whose tag is in ``wanted``.
+
+    Subtrees of tags outside CONTAINER_TAGS are skipped (through DW_AT_sibling
+    when present). ``parent_offset`` is the nearest enclosing DIE whose tag is
+    wanted (-1 at the top).
+    """
+    data = dw.info
+    abbrevs = unit.abbrevs
+    end = unit.end
+    pos = unit.die_start
+    depth = 0
+    # Per open level: offset of the nearest wanted ancestor, and whether this level is being skipped.
+    wanted_stack = [-1]
+    skip_until_depth = -1  # while >= 0, ignore DIEs deeper than this depth
+    containers = CONTAINER_TAGS
+    try:
+        while pos < end:
+            offset = pos
+            code = data[pos]
+            if code < 0x80:
+                pos += 1
+            else:
+                code, pos = uleb(data, pos)
+            if code == 0:
+                depth -= 1
+                wanted_stack.pop()
+                if depth <= 0:
+                    break  # the unit DIE's children end here (what follows is padding)
+                if skip_until_depth >= 0 and depth <= skip_until_depth:
+                    skip_until_depth = -1
+                continue
+            ab = abbrevs.get(code)
+            if ab is None:
+                raise DwarfError(f"DIE at {offset:#x}: unknown abbreviation {code}")
+            if skip_until_depth >= 0:
+                pos = skip_attrs(data, unit, ab, pos)
+                if ab.has_children:
+                    depth += 1
+                    wanted_stack.append(wanted_stack[-1])
+                continue
+            tag = ab.tag
+            parent = wanted_stack[-1]
+            if tag in wanted:
+                attrs, pos = read_attrs(dw, unit, ab, pos)
+                visit(offset, depth, parent, ab, attrs)
+                parent = offset
+            elif tag not in containers and ab.has_children:
+                # Jump over the whole subtree when the sibling pointer is at a known place.
+                if ab.sibling_at >= 0:
+                    sib = int.from_bytes(data[pos + ab.sibling_at:pos + ab.sibling_at + 4], "little")
+                    if unit.offset < unit.offset + sib <= end and unit.offset + sib > pos:
+                        pos = unit.offset + sib
+                        continue
+                pos = skip_attrs(data, unit, ab, pos)
+                skip_until_depth = depth
+                depth += 1
+                wanted_stack.append(parent)
+                continue
+            else:
+                pos = skip_attrs(data, unit, ab, pos)
+            if ab.has_children:
+                depth += 1
+                wanted_stack.append(parent)
+            if depth == 0:
+                break  # the unit DIE had no children
+    except (IndexError, ValueError) as exc:
+        raise DwarfError(f"unit at {unit.offset:#x}: DIE data runs past its end") from exc
+
+
+def iter_units(dw: DebugInfo) -> Iterator[Unit]:
+    yield from dw.units

@@ -1,0 +1,262 @@
+"""``hpcsa struct MEASDIR``: structure files for the binaries a measurement used, as hpcstruct makes them.
+
+The load modules come from the load maps of the measurement's ``.hpcrun``
+files (those with samples, unless all are asked for) plus ``gpubins/``.
+Paths recorded under the measurement's original location (``original-path``)
+or relative to it (``vdso/...``) are found in the directory itself. Each
+binary is analysed in a worker process; results go to ``MEASDIR/structs/``
+as ``<basename>.hpcstruct`` with the recorded path in ``<LM n>`` (what hpcprof
+matches on). A binary whose content hash matches what produced an existing
+structure file is skipped (``structs/.hpcsa-cache.json``); a shared cache
+directory (``--cache`` or ``HPCSA_STRUCT_CACHE``) holds results by content
+hash across measurements.
+
+Identity: ``gpubins/`` and ``vdso/`` files are named by the MD5 of their
+content, which is checked; for other binaries the measurement records no
+identity, so a binary modified after the measurement is reported as such and
+the others are reported once as unverifiable (DESIGN.md §4).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+
+from hpcsa import __version__
+from hpcsa.errors import HpcsaError
+from hpcsa.fileio import atomic_file, write_file
+from hpcsa.ingest.hpcrun import read_hpcrun
+from hpcsa.progress import Progress
+from hpcsa.structure.hpcstruct import read_hpcstruct, write_hpcstruct
+
+LM_USED = 0x1  # load map flag: the module has samples
+CACHE_INDEX = ".hpcsa-cache.json"
+_HASHED_NAME = re.compile(r"^([0-9a-f]{32})\.(gpubin|vdso)$")
+
+
+@dataclass
+class Target:
+    recorded: str          # path as the measurement records it (goes into <LM n>)
+    path: str              # where the binary is on this machine
+    output: str            # structs/<name>.hpcstruct
+    expected_md5: str | None = None
+
+
+@dataclass
+class MeasdirReport:
+    written: list[str] = field(default_factory=list)
+    cached: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def file_md5(path: str) -> str:
+    h = hashlib.md5()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _original_path(measdir: str) -> str | None:
+    try:
+        with open(os.path.join(measdir, "original-path"), encoding="utf-8", errors="replace") as fh:
+            text = fh.read().strip()
+        return text or None
+    except OSError:
+        return None
+
+
+def find_targets(measdir: str, all_modules: bool = False) -> tuple[list[Target], list[str]]:
+    """Binaries of a measurement directory (found ones, and recorded paths that are missing)."""
+    measdir = os.path.abspath(measdir)
+    profiles = sorted(f for f in os.listdir(measdir) if f.endswith(".hpcrun"))
+    if not profiles:
+        raise HpcsaError(measdir, "not a measurement directory (no .hpcrun files)")
+    recorded: dict[str, int] = {}
+    for name in profiles:
+        prof = read_hpcrun(os.path.join(measdir, name), values=False)
+        for lm in prof.loadmap:
+            recorded[lm.path] = recorded.get(lm.path, 0) | lm.flags
+    original = _original_path(measdir)
+    gpubins = os.path.join(measdir, "gpubins")
+    if os.path.isdir(gpubins):
+        for f in sorted(os.listdir(gpubins)):
+            if f.endswith(".gpubin"):
+                rel = f"gpubins/{f}"
+                if not any(p.endswith("/" + rel) or p == rel for p in recorded):
+                    recorded[rel] = LM_USED
+    targets: list[Target] = []
+    missing: list[str] = []
+    used_names: set[str] = set()
+    for rec in sorted(recorded):
+        if not (recorded[rec] & LM_USED or all_modules):
+            continue
+        if rec.startswith("[") or not rec:  # pseudo modules such as [vdso] without a file
+            continue
+        local = locate(measdir, original, rec)
+        if local is None:
+            missing.append(rec)
+            continue
+        base = os.path.basename(rec)
+        name = base
+        k = 2
+        while name in used_names:  # two libraries with one basename: keep both
+            name = f"{base}.{k}"
+            k += 1
+        used_names.add(name)
+        m = _HASHED_NAME.match(base)
+        # hpcstruct's names: <binary>.hpcstruct, and <md5>.gpubin-gpucfg-yes.hpcstruct for GPU binaries
+        suffix = "-gpucfg-yes.hpcstruct" if name.endswith(".gpubin") else ".hpcstruct"
+        targets.append(Target(rec, local, os.path.join(measdir, "structs", name + suffix),
+                              m.group(1) if m else None))
+    return targets, missing
+
+
+def locate(measdir: str, original: str | None, recorded: str) -> str | None:
+    """The file a recorded load-module path names on this machine."""
+    candidates = []
+    if not os.path.isabs(recorded):
+        candidates.append(os.path.join(measdir, recorded))
+    else:
+        if original and recorded.startswith(original.rstrip("/") + "/"):
+            candidates.append(os.path.join(measdir, recorded[len(original.rstrip("/")) + 1:]))
+        for sub in ("gpubins", "vdso"):
+            marker = f"/{os.path.basename(measdir)}/{sub}/"
+            if marker in recorded:
+                candidates.append(os.path.join(measdir, sub, os.path.basename(recorded)))
+        candidates.append(recorded)
+    return next((c for c in candidates if os.path.isfile(c)), None)
+
+
+def _analyze(path: str, recorded: str, output: str, cache_dir: str | None, md5: str) -> tuple[str, list[str]]:
+    """Worker: analyse one binary and write its structure file (also into the shared cache)."""
+    from hpcsa.structure.binary import analyze_binary
+
+    result = analyze_binary(path, lm_name=recorded)
+    write_hpcstruct(output, result.structure)
+    if cache_dir:
+        with _suppress_os_errors():
+            write_hpcstruct(os.path.join(cache_dir, f"{md5}.hpcstruct"), result.structure)
+    return output, result.notes
+
+
+class _suppress_os_errors:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:
+        return isinstance(exc, (OSError, HpcsaError))
+
+
+def _from_cache(cached: str, recorded: str, output: str) -> bool:
+    try:
+        sf = read_hpcstruct(cached)
+    except HpcsaError:
+        return False
+    if len(sf.modules) != 1:
+        return False
+    sf.modules[0].path = recorded
+    write_hpcstruct(output, sf)
+    return True
+
+
+def struct_measdir(measdir: str, jobs: int = 1, cache_dir: str | None = None, all_modules: bool = False,
+                   force: bool = False) -> MeasdirReport:
+    measdir = os.path.abspath(measdir)
+    targets, missing = find_targets(measdir, all_modules)
+    report = MeasdirReport(missing=missing)
+    structs = os.path.join(measdir, "structs")
+    try:
+        os.makedirs(structs, exist_ok=True)
+    except OSError as exc:
+        raise HpcsaError(structs, f"cannot create the structs directory: {exc.strerror or exc}") from None
+    if cache_dir:
+        os.makedirs(cache_dir, exist_ok=True)
+    index_path = os.path.join(structs, CACHE_INDEX)
+    index: dict[str, dict[str, str]] = {}
+    if os.path.isfile(index_path):
+        try:
+            with open(index_path, encoding="utf-8") as fh:
+                index = json.load(fh)
+        except (OSError, ValueError):
+            index = {}
+    measured_at = min(os.path.getmtime(os.path.join(measdir, f)) for f in os.listdir(measdir)
+                      if f.endswith(".hpcrun"))
+    unverified = 0
+    work = []
+    for t in targets:
+        md5 = file_md5(t.path)
+        if t.expected_md5 is not None:
+            if md5 != t.expected_md5:
+                report.warnings.append(f"{t.path}: its content (MD5 {md5}) is not the binary the measurement "
+                                       f"recorded (MD5 {t.expected_md5}); analysed anyway")
+        elif os.path.getmtime(t.path) > measured_at:
+            report.warnings.append(f"{t.path}: modified after the measurement was taken; its structure may "
+                                   "not match the measured binary")
+        else:
+            unverified += 1
+        entry = index.get(os.path.basename(t.output))
+        if not force and entry and entry.get("md5") == md5 and entry.get("version") == __version__ \
+                and os.path.isfile(t.output):
+            report.cached.append(t.output)
+            continue
+        cached = os.path.join(cache_dir, f"{md5}.hpcstruct") if cache_dir else None
+        if not force and cached and os.path.isfile(cached) and _from_cache(cached, t.recorded, t.output):
+            report.cached.append(t.output)
+            index[os.path.basename(t.output)] = {"md5": md5, "version": __version__, "binary": t.recorded}
+            continue
+        work.append((t, md5))
+    if unverified:
+        report.warnings.append(f"{unverified} binar{'y' if unverified == 1 else 'ies'} read from the paths the "
+                               "measurement recorded: the measurement records no identity for them, so the "
+                               "files analysed may differ from the ones measured")
+    progress = Progress("hpcsa struct: binaries", len(work))
+    # Biggest binaries first so that the pool does not end waiting on one of them.
+    work.sort(key=lambda tm: -os.path.getsize(tm[0].path))
+    results: dict[str, tuple[Target, str, list[str] | str]] = {}
+    if jobs <= 1 or len(work) <= 1:
+        for t, md5 in work:
+            results[t.output] = (t, md5, _run_one(t, md5, cache_dir))
+            progress.advance()
+    else:
+        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = {pool.submit(_run_one, t, md5, cache_dir): (t, md5) for t, md5 in work}
+            for fut in concurrent.futures.as_completed(futures):
+                t, md5 = futures[fut]
+                results[t.output] = (t, md5, fut.result())
+                progress.advance()
+    for out in sorted(results):
+        t, md5, outcome = results[out]
+        if isinstance(outcome, str):
+            report.failed.append((t.path, outcome))
+            continue
+        report.written.append(out)
+        index[os.path.basename(out)] = {"md5": md5, "version": __version__, "binary": t.recorded}
+        report.warnings.extend(f"{t.path}: {note}" for note in outcome)
+    write_file(index_path, json.dumps(index, indent=1, sort_keys=True) + "\n")
+    progress.finish(f"hpcsa struct: {measdir}: {len(report.written)} structure files written, "
+                    f"{len(report.cached)} up to date, {len(report.missing)} binaries not found, "
+                    f"{len(report.failed)} failed")
+    return report
+
+
+def _run_one(t: Target, md5: str, cache_dir: str | None) -> list[str] | str:
+    """A binary's notes, or the one-line reason it failed (never raises: one bad binary does not stop
+    the others)."""
+    try:
+        return _analyze(t.path, t.recorded, t.output, cache_dir, md5)[1]
+    except HpcsaError as exc:
+        return exc.problem
+    except Exception as exc:  # a defect in hpcsa: report it for this binary, keep going
+        print(f"hpcsa: internal error on {t.path}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return f"internal error ({type(exc).__name__})"
+
+
+__all__ = ["struct_measdir", "find_targets", "locate", "MeasdirReport", "atomic_file"]
