@@ -37,14 +37,18 @@ def run(args: argparse.Namespace) -> int:
                              "files go to its structs/ directory")
         from hpcsa.structure.measdir import struct_measdir
 
+        progress = Progress("hpcsa struct: binaries")
         report = struct_measdir(target, jobs=args.jobs, cache_dir=args.cache, all_modules=args.all_modules,
-                                force=args.force)
+                                force=args.force, progress=progress)
         for w in report.warnings:
             print(f"hpcsa: warning: {w}", file=sys.stderr)
+        for n in report.notes:
+            print(f"hpcsa: note: {n}", file=sys.stderr)
         for m in report.missing:
             print(f"hpcsa: note: {m}: not found on this machine (no structure file)", file=sys.stderr)
         for path, why in report.failed:
             print(f"hpcsa: error: {path}: {why}", file=sys.stderr)
+        progress.finish(report.summary(os.path.abspath(target)))
         return 2 if report.failed and not report.written and not report.cached else 0
 
     from hpcsa.structure.binary import analyze_binary

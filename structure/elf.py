@@ -384,6 +384,13 @@ def open_elf(path: str | os.PathLike[str]) -> ElfImage:
         raise FormatError(path, "not an ELF binary (no \\x7fELF magic)")
     if len(data) < 64:
         raise FormatError(path, "ELF header is truncated")
+    if data[4] == 2:  # ELF64: check where the section headers are before pyelftools reads them
+        order = "<" if data[5] == 1 else ">"
+        shoff = struct.unpack_from(order + "Q", data, 40)[0]
+        shentsize, shnum = struct.unpack_from(order + "HH", data, 58)
+        if shnum and shoff + shentsize * shnum > len(data):
+            raise FormatError(path, f"the section headers lie beyond the end of the file ({len(data)} bytes); "
+                              "the file is truncated")
     try:
         import io
         elf = ELFFile(io.BytesIO(bytes(data)) if len(data) < (1 << 20) else _MmapStream(data))

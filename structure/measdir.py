@@ -53,7 +53,12 @@ class MeasdirReport:
     cached: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)   # identity problems
+    notes: list[str] = field(default_factory=list)      # what a binary lacks (debug information...)
+
+    def summary(self, measdir: str) -> str:
+        return (f"hpcsa struct: {measdir}: {len(self.written)} structure files written, {len(self.cached)} up to "
+                f"date, {len(self.missing)} binaries not found, {len(self.failed)} failed")
 
 
 def file_md5(path: str) -> str:
@@ -168,7 +173,9 @@ def _from_cache(cached: str, recorded: str, output: str) -> bool:
 
 
 def struct_measdir(measdir: str, jobs: int = 1, cache_dir: str | None = None, all_modules: bool = False,
-                   force: bool = False) -> MeasdirReport:
+                   force: bool = False, progress: Progress | None = None) -> MeasdirReport:
+    """Write structs/ for a measurement directory; the caller prints the report (warnings, then
+    ``report.summary``)."""
     measdir = os.path.abspath(measdir)
     targets, missing = find_targets(measdir, all_modules)
     report = MeasdirReport(missing=missing)
@@ -217,7 +224,9 @@ def struct_measdir(measdir: str, jobs: int = 1, cache_dir: str | None = None, al
         report.warnings.append(f"{unverified} binar{'y' if unverified == 1 else 'ies'} read from the paths the "
                                "measurement recorded: the measurement records no identity for them, so the "
                                "files analysed may differ from the ones measured")
-    progress = Progress("hpcsa struct: binaries", len(work))
+    if progress is None:
+        progress = Progress("hpcsa struct: binaries", len(work), enabled=False)
+    progress.total = len(work)
     # Biggest binaries first so that the pool does not end waiting on one of them.
     work.sort(key=lambda tm: -os.path.getsize(tm[0].path))
     results: dict[str, tuple[Target, str, list[str] | str]] = {}
@@ -239,11 +248,8 @@ def struct_measdir(measdir: str, jobs: int = 1, cache_dir: str | None = None, al
             continue
         report.written.append(out)
         index[os.path.basename(out)] = {"md5": md5, "version": __version__, "binary": t.recorded}
-        report.warnings.extend(f"{t.path}: {note}" for note in outcome)
+        report.notes.extend(f"{t.path}: {note}" for note in outcome)
     write_file(index_path, json.dumps(index, indent=1, sort_keys=True) + "\n")
-    progress.finish(f"hpcsa struct: {measdir}: {len(report.written)} structure files written, "
-                    f"{len(report.cached)} up to date, {len(report.missing)} binaries not found, "
-                    f"{len(report.failed)} failed")
     return report
 
 

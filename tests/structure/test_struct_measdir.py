@@ -1,0 +1,94 @@
+"""hpcsa struct MEASDIR: the binaries a measurement used, into MEASDIR/structs, cached by content."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from hpcsa.structure.hpcstruct import read_hpcstruct
+from hpcsa.structure.measdir import find_targets, struct_measdir
+from tests.conftest import assert_one_line_error, run_cli
+
+VDSO = "7efc21c89566f551ba9bac284645e9d6.vdso"
+
+
+@pytest.fixture
+def measdir(hpctoolkit_data, tmp_path) -> Path:
+    """A writable copy of loops-cputime-t.m without its structure files (its vdso is the one binary of it
+    that exists here; hpcstruct's output for it is the reference)."""
+    src = hpctoolkit_data / "meas" / "loops-cputime-t.m"
+    dst = tmp_path / "loops.m"
+    dst.mkdir()
+    for f in src.iterdir():
+        if f.suffix in (".hpcrun",) or f.name == "original-path":
+            shutil.copy(f, dst / f.name)
+    shutil.copytree(src / "vdso", dst / "vdso")
+    for root, dirs, files in os.walk(dst):
+        for n in dirs + files:
+            os.chmod(os.path.join(root, n), 0o755 if n in dirs else 0o644)
+    os.chmod(dst, 0o755)
+    return dst
+
+
+def body(path: Path) -> str:
+    text = path.read_text()
+    return text[text.index("<HPCToolkitStructure "):]
+
+
+def test_used_modules_are_found_and_the_vdso_matches_hpcstruct(measdir, hpctoolkit_data):
+    targets, missing = find_targets(str(measdir))
+    recorded = {t.recorded for t in targets} | set(missing)
+    # the load modules with samples (flag 1 in the load maps): what hpcstruct made structure files for
+    assert f"vdso/{VDSO}" in recorded and "/usr/lib/x86_64-linux-gnu/libc-2.31.so" in recorded
+    assert "/usr/lib/x86_64-linux-gnu/libm-2.31.so" not in recorded  # no samples
+    vdso = next(t for t in targets if t.recorded == f"vdso/{VDSO}")
+    assert vdso.path == str(measdir / "vdso" / VDSO) and vdso.expected_md5 == VDSO.split(".")[0]
+
+    proc = run_cli("struct", str(measdir), "-j", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith(f"hpcsa struct: {measdir}:")
+    out = measdir / "structs" / f"{VDSO}.hpcstruct"
+    ref = hpctoolkit_data / "meas" / "loops-cputime-t.m" / "structs" / f"{VDSO}.hpcstruct"
+    assert body(out) == body(ref)  # hpcstruct's own file, element for element
+    assert "testmeas-loops: not found on this machine" in proc.stderr
+
+
+def test_results_are_cached_by_content(measdir):
+    first = struct_measdir(str(measdir))
+    assert any(p.endswith(f"{VDSO}.hpcstruct") for p in first.written)
+    second = struct_measdir(str(measdir))
+    assert not second.written and any(p.endswith(f"{VDSO}.hpcstruct") for p in second.cached)
+    index = json.loads((measdir / "structs" / ".hpcsa-cache.json").read_text())
+    assert index[f"{VDSO}.hpcstruct"]["md5"] == VDSO.split(".")[0]
+    # A changed binary is analysed again, and its identity problem reported.
+    vdso = measdir / "vdso" / VDSO
+    data = bytearray(vdso.read_bytes())
+    data[-1] ^= 0xFF
+    vdso.write_bytes(bytes(data))
+    third = struct_measdir(str(measdir))
+    assert any(p.endswith(f"{VDSO}.hpcstruct") for p in third.written)
+    assert any("is not the binary the measurement recorded" in w for w in third.warnings)
+
+
+def test_shared_cache_serves_another_measurement(measdir, tmp_path):
+    cache = tmp_path / "cache"
+    struct_measdir(str(measdir), cache_dir=str(cache))
+    assert (cache / f"{VDSO.split('.')[0]}.hpcstruct").is_file()
+    other = tmp_path / "other.m"
+    shutil.copytree(measdir, other, ignore=shutil.ignore_patterns("structs"))
+    report = struct_measdir(str(other), cache_dir=str(cache))
+    got = [p for p in report.cached if p.endswith(f"{VDSO}.hpcstruct")]
+    assert got and read_hpcstruct(got[0]).modules[0].path == f"vdso/{VDSO}"
+
+
+def test_not_a_measurement_directory(tmp_path):
+    (tmp_path / "empty.m").mkdir()
+    proc = run_cli("struct", str(tmp_path / "empty.m"))
+    assert_one_line_error(proc, "empty.m")
+    assert "no .hpcrun" in proc.stderr
+    proc = run_cli("struct", str(tmp_path / "empty.m"), "-o", "x.hpcstruct")
+    assert_one_line_error(proc, "empty.m")
