@@ -112,6 +112,12 @@ class CctDB:
         self.n_metrics = infos["nMetrics"].astype(np.int64)
         self.p_metric_indices = infos["pMetricIndices"].astype(np.int64)
         limit = len(blob) - dbf.FOOTER_SIZE
+        # Counts and pointers are u64 on disk: refuse any that cannot fit before the products below overflow.
+        huge = (self.n_values < 0) | (self.n_values > limit // SZ_VALUE) | (self.p_values < 0) | \
+               (self.n_metrics > limit // SZ_METRIC_INDEX) | (self.p_metric_indices < 0)
+        if huge.any():
+            i = int(np.flatnonzero(huge)[0])
+            raise blob.fail(f"context {i} claims more values than the file holds; the file is corrupt")
         bad = ((self.n_values > 0) & (self.p_values + SZ_VALUE * self.n_values > limit)) | \
               ((self.n_metrics > 0) & (self.p_metric_indices + SZ_METRIC_INDEX * self.n_metrics > limit))
         if bad.any():
