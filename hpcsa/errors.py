@@ -8,6 +8,7 @@ instead of a traceback.
 from __future__ import annotations
 
 import os
+import re
 
 
 class HpcsaError(Exception):
@@ -15,7 +16,8 @@ class HpcsaError(Exception):
 
     def __init__(self, path: str | os.PathLike[str] | None, problem: str) -> None:
         self.path = os.fspath(path) if path is not None else None
-        self.problem = problem
+        # One line, always: messages quoting third-party text (SQL, XML) may carry newlines.
+        self.problem = re.sub(r"\s*[\r\n]+\s*", " ", problem).strip()
         super().__init__(str(self))
 
     def __str__(self) -> str:
@@ -28,3 +30,34 @@ class FormatError(HpcsaError):
 
 class UnsupportedError(HpcsaError):
     """A well-formed input hpcsa knowingly does not handle (e.g. an unknown schema version)."""
+
+
+# Exceptions that malformed bytes provoke inside third-party parsers (struct, sqlite3, csv, flatbuffers)
+# or inside our own column handling of them; ``corrupt_input`` turns them into a FormatError at the
+# boundary of a reader so that a damaged vendor file gives one line, not a traceback.
+_DATA_ERRORS: tuple[type[BaseException], ...] = (ValueError, IndexError, KeyError, TypeError, OverflowError,
+                                                 UnicodeError, ArithmeticError)
+
+
+class corrupt_input:  # noqa: N801 - used as a context manager, reads like a statement
+    """``with corrupt_input(path, "nsys SQLite export"): ...`` — data errors become a FormatError."""
+
+    def __init__(self, path: str | os.PathLike[str], what: str) -> None:
+        self.path = path
+        self.what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> bool:
+        if exc is None or isinstance(exc, HpcsaError):
+            return False
+        import csv
+        import sqlite3
+        import struct
+
+        if isinstance(exc, _DATA_ERRORS + (struct.error, sqlite3.Error, csv.Error)):
+            detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise FormatError(self.path, f"{self.what} is corrupt or malformed ({type(exc).__name__}: "
+                              f"{detail[:200]})") from exc
+        return False

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from hpcsa.errors import FormatError, HpcsaError
+from hpcsa.errors import FormatError, HpcsaError, corrupt_input
 from hpcsa.ingest import model as M
 from hpcsa.ingest.sqlsrc import SQLITE_MAGIC, Db
 
@@ -105,19 +105,25 @@ def read_sources(paths: list[str], skip_unknown_in_dirs: bool = True) -> list[M.
         if kind in readers:
             db = Db(f)
             try:
-                traces.append(readers[kind](db))
+                with corrupt_input(f, f"{kind} database"):
+                    traces.append(readers[kind](db))
             finally:
                 db.close()
         elif kind == CUPTI_UTIL:
-            traces.append(cuptiutil.read(f))
+            with corrupt_input(f, "CUPTI PC-sampling file"):
+                traces.append(cuptiutil.read(f))
     if csvs:
-        csv_trace = rocprofv3.read(csvs)
+        with corrupt_input(csvs[0] if len(csvs) == 1 else os.path.dirname(csvs[0]) or csvs[0],
+                           "rocprofv3 CSV output"):
+            csv_trace = rocprofv3.read(csvs)
         if csv_trace is not None:
             traces.append(csv_trace)
         elif not traces:
             raise HpcsaError(csvs[0], "rocprofv3 summary CSVs only (stats, agent info...): no per-operation records")
     if texts:
-        traces.append(unitrace.read(texts))
+        with corrupt_input(texts[0] if len(texts) == 1 else os.path.dirname(texts[0]) or texts[0],
+                           "unitrace output"):
+            traces.append(unitrace.read(texts))
     if not traces:
         raise HpcsaError(paths[0] if paths else None, "no GPU-record source found")
     return traces

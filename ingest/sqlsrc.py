@@ -33,7 +33,7 @@ class Db:
             self.con.text_factory = lambda raw: raw.decode("utf-8", errors="replace")
             self._tables = {r[0] for r in self.con.execute(
                 "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.Error, UnicodeError) as exc:
             raise FormatError(self.path, f"corrupt SQLite database ({exc})") from None
         self._columns: dict[str, list[str]] = {}
 
@@ -55,7 +55,7 @@ class Db:
     def execute(self, sql: str, params: Sequence[object] = ()) -> list[tuple]:
         try:
             return self.con.execute(sql, params).fetchall()
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.Error, UnicodeError) as exc:
             raise FormatError(self.path, f"corrupt or unexpected SQLite content ({exc})") from None
 
     def columns_of(self, sql: str, names: Sequence[str], params: Sequence[object] = ()) -> dict[str, np.ndarray]:
