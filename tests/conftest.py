@@ -13,6 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests are reproducible by default (the same examples on every run and in CI);
+# HPCSA_HYPOTHESIS=explore draws new random examples for a longer search.
+settings.register_profile("default", derandomize=True, deadline=None, print_blob=True)
+settings.register_profile("explore", derandomize=False, deadline=None, print_blob=True, max_examples=2000)
+settings.load_profile(os.environ.get("HPCSA_HYPOTHESIS", "default"))
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("HPCSA_SHARED_DATA", ROOT.parent / "shared" / "data"))
