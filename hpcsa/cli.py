@@ -27,6 +27,8 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": ("hpcsa.democmd", "run the whole pipeline on the bundled fixtures", "hpcsa demo -o demo-out"),
     "gpucct": ("hpcsa.gpucct.cmd", "show the GPU calling contexts reconstructed from flat PC samples",
                "hpcsa gpucct m/prog-000000-000-a8c0-0.hpcrun"),
+    "view": ("hpcsa.views.cmd", "show a database's top-down, callers or flat view, hot path, derived metrics",
+             "hpcsa view app.d --hot-path"),
 }
 
 EPILOG_HEAD = "examples:\n"

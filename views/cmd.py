@@ -1,0 +1,146 @@
+"""``hpcsa view DB``: the top-down, callers (bottom-up) and flat views of a database in the terminal."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+from hpcsa.errors import HpcsaError
+from hpcsa.views.experiment import Experiment, open_experiment
+from hpcsa.views.forest import DEFAULT_THRESHOLD, Forest
+from hpcsa.views.metrics import Column
+from hpcsa.views.render import Table, choose_rows, render_csv, render_json, render_text
+
+VIEWS = {"top-down": "top-down", "td": "top-down", "cct": "top-down", "bottom-up": "bottom-up", "bu": "bottom-up",
+         "callers": "bottom-up", "flat": "flat"}
+DEFAULT_DEPTH = {"top-down": 4, "bottom-up": 1, "flat": 2}
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("database", help="database directory (meta.db, profile.db, ...)")
+    parser.add_argument("--view", "-V", default="top-down", choices=sorted(VIEWS),
+                        help="top-down (calling contexts, default), bottom-up/callers, or flat "
+                        "(load module / file / procedure / loop / line)")
+    parser.add_argument("--metric", "-m", action="append", default=[], metavar="M",
+                        help="metric column to show (name, unique prefix or $n); repeatable; default: the first "
+                        "metric with a non-zero total")
+    parser.add_argument("--all-metrics", action="store_true", help="show every visible metric with a non-zero total")
+    parser.add_argument("--derive", "-d", action="append", default=[], metavar="NAME=FORMULA",
+                        help="add a derived metric, e.g. 'FPWASTE=2*$0-$1' or 'eff=${FP_INS}/(2*${CYC})'; "
+                        "it can then be shown and sorted on")
+    parser.add_argument("--sort", "-s", metavar="M", help="sort siblings by this column (append ' (E)' for its "
+                        "exclusive value); default: the first shown column, inclusive")
+    parser.add_argument("--depth", type=int, metavar="N", help="expand the tree to depth N (default: top-down 4, "
+                        "bottom-up 1, flat 2)")
+    parser.add_argument("--top", type=int, default=10, metavar="K", help="show at most K children per scope "
+                        "(default 10; 0 = all)")
+    parser.add_argument("--hot-path", action="store_true", help="expand the hot path (seed 003 eq. 3)")
+    parser.add_argument("--from", dest="start", metavar="SCOPE", help="start the hot path (and the display) at "
+                        "this scope: a context id (#123) or a procedure name")
+    parser.add_argument("--hot-metric", metavar="M", help="metric for the hot path (default: the sort column)")
+    parser.add_argument("--threshold", "-t", default=str(int(DEFAULT_THRESHOLD * 100)), metavar="T",
+                        help="hot-path threshold in percent of the parent (default 50)")
+    parser.add_argument("--flatten", type=int, default=0, metavar="N",
+                        help="flat view: elide the top N levels (1 = files, 2 = procedures, ...)")
+    parser.add_argument("--format", "-f", default="text", choices=("text", "json", "csv"))
+    parser.add_argument("--list-metrics", action="store_true", help="list the metric columns and their $n numbers")
+    parser.add_argument("--width", type=int, default=0, help="cut text lines to this width (0: no limit)")
+
+
+def parse_threshold(text: str) -> float:
+    try:
+        t = float(str(text).rstrip("%"))
+    except ValueError:
+        raise HpcsaError(None, f"--threshold {text!r} is not a number") from None
+    t = t / 100.0 if t > 1 or str(text).endswith("%") else t
+    if not 0 < t <= 1:
+        raise HpcsaError(None, f"--threshold {text!r} must be between 0 and 100%")
+    return t
+
+
+def parse_column(exp: Experiment, spec: str) -> tuple[Column, str]:
+    m = re.fullmatch(r"(.*?)\s*\((I|E|inc|exc|inclusive|exclusive)\)", spec.strip())
+    side = "inclusive"
+    if m:
+        spec, side = m.group(1), "exclusive" if m.group(2).lower().startswith("e") else "inclusive"
+    try:
+        return exp.catalog.find(spec), side
+    except KeyError as exc:
+        raise HpcsaError(exp.path, exc.args[0]) from None
+
+
+def default_columns(exp: Experiment, all_metrics: bool) -> list[Column]:
+    nonzero = []
+    for col in exp.catalog:
+        if not col.visible:
+            continue
+        total = exp.total(col)
+        if total == total and total != 0:  # not NaN, not zero
+            nonzero.append(col)
+            if not all_metrics:
+                break
+    return nonzero or list(exp.catalog)[:1]
+
+
+def build_forest(exp: Experiment, view: str, depth: int, flatten: int) -> Forest:
+    if view == "top-down":
+        return exp.top_down()
+    if view == "bottom-up":
+        return exp.bottom_up(depth=max(depth, 0) + 1)
+    forest = exp.flat()
+    return forest.flattened(flatten) if flatten else forest
+
+
+def list_metrics(exp: Experiment) -> str:
+    lines = [f"{'$n':>4}  {'total':>9}  metric"]
+    for col in exp.catalog:
+        total = exp.total(col)
+        flags = [] if col.visible else ["hidden"]
+        if col.derived:
+            flags.append("derived")
+        tail = f"  [{', '.join(flags)}]" if flags else ""
+        from hpcsa.views.render import compact
+        lines.append(f"{'$' + str(col.index):>4}  {compact(total) or '-':>9}  {col.name}{tail}")
+    return "\n".join(lines) + "\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    exp = open_experiment(args.database)
+    for d in args.derive:
+        exp.derive(d)
+    if args.list_metrics:
+        sys.stdout.write(list_metrics(exp))
+        return 0
+    if not len(exp.catalog):
+        raise HpcsaError(exp.path, "the database has no metric columns")
+    view = VIEWS[args.view]
+    columns_spec = [parse_column(exp, m)[0] for m in args.metric] or default_columns(exp, args.all_metrics)
+    columns = [(c, side) for c in columns_spec for side in ("inclusive", "exclusive") if c.formula(side) is not None]
+    sort = parse_column(exp, args.sort) if args.sort else (columns[0] if columns else (columns_spec[0], "inclusive"))
+    depth = DEFAULT_DEPTH[view] if args.depth is None else args.depth
+    if args.hot_path and args.depth is None:
+        depth = min(depth, 1)
+    forest = build_forest(exp, view, depth, args.flatten)
+    start = None
+    if args.start:
+        rows = exp.find_rows(args.start)
+        start = forest.node_of_rows(rows) if len(rows) else None
+        if start is None:
+            raise HpcsaError(exp.path, f"no scope {args.start!r} in the {view} view")
+    hot: list[int] = []
+    hot_col = None
+    threshold = parse_threshold(args.threshold)
+    if args.hot_path:
+        hot_col = (parse_column(exp, args.hot_metric)[0], "inclusive") if args.hot_metric else (sort[0], "inclusive")
+        hot = forest.hot_path(hot_col[0], start, threshold)
+    rows = choose_rows(forest, columns, sort, depth, args.top or None, hot, start if not hot else None)
+    table = Table(forest, columns, rows, [exp.total(c) for c, _ in columns], hot, hot_col, threshold,
+                  title=f"{exp.path}: {forest.view} view")
+    if args.format == "json":
+        sys.stdout.write(render_json(table))
+    elif args.format == "csv":
+        sys.stdout.write(render_csv(table))
+    else:
+        sys.stdout.write(render_text(table, args.width or None))
+    return 0

@@ -1,0 +1,105 @@
+"""Write a whole new database from thread profiles (thread aggregation, synthetic databases).
+
+The summary profile is computed here the way hpcprof defines it (reference
+hpctoolkit.md §4.4): every summary statistic of meta.db is a *partial* --
+``$$`` (the value), ``1`` (a count) or ``($$^2)`` (its square) -- combined
+over the profiles by ``sum``, ``min`` or ``max``; profiles without a value
+take no part (0 means "unset" for min and max). All files go through the
+aggregate package's writers, into a directory that appears only when complete.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from hpcsa.aggregate import cctdb, metadb, metricsyaml, profiledb, tracedb
+from hpcsa.aggregate.profiledb import ProfileValues
+from hpcsa.fileio import atomic_dir, write_file
+
+_PARTIAL_VALUE = {"$$": lambda v: v, "1": lambda v: np.ones_like(v), "($$^2)": lambda v: v * v}
+_REDUCE = {0: np.add, 1: np.minimum, 2: np.maximum}
+
+
+@dataclass
+class Profile:
+    """One non-summary profile: its identifier tuple and values (propMetricIds)."""
+
+    id_tuple: np.ndarray
+    values: ProfileValues
+
+
+def summary_profile(meta: metadb.MetaDB, profiles: Sequence[ProfileValues]) -> ProfileValues:
+    """The summary profile (statMetricIds) of ``profiles`` under meta.db's summary statistics."""
+    # (formula, combine) -> list of (prop id, stat id)
+    kinds: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for m in meta.metrics:
+        prop = {inst.scope: inst.prop_metric_id for inst in m.scope_insts}
+        for s in m.summaries:
+            if s.scope in prop:
+                kinds.setdefault((s.formula, s.combine), []).append((prop[s.scope], s.stat_metric_id))
+    if not profiles or not kinds:
+        return ProfileValues.empty()
+    ctx = np.concatenate([p.value_ctx_ids() for p in profiles]).astype(np.int64)
+    met = np.concatenate([p.metric_ids for p in profiles]).astype(np.int64)
+    val = np.concatenate([p.values for p in profiles])
+    out_ctx, out_met, out_val = [], [], []
+    for (formula, combine), pairs in sorted(kinds.items()):
+        if formula not in _PARTIAL_VALUE or combine not in _REDUCE:
+            raise ValueError(f"cannot compute the summary partial {formula!r} combined by {combine}")
+        pending = list(pairs)
+        while pending:  # a prop id feeding two stats of one kind: one more round
+            layer, seen, rest = [], set(), []
+            for p, st in pending:
+                (rest if p in seen else layer).append((p, st))
+                seen.add(p)
+            pending = rest
+            stat_of = np.full(max(int(met.max(initial=0)), max(p for p, _ in layer)) + 1, -1, np.int64)
+            for p, st in layer:
+                stat_of[p] = st
+            sel = stat_of[met] >= 0
+            if not sel.any():
+                continue
+            stat = stat_of[met[sel]]
+            key = ctx[sel] * 65536 + stat
+            v = _PARTIAL_VALUE[formula](val[sel])
+            order = np.argsort(key, kind="stable")
+            key, v = key[order], v[order]
+            starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+            red = _REDUCE[combine].reduceat(v, starts)
+            out_ctx.append(key[starts] // 65536)
+            out_met.append(key[starts] % 65536)
+            out_val.append(red)
+    if not out_ctx:
+        return ProfileValues.empty()
+    return ProfileValues.from_triples(np.concatenate(out_ctx), np.concatenate(out_met), np.concatenate(out_val))
+
+
+def write_database(path: str | os.PathLike[str], meta: metadb.MetaDB, profiles: Sequence[Profile], *,
+                   n_ctx_ids: int, taxonomy: metricsyaml.MetricsTaxonomy | None = None,
+                   traces: Sequence[tuple[int, np.ndarray]] = (), time_range: tuple[int, int] | None = None,
+                   extra_files: dict[str, str] | None = None, summary: ProfileValues | None = None) -> None:
+    """Write meta.db, profile.db (profiles 1.., summary computed unless given), cct.db (transposed), trace.db
+    (``traces``: (profile index, elements)) and metrics/default.yaml into a new directory ``path``."""
+    if summary is None:
+        summary = summary_profile(meta, [p.values for p in profiles])
+    with atomic_dir(path) as tmp:
+        metadb.write_metadb(os.path.join(tmp, "meta.db"), meta)
+        with profiledb.ProfileDBWriter(os.path.join(tmp, "profile.db"), [p.id_tuple for p in profiles]) as w:
+            for i, p in enumerate(profiles, start=1):
+                w.write_profile(i, p.values)
+            w.write_summary(summary)
+        cctdb.write_cctdb_from_profiledb(os.path.join(tmp, "profile.db"), os.path.join(tmp, "cct.db"), n_ctx_ids)
+        if traces:
+            with tracedb.TraceDBWriter(os.path.join(tmp, "trace.db"), [i for i, _ in traces],
+                                       time_range=time_range) as tw:
+                for slot, (_, line) in enumerate(traces):
+                    tw.write_trace(slot, line)
+        if taxonomy is not None:
+            os.makedirs(os.path.join(tmp, "metrics"))
+            metricsyaml.write_metrics_yaml(os.path.join(tmp, "metrics", "default.yaml"), taxonomy)
+        for name, text in (extra_files or {}).items():
+            write_file(os.path.join(tmp, name), text)
