@@ -83,11 +83,12 @@ def default_columns(exp: Experiment, all_metrics: bool) -> list[Column]:
     return nonzero or list(exp.catalog)[:1]
 
 
-def build_forest(exp: Experiment, view: str, depth: int, flatten: int) -> Forest:
+def build_forest(exp: Experiment, view: str, depth: int, flatten: int, deep: bool = False) -> Forest:
+    """The view's forest; ``deep`` builds every caller level (a hot path may go anywhere)."""
     if view == "top-down":
         return exp.top_down()
     if view == "bottom-up":
-        return exp.bottom_up(depth=max(depth, 0) + 1)
+        return exp.bottom_up(depth=max(depth, 0) + 1 if not deep else 64)
     forest = exp.flat()
     return forest.flattened(flatten) if flatten else forest
 
@@ -105,6 +106,42 @@ def list_metrics(exp: Experiment) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_view(exp: Experiment, view: str = "top-down", metrics: list[str] | None = None,
+                all_metrics: bool = False, sort: str | None = None, depth: int | None = None, top: int | None = 10,
+                hot_path: bool = False, start: str | None = None, hot_metric: str | None = None,
+                threshold: float = DEFAULT_THRESHOLD, flatten: int = 0, fmt: str = "text", width: int | None = None,
+                ) -> str:
+    """One view of an open experiment as text, JSON or CSV (what ``hpcsa view`` prints)."""
+    if not len(exp.catalog):
+        raise HpcsaError(exp.path, "the database has no metric columns")
+    view = VIEWS[view]
+    columns_spec = [parse_column(exp, m)[0] for m in metrics or []] or default_columns(exp, all_metrics)
+    columns = [(c, side) for c in columns_spec for side in ("inclusive", "exclusive") if c.formula(side) is not None]
+    sort_col = parse_column(exp, sort) if sort else (columns[0] if columns else (columns_spec[0], "inclusive"))
+    if depth is None:
+        depth = min(DEFAULT_DEPTH[view], 1) if hot_path else DEFAULT_DEPTH[view]
+    forest = build_forest(exp, view, depth, flatten, deep=hot_path)
+    start_node = None
+    if start:
+        rows = exp.find_rows(start)
+        start_node = forest.node_of_rows(rows) if len(rows) else None
+        if start_node is None:
+            raise HpcsaError(exp.path, f"no scope {start!r} in the {view} view")
+    hot: list[int] = []
+    hot_col = None
+    if hot_path:
+        hot_col = (parse_column(exp, hot_metric)[0], "inclusive") if hot_metric else (sort_col[0], "inclusive")
+        hot = forest.hot_path(hot_col[0], start_node, threshold)
+    rows = choose_rows(forest, columns, sort_col, depth, top or None, hot, start_node if not hot else None)
+    table = Table(forest, columns, rows, [exp.total(c) for c, _ in columns], hot, hot_col, threshold,
+                  title=f"{exp.path}: {forest.view} view")
+    if fmt == "json":
+        return render_json(table)
+    if fmt == "csv":
+        return render_csv(table)
+    return render_text(table, width)
+
+
 def run(args: argparse.Namespace) -> int:
     exp = open_experiment(args.database)
     for d in args.derive:
@@ -112,35 +149,7 @@ def run(args: argparse.Namespace) -> int:
     if args.list_metrics:
         sys.stdout.write(list_metrics(exp))
         return 0
-    if not len(exp.catalog):
-        raise HpcsaError(exp.path, "the database has no metric columns")
-    view = VIEWS[args.view]
-    columns_spec = [parse_column(exp, m)[0] for m in args.metric] or default_columns(exp, args.all_metrics)
-    columns = [(c, side) for c in columns_spec for side in ("inclusive", "exclusive") if c.formula(side) is not None]
-    sort = parse_column(exp, args.sort) if args.sort else (columns[0] if columns else (columns_spec[0], "inclusive"))
-    depth = DEFAULT_DEPTH[view] if args.depth is None else args.depth
-    if args.hot_path and args.depth is None:
-        depth = min(depth, 1)
-    forest = build_forest(exp, view, depth, args.flatten)
-    start = None
-    if args.start:
-        rows = exp.find_rows(args.start)
-        start = forest.node_of_rows(rows) if len(rows) else None
-        if start is None:
-            raise HpcsaError(exp.path, f"no scope {args.start!r} in the {view} view")
-    hot: list[int] = []
-    hot_col = None
-    threshold = parse_threshold(args.threshold)
-    if args.hot_path:
-        hot_col = (parse_column(exp, args.hot_metric)[0], "inclusive") if args.hot_metric else (sort[0], "inclusive")
-        hot = forest.hot_path(hot_col[0], start, threshold)
-    rows = choose_rows(forest, columns, sort, depth, args.top or None, hot, start if not hot else None)
-    table = Table(forest, columns, rows, [exp.total(c) for c, _ in columns], hot, hot_col, threshold,
-                  title=f"{exp.path}: {forest.view} view")
-    if args.format == "json":
-        sys.stdout.write(render_json(table))
-    elif args.format == "csv":
-        sys.stdout.write(render_csv(table))
-    else:
-        sys.stdout.write(render_text(table, args.width or None))
+    sys.stdout.write(render_view(exp, args.view, args.metric, args.all_metrics, args.sort, args.depth, args.top,
+                                 args.hot_path, args.start, args.hot_metric, parse_threshold(args.threshold),
+                                 args.flatten, args.format, args.width or None))
     return 0

@@ -127,12 +127,15 @@ class Experiment:
             base = Input(partial.metric, "execution", partial.formula, partial.combine)
             try:
                 self.meta.stat_metric_id(base.metric, base.scope, base.formula, base.combine)
-                out = T.self_values(self.cct.parent, self.input_column(base))
+                inc = self.input_column(base)
+                out = T.self_values(self.cct.parent, inc)
+                out[np.abs(out) <= 1e-12 * np.abs(inc)] = 0.0  # rounding noise of inclusive sums, not a cost
             except KeyError:
                 fn = self.input_column(Input(partial.metric, "function", partial.formula, partial.combine))
                 lexical = self.cct.relation == T.LEXICAL
                 par = np.where(lexical, self.cct.parent, -1)
                 out = fn - T.children_sum(par, np.nan_to_num(fn))
+                out[np.abs(out) <= 1e-12 * np.abs(fn)] = 0.0
             self._self[partial] = out
         return out
 

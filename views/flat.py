@@ -66,7 +66,8 @@ class FlatForest(Forest):
             if len(nested):
                 static[nested] = T.key_hash(_TAG_NESTED, static[c.parent[nested]], c.kind[nested], a[nested],
                                             b[nested])
-        calls = np.flatnonzero(proc_frame & ~pseudo & (c.relation == T.CALL) & (c.parent >= 0))
+        calls = np.flatnonzero(proc_frame & ~pseudo & (c.relation == T.CALL) & (c.parent >= 0)
+                               & ~pseudo[np.maximum(c.parent, 0)])  # entry points call nothing visible
         callsite_key = T.key_hash(_TAG_CALLSITE, static[c.parent[calls]], proc_key[calls])
 
         # nodes: modules, files, static scopes, call sites -- first occurrence gives kind, parent and a row

@@ -95,7 +95,12 @@ def choose_rows(forest: Forest, columns: list[tuple[Column, str]], sort: tuple[C
         roots = [r for r in roots if nonzero[r] or r in must_show] or roots[:1]
     out: list[Shown] = []
     hot_set = set(hot)
-    stack: list[tuple[int, int]] = [(r, 0) for r in reversed(roots)]
+    stack: list[tuple[int, int]] = []
+    if top is not None and len(roots) > top:
+        shown = roots[:top] + [r for r in roots[top:] if r in must_show]
+        stack.append((-(len(roots) - len(shown)), 0))
+        roots = shown
+    stack += [(r, 0) for r in reversed(roots)]
     while stack:
         node, d = stack.pop()
         if node < 0:  # a "more" marker: (-count, depth)
