@@ -23,13 +23,16 @@ instructions sharing a line and inline chain, blocks, and loops.
 from __future__ import annotations
 
 import bisect
+import concurrent.futures
+import multiprocessing
+import multiprocessing.context
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from hpcsa.structure.cfg import E_CALL_FT, NORETURN_NAMES, CodeIndex, Function, parse_function
+from hpcsa.structure.cfg import E_CALL_FT, NORETURN_NAMES, CodeIndex, Function, ProgramCFG
 from hpcsa.structure.dwarf import DebugInfo, DwarfError
 from hpcsa.structure.dwarf_inline import InlineTable, read_inlines
 from hpcsa.structure.dwarf_lines import LineMap, build_line_map, read_program
@@ -72,13 +75,17 @@ class FLP:
     base: int = field(compare=False)
 
 
-@dataclass
 class Stmt:
-    vma: int
-    length: int
-    file: int   # string-table number
-    base: int
-    line: int
+    """A run of instructions with one file and line; ``file``/``base`` are string-table numbers."""
+
+    __slots__ = ("vma", "length", "file", "base", "line")
+
+    def __init__(self, vma: int, length: int, file: int, base: int, line: int) -> None:
+        self.vma = vma
+        self.length = length
+        self.file = file
+        self.base = base
+        self.line = line
 
     @property
     def end(self) -> int:
@@ -193,18 +200,34 @@ def read_source_info(image: ElfImage, demangle: Callable[[str], str]) -> SourceI
 # Functions
 
 
-def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, dict[int, Function], dict[int, str]]:
-    """Parse every function reachable from symbols, the entry point and direct calls (tail calls
-    included); returns the decoded code, functions by entry and the names of those without a symbol
-    (PLT names, ``targXXXX``, ``_start``)."""
+class Functions(dict[int, list[int]]):
+    """Parsed functions: entry -> its blocks in the ProgramCFG; :meth:`function` makes the Function."""
+
+    def __init__(self, cfg: ProgramCFG | None) -> None:
+        super().__init__()
+        self.cfg = cfg
+
+    def function(self, entry: int) -> Function:
+        assert self.cfg is not None
+        return self.cfg.function(entry, self[entry])
+
+
+def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, dict[int, str]]:
+    """Every function reachable from symbols, the entry point and direct calls (tail calls included),
+    as block lists of one :class:`ProgramCFG`; returns the decoded code, the functions and the names of
+    those without a symbol (PLT names, ``targXXXX``, ``_start``).
+
+    Rounds run until nothing changes: edges for the current entries and never-returning functions, a
+    walk of every function, targets of reached calls and tail calls that are no function yet become
+    ones, functions without a returning path become never-returning (their callers lose the
+    fall-through)."""
     code_secs = image.code_sections
     if not code_secs:
-        return None, {}, {}
+        return None, Functions(None), {}
     symbols = image.functions
     extent = {f.addr: f.end for f in symbols}
-    sym_starts = sorted(extent)
     plt = image.plt_names
-    plt_sections = [s for s in code_secs if s.name.startswith(".plt")]
+    plt_sections = [(s.addr, s.end) for s in code_secs if s.name.startswith(".plt")]
     names: dict[int, str] = {}
     entries = set(extent)
     e_entry = int(image.elf.header["e_entry"])
@@ -213,60 +236,80 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, dict[int, Fun
         names[e_entry] = "_start"
     restarts = sorted(entries | set(plt))
     code = CodeIndex(image, restarts)
+    cfg = ProgramCFG(code, restarts)
     noreturn: set[int] = {f.addr for f in symbols if any(n in NORETURN_NAMES for n in f.names)}
     noreturn |= {a for a, n in plt.items() if n in NORETURN_NAMES}
-    sorted_entries: list[int] = []
+    sym_starts = np.array([f.addr for f in symbols], np.uint64)
+    sym_ends = np.array([f.end for f in symbols], np.uint64)
 
-    def extent_of(a: int) -> int:
-        if a in extent:
-            return extent[a]
-        region = image.code_region(a)
-        i = bisect.bisect_right(sorted_entries, a)
-        nxt = sorted_entries[i] if i < len(sorted_entries) else (region.end if region else a + 16)
-        return min(nxt, region.end) if region else nxt
+    def outside_is_tail(targets: np.ndarray) -> np.ndarray:
+        """Targets in a PLT section or inside some symbol's code (a jump there leaves the function)."""
+        out = np.isin(targets, np.array(sorted(plt), np.uint64))
+        for lo, hi in plt_sections:
+            out |= (targets >= lo) & (targets < hi)
+        if len(sym_starts):
+            k = np.searchsorted(sym_starts, targets, side="right") - 1
+            ok = k >= 0
+            out[ok] |= targets[ok] < sym_ends[k[ok]]
+        return out
 
-    def is_tail_call(entry: int, end: int, target: int) -> bool:
-        """A jump out of the function: into a PLT section, or into another symbol's code."""
-        if entry <= target < end:
-            return False
-        if target in plt or any(s.addr <= target < s.end for s in plt_sections):
-            return True
-        i = bisect.bisect_right(sym_starts, target) - 1
-        return i >= 0 and target < extent[sym_starts[i]] and sym_starts[i] != entry
-
-    funcs: dict[int, Function] = {}
-    pending = sorted(entries)
-    for _round in range(4):
-        while pending:
-            missing = [a for a in pending if code.row(a) < 0 and image.code_region(a) is not None]
-            if missing:  # entries inside a linear sweep's instruction: decode again with them as restarts
-                restarts = sorted(set(restarts) | set(missing))
-                code = CodeIndex(image, restarts)
-            sorted_entries = sorted(entries)
-            new: list[int] = []
-            for a in pending:
-                if image.code_region(a) is None:
-                    continue
-                f = parse_function(code, a, extent_of(a), entries, noreturn, is_tail_call)
-                funcs[a] = f
-                for t in [t for _, t in f.calls] + f.tail_calls:
-                    if t not in entries and image.code_region(t) is not None:
-                        entries.add(t)
-                        new.append(t)
-            pending = sorted(set(new))
-        # Functions that never return make the calls to them end their blocks: re-parse their callers.
-        dead = {a for a, f in funcs.items() if not f.returns and a not in noreturn}
+    funcs = Functions(cfg)
+    for _round in range(12):
+        missing = [a for a in entries if code.row(a) < 0 and image.code_region(a) is not None]
+        if missing:  # entries inside a linear sweep's instruction: decode again with them as restarts
+            restarts = sorted(set(restarts) | set(missing))
+            code = CodeIndex(image, restarts)
+            cfg = funcs.cfg = ProgramCFG(code, restarts)
+        ent = np.array(sorted(entries), np.uint64)
+        ends = np.array([extent.get(int(a)) or _next_end(image, ent, i) for i, a in enumerate(ent.tolist())],
+                        np.uint64)
+        cf_addr = code.addr[cfg.cf]
+        k = np.searchsorted(ent, cf_addr, side="right") - 1
+        owner_start = np.where(k >= 0, ent[np.maximum(k, 0)], 0).astype(np.uint64)
+        owner_end = np.where(k >= 0, ends[np.maximum(k, 0)], 0).astype(np.uint64)
+        outside = cf_addr >= owner_end
+        owner_start[outside] = 0
+        owner_end[outside] = 0
+        tgt = np.maximum(code.target[cfg.cf], 0).astype(np.uint64)
+        cfg.set_edges(ent, np.array(sorted(noreturn), np.uint64), owner_start, owner_end, outside_is_tail(tgt))
+        funcs.clear()
+        found: set[int] = set()
+        returns: dict[int, bool] = {}
+        block_returns, block_tail, block_calls = cfg.block_returns, cfg.block_tail, cfg.block_calls
+        for a in ent.tolist():
+            row = code.row(a)
+            if row < 0 or image.code_region(a) is None:
+                continue
+            blocks = cfg.reach(row)
+            funcs[a] = blocks
+            returns[a] = any(block_returns[b] for b in blocks)
+            for b in blocks:
+                t = block_calls.get(b)
+                if t is None:
+                    t = block_tail.get(b)
+                if t is not None and t not in entries:
+                    found.add(t)
+        new = {t for t in found if image.code_region(t) is not None}
+        if new:
+            entries |= new
+            continue
+        dead = {a for a, r in returns.items() if not r and a not in noreturn}
         if not dead:
             break
         noreturn |= dead
-        pending = sorted(a for a, f in funcs.items() if any(t in dead for _, t in f.calls))
-        if not pending:
-            break
     for a in funcs:
         if a in extent or a in names:
             continue
         names[a] = plt.get(a, f"targ{a:x}")
     return code, funcs, names
+
+
+def _next_end(image: ElfImage, entries: np.ndarray, i: int) -> int:
+    """Extent end of an entry without a symbol: the next entry, or the end of its section."""
+    a = int(entries[i])
+    region = image.code_region(a)
+    nxt = int(entries[i + 1]) if i + 1 < len(entries) else (region.end if region else a + 16)
+    return min(nxt, region.end) if region else nxt
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -287,6 +330,8 @@ class StructureBuilder:
         self.file_names = source.lines.files
         self.lo_list: list[int] = source.lines.lo.tolist()
         self.code: CodeIndex | None = None
+        self.funcs: Functions | None = None
+        self.runs: InstructionRuns | None = None
 
     # -- helpers ----------------------------------------------------------------------------------
     def realpath(self, path: str) -> str:
@@ -332,7 +377,7 @@ class StructureBuilder:
         return link, self.demangle(link)
 
     # -- skeleton ---------------------------------------------------------------------------------
-    def skeleton(self, funcs: dict[int, Function], names: dict[int, str]) -> dict[str, dict[int, Group]]:
+    def skeleton(self, funcs: Functions, names: dict[int, str]) -> dict[str, dict[int, Group]]:
         files: dict[str, dict[int, Group]] = {}
         symbols = self.image.functions
         starts = [f.addr for f in symbols]
@@ -347,8 +392,11 @@ class StructureBuilder:
                 g = groups[start] = Group(start, end, sym, alt)
             g.procs[pinfo.entry] = pinfo
 
+        self.funcs = funcs
+        if self.code is not None and funcs.cfg is not None:
+            self.runs = InstructionRuns(self.code, funcs.cfg, self.src)
         for k, vma in enumerate(entries):
-            func = funcs[vma]
+            func = None  # made per group, when its procedures are built (see do_group)
             sym = None
             i = bisect.bisect_right(starts, vma) - 1
             for cand in symbols[max(0, i - 8):i + 1][::-1]:  # the nearest symbols; big enclosing ones are rare
@@ -418,9 +466,9 @@ class StructureBuilder:
         covered: list[tuple[int, int]] = []
         for entry in sorted(group.procs):
             pinfo = group.procs[entry]
-            func = pinfo.func
-            if func is None:
+            if self.funcs is None or entry not in self.funcs:
                 continue
+            func = self.funcs.function(entry)
             blocks = func.block_list()
             if not group.alt_file:
                 covered.extend((b.start, b.end) for b in blocks)
@@ -432,28 +480,19 @@ class StructureBuilder:
 
     def do_function(self, filenm: str, func: Function, blocks: list, strtab: StrTab) -> TreeNode:
         index = {b.start: i for i, b in enumerate(blocks)}
-        assert self.code is not None
-        addrs = self.code.addr[func.insns]
-        # Per instruction: line-map range and innermost inline node (vectorized over the function).
-        lm = self.src.lines
-        li = lm.find(addrs) if len(addrs) else np.zeros(0, np.int64)
-        inl = self.src.inlines.innermost(addrs)
-        sizes = self.code.size[func.insns].tolist()
-        file_ids = np.where(li >= 0, lm.file[np.maximum(li, 0)] if len(lm.lo) else -1, -1)
-        line_nums = np.where(li >= 0, lm.line[np.maximum(li, 0)] if len(lm.lo) else 0, 0)
-        ctx = _FuncCtx(self, strtab, func, addrs, sizes, file_ids.tolist(), line_nums.tolist(), inl.tolist(),
-                       blocks)
+        ctx = _FuncCtx(self, strtab, blocks)
         succs = [[index[t] for t, _k in b.succs if t in index] for b in blocks]
-        top, _innermost = find_loops(succs, index[func.entry]) if func.entry in index else ([], [])
+        cyclic = any(t <= i for i, ts in enumerate(succs) for t in ts)  # blocks are in address order
+        top = find_loops(succs, index[func.entry])[0] if cyclic and func.entry in index else []
         visited = [False] * len(blocks)
         root = TreeNode()
         loop_infos: list[LoopInfo] = []
         for loop in sorted(top, key=lambda lp: min(blocks[e].start for e in lp.entries)):
             loop_infos.append(self.do_loop_tree(filenm, ctx, blocks, visited, loop, succs))
-        for i, b in enumerate(blocks):
+        for i in range(len(blocks)):
             if not visited[i]:
                 visited[i] = True
-                ctx.add_block(root, b)
+                ctx.add_block(root, i)
         for info in loop_infos:
             merge_inline_loop(root, [], info)
         return root
@@ -466,7 +505,7 @@ class StructureBuilder:
         for i in sorted(loop.blocks):
             if not visited[i]:
                 visited[i] = True
-                ctx.add_block(root, blocks[i])
+                ctx.add_block(root, i)
         for info in subs:
             merge_inline_loop(root, [], info)
         info = self.find_loop_header(filenm, ctx, blocks, root, loop, succs)
@@ -490,11 +529,11 @@ class StructureBuilder:
                 else:
                     out_loop = True
             if in_loop and out_loop:
-                vma = ctx.last_insn(b)
+                vma = ctx.last_vma[bi]
                 got = self.line_at(vma)
                 file = self.realpath(got[0]) if got else ""
                 line = got[1] if got else 0
-                path = ctx.inline_path(vma)
+                path = ctx.path_of(ctx.last_inl[bi])
                 conds[vma] = (len(path), strtab(file), strtab(_basename(file)), line, path)
         _ = back_sources
         clist = sorted(conds.items())
@@ -615,24 +654,33 @@ class StructureBuilder:
 
     # -- whole binary ---------------------------------------------------------------------------
     def build(self) -> Module:
+        """Single-process build (see :func:`build_module` for the parallel one)."""
         self.code, funcs, names = discover_functions(self.image)
         files = self.skeleton(funcs, names)
+        order = print_order(files)
+        return self.assemble(files, {key: self.fragment(files, key) for key in order})
+
+    def fragment(self, files: dict[str, dict[int, Group]], key: tuple[str, int]) -> ModuleBuilder:
+        """The procedures of one group as scopes whose top level hangs under their file's F."""
+        filenm, start = key
+        group = files[filenm][start]
+        self.do_group(filenm, group)
+        part = ModuleBuilder("")
+        for pinfo in _ordered(group):
+            if not pinfo.gap_only and pinfo.root is not None:
+                self.emit_proc(part, -1, filenm, pinfo, group)
+            pinfo.root = None  # free the tree as soon as it is written
+        return part
+
+    def assemble(self, files: dict[str, dict[int, Group]], parts: dict[tuple[str, int], ModuleBuilder]) -> Module:
         out = ModuleBuilder(self.lm_name, has_calls=False)
         for filenm in sorted(files):
-            groups = files[filenm]
-            for start in sorted(groups):
-                self.do_group(filenm, groups[start])
-        for filenm in sorted(files):
-            groups = files[filenm]
-            procs = [p for s in sorted(groups) for p in _ordered(groups[s]) if not p.gap_only]
-            if not procs:
+            keys = [(filenm, start) for start in sorted(files[filenm])]
+            if not any(len(parts[k]) for k in keys):
                 continue
             frow = out.add(F, -1, file=filenm, has_v=False)
-            for start in sorted(groups):
-                for pinfo in _ordered(groups[start]):
-                    if pinfo.gap_only or pinfo.root is None:
-                        continue
-                    self.emit_proc(out, frow, filenm, pinfo, groups[start])
+            for k in keys:
+                out.append(parts[k], frow)
         return out.finish()
 
     def emit_proc(self, out: ModuleBuilder, frow: int, filenm: str, pinfo: ProcInfo, group: Group) -> None:
@@ -647,31 +695,56 @@ def _ordered(group: Group) -> list[ProcInfo]:
     return [group.procs[e] for e in sorted(group.procs)]
 
 
-class _FuncCtx:
-    """Per-function lookups shared by blocks and loops."""
+class InstructionRuns:
+    """Every instruction of the binary filed by line and inline chain, as runs: maximal sequences of
+    instructions of one basic block with the same innermost inline node, file and line. Computed once,
+    vectorized over all the code; a block's statements are then its runs ``block_ra[b]:block_rb[b]``."""
 
-    def __init__(self, sb: StructureBuilder, strtab: StrTab, func: Function, addrs: np.ndarray, sizes: list[int],
-                 files: list[int], lines: list[int], inl: list[int], blocks: list) -> None:  # type: ignore[type-arg]
+    def __init__(self, code: CodeIndex, cfg: ProgramCFG, source: SourceInfo) -> None:
+        addrs = code.addr
+        n = len(addrs)
+        ends = addrs + code.size.astype(np.uint64)
+        lm = source.lines
+        inl = source.inlines.innermost(addrs)
+        if len(lm.lo) and n:
+            li = lm.find(addrs)
+            files = np.where(li >= 0, lm.file[np.maximum(li, 0)], -1)
+            lines = np.where((li >= 0) & (files >= 0), lm.line[np.maximum(li, 0)], 0)
+        else:
+            files = np.full(n, -1, np.int32)
+            lines = np.zeros(n, np.int32)
+        brk = np.ones(n, bool)
+        if n > 1:
+            brk[1:] = (inl[1:] != inl[:-1]) | (files[1:] != files[:-1]) | (lines[1:] != lines[:-1])
+        brk[cfg.starts] = True
+        rs = np.flatnonzero(brk)
+        re_ = np.append(rs[1:], n) - 1
+        self.vma: list[int] = addrs[rs].tolist()
+        self.length: list[int] = (ends[re_] - addrs[rs]).tolist()
+        self.inl: list[int] = inl[rs].tolist()
+        self.file: list[int] = files[rs].tolist()
+        self.line: list[int] = lines[rs].tolist()
+        self.block_ra: list[int] = np.searchsorted(rs, cfg.starts).tolist()
+        self.block_rb: list[int] = np.searchsorted(rs, cfg.ends, side="right").tolist()
+        self.block_last_inl: list[int] = inl[cfg.ends].tolist() if n else []
+
+
+class _FuncCtx:
+    """Per-function caches shared by its blocks and loops (inline paths and file names in the group's
+    string table)."""
+
+    def __init__(self, sb: StructureBuilder, strtab: StrTab, blocks: list) -> None:  # type: ignore[type-arg]
         self.sb = sb
         self.strtab = strtab
-        self.func = func
-        self.addr_list: list[int] = addrs.tolist()
-        rows = np.array([b.first for b in blocks] + [b.last for b in blocks], np.int64)
-        local = np.searchsorted(func.insns, rows).tolist()
-        self.local = {id(b): (local[i], local[i + len(blocks)]) for i, b in enumerate(blocks)}
-        self.sizes = sizes
-        self.files = files
-        self.lines = lines
-        self.inl = inl
+        self.blocks = blocks
+        runs = sb.runs
+        assert runs is not None
+        self.runs = runs
+        self.last_vma: list[int] = [sb.code.addr_list[b.last] for b in blocks]  # type: ignore[union-attr]
+        self.last_inl: list[int] = [runs.block_last_inl[b.bid] for b in blocks]
         self.index = {b.start: i for i, b in enumerate(blocks)}
         self._paths: dict[int, list[FLP]] = {}
         self._file_ids: dict[int, tuple[int, int]] = {}
-
-    def inline_path(self, vma: int) -> list[FLP]:
-        i = bisect.bisect_left(self.addr_list, vma)
-        node = self.inl[i] if i < len(self.addr_list) and self.addr_list[i] == vma else \
-            int(self.sb.src.inlines.innermost(np.array([vma], np.uint64))[0])
-        return self.path_of(node)
 
     def path_of(self, node: int) -> list[FLP]:
         got = self._paths.get(node)
@@ -687,30 +760,28 @@ class _FuncCtx:
             got = self._file_ids[fid] = (self.strtab(name), self.strtab(_basename(name)))
         return got
 
-    def last_insn(self, block) -> int:  # type: ignore[no-untyped-def]
-        return self.addr_list[self.local[id(block)][1]]
-
-    def add_block(self, root: TreeNode, block) -> None:  # type: ignore[no-untyped-def]
-        """File every instruction of a block under its inline path, runs of equal (path, file, line)
-        as one statement each."""
-        i, last = self.local[id(block)]
-        addrs, sizes, files, lines, inl = self.addr_list, self.sizes, self.files, self.lines, self.inl
-        while i <= last:
-            j = i
-            key = (inl[i], files[i], lines[i])
-            length = sizes[i]
-            while j + 1 <= last and (inl[j + 1], files[j + 1], lines[j + 1]) == key:
-                j += 1
-                length += sizes[j]
+    def add_block(self, root: TreeNode, bi: int) -> None:
+        """File the statements of block ``bi`` (of this function) under their inline paths."""
+        paths, file_ids, runs = self._paths, self._file_ids, self.runs
+        run_vma, run_len, run_inl, run_file, run_line = runs.vma, runs.length, runs.inl, runs.file, runs.line
+        bid = self.blocks[bi].bid
+        for r in range(runs.block_ra[bid], runs.block_rb[bid]):
             node = root
-            for flp in self.path_of(inl[i]):
-                nxt = node.nodes.get(flp)
-                if nxt is None:
-                    nxt = node.nodes[flp] = TreeNode()
-                node = nxt
-            fid, fbase = self.file_of(files[i])
-            node.stmts.append(Stmt(addrs[i], length, fid, fbase, lines[i] if files[i] >= 0 else 0))
-            i = j + 1
+            n = run_inl[r]
+            if n >= 0:
+                path = paths.get(n)
+                if path is None:
+                    path = self.path_of(n)
+                for flp in path:
+                    nxt = node.nodes.get(flp)
+                    if nxt is None:
+                        nxt = node.nodes[flp] = TreeNode()
+                    node = nxt
+            f = run_file[r]
+            ids = file_ids.get(f)
+            if ids is None:
+                ids = self.file_of(f)
+            node.stmts.append(Stmt(run_vma[r], run_len[r], ids[0], ids[1], run_line[r]))
 
 
 def _flp_path(inlines: InlineTable, node: int, strtab: StrTab, realpath: Callable[[str], str]) -> list[FLP]:
@@ -881,9 +952,74 @@ def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return [(a, b) for a, b in out]
 
 
+def print_order(files: dict[str, dict[int, Group]]) -> list[tuple[str, int]]:
+    return [(f, start) for f in sorted(files) for start in sorted(files[f])]
+
+
+# State handed to forked workers (set just before the fork; read-only in the children).
+_FORK_STATE: dict[str, object] = {}
+
+
+def _fork_context() -> multiprocessing.context.BaseContext | None:
+    try:
+        return multiprocessing.get_context("fork")
+    except ValueError:  # platforms without fork: work in one process
+        return None
+
+
+def _source_worker() -> SourceInfo:
+    image, demangle = _FORK_STATE["image"], _FORK_STATE["demangle"]
+    return read_source_info(image, demangle)  # type: ignore[arg-type]
+
+
+def _groups_worker(keys: list[tuple[str, int]]) -> dict[tuple[str, int], ModuleBuilder]:
+    sb: StructureBuilder = _FORK_STATE["builder"]  # type: ignore[assignment]
+    files = _FORK_STATE["files"]
+    return {k: sb.fragment(files, k) for k in keys}  # type: ignore[arg-type]
+
+
+def _shares(files: dict[str, dict[int, Group]], order: list[tuple[str, int]], n: int) -> list[list[tuple[str, int]]]:
+    """Groups dealt to n workers, biggest first to the least loaded (cost ~ size squared, as hpcstruct)."""
+    loads = [0.0] * n
+    shares: list[list[tuple[str, int]]] = [[] for _ in range(n)]
+    cost = {k: float(files[k[0]][k[1]].end - files[k[0]][k[1]].start) ** 2 + 1e4 for k in order}
+    for k in sorted(order, key=lambda k: -cost[k]):
+        i = loads.index(min(loads))
+        shares[i].append(k)
+        loads[i] += cost[k]
+    return shares
+
+
 def build_module(image: ElfImage, demangle: Callable[[str], str], lm_name: str | None = None,
                  jobs: int = 1) -> tuple[Module, list[str]]:
-    """The structure of an x86-64 binary as one LM, and notes on missing or unreadable debug information."""
-    source = read_source_info(image, demangle)
-    sb = StructureBuilder(image, source, demangle, lm_name)
-    return sb.build(), source.notes
+    """The structure of an x86-64 binary as one LM, and notes on missing or unreadable debug information.
+
+    With ``jobs > 1`` (and fork available) the debug information is read in a child process while this
+    one decodes and parses the code, then the procedure groups are dealt to ``jobs`` processes; the
+    output is the same as with one process (groups are assembled in print order)."""
+    ctx = _fork_context() if jobs > 1 else None
+    if ctx is None:
+        source = read_source_info(image, demangle)
+        sb = StructureBuilder(image, source, demangle, lm_name)
+        return sb.build(), source.notes
+    _FORK_STATE.update(image=image, demangle=demangle)
+    try:
+        with concurrent.futures.ProcessPoolExecutor(1, mp_context=ctx) as pool:
+            pending = pool.submit(_source_worker)
+            code, funcs, names = discover_functions(image)
+            source = pending.result()
+        sb = StructureBuilder(image, source, demangle, lm_name)
+        sb.code = code
+        files = sb.skeleton(funcs, names)
+        order = print_order(files)
+        shares = _shares(files, order, jobs)
+        _FORK_STATE.update(builder=sb, files=files)
+        parts: dict[tuple[str, int], ModuleBuilder] = {}
+        with concurrent.futures.ProcessPoolExecutor(jobs - 1, mp_context=ctx) as pool:
+            futures = [pool.submit(_groups_worker, share) for share in shares[1:] if share]
+            parts.update({k: sb.fragment(files, k) for k in shares[0]})
+            for fut in futures:
+                parts.update(fut.result())
+        return sb.assemble(files, parts), source.notes
+    finally:
+        _FORK_STATE.clear()

@@ -18,7 +18,6 @@ from __future__ import annotations
 import bisect
 import ctypes
 import struct
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import capstone
@@ -119,9 +118,10 @@ def decode(code: bytes, address: int, count: int = 0) -> np.ndarray:
 class Block:
     """A basic block: [start, end) and its CodeIndex rows first..last."""
 
-    __slots__ = ("start", "end", "first", "last", "succs", "call_target", "is_call", "returns")
+    __slots__ = ("start", "end", "first", "last", "succs", "call_target", "is_call", "returns", "bid")
 
-    def __init__(self, start: int, end: int, first: int, last: int) -> None:
+    def __init__(self, start: int, end: int, first: int, last: int, bid: int = -1) -> None:
+        self.bid = bid                  # index of the block in its ProgramCFG (-1 outside one)
         self.start = start
         self.end = end                  # one past the last instruction
         self.first = first
@@ -236,132 +236,222 @@ class CodeIndex:
         return i if i < len(self.addr_list) and self.addr_list[i] == address else -1
 
 
-def parse_function(code: CodeIndex, entry: int, extent_end: int, entries: set[int], noreturn: set[int],
-                   is_tail_call: Callable[[int, int, int], bool] | None = None) -> Function:
-    """Recursive traversal from ``entry`` over the CodeIndex. A direct jump is a tail call when its target
-    is another function's entry (``entries``) or when ``is_tail_call(entry, extent_end, target)``."""
-    addr_list = code.addr_list
-    sizes = code.size_list
-    kinds = code.kind_list
-    targets = code.target_list
-    cf = code.cf
-    n = len(addr_list)
-    first = code.row(entry)
-    empty = Function(entry, np.zeros(0, np.int64), {}, [], [], True)
-    if first < 0:
-        return empty
-    leaders = {first}
-    run_start: dict[int, int] = {}   # control-transfer row -> smallest row a walk reached it from
-    ends: dict[int, tuple[list[tuple[int, int]], int | None, bool]] = {}
-    calls: list[tuple[int, int]] = []
-    tail_calls: list[int] = []
-    stack = [first]
-    while stack:
-        i = stack.pop()
-        k = bisect.bisect_left(cf, i)
-        j = cf[k] if k < len(cf) else n - 1
-        # Stop a walk where the code is not contiguous (a decoding gap): end the run there.
-        prev = run_start.get(j)
-        if prev is not None:
-            if i < prev:
-                run_start[j] = i
-            continue
-        run_start[j] = i
-        a = addr_list[j]
-        kind = kinds[j]
-        nxt_addr = a + sizes[j]
-        nxt = j + 1 if j + 1 < n and addr_list[j + 1] == nxt_addr else -1
-        target = targets[j]
-        if kind == K_OTHER:  # end of the decoded code
-            ends[j] = ([], None, False)
-        elif kind == K_COND:
-            succ = []
-            t = code.row(target) if target >= 0 else -1
-            if t >= 0:
-                leaders.add(t)
-                stack.append(t)
-                succ.append((target, E_TAKEN))
-            if nxt >= 0:
-                leaders.add(nxt)
-                stack.append(nxt)
-                succ.append((nxt_addr, E_NOT_TAKEN))
-            ends[j] = (succ, None, False)
-        elif kind == K_JUMP:
-            if target != entry and (target in entries
-                                    or (is_tail_call is not None and is_tail_call(entry, extent_end, target))):
-                tail_calls.append(target)
-                ends[j] = ([], None, target not in noreturn)
-            else:
-                t = code.row(target)
-                if t >= 0:
-                    leaders.add(t)
-                    stack.append(t)
-                    ends[j] = ([(target, E_DIRECT)], None, False)
-                else:
-                    ends[j] = ([], None, False)
-        elif kind == K_IJUMP:
-            table = resolve_jump_table(code, a)
-            succ = []
-            for t_addr in table:
-                t = code.row(t_addr)
-                if t >= 0:
-                    leaders.add(t)
-                    stack.append(t)
-                    succ.append((t_addr, E_INDIRECT))
-            # an unresolved indirect jump may be a tail call through a pointer: count it as returning
-            ends[j] = (succ, None, not succ)
-        elif kind in (K_CALL, K_ICALL):
-            direct = target if kind == K_CALL and target >= 0 else None
-            if direct is not None:
-                calls.append((a, direct))
-            if (direct is not None and direct in noreturn) or nxt < 0:
-                ends[j] = ([], direct, False)
-            else:
-                leaders.add(nxt)
-                stack.append(nxt)
-                ends[j] = ([(nxt_addr, E_CALL_FT)], direct, False)
-        elif kind == K_RET:
-            ends[j] = ([], None, True)
-        else:  # K_HALT
-            ends[j] = ([], None, False)
+def rows_of(code: CodeIndex, addresses: np.ndarray) -> np.ndarray:
+    """CodeIndex rows of instruction addresses (-1 where no decoded instruction starts)."""
+    addresses = np.asarray(addresses, np.uint64)
+    pos = np.searchsorted(code.addr, addresses)
+    ok = pos < len(code.addr)
+    ok[ok] = code.addr[pos[ok]] == addresses[ok]
+    return np.where(ok, pos, -1)
 
-    # Blocks: each run [start, end row] split at the leaders inside it.
-    run_lo: list[int] = []
-    run_hi: list[int] = []
-    blocks: dict[int, Block] = {}
-    leader_list = sorted(leaders)
-    returns = False
-    for j, s in run_start.items():
-        run_lo.append(s)
-        run_hi.append(j + 1)
-        lo = bisect.bisect_left(leader_list, s)
-        hi = bisect.bisect_right(leader_list, j)
-        cuts = [s] + [x for x in leader_list[lo:hi] if x != s] + [j + 1]
-        for b0, b1 in zip(cuts, cuts[1:], strict=False):
-            start = addr_list[b0]
-            last = b1 - 1
-            block = Block(start, addr_list[last] + sizes[last], b0, last)
-            if last == j:
-                succ, call_target, rets = ends[j]
-                block.succs = succ
-                block.call_target = call_target
-                block.is_call = kinds[j] in (K_CALL, K_ICALL)
-                block.returns = rets
-                returns = returns or rets
-            else:
-                block.succs = [(addr_list[b1], E_FALLTHROUGH)]
-            blocks[start] = block
-    lo = np.array(run_lo, np.int64)
-    lens = np.array(run_hi, np.int64) - lo
-    order = np.argsort(lo)
-    lo, lens = lo[order], lens[order]
-    offsets = np.zeros(len(lens), np.int64)
-    np.cumsum(lens[:-1], out=offsets[1:])
-    insns = np.arange(int(lens.sum()), dtype=np.int64) + np.repeat(lo - offsets, lens)
-    for b in blocks.values():
-        if b.succs and any(t not in blocks for t, _ in b.succs):
-            b.succs = [(t, k) for t, k in b.succs if t in blocks]
-    return Function(entry, insns, blocks, calls, tail_calls, returns)
+
+class ProgramCFG:
+    """Basic blocks of all the code at once, and each function as the blocks reachable from its entry.
+
+    Leaders are function entries, every direct branch, call and jump-table target, and every instruction
+    after a control transfer, so one partition of the code serves every function (as ParseAPI splits its
+    blocks globally). Edges depend on which addresses are function entries (a jump to one is a tail call)
+    and which functions never return (no fall-through after calls to them): :meth:`set_edges` computes
+    them for all control-transfer instructions at once; :meth:`reach` walks one function's blocks.
+    """
+
+    def __init__(self, code: CodeIndex, extra_leaders: list[int]) -> None:
+        self.code = code
+        n = len(code.addr)
+        self.n = n
+        cf = np.array(code.cf, np.int64)
+        self.cf = cf
+        addr = code.addr
+        contiguous = np.zeros(n, bool)   # row i+1 follows row i without a gap
+        if n > 1:
+            contiguous[:-1] = addr[1:] == addr[:-1] + code.size[:-1].astype(np.uint64)
+        self.contiguous = contiguous
+        tgt = code.target[cf]
+        self.trow = np.where(tgt >= 0, rows_of(code, np.maximum(tgt, 0).astype(np.uint64)), -1)
+        self.nrow = np.where(contiguous[cf], cf + 1, -1)
+        # Jump tables: resolved once.
+        self.tables: dict[int, list[int]] = {}
+        for j in cf[code.kind[cf] == K_IJUMP].tolist():
+            targets = resolve_jump_table(code, int(addr[j]))
+            rows = rows_of(code, np.array(targets, np.uint64)) if targets else np.zeros(0, np.int64)
+            self.tables[j] = [r for r in rows.tolist() if r >= 0]
+        leaders = [np.zeros(1, np.int64), self.trow[self.trow >= 0], self.nrow[self.nrow >= 0],
+                   np.flatnonzero(~contiguous[:-1]) + 1 if n > 1 else np.zeros(0, np.int64),
+                   np.array([r for rows in self.tables.values() for r in rows], np.int64)]
+        extra = rows_of(code, np.array(extra_leaders, np.uint64)) if extra_leaders else np.zeros(0, np.int64)
+        leaders.append(extra[extra >= 0])
+        self.starts = np.unique(np.concatenate(leaders)) if n else np.zeros(0, np.int64)
+        self.ends = np.append(self.starts[1:], n) - 1          # last row of each block
+        self.start_list: list[int] = self.starts.tolist()
+        self.start_addr = code.addr[self.starts] if n else np.zeros(0, np.uint64)
+        self.end_list: list[int] = self.ends.tolist()
+        self.succ_a: list[int] = []               # per block: first successor block (-1: none) ...
+        self.kind_a: list[int] = []               # ... and its edge kind
+        self.succ_b: list[int] = []
+        self.kind_b: list[int] = []
+        self.table_succ: dict[int, list[int]] = {}  # blocks ending in a resolved jump table
+        self.block_returns: list[bool] = []
+        self.block_calls: dict[int, int] = {}     # block -> direct call target
+        self.block_tail: dict[int, int] = {}      # block -> tail-call target
+
+    def block_of(self, row: int) -> int:
+        return bisect.bisect_right(self.start_list, row) - 1
+
+    def blocks_of_rows(self, rows: np.ndarray) -> np.ndarray:
+        """Block of each row (-1 stays -1)."""
+        return np.where(rows >= 0, np.searchsorted(self.starts, np.maximum(rows, 0), side="right") - 1, -1)
+
+    def set_edges(self, entries: np.ndarray, noreturn: np.ndarray, owner_start: np.ndarray,
+                  owner_end: np.ndarray, outside_is_tail: np.ndarray) -> None:
+        """Edges of every block. ``entries``/``noreturn``: sorted entry addresses; ``owner_start/end``: the
+        extent of the function each control-transfer row belongs to; ``outside_is_tail``: per row, whether
+        a jump target outside that extent is another function's code (PLT, another symbol)."""
+        code, cf = self.code, self.cf
+        nb = len(self.starts)
+        kind = code.kind[cf]
+        tgt = code.target[cf]
+        tgt_u = np.maximum(tgt, 0).astype(np.uint64)
+        in_entries = np.isin(tgt_u, entries) & (tgt >= 0)
+        dead_target = np.isin(tgt_u, noreturn) & (tgt >= 0)
+        inside = (tgt_u >= owner_start) & (tgt_u < owner_end)
+        tail = (kind == K_JUMP) & (tgt >= 0) & (tgt_u != owner_start) & (in_entries | (~inside & outside_is_tail))
+        bt = self.blocks_of_rows(self.trow)
+        bn = self.blocks_of_rows(self.nrow)
+        # Per control-transfer row: up to two successors and their kinds, and whether it returns.
+        s1 = np.full(len(cf), -1, np.int64)
+        k1 = np.full(len(cf), -1, np.int64)
+        s2 = np.full(len(cf), -1, np.int64)
+        k2 = np.full(len(cf), -1, np.int64)
+        cond = kind == K_COND
+        s1[cond], k1[cond], s2[cond], k2[cond] = bt[cond], E_TAKEN, bn[cond], E_NOT_TAKEN
+        jump = (kind == K_JUMP) & ~tail
+        s1[jump], k1[jump] = bt[jump], E_DIRECT
+        call = ((kind == K_CALL) | (kind == K_ICALL)) & ~dead_target
+        s1[call], k1[call] = bn[call], E_CALL_FT
+        rets = (kind == K_RET) | ((kind == K_JUMP) & tail & ~dead_target)
+        # Per block: its last row is a control transfer (then its edges) or falls through to the next block.
+        is_cf = np.zeros(self.n, bool)
+        is_cf[cf] = True
+        cf_index = np.full(self.n, -1, np.int64)
+        cf_index[cf] = np.arange(len(cf))
+        ends = self.ends
+        i = cf_index[ends]
+        has = i >= 0
+        ii = np.maximum(i, 0)
+        fall = ~has & self.contiguous[ends] & (np.arange(nb) + 1 < nb)
+        succ_a = np.where(has, s1[ii], np.where(fall, np.arange(nb) + 1, -1))
+        kind_a = np.where(has, k1[ii], np.where(fall, E_FALLTHROUGH, -1))
+        succ_b = np.where(has, s2[ii], -1)
+        kind_b = np.where(has, k2[ii], -1)
+        returns = has & rets[ii]
+        ijump = has & (kind[ii] == K_IJUMP)
+        self.table_succ: dict[int, list[int]] = {}
+        for b in np.flatnonzero(ijump).tolist():
+            table = self.tables.get(self.end_list[b], [])
+            self.table_succ[b] = [bisect.bisect_right(self.start_list, t) - 1 for t in table]
+            returns[b] = not table  # an unresolved indirect jump may be a tail call through a pointer
+        calls = has & (kind[ii] == K_CALL) & (tgt[ii] >= 0)
+        tails = has & tail[ii]
+        self._succ_a, self._kind_a, self._succ_b, self._kind_b = succ_a, kind_a, succ_b, kind_b
+        self.succ_a: list[int] = succ_a.tolist()
+        self.kind_a: list[int] = kind_a.tolist()
+        self.succ_b: list[int] = succ_b.tolist()
+        self.kind_b: list[int] = kind_b.tolist()
+        self.block_returns: list[bool] = returns.tolist()
+        self.block_calls = dict(zip(np.flatnonzero(calls).tolist(), tgt[ii[calls]].tolist(), strict=True))
+        self.block_tail = dict(zip(np.flatnonzero(tails).tolist(), tgt[ii[tails]].tolist(), strict=True))
+
+    def successors(self, b: int) -> list[tuple[int, int]]:
+        out = []
+        if self.succ_a[b] >= 0:
+            out.append((self.succ_a[b], self.kind_a[b]))
+        if self.succ_b[b] >= 0:
+            out.append((self.succ_b[b], self.kind_b[b]))
+        table = self.table_succ.get(b)
+        if table:
+            out.extend((t, E_INDIRECT) for t in table)
+        return out
+
+    def reach(self, entry_row: int) -> list[int]:
+        """Blocks reachable from the block starting at ``entry_row`` (sorted)."""
+        b0 = bisect.bisect_right(self.start_list, entry_row) - 1
+        if b0 < 0 or self.start_list[b0] != entry_row:
+            return []
+        succ_a, succ_b, tables = self.succ_a, self.succ_b, self.table_succ
+        seen = {b0}
+        stack = [b0]
+        while stack:
+            b = stack.pop()
+            t = succ_a[b]
+            if t >= 0 and t not in seen:
+                seen.add(t)
+                stack.append(t)
+            t = succ_b[b]
+            if t >= 0 and t not in seen:
+                seen.add(t)
+                stack.append(t)
+            if b in tables:
+                for t in tables[b]:
+                    if t not in seen:
+                        seen.add(t)
+                        stack.append(t)
+        return sorted(seen)
+
+    def function(self, entry: int, blocks: list[int]) -> Function:
+        code = self.code
+        if not blocks:
+            return Function(entry, np.zeros(0, np.int64), {}, [], [], False)
+        ba = np.array(blocks, np.int64)
+        s_rows = self.starts[ba]
+        e_rows = self.ends[ba]
+        s_addr = code.addr[s_rows].tolist()
+        e_addr = (code.addr[e_rows] + code.size[e_rows].astype(np.uint64)).tolist()
+        start_addr = self.start_addr
+        sa = self._succ_a[ba]
+        sb = self._succ_b[ba]
+        sa_addr = np.where(sa >= 0, start_addr[np.maximum(sa, 0)], 0).tolist()
+        sb_addr = np.where(sb >= 0, start_addr[np.maximum(sb, 0)], 0).tolist()
+        ka, kb = self._kind_a[ba].tolist(), self._kind_b[ba].tolist()
+        ek = code.kind[e_rows]
+        is_call = ((ek == K_CALL) | (ek == K_ICALL)).tolist()
+        s_rows_l, e_rows_l = s_rows.tolist(), e_rows.tolist()
+        sal, sbl = sa.tolist(), sb.tolist()
+        out: dict[int, Block] = {}
+        calls = []
+        tails = []
+        returns = False
+        block_returns, block_calls, block_tail, tables = (self.block_returns, self.block_calls, self.block_tail,
+                                                          self.table_succ)
+        addr_list = code.addr_list
+        starts = self.start_list
+        for i, b in enumerate(blocks):
+            block = Block(s_addr[i], e_addr[i], s_rows_l[i], e_rows_l[i], b)
+            succs = []
+            if sal[i] >= 0:
+                succs.append((sa_addr[i], ka[i]))
+            if sbl[i] >= 0:
+                succs.append((sb_addr[i], kb[i]))
+            if b in tables:
+                succs.extend((addr_list[starts[t]], E_INDIRECT) for t in tables[b])
+            block.succs = succs
+            r = block_returns[b]
+            block.returns = r
+            returns = returns or r
+            block.is_call = is_call[i]
+            ct = block_calls.get(b)
+            if ct is not None:
+                block.call_target = ct
+                calls.append((addr_list[e_rows_l[i]], ct))
+            tt = block_tail.get(b)
+            if tt is not None:
+                tails.append(tt)
+            out[block.start] = block
+        lo = s_rows
+        lens = e_rows - lo + 1
+        offsets = np.zeros(len(lens), np.int64)
+        np.cumsum(lens[:-1], out=offsets[1:])
+        insns = np.arange(int(lens.sum()), dtype=np.int64) + np.repeat(lo - offsets, lens)
+        return Function(entry, insns, out, calls, tails, returns)
 
 
 def resolve_jump_table(code: CodeIndex, jmp_addr: int) -> list[int]:

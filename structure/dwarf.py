@@ -66,6 +66,7 @@ F_DATA16, F_LINE_STRP, F_REF_SIG8, F_IMPLICIT_CONST, F_LOCLISTX, F_RNGLISTX, F_R
 F_STRX1, F_STRX2, F_STRX3, F_STRX4, F_ADDRX1, F_ADDRX2, F_ADDRX3, F_ADDRX4 = range(0x25, 0x2D)
 F_GNU_ADDR_INDEX, F_GNU_STR_INDEX, F_GNU_REF_ALT, F_GNU_STRP_ALT = 0x1F01, 0x1F02, 0x1F20, 0x1F21
 
+_REF_FIXED = frozenset({0x11, 0x12, 0x13, 0x14})  # ref1/2/4/8: unit-relative
 CONSTANT_FORMS = frozenset({F_DATA1, F_DATA2, F_DATA4, F_DATA8, F_SDATA, F_UDATA, F_IMPLICIT_CONST})
 REF_FORMS = frozenset({F_REF1, F_REF2, F_REF4, F_REF8, F_REF_UDATA})
 
@@ -117,6 +118,7 @@ class Abbrev:
     attrs: list[tuple[int, int, int]]  # (attribute, form, implicit constant)
     fixed_size: int = -1               # byte size of all attributes when every form is fixed, else -1
     sibling_at: int = -1               # offset of DW_AT_sibling (ref4) when the forms before it are fixed
+    plan: list[tuple[int, int, int, int]] = field(default_factory=list)  # attrs with each form's fixed size
 
 
 @dataclass
@@ -231,6 +233,8 @@ class DebugInfo:
                         implicit, pos = sleb(data, pos)
                     attrs.append((at, form, implicit))
                 ab = Abbrev(code, tag, children, attrs)
+                ab.plan = [(at, form, implicit, fixed_form_size(form, address_size, offset_size, version))
+                           for at, form, implicit in attrs]
                 size = 0
                 for at, form, _ in attrs:
                     if at == AT_SIBLING and ab.sibling_at < 0 and size >= 0 and form in (F_REF4, F_REF_UDATA):
@@ -448,8 +452,16 @@ def read_attrs(dw: DebugInfo, unit: Unit, ab: Abbrev, pos: int) -> tuple[dict[in
     out: dict[int, tuple[int, int]] = {}
     asz = unit.address_size
     osz = unit.offset_size
-    for at, form, implicit in ab.attrs:
+    refs = _REF_FIXED
+    for at, form, implicit, size in ab.plan:
         value: int | str
+        if size > 0:
+            value = int.from_bytes(data[pos:pos + size], "little")
+            pos += size
+            if form in refs:
+                value += unit.offset
+            out[at] = (form, value)  # type: ignore[assignment]
+            continue
         while form == F_INDIRECT:
             form, pos = uleb(data, pos)
         if form == F_STRING:
@@ -496,7 +508,10 @@ def skip_attrs(data: bytes, unit: Unit, ab: Abbrev, pos: int) -> int:
         return pos + ab.fixed_size
     asz = unit.address_size
     osz = unit.offset_size
-    for _, form, _ in ab.attrs:
+    for _, form, _, size in ab.plan:
+        if size >= 0:
+            pos += size
+            continue
         while form == F_INDIRECT:
             form, pos = uleb(data, pos)
         if form == F_STRING:

@@ -412,6 +412,21 @@ class ModuleBuilder:
         self._hi.extend(hi)
         self._rscope.extend([row] * len(lo))
 
+    def append(self, part: ModuleBuilder, parent: int) -> None:
+        """Append the scopes of ``part`` (built separately, e.g. in a worker process) after the rows added so
+        far; its top-level scopes get ``parent`` as their parent."""
+        offset = len(self)
+        smap = [self.intern(s) for s in part._strings]
+        mine, theirs = self._cols, part._cols
+        for name in ("kind", "flags", "id", "line", "sym", "target"):
+            mine[name].extend(theirs[name])
+        mine["parent"].extend([parent if p < 0 else p + offset for p in theirs["parent"]])
+        for name in ("file", "name", "link", "device"):
+            mine[name].extend([-1 if i < 0 else smap[i] for i in theirs[name]])
+        self._lo.extend(part._lo)
+        self._hi.extend(part._hi)
+        self._rscope.extend([r + offset for r in part._rscope])
+
     def finish(self) -> Module:
         n = len(self)
         scopes = np.empty(n, SCOPE)
