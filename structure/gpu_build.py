@@ -119,6 +119,8 @@ class GpuBinary:
     insn_size: int               # step of hpcstruct's procedure-line search
     has_cfg: bool                # control-flow graphs were built (else hpcstruct's --gpucfg no output)
     notes: list[str] = field(default_factory=list)
+    proc_line_rule: str = "cuda"  # "cuda": smallest line of the first 32 instructions; "entry": the line at
+                                  # the entry, else the first within 800 bytes (hpcstruct's rule for CPUs)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -331,6 +333,14 @@ class _Builder:
         """hpcstruct's CUDA rule: the smallest line, in the file of the first line found, over the first
         32 instructions; else the first line found anywhere in the function."""
         step = self.b.insn_size
+        if self.b.proc_line_rule == "entry":
+            vma = proc.start
+            while vma < min(proc.end, proc.start + 800):
+                got = self.statement(vma)
+                if got is not None:
+                    return got[0], got[1]
+                vma += step
+            return None
         best: tuple[str, int] | None = None
         vma = proc.start
         stop = min(proc.end, proc.start + step * PROC_SEARCH_INSNS)

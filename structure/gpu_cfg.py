@@ -23,6 +23,9 @@ import numpy as np
 
 from hpcsa.structure.nvdisasm import K_BRANCH, K_CALL, K_EXIT, K_INDIRECT, K_OTHER, K_RETURN, K_TRAP
 
+# A jump to another function's entry that does not come back (AMD ``s_setpc_b64`` to a known entry).
+K_TAILCALL = 7
+
 # Edge kinds (ParseAPI's names)
 E_TAKEN, E_NOT_TAKEN, E_DIRECT, E_FALLTHROUGH, E_CALL_FT, E_INDIRECT = range(6)
 
@@ -112,6 +115,8 @@ def build_graph(code: Code) -> FunctionGraph:
             call_row = j
             if nxt >= 0:
                 succ.append((nxt, E_CALL_FT))
+        elif kind == K_TAILCALL:
+            call_row = j
         elif kind in (K_RETURN, K_EXIT, K_TRAP):
             if cond[j] and nxt >= 0:
                 succ.append((nxt, E_NOT_TAKEN))
