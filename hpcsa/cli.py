@@ -25,10 +25,16 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "ingest": ("hpcsa.ingest.cmd", "convert NVIDIA/AMD/Intel GPU records into an HPCToolkit measurement directory",
                "hpcsa ingest report.sqlite -o report.m"),
     "demo": ("hpcsa.democmd", "run the whole pipeline on the bundled fixtures", "hpcsa demo -o demo-out"),
+    "prof": ("hpcsa.aggregate.prof", "aggregate measurement directories into a database (like hpcprof)",
+             "hpcsa prof prog.m -o prog.d"),
+    "diff": ("hpcsa.aggregate.compare", "compare two databases (contexts by path, values within 16 ULP)",
+             "hpcsa diff ref.d new.d"),
     "gpucct": ("hpcsa.gpucct.cmd", "show the GPU calling contexts reconstructed from flat PC samples",
                "hpcsa gpucct m/prog-000000-000-a8c0-0.hpcrun"),
     "view": ("hpcsa.views.cmd", "show a database's top-down, callers or flat view, hot path, derived metrics",
              "hpcsa view app.d --hot-path"),
+    "aggregate-threads": ("hpcsa.views.threadscmd", "aggregate a database's threads per process (sum, set, key, calltree)",
+                          "hpcsa aggregate-threads app.d --strategy key -o app-key.d"),
 }
 
 EPILOG_HEAD = "examples:\n"
