@@ -60,7 +60,7 @@ def demangle(name: str) -> str:
         return name
     try:
         return drop_return_type(cxxfilt.demangle(name))
-    except cxxfilt.InvalidName:
+    except (cxxfilt.InvalidName, UnicodeError):  # not a valid mangling, or bytes that are not UTF-8
         return name
 
 
