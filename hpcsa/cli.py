@@ -35,6 +35,14 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
              "hpcsa view app.d --hot-path"),
     "aggregate-threads": ("hpcsa.views.threadscmd", "aggregate a database's threads per process (sum, set, key, calltree)",
                           "hpcsa aggregate-threads app.d --strategy key -o app-key.d"),
+    "imbalance": ("hpcsa.views.imbalancecmd", "rank contexts by load imbalance across profiles; plot a distribution",
+                  "hpcsa imbalance app.d --plot imbalance.png"),
+    "scaling": ("hpcsa.views.scalingcmd", "scaling loss per context between runs on p and q units",
+                "hpcsa scaling run-64.d run-128.d --mode weak"),
+    "stats": ("hpcsa.views.statscmd", "context/metric density and dense vs sparse size of databases",
+              "hpcsa stats app.d"),
+    "export-trace": ("hpcsa.views.tracecmd", "write trace.db as Perfetto/Chrome trace JSON",
+                     "hpcsa export-trace app.d -o app-trace.json"),
 }
 
 EPILOG_HEAD = "examples:\n"

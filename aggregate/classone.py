@@ -1,0 +1,223 @@
+"""Phase 2 of the aggregation, per profile: class 1 results, streamed to the output.
+
+The second reading of a profile finds its nodes in the union (the same path
+hashes as in phase 1), attributes every value (x period) to its context —
+the "relation" context for ``move2proc`` metrics — redistributes
+reconstructed GPU samples, propagates (:mod:`propagate`), and writes:
+
+- its PMS blob (profile.db format) into a scratch file at an offset from a
+  shared counter (:class:`Sinks`), where the transposition reads it back and
+  from which the final profile.db is assembled in canonical order;
+- an "aside" blob with what the summary needs beyond the PMS values (loop-free
+  sums of loops without values of their own, presence without values);
+- its trace line, straight into its reserved region of trace.db: contexts
+  mapped to the call context for call traces, elided instructions to their
+  line, sorted by time when the measurement announced disorder, repeated
+  blanks dropped.
+
+It returns small facts: where the blobs are, how many values each context
+got (for cct.db's layout), the trace's length and time range.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from hpcsa.aggregate import tracedb
+from hpcsa.aggregate.profiledb import ProfileBlob, ProfileValues
+from hpcsa.errors import HpcsaError
+from hpcsa.ingest.hpcrun import read_hpcrun
+from hpcsa.ingest.hpctrace import FLAG_CALL_TRACE, read_hpctrace
+
+from . import rawtree
+from .classtwo import ClassTwo
+from .discover import profile_nodes
+from .gpu import RECONSTRUCTED
+from .measurement import ProfileInput
+from .propagate import Propagated, propagate
+
+#: The aside blob: per context, per metric, what kind of number (0: loop-free sum, 1: present) and it.
+ASIDE = np.dtype([("ctx", "<u4"), ("key", "<u4"), ("value", "<f8")])
+ASIDE_NOLOOPS, ASIDE_PRESENT = 0, 1
+
+
+@dataclass
+class Sinks:
+    """Where class 1 results go: scratch files with their allocators, and the trace file.
+
+    ``allocate(kind, nbytes)`` returns an offset in the scratch file of that
+    kind ("pms" or "aside"); locally a counter shared by the worker processes,
+    over MPI a shared atomic counter.
+    """
+
+    pms_path: str
+    aside_path: str
+    trace_path: str | None
+    trace_offsets: list[int] | None
+    allocate: Callable[[str, int], int]
+
+
+@dataclass
+class ProfileOutput:
+    index: int            # canonical profile number (0-based; profile.db index - 1)
+    pms_offset: int
+    n_values: int
+    n_ctxs: int
+    pms_size: int
+    aside_offset: int
+    n_aside: int
+    ctx: np.ndarray       # contexts with values
+    n_ctx_values: np.ndarray  # values per such context
+    ctx_metric_bits: np.ndarray  # [len(ctx), words] propMetricIds present, as bits
+    trace_count: int = 0
+    trace_min: int | None = None
+    trace_max: int | None = None
+    points_read: np.ndarray | None = None  # per global metric: sum of point values read (conservation)
+
+
+def _pwrite(path: str, offset: int, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.pwrite(fd, view, offset)
+            view, offset = view[n:], offset + n
+    finally:
+        os.close(fd)
+
+
+def point_values(prof, inp: ProfileInput, c2: ClassTwo) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                                  np.ndarray, np.ndarray, np.ndarray]:
+    """(context, metric, value) of every value of the profile, plus the node -> (full, rel) contexts and
+    CCT ids (for traces)."""
+    raw, ids, gpu, _ = profile_nodes(prof, inp, c2.env)
+    rows = rawtree.find(c2.raw_h1, raw.nodes["h1"], c2.raw_h2, raw.nodes["h2"])
+    if (rows < 0).any():
+        raise HpcsaError(inp.path, "the profile changed between its two readings (a node is not in the union)")
+    full = c2.raw_full[rows]
+    rel = c2.raw_rel[rows]
+    n = len(ids)
+    inputs = c2.metrics.inputs_for(prof.metrics)
+    glob = np.array([mi.index for mi in inputs] or [-1], np.int64)
+    period = np.array([mi.period for mi in inputs] or [1.0], np.float64)
+    m2p = np.array([mi.move2proc for mi in inputs] or [False], bool)
+    ctx_parts, met_parts, val_parts = [], [], []
+    if len(prof.values):
+        order = np.argsort(ids, kind="stable")
+        vnode = prof.value_nodes().astype(np.int64)
+        vrow = order[np.searchsorted(ids[order], vnode)]
+        local = prof.values["metric"].astype(np.int64)
+        vals = prof.value_floats() * period[local]
+        keep = (glob[local] >= 0) & ((raw.nodes["flag"][vrow] & RECONSTRUCTED) == 0)
+        ctx = np.where(m2p[local], rel[vrow], full[vrow])
+        keep &= ctx >= 0
+        ctx_parts.append(ctx[keep])
+        met_parts.append(glob[local][keep])
+        val_parts.append(vals[keep])
+    if len(gpu.point_nodes):
+        pctx = full[n + gpu.point_nodes]
+        cols = glob[gpu.metrics]
+        rr, cc = np.nonzero(gpu.values)
+        keep = cols[cc] >= 0
+        ctx_parts.append(pctx[rr][keep])
+        met_parts.append(cols[cc][keep])
+        val_parts.append(gpu.values[rr, cc][keep])
+    if ctx_parts:
+        return (np.concatenate(ctx_parts), np.concatenate(met_parts), np.concatenate(val_parts), full[:n],
+                rel[:n], ids)
+    z = np.zeros(0, np.int64)
+    return z, z, np.zeros(0), full[:n], rel[:n], ids
+
+
+def pms_values(p: Propagated, c2: ClassTwo) -> ProfileValues:
+    """The thread profile's values: every non-zero scope value of every (context, metric)."""
+    ctxs, mids, vals = [], [], []
+    for s, arr in enumerate((p.point, p.function, p.lex_aware, p.execution)):
+        pid = c2.prop[p.metrics, s]
+        r, c = np.nonzero((arr != 0) & (pid >= 0)[None, :])
+        ctxs.append(p.contexts[r])
+        mids.append(pid[c])
+        vals.append(arr[r, c])
+    return ProfileValues.from_triples(np.concatenate(ctxs), np.concatenate(mids), np.concatenate(vals))
+
+
+def aside_values(p: Propagated, pv: ProfileValues, c2: ClassTwo) -> np.ndarray:
+    """Loop-free sums the thread values do not carry, and presence without any stored value."""
+    r1, c1 = np.nonzero(p.noloops_aside)
+    stored = np.zeros(p.present.shape, bool)
+    for s, arr in enumerate((p.point, p.function, p.lex_aware, p.execution)):
+        stored |= (arr != 0) & (c2.prop[p.metrics, s] >= 0)[None, :]
+    r2, c2_ = np.nonzero(p.present & ~stored)
+    out = np.zeros(len(r1) + len(r2), ASIDE)
+    out["ctx"] = np.concatenate([p.contexts[r1], p.contexts[r2]])
+    out["key"] = np.concatenate([p.metrics[c1] * 2 + ASIDE_NOLOOPS, p.metrics[c2_] * 2 + ASIDE_PRESENT])
+    out["value"] = np.concatenate([p.noloops[r1, c1], np.ones(len(r2))])
+    return out[np.lexsort((out["key"], out["ctx"]))]
+
+
+def trace_line(inp: ProfileInput, prof_header: dict[str, str], full: np.ndarray, rel: np.ndarray,
+               ids: np.ndarray, c2: ClassTwo) -> tuple[np.ndarray, int | None, int | None]:
+    """The profile's trace.db line (ELEMENT-like arrays: time, ctx) and the time range of its timepoints."""
+    tr = read_hpctrace(inp.trace)  # type: ignore[arg-type]
+    recs = tr.records
+    times = recs["time"].astype(np.uint64)
+    nodes = recs["ctx"].astype(np.int64)
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    pos = np.minimum(np.searchsorted(sorted_ids, nodes), max(len(ids) - 1, 0))
+    found = (sorted_ids[pos] == nodes) if len(ids) else np.zeros(len(nodes), bool)
+    row = order[pos]
+    ctx = np.where(found, (rel if tr.flags & FLAG_CALL_TRACE else full)[row] if len(ids) else -1, -1)
+    keep = ctx >= 0
+    times, ctx = times[keep], ctx[keep]
+    if not len(times):
+        return np.zeros(0, np.uint64), np.zeros(0, np.uint32), None, None  # type: ignore[return-value]
+    lo, hi = int(times.min()), int(times.max())
+    disorder = int(prof_header.get("trace-disorder", "0") or 0)
+    if disorder > 0:
+        o = np.argsort(times, kind="stable")
+        times, ctx = times[o], ctx[o]
+    tid = c2.trace_id[ctx]
+    blank = tid == 0
+    drop = blank & np.r_[False, blank[:-1]]
+    return times[~drop], tid[~drop].astype(np.uint32), lo, hi  # type: ignore[return-value]
+
+
+def process_profile(c2: ClassTwo, index: int, sinks: Sinks, *, traces: bool = True) -> ProfileOutput:
+    """Class 1 for profile ``index`` of the canonical order (its second reading)."""
+    facts = c2.profiles[index]
+    inp = facts.input
+    prof = read_hpcrun(inp.path)
+    ctx, met, val, full, rel, ids = point_values(prof, inp, c2)
+    points_read = np.bincount(met, weights=val, minlength=len(c2.metrics)) if len(met) else \
+        np.zeros(len(c2.metrics))
+    p = propagate(ctx, met, val, c2.tree)
+    pv = pms_values(p, c2)
+    blob = ProfileBlob.encode(pv)
+    pms_offset = sinks.allocate("pms", blob.size)
+    _pwrite(sinks.pms_path, pms_offset, blob.data)
+    aside = aside_values(p, pv, c2)
+    aside_offset = sinks.allocate("aside", aside.nbytes) if len(aside) else 0
+    if len(aside):
+        _pwrite(sinks.aside_path, aside_offset, aside.tobytes())
+    # cct.db layout: values per context and the propMetricIds each context has.
+    counts = np.diff(np.append(pv.starts, len(pv.values)))
+    words = max(1, (c2.n_prop_ids + 63) // 64)
+    bits = np.zeros((len(pv.ctx_ids), words), np.uint64)
+    vrow = np.repeat(np.arange(len(pv.ctx_ids)), counts)
+    mids = pv.metric_ids.astype(np.uint64)
+    np.bitwise_or.at(bits, (vrow, (mids >> np.uint64(6)).astype(np.int64)), np.uint64(1) << (mids & np.uint64(63)))
+    out = ProfileOutput(index, pms_offset, len(pv.values), len(pv.ctx_ids), blob.size, aside_offset, len(aside),
+                        pv.ctx_ids.astype(np.int64), counts.astype(np.int64), bits, points_read=points_read)
+    if traces and inp.trace is not None and facts.trace_records and sinks.trace_path and sinks.trace_offsets:
+        times, tid, lo, hi = trace_line(inp, facts.header, full, rel, ids, c2)
+        if len(times) > facts.trace_records:
+            raise HpcsaError(inp.trace, "the trace grew between the two readings")
+        elem = tracedb.elements(times, tid)
+        _pwrite(sinks.trace_path, sinks.trace_offsets[index], elem.tobytes())
+        out.trace_count, out.trace_min, out.trace_max = len(times), lo, hi
+    return out

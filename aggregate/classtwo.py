@@ -1,0 +1,203 @@
+"""The class-2 results everyone needs before class 1 can run: assembled once, never changed.
+
+From the merged phase-1 reports (:class:`discover.Discovery`) and the parsed
+structure files this builds :class:`ClassTwo`: the expanded context tree with
+canonical ids (:mod:`unify`), for every raw node its contexts, the metric
+table and ids (:mod:`metrictable`), the canonical profile order with
+finalized identifier tuples, the trace.db layout, and the meta.db contents.
+It is plain data (numpy arrays, lists), cheap to share with worker processes
+(fork) or to broadcast to MPI ranks (pickle).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hpcsa.aggregate import metadb, profiledb
+from hpcsa.errors import HpcsaError
+from hpcsa.gpucct import CallGraph
+from hpcsa.ingest.hpcrun import ID_KIND_MASK
+from hpcsa.structure.model import Module
+
+from . import lexical as lx
+from . import rawtree, unify
+from .discover import Discovery, Phase1Env, ProfileFacts
+from .metrictable import MetricTable
+from .propagate import TreeArrays
+
+BOTH_VALID, LOGIC_LOCAL, LOGIC_GLOBAL, LOGIC_ONLY = 0, 1, 2, 3
+
+
+@dataclass
+class ClassTwo:
+    seed: int
+    raw_h1: np.ndarray        # sorted path hashes of the union
+    raw_h2: np.ndarray
+    raw_full: np.ndarray      # canonical context of each raw node (-1: none)
+    raw_rel: np.ndarray       # its "relation" context (move2proc metrics, call traces)
+    tree: TreeArrays
+    trace_id: np.ndarray      # id a context has in traces (elided instructions -> their line)
+    metrics: MetricTable
+    prop: np.ndarray          # [metrics, 4] propMetricId per scope (point, function, lex_aware, execution), -1
+    env: Phase1Env            # call graphs and hash seed (phase 2 rebuilds the same raw nodes)
+    profiles: list[ProfileFacts]  # canonical order: profile i + 1 of profile.db
+    id_tuples: list[np.ndarray]   # profile.db IDENTIFIER rows, same order
+    trace_reserve: list[int]      # records reserved per profile in trace.db
+    meta: metadb.MetaDB
+    n_ctx: int
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def n_prop_ids(self) -> int:
+        return int(self.prop.max()) + 1 if self.prop.size else 0
+
+
+# -- classifier ------------------------------------------------------------------------------------------
+
+
+def build_classifier(raw: rawtree.RawNodes, structs: list[tuple[str | None, Module]], *,
+                     kernel_symbols: bool = True, fallback: bool = True,
+                     witnesses: list[tuple[str | None, str, str | None]] | None = None,
+                     ) -> tuple[lx.Classifier, list[str]]:
+    """One source of information per load module that the union uses: structure, kernel symbols, binary.
+
+    ``witnesses`` are structure files not used for attribution (``--ignore-structs``): (measurement
+    directory, path, load module named in it); they only vouch for the binaries read in their place.
+    """
+    warnings: list[str] = []
+    used = {int(h) for h in np.unique(raw.nodes["module"]).tolist() if h}
+    refs = {h: raw.modules[h] for h in used if h in raw.modules}
+    cls = lx.Classifier(display={r.key: r.path for r in refs.values()})
+    by_key = {r.key: r for r in refs.values()}
+    for struct_measdir, module in structs:
+        candidates = [lx.module_key(module.path, struct_measdir)] if struct_measdir else []
+        candidates.append(os.path.normpath(module.path))
+        for key in candidates:
+            ref = by_key.get(key)
+            if ref is None:
+                for k, r in by_key.items():  # content-addressed names match by name wherever recorded
+                    if lx.hashed_name(k) and lx.hashed_name(k) == lx.hashed_name(module.path):
+                        ref = r
+                        break
+            if ref is not None and ref.key not in cls.structs:
+                cls.structs[ref.key] = lx.StructExpander(module, ref.path)
+                break
+    for ref in refs.values():
+        if ref.key in cls.structs:
+            continue
+        parent_dir = os.path.basename(os.path.dirname(ref.path))
+        if kernel_symbols and not os.path.isabs(ref.path) and parent_dir == "kernel_symbols":
+            file = os.path.join(ref.measdir, ref.path)
+            if os.path.isfile(file):
+                cls.kernels[ref.key] = lx.KernelSymbols.load(file, ref.path)
+            continue
+        if fallback:
+            witness = _witness(ref, witnesses or [])
+            file = lx.trusted_binary(lx.ModuleInfo(ref.key, ref.path, ref.measdir), warnings, witness)
+            if file is not None:
+                syms = lx.read_binary_symbols(file, ref.path)
+                if syms is not None:
+                    cls.binaries[ref.key] = syms
+    return cls, warnings
+
+
+def _witness(ref: rawtree.ModuleRef, witnesses: list[tuple[str | None, str, str | None]]) -> Module | None:
+    from hpcsa.structure.hpcstruct import read_hpcstruct
+
+    for measdir, path, module in witnesses:
+        if module is None:
+            continue
+        key = lx.module_key(module, measdir) if measdir else os.path.normpath(module)
+        if key == ref.key:
+            for m in read_hpcstruct(path).modules:
+                return m
+    return None
+
+
+# -- identifier tuples -------------------------------------------------------------------------------------
+
+
+def finalize_id_tuples(raw: list[np.ndarray]) -> list[np.ndarray]:
+    """profile.db identifier tuples: generated logical ids (LOCAL per prefix, GLOBAL per kind) are dense
+    ranks of the physical ids in sorted order (hpcprof numbers them first-come), and marked physical."""
+    global_vals: dict[int, set[int]] = {}
+    local_vals: dict[tuple[object, ...], set[int]] = {}
+    for t in raw:
+        prefix: list[tuple[int, int]] = []
+        for kind, phys, _ in t[["kind", "physical", "logical"]].tolist():
+            k, interp = kind & ID_KIND_MASK, kind >> 14
+            if interp == LOGIC_GLOBAL:
+                global_vals.setdefault(k, set()).add(phys)
+            elif interp == LOGIC_LOCAL:
+                local_vals.setdefault((tuple(prefix), k), set()).add(phys)
+            prefix.append((k, phys))
+    grank = {k: {p: i for i, p in enumerate(sorted(v))} for k, v in global_vals.items()}
+    lrank = {k: {p: i for i, p in enumerate(sorted(v))} for k, v in local_vals.items()}
+    out = []
+    for t in raw:
+        rows = []
+        prefix = []
+        for kind, phys, logical in t[["kind", "physical", "logical"]].tolist():
+            k, interp = kind & ID_KIND_MASK, kind >> 14
+            if interp == LOGIC_GLOBAL:
+                logical, interp = grank[k][phys], BOTH_VALID
+            elif interp == LOGIC_LOCAL:
+                logical, interp = lrank[(tuple(prefix), k)][phys], BOTH_VALID
+            rows.append((k, profiledb.IS_PHYSICAL if interp == BOTH_VALID else 0, logical & 0xFFFFFFFF, phys))
+            prefix.append((k, phys))
+        out.append(profiledb.id_tuple(rows))
+    return out
+
+
+def _tuple_key(t: np.ndarray) -> tuple[tuple[int, int, int], ...]:
+    return tuple((int(k), int(lg), int(ph)) for k, lg, ph in t[["kind", "logicalId", "physicalId"]].tolist())
+
+
+# -- assembly --------------------------------------------------------------------------------------------
+
+
+def assemble(disc: Discovery, classifier: lx.Classifier, env: Phase1Env, *, statistics: tuple[str, ...],
+             title: str | None, warnings: list[str] | None = None) -> ClassTwo:
+    graphs: dict[int, CallGraph] = {}
+    for h, ref in disc.raw.modules.items():
+        g = env.graph_for(ref.key)
+        if g is not None:
+            graphs[h] = g
+    exp = unify.expand(disc.raw, classifier, graphs)
+    tree, new_id = unify.canonical_ids(exp.builder)
+    full = np.where(exp.full >= 0, new_id[np.maximum(exp.full, 0)], -1)
+    rel = np.where(exp.rel >= 0, new_id[np.maximum(exp.rel, 0)], -1)
+    is_loop = tree.is_loop
+    is_call = tree.is_call
+    elided = tree.elided
+    parent = tree.parent.astype(np.int64)
+    trace_id = np.arange(len(tree), dtype=np.int64)
+    trace_id[elided] = parent[elided]
+    arrays = TreeArrays(parent, tree.depth.astype(np.int64), ~is_call, ~is_call & ~is_loop, is_loop)
+
+    metrics = MetricTable.from_descs(disc.metric_tables, statistics)
+    prop = np.full((len(metrics), 4), -1, np.int64)
+    for m in range(len(metrics)):
+        for s, pid in metrics.prop_ids(m).items():
+            prop[m, ("point", "function", "lex_aware", "execution").index(s)] = pid
+
+    raw_tuples = [f.id_tuple for f in disc.profiles]
+    tuples = finalize_id_tuples(raw_tuples)
+    order = sorted(range(len(disc.profiles)), key=lambda i: (_tuple_key(tuples[i]), disc.profiles[i].input.path))
+    profiles = [disc.profiles[i] for i in order]
+    tuples = [tuples[i] for i in order]
+    if len(profiles) >= 0xFFFFFFFF:
+        raise HpcsaError(None, "too many profiles for one database")
+
+    ctree, funcs, modules, files = unify.meta_tables(tree)
+    names = disc.id_names or dict(enumerate(metadb.DEFAULT_ID_NAMES))
+    id_names = [names[k] for k in sorted(names)]
+    meta = metadb.MetaDB(title=title or "<unnamed>", id_names=id_names, metrics=metrics.metadb_metrics(),
+                         modules=modules, module_flags=np.zeros(len(modules), np.uint32), files=files,
+                         file_flags=np.zeros(len(files), np.uint32), functions=funcs, contexts=ctree)
+    return ClassTwo(env.seed, disc.raw.nodes["h1"].copy(), disc.raw.nodes["h2"].copy(), full, rel, arrays,
+                    trace_id, metrics, prop, env, profiles, tuples, [f.trace_records for f in profiles], meta, len(tree),
+                    list(warnings or []))

@@ -1,0 +1,358 @@
+"""Lexical expansion of instruction contexts, as hpcprof's classification finalizers do it.
+
+A measured context is an instruction: (load module, offset). hpcprof turns
+it into a chain of source-level contexts — function, loops, inlined calls,
+lines, then the instruction itself — from, in order of preference:
+
+1. a structure file for the module (``finalizers/struct.cpp``;
+   reference/hpctoolkit.md §2.2): the statement holding the offset and the
+   chain of procedures, loops and aliens around it. An offset in no statement
+   of a module the file describes gets no information: the instruction stays
+   where it is;
+2. kernel symbols (``kernel_symbols/vmlinux.<host>``, xz-compressed ``nm``
+   output): the kernel function holding the address;
+3. the binary itself, read at its recorded path (hpcprof's
+   DirectClassification), but only when hpcsa can trust it is the measured
+   one: files named by their content hash (``vdso/<md5>.vdso``,
+   ``gpubins/<md5>.gpubin``) are checked against it; any other binary is used
+   with a warning that it may be a different build. Only its ELF symbols are
+   used for now: DWARF functions, inlining and lines would come from
+   ``hpcsa.structure`` when it offers a loop-free DWARF reader
+   (:func:`read_binary_symbols` is the seam).
+
+Scopes are plain tuples ordered by kind, so contexts can be sorted by path:
+``UNKNOWN``, ``(PLACEHOLDER, code)``, ``(FUNCTION, name, module, offset, file, line)``,
+``(LOOP, file, line, module, offset)``, ``(LINE, file, line)``, ``(POINT, module, offset)``.
+Absent strings are ``""``, absent numbers ``-1``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import lzma
+import os
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hpcsa.errors import HpcsaError
+from hpcsa.ingest.demangle import demangle
+from hpcsa.structure.model import Module
+
+# Scope kinds (their order is the order of sibling contexts).
+UNKNOWN_KIND, PLACEHOLDER, FUNCTION, LOOP, LINE, POINT = 0, 1, 2, 3, 4, 5
+Scope = tuple
+
+UNKNOWN: Scope = (UNKNOWN_KIND,)
+
+# Relations, as meta.db codes them.
+LEXICAL, CALL, INLINED_CALL = 0, 1, 2
+
+#: One step of an expansion: (relation, scope); relation None = the relation the caller asked for.
+Step = tuple[int | None, Scope]
+
+LINUX_KERNEL_NAME = "[vmlinux]"
+
+
+def function_scope(name: str, module: str = "", offset: int = -1, file: str = "", line: int = -1) -> Scope:
+    return (FUNCTION, name, module, offset, file, line)
+
+
+def point_scope(module: str, offset: int) -> Scope:
+    return (POINT, module, int(offset))
+
+
+def placeholder_scope(code: int) -> Scope:
+    return (PLACEHOLDER, int(code))
+
+
+@dataclass
+class ModuleInfo:
+    """A load module as the aggregation names it: ``key`` identifies it (the path resolved against its
+    measurement directory), ``path`` is what the database shows (as recorded: relative stays relative)."""
+
+    key: str
+    path: str
+    measdir: str
+
+
+def module_key(recorded: str, measdir: str) -> str:
+    return os.path.normpath(recorded if os.path.isabs(recorded) else os.path.join(measdir, recorded))
+
+
+def hashed_name(path: str) -> tuple[str, str] | None:
+    """(kind, md5) for hpcrun's content-addressed files ``.../vdso/<md5>.vdso`` and ``.../gpubins/<md5>.gpubin``."""
+    parent = os.path.basename(os.path.dirname(path))
+    base = os.path.basename(path)
+    for kind, suffix in (("vdso", ".vdso"), ("gpubins", ".gpubin")):
+        if parent == kind and base.endswith(suffix):
+            stem = base[: -len(suffix)]
+            if len(stem) == 32 and all(c in "0123456789abcdef" for c in stem):
+                return kind, stem
+    return None
+
+
+def local_copy(info: ModuleInfo) -> str:
+    """Where the binary of a module is on this machine: content-addressed files are looked up in the
+    measurement directory (hpcrun records the directory where it ran), others at their recorded path."""
+    named = hashed_name(info.key)
+    if named is not None:
+        kind, _ = named
+        return os.path.join(info.measdir, kind, os.path.basename(info.key))
+    return info.key
+
+
+# -- structure files ------------------------------------------------------------------------------------
+
+
+class StructExpander:
+    """Expansion through one structure-file module: statement lookup, then the lexical chain above it."""
+
+    def __init__(self, module: Module, display_path: str) -> None:
+        self.module = module
+        self.path = display_path
+        self._chains: dict[int, tuple[tuple[Step, ...], int]] = {}
+
+    @property
+    def has_data(self) -> bool:
+        return len(self.module.leaf_map) > 0
+
+    def chain(self, leaf: int) -> tuple[tuple[Step, ...], int]:
+        """The contexts above the instruction for statement row ``leaf`` and the relation into the
+        instruction.
+
+        hpcprof's trie stores with each node the relation to the *next* context:
+        the first context takes the caller's relation (None here), an inlined
+        call's line is entered lexically and its function by ``inlined_call``.
+        """
+        got = self._chains.get(leaf)
+        if got is not None:
+            return got
+        steps: list[Step] = []
+        into: int | None = None
+        for s in self.module.lexical_path(leaf):
+            line = -1 if s.line is None else int(s.line)
+            if s.kind == "function":
+                offset = -1 if s.address is None else int(s.address)  # inlined functions have no entry
+                scope = function_scope(s.name or "", self.path, offset, s.file or "", line if s.file else -1)
+            elif s.kind == "loop":
+                scope = (LOOP, s.file or "", line, self.path, -1 if s.address is None else int(s.address))
+            else:
+                scope = (LINE, s.file or "", line)
+            steps.append((into, scope))
+            into = INLINED_CALL if s.relation == "inlined_call" else LEXICAL
+        out = (tuple(steps), LEXICAL if into is None else into)
+        self._chains[leaf] = out
+        return out
+
+    def lookup(self, offsets: np.ndarray) -> np.ndarray:
+        return self.module.lookup(offsets)
+
+
+# -- kernel symbols --------------------------------------------------------------------------------------
+
+
+class KernelSymbols:
+    """``nm``-style kernel symbol list: an address belongs to the text symbol at or before it."""
+
+    def __init__(self, addrs: np.ndarray, names: list[str], path: str) -> None:
+        self.addrs = addrs
+        self.names = names
+        self.path = path
+
+    @classmethod
+    def load(cls, file: str, display_path: str) -> KernelSymbols:
+        try:
+            with open(file, "rb") as fh:
+                raw = fh.read()
+            try:
+                text = lzma.decompress(raw)
+            except lzma.LZMAError:
+                text = raw  # hpcprof's reader also takes an uncompressed list
+        except OSError as exc:
+            raise HpcsaError(file, f"cannot read kernel symbols: {exc.strerror or exc}") from None
+        addrs: list[int] = []
+        names: list[str] = []
+        for line in text.decode("utf-8", "replace").splitlines():
+            parts = line.split()
+            if len(parts) < 3 or len(parts[1]) != 1 or parts[1] not in "tT":
+                continue
+            try:
+                addr = int(parts[0], 16)
+            except ValueError:
+                continue
+            name = parts[2] + (f" {parts[3]}" if len(parts) > 3 else "") + f" {LINUX_KERNEL_NAME}"
+            addrs.append(addr)
+            names.append(name)
+        arr = np.array(addrs, dtype=np.uint64)
+        order = np.argsort(arr, kind="stable")
+        arr = arr[order]
+        names = [names[i] for i in order.tolist()]
+        first = np.r_[True, arr[1:] != arr[:-1]] if len(arr) else np.zeros(0, bool)  # first symbol wins
+        keep = np.flatnonzero(first)
+        return cls(arr[keep], [names[i] for i in keep.tolist()], display_path)
+
+    def lookup(self, offsets: np.ndarray) -> np.ndarray:
+        pos = np.searchsorted(self.addrs, np.asarray(offsets, np.uint64), side="right") - 1
+        return pos.astype(np.int64)
+
+    def steps(self, index: int) -> tuple[Step, ...]:
+        return ((None, function_scope(self.names[index], self.path, int(self.addrs[index]))),)
+
+
+# -- binaries read in place of missing structure files ---------------------------------------------------
+
+
+@dataclass
+class BinarySymbols:
+    """Function symbols of a binary (start, end, name), for the fallback classification."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+    names: list[str]
+    path: str
+
+    def lookup(self, offsets: np.ndarray) -> np.ndarray:
+        off = np.asarray(offsets, np.uint64)
+        pos = np.searchsorted(self.starts, off, side="right") - 1
+        ok = (pos >= 0) & (off < self.ends[np.maximum(pos, 0)]) if len(self.starts) else np.zeros(len(off), bool)
+        return np.where(ok, pos, -1).astype(np.int64)
+
+    def steps(self, index: int) -> tuple[Step, ...]:
+        return ((None, function_scope(self.names[index], self.path, int(self.starts[index]))),)
+
+
+def read_binary_symbols(file: str, display_path: str) -> BinarySymbols | None:
+    """The seam for the fallback without structure files: ELF function symbols of ``file``.
+
+    hpcprof also reads DWARF (functions, inlining, lines; no loops); that needs a
+    DWARF-only reader from ``hpcsa.structure``, which does not exist yet.
+    """
+    from hpcsa.structure.elf import open_elf
+
+    try:
+        funcs = open_elf(file).functions
+    except HpcsaError:
+        return None
+    funcs = sorted((f for f in funcs if f.size > 0), key=lambda f: f.addr)
+    starts = np.array([f.addr for f in funcs], np.uint64)
+    ends = np.array([f.addr + f.size for f in funcs], np.uint64)
+    names = [demangle(f.names[0]) for f in funcs]
+    return BinarySymbols(starts, ends, names, display_path)
+
+
+#: Share of a structure file's named procedures the binary must have, at the same address, to be trusted.
+WITNESS_AGREEMENT = 0.9
+
+
+def agrees_with_structure(file: str, witness: Module) -> tuple[int, int]:
+    """(procedures checked, procedures found) comparing a binary's symbols with a structure file of the
+    measured binary: a procedure is found when the binary has a function symbol of that name at its entry."""
+    from hpcsa.structure.elf import open_elf
+
+    try:
+        funcs = open_elf(file).functions
+    except HpcsaError:
+        return 1, 0
+    names_at: dict[int, set[str]] = {}
+    for f in funcs:
+        names_at.setdefault(f.addr, set()).update(demangle(n) for n in f.names)
+    procs = witness.procedures
+    checked = found = 0
+    for entry, row in zip(procs["entry"].tolist(), procs["scope"].tolist(), strict=True):
+        name = witness.text(int(witness.scopes["name"][row])) or ""
+        if not name or name.startswith("<unknown procedure>"):
+            continue
+        base = name.rsplit(" [", 1)[0] if name.endswith("]") else name  # hpcstruct appends " [library]"
+        checked += 1
+        found += base in names_at.get(entry, ()) or name in names_at.get(entry, ())
+    return checked, found
+
+
+def trusted_binary(info: ModuleInfo, warn: list[str], witness: Module | None = None) -> str | None:
+    """The local file to read for a module without structure, or None when it cannot be trusted.
+
+    Identity is checked where the inputs record one: content-addressed names
+    (``vdso/<md5>.vdso``, ``gpubins/<md5>.gpubin``) against the content; a
+    structure file made from the measured binary (``witness``, used even
+    under ``--ignore-structs``) against the binary's symbols. Without either,
+    the binary is used with a warning.
+    """
+    file = local_copy(info)
+    if not os.path.isfile(file):
+        return None
+    named = hashed_name(info.key)
+    if named is not None:
+        digest = hashlib.md5()
+        with open(file, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+        if digest.hexdigest() != named[1]:
+            warn.append(f"{file}: content does not match the hash in its name; not used for attribution")
+            return None
+        return file
+    if witness is not None:
+        checked, found = agrees_with_structure(file, witness)
+        if checked and found < WITNESS_AGREEMENT * checked:
+            warn.append(f"{file}: not the measured binary ({found} of {checked} procedures of its structure "
+                        "file are at their address in it); its contexts stay instructions")
+            return None
+        if checked:
+            return file
+    warn.append(f"{file}: no structure file for this load module; its symbols are read from the binary at "
+                "the recorded path, which may not be the measured build (run hpcstruct on the measurement "
+                "to be sure)")
+    return file
+
+
+# -- the classifier --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Classifier:
+    """Expands (module, offset) points into context chains, with one source of information per module.
+
+    Modules are named by :class:`ModuleInfo` key; ``display`` gives the path shown for each.
+    """
+
+    display: dict[str, str] = field(default_factory=dict)
+    structs: dict[str, StructExpander] = field(default_factory=dict)
+    kernels: dict[str, KernelSymbols] = field(default_factory=dict)
+    binaries: dict[str, BinarySymbols] = field(default_factory=dict)
+
+    def expand(self, module: str, offsets: Iterable[int]) -> list[tuple[Step, ...]]:
+        """For each offset in ``module``: the chain of (relation, scope) ending with the instruction.
+
+        The chain's first context is the "relation" context (where hpcprof puts
+        move2proc metrics); its relation is None, i.e. the caller's.
+        """
+        offs = np.fromiter((int(o) for o in offsets), dtype=np.uint64)
+        path = self.display.get(module, module)
+        st = self.structs.get(module)
+        if st is not None and st.has_data:
+            out: list[tuple[Step, ...]] = []
+            for off, leaf in zip(offs.tolist(), st.lookup(offs).tolist(), strict=True):
+                if leaf < 0:  # a gap in a module the structure file describes: no information
+                    out.append(((None, point_scope(path, off)),))
+                else:
+                    chain, into = st.chain(leaf)
+                    out.append(chain + ((into, point_scope(path, off)),))
+            return out
+        for table in (self.kernels.get(module), self.binaries.get(module)):
+            if table is None:
+                continue
+            out = []
+            for off, i in zip(offs.tolist(), table.lookup(offs).tolist(), strict=True):
+                if i < 0:
+                    out.append(((None, point_scope(path, off)),))
+                else:
+                    out.append(table.steps(i) + ((LEXICAL, point_scope(path, off)),))
+            return out
+        return [((None, point_scope(path, off)),) for off in offs.tolist()]
+
+
+def warn(lines: list[str]) -> None:
+    for line in lines:
+        print(f"hpcsa: warning: {line}", file=sys.stderr)

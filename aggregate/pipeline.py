@@ -1,0 +1,302 @@
+"""``hpcsa prof`` as phases: functions of their inputs, run by a transport.
+
+The scheme is hpcprof-mpi's (seed 000 §3.2; reference/hpctoolkit.md §4.3):
+
+0. GPU structure files are parsed and their call graphs built (small; every
+   reader of phase 1 needs them).
+1. **Class 2.** Every profile is read once (:func:`discover.discover`) and
+   reported as raw nodes + metric table + identity; reports merge
+   associatively (per worker, then at the coordinator; over MPI up a t-ary
+   tree to rank 0). CPU structure files are parsed in parallel with this, each
+   once. The coordinator expands the union into the unified tree, assigns
+   canonical ids, metric ids, profile order and trace layout
+   (:func:`classtwo.assemble`), and writes meta.db and metrics/default.yaml.
+   The result is shared with every worker (fork; over MPI a broadcast).
+2. **Class 1.** Every profile is read a second time and processed
+   (:func:`classone.process_profile`): its PMS blob goes to a scratch file at
+   an offset from a shared counter, its trace line into its reserved region of
+   trace.db; it returns the counts cct.db's layout needs (summed/ORed: an
+   associative reduction).
+3. **CMS and class 3.** Context ranges are transposed into cct.db and reduced
+   into the summary statistics in canonical profile order
+   (:func:`classthree.transpose_range`). profile.db is assembled from the
+   scratch blobs in canonical profile order, the summary last.
+
+Everything is written inside a temporary directory renamed into place when
+complete (:func:`hpcsa.fileio.atomic_dir`). Ids, profile order and layout are
+canonical, so the database is byte-identical for any number of workers.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hpcsa.aggregate import cctdb, database, metadb, metricsyaml, profiledb, tracedb
+from hpcsa.errors import HpcsaError
+from hpcsa.fileio import atomic_dir
+from hpcsa.gpucct import CallGraph
+from hpcsa.gpucct.fromstruct import call_graph_from_module
+from hpcsa.progress import Progress
+from hpcsa.structure.hpcstruct import read_hpcstruct
+from hpcsa.structure.model import C, Module
+
+from . import classone, classthree, classtwo, discover, lexical, rawtree
+from .measurement import Inputs, ProfileInput, StructInput, default_output_name
+from .workers import LocalPool, SharedCounter
+
+#: Profiles per phase-1 task: enough to amortize a task, few enough to balance.
+DISCOVER_BATCH_BYTES = 4 << 20
+SEED_RETRIES = 3
+
+
+@dataclass
+class Options:
+    output: str | None = None
+    jobs: int = 1
+    statistics: tuple[str, ...] = ("Sum",)
+    traces: bool = True
+    fallback: bool = True           # read binaries of modules without structure (when trusted)
+    progress: bool | None = None    # None: on a terminal
+
+
+@dataclass
+class Result:
+    path: str
+    profiles: int
+    contexts: int
+    values: int
+    trace_elements: int
+    seconds: float
+    warnings: list[str] = field(default_factory=list)
+
+
+# -- phase 0: GPU call graphs -------------------------------------------------------------------------------
+
+
+def is_gpu_struct(s: StructInput) -> bool:
+    name = os.path.basename(s.path)
+    return ".gpubin" in name or (s.module is not None and lexical.hashed_name(s.module) is not None
+                                 and lexical.hashed_name(s.module)[0] == "gpubins")  # type: ignore[index]
+
+
+def has_call_graph(module: Module) -> bool:
+    """hpcprof reconstructs when the LM says has-calls or carries call sites (else: no flow graph)."""
+    return bool(module.has_calls) or module.count(C) > 0
+
+
+def gpu_env(structs: list[StructInput], seed: int) -> tuple[discover.Phase1Env, list[tuple[str | None, Module]]]:
+    by_key: dict[str, CallGraph] = {}
+    by_name: dict[str, CallGraph] = {}
+    parsed: list[tuple[str | None, Module]] = []
+    for s in structs:
+        if not is_gpu_struct(s):
+            continue
+        for module in read_hpcstruct(s.path).modules:
+            parsed.append((s.measdir, module))
+            if not has_call_graph(module):
+                continue
+            graph = call_graph_from_module(module, source=s.path)
+            key = lexical.module_key(module.path, s.measdir) if s.measdir else os.path.normpath(module.path)
+            by_key[key] = graph
+            named = lexical.hashed_name(module.path)
+            if named is not None:
+                by_name[named[1]] = graph
+    return discover.Phase1Env(by_key, by_name, seed), parsed
+
+
+# -- phase 1 ----------------------------------------------------------------------------------------------
+
+
+def phase1_task(env: discover.Phase1Env, kind: str, payload: Any) -> Any:
+    """One task of phase 1: parse a structure file, or discover a batch of profiles (merged)."""
+    if kind == "struct":
+        s: StructInput = payload
+        return [(s.measdir, m) for m in read_hpcstruct(s.path).modules]
+    batch: list[ProfileInput] = payload
+    return discover.merge([discover.discover(p, env) for p in batch])
+
+
+def _batches(profiles: list[ProfileInput], jobs: int) -> list[list[ProfileInput]]:
+    """Profiles in batches of similar total size, largest first, at least a few batches per worker."""
+    order = sorted(profiles, key=lambda p: (-(p.size + p.trace_size), p.path))
+    total = sum(p.size + p.trace_size for p in order)
+    target = max(1, min(DISCOVER_BATCH_BYTES, total // max(1, 4 * jobs) + 1))
+    out: list[list[ProfileInput]] = []
+    cur: list[ProfileInput] = []
+    size = 0
+    for p in order:
+        cur.append(p)
+        size += p.size + p.trace_size
+        if size >= target:
+            out.append(cur)
+            cur, size = [], 0
+    if cur:
+        out.append(cur)
+    return out
+
+
+def run_phase1(inputs: Inputs, env: discover.Phase1Env, jobs: int
+               ) -> tuple[discover.Discovery, list[tuple[str | None, Module]]]:
+    tasks: list[tuple[str, Any]] = [("struct", s) for s in inputs.structs if not is_gpu_struct(s)]
+    cost = [float(os.path.getsize(s.path)) * 4 for _, s in tasks]  # XML parses slower than .hpcrun
+    for b in _batches(inputs.profiles, jobs):
+        tasks.append(("profiles", b))
+        cost.append(float(sum(p.size + p.trace_size for p in b)))
+    parts: list[discover.Discovery] = []
+    structs: list[tuple[str | None, Module]] = []
+    with LocalPool(min(jobs, len(tasks)) or 1, shared=env) as pool:
+        for i, result in pool.run(phase1_task, tasks, cost):
+            if tasks[i][0] == "struct":
+                structs.extend(result)
+            else:
+                parts.append(result)
+                if len(parts) >= 16:
+                    parts = [discover.merge(parts)]
+    return discover.merge(parts), structs
+
+
+# -- phase 2 ----------------------------------------------------------------------------------------------
+
+
+def phase2_task(shared: tuple[classtwo.ClassTwo, classone.Sinks, bool], index: int) -> classone.ProfileOutput:
+    c2, sinks, traces = shared
+    return classone.process_profile(c2, index, sinks, traces=traces)
+
+
+# -- phase 3 ----------------------------------------------------------------------------------------------
+
+
+def phase3_task(shared: tuple[str, str, str, classthree.Placement, cctdb.CctLayout, classthree.StatPlan],
+                lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return classthree.transpose_range(*shared, lo, hi)
+
+
+# -- the whole run ----------------------------------------------------------------------------------------
+
+
+def run(inputs: Inputs, options: Options) -> Result:
+    start = time.monotonic()
+    jobs = max(1, options.jobs)
+    for attempt in range(SEED_RETRIES):
+        try:
+            env, gpu_structs = gpu_env(inputs.structs, seed=attempt)
+            disc, structs = run_phase1(inputs, env, jobs)
+            break
+        except rawtree.HashCollision:
+            if attempt + 1 == SEED_RETRIES:
+                raise HpcsaError(None, "could not name the calling contexts without hash collisions") from None
+    classifier, warnings = classtwo.build_classifier(
+        disc.raw, gpu_structs + structs, fallback=options.fallback,
+        witnesses=[(w.measdir, w.path, w.module) for w in inputs.witnesses])
+    title = discover.program_name(disc.profiles)
+    c2 = classtwo.assemble(disc, classifier, env, statistics=options.statistics, title=title, warnings=warnings)
+    del disc, classifier
+    out = options.output or default_output_name(inputs.measdirs, title)
+    progress = Progress("hpcsa prof: profiles", len(c2.profiles), enabled=options.progress)
+    with atomic_dir(out) as tmp:
+        n_values, n_trace = write_database(c2, tmp, jobs, options, progress)
+    seconds = time.monotonic() - start
+    result = Result(os.path.abspath(out), len(c2.profiles), c2.n_ctx, n_values, n_trace, seconds, c2.warnings)
+    progress.finish(f"hpcsa prof: {result.profiles} profiles, {result.contexts} contexts, {result.values} values"
+                    f"{f', {n_trace} trace elements' if n_trace else ''} -> {out}")
+    return result
+
+
+def write_database(c2: classtwo.ClassTwo, tmp: str, jobs: int, options: Options, progress: Progress
+                   ) -> tuple[int, int]:
+    """Phases 2 and 3 into the (temporary) database directory ``tmp``; (values written, trace elements)."""
+    metadb.write_metadb(os.path.join(tmp, database.META), c2.meta)
+    os.makedirs(os.path.join(tmp, "metrics"))
+    metricsyaml.write_metrics_yaml(os.path.join(tmp, database.METRICS_YAML), c2.metrics.taxonomy())
+
+    n = len(c2.profiles)
+    pms_path = os.path.join(tmp, ".profile.scratch")
+    aside_path = os.path.join(tmp, ".aside.scratch")
+    for p in (pms_path, aside_path):
+        open(p, "wb").close()
+    want_traces = options.traces and any(c2.trace_reserve)
+    trace_writer = tracedb.TraceDBWriter(os.path.join(tmp, database.TRACE), list(range(1, n + 1)),
+                                         reserve=c2.trace_reserve) if want_traces else None
+    counter = SharedCounter(("pms", "aside"))
+    place = classthree.Placement(*(np.zeros(n, np.int64) for _ in range(6)))
+    words = max(1, (c2.n_prop_ids + 63) // 64)
+    ctx_values = np.zeros(c2.n_ctx, np.int64)
+    ctx_bits = np.zeros((c2.n_ctx, words), np.uint64)
+    t_lo: int | None = None
+    t_hi: int | None = None
+    traced: list[tuple[int, int, int | None, int | None]] = []
+    if trace_writer is not None:
+        trace_writer.__enter__()
+    try:
+        sinks = classone.Sinks(pms_path, aside_path, trace_writer.temp_path if trace_writer else None,
+                               [trace_writer.region(i)[0] for i in range(n)] if trace_writer else None, counter)
+        costs = [float(p.input.size + p.input.trace_size) for p in c2.profiles]
+        with LocalPool(min(jobs, n) or 1, shared=(c2, sinks, options.traces)) as pool:
+            for _, o in pool.run(phase2_task, [(i,) for i in range(n)], costs):
+                i = o.index
+                place.pms_offset[i], place.n_values[i], place.n_ctxs[i] = o.pms_offset, o.n_values, o.n_ctxs
+                place.pms_size[i], place.aside_offset[i], place.n_aside[i] = o.pms_size, o.aside_offset, o.n_aside
+                np.add.at(ctx_values, o.ctx, o.n_ctx_values)
+                np.bitwise_or.at(ctx_bits, o.ctx, o.ctx_metric_bits)
+                if o.trace_min is not None:
+                    t_lo = o.trace_min if t_lo is None else min(t_lo, o.trace_min)
+                    t_hi = o.trace_max if t_hi is None else max(t_hi, o.trace_max)  # type: ignore[type-var]
+                traced.append((i, o.trace_count, o.trace_min, o.trace_max))
+                progress.advance()
+        if trace_writer is not None:
+            for i, count, _, _ in sorted(traced):
+                trace_writer.record(i, trace_writer.region(i)[0], count)
+            trace_writer.time_range = (t_lo or 0, t_hi or 0)
+    except BaseException:
+        if trace_writer is not None:
+            trace_writer.__exit__(*__import__("sys").exc_info())
+        raise
+    if trace_writer is not None:
+        trace_writer.__exit__(None, None, None)
+
+    # Phase 3: cct.db by context ranges, the summary on the way.
+    n_metrics = _popcount(ctx_bits)
+    layout = cctdb.CctLayout.from_counts(ctx_values, n_metrics)
+    plan = classthree.StatPlan.build(c2.metrics)
+    ranges = layout.ranges(classthree.RANGE_BYTES) if c2.n_ctx else []
+    summary_parts: list[tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray]]] = []
+    with cctdb.CctDBWriter(os.path.join(tmp, database.CCT), layout) as cw:
+        shared = (pms_path, aside_path, cw.temp_path, place, layout, plan)
+        with LocalPool(min(jobs, len(ranges)) or 1, shared=shared) as pool:
+            for i, part in pool.run(phase3_task, ranges, [float(b - a) for a, b in ranges]):
+                summary_parts.append((i, part))
+    summary_parts.sort(key=lambda t: t[0])
+    if summary_parts:
+        sc = np.concatenate([p[0] for _, p in summary_parts])
+        sm = np.concatenate([p[1] for _, p in summary_parts])
+        sv = np.concatenate([p[2] for _, p in summary_parts])
+    else:
+        sc = sm = np.zeros(0, np.int64)
+        sv = np.zeros(0)
+    summary = profiledb.ProfileValues.from_triples(sc, sm, sv)
+
+    # profile.db: thread blobs in canonical order, then the summary.
+    scratch = classthree.ScratchProfiles(pms_path, place)
+    try:
+        with profiledb.ProfileDBWriter(os.path.join(tmp, database.PROFILE), c2.id_tuples) as pw:
+            for i in range(n):
+                pw.write_profile(i + 1, profiledb.ProfileBlob(scratch.blob(i), int(place.n_values[i]),
+                                                              int(place.n_ctxs[i])))
+            pw.write_summary(summary)
+    finally:
+        scratch.close()
+    for p in (pms_path, aside_path):
+        os.unlink(p)
+    return int(place.n_values.sum()) + len(summary.values), sum(t[1] for t in traced)
+
+
+def _popcount(bits: np.ndarray) -> np.ndarray:
+    if not bits.size:
+        return np.zeros(len(bits), np.int64)
+    b = bits.view(np.uint8).reshape(len(bits), -1)
+    return np.unpackbits(b, axis=1).sum(axis=1).astype(np.int64)

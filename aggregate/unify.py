@@ -1,0 +1,394 @@
+"""Class 2: the unified calling-context tree and its canonical ids.
+
+The union of the measured trees (:mod:`rawtree`) is expanded once, node by
+node, into source-level contexts the way hpcprof creates them
+(``sources/hpcrun4.cpp``, ``finalizers/struct.cpp``; reference/hpctoolkit.md
+§1.7, §2.2, §4):
+
+- ``^Primary`` and ``NoActvty`` are the global context; ``^Partial`` and
+  ``*Unnorm`` are ``(unknown)``; ``| Main`` and ``| Thread`` placeholders
+  become the "main thread" and "application thread" entry points; any other
+  context found directly below the global context is demoted below an
+  ``(unknown)`` entry ("partial call paths");
+- every instruction is expanded through the classifier (:mod:`lexical`)
+  under its caller with the ``call`` relation: function, loops, inlined
+  calls, lines, then the instruction itself (lexically nested, so meta.db
+  elides it). The first context of the chain is where ``move2proc`` metrics
+  go;
+- a PC sample that could not be reconstructed is ``caller -> (unknown) ->
+  instruction``; reconstructed ones give their FRAME/POINT nodes contexts.
+
+Contexts are created once and never change. Ids are assigned when the whole
+tree is known, canonically: a depth-first walk with siblings sorted by
+(relation, scope), so ids are pre-order (a subtree is an id range) and do not
+depend on the order profiles were read, nor on how many workers read them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from hpcsa.aggregate import metadb
+from hpcsa.errors import HpcsaError, UnsupportedError
+from hpcsa.gpucct import CallGraph, StepKind
+from hpcsa.ingest.hpcrun import placeholder_code
+
+from . import lexical as lx
+from . import rawtree
+from .gpu import RECONSTRUCTED, frame_name
+
+PRIMARY = placeholder_code("^Primary")
+PARTIAL = placeholder_code("^Partial")
+UNNORMALIZED = placeholder_code("*Unnorm ")
+NO_ACTIVITY = placeholder_code("NoActvty")
+FENCE_MAIN = placeholder_code("| Main  ")
+FENCE_THREAD = placeholder_code("| Thread")
+#: Load-module ids hpcrun reserves for outlined range trees (range-based PC sampling).
+OUTLINED_RANGE_IDS = (65531, 65532, 65533)
+
+PLACEHOLDER_NAMES = {placeholder_code(code): name for code, name in (
+    ("| Main  ", "<program root>"), ("| Thread", "<thread root>"),
+    ("OMP Idle", "<omp idle>"), ("OMPOvrHd", "<omp overhead>"), ("OMPBarrW", "<omp barrier wait>"),
+    ("OMPTaskW", "<omp task wait>"), ("OMPMtexW", "<omp mutex wait>"), ("OMP Work", "<omp work>"),
+    ("OMPETask", "<omp expl task>"), ("OMPITask", "<omp impl task>"), ("OMTAlloc", "<omp tgt alloc>"),
+    ("OMTDelte", "<omp tgt delete>"), ("OMTCpIn ", "<omp tgt copyin>"), ("OMTCpOut", "<omp tgt copyout>"),
+    ("OMTKernl", "<omp tgt kernel>"), ("OMPUresv", "<omp region unresolved>"),
+    ("GPUCp?2?", "<gpu copy>"), ("GPUCpH2D", "<gpu copyin>"), ("GPUCpD2H", "<gpu copyout>"),
+    ("GPUAlloc", "<gpu alloc>"), ("GPUDelte", "<gpu delete>"), ("GPUKernl", "<gpu kernel>"),
+    ("GPUMemst", "<gpu memset>"), ("GPU Sync", "<gpu sync>"), ("GPUTrace", "<gpu kernel>"))}
+
+
+def placeholder_name(code: int) -> str:
+    """hpcprof's name for a placeholder, or its shortcode with unprintable bytes escaped."""
+    name = PLACEHOLDER_NAMES.get(int(code))
+    if name is not None:
+        return name
+    out = []
+    for shift in range(56, -8, -8):
+        c = (int(code) >> shift) & 0xFF
+        out.append(chr(c) if 32 <= c < 127 else f"\\{c:02x}")
+    return "".join(out)
+
+
+ROOT_SCOPE: lx.Scope = (-1,)
+
+
+class ContextBuilder:
+    """Contexts as they are discovered: (parent, relation, scope) -> provisional number (0 = global)."""
+
+    def __init__(self) -> None:
+        self.parent: list[int] = [-1]
+        self.relation: list[int] = [-1]
+        self.scope: list[lx.Scope] = [ROOT_SCOPE]
+        self._index: dict[tuple[int, int, lx.Scope], int] = {}
+
+    def __len__(self) -> int:
+        return len(self.parent)
+
+    def ensure(self, parent: int, relation: int, scope: lx.Scope) -> int:
+        key = (parent, relation, scope)
+        got = self._index.get(key)
+        if got is None:
+            got = self._index[key] = len(self.parent)
+            self.parent.append(parent)
+            self.relation.append(relation)
+            self.scope.append(scope)
+        return got
+
+    def chain(self, parent: int, relation: int, steps: tuple[lx.Step, ...]) -> tuple[int, int]:
+        """Create a classified chain below ``parent``; (first context, last context)."""
+        ctx = parent
+        first = -1
+        for i, (rel, scope) in enumerate(steps):
+            ctx = self.ensure(ctx, relation if rel is None else rel, scope)
+            if i == 0:
+                first = ctx
+        return first, ctx
+
+
+@dataclass
+class Expansion:
+    """The provisional contexts and, per raw node (rows of the sorted union), its contexts."""
+
+    builder: ContextBuilder
+    full: np.ndarray  # int64 provisional context of each raw node (-1: none)
+    rel: np.ndarray
+
+
+def expand(raw: rawtree.RawNodes, classifier: lx.Classifier, graphs: dict[int, CallGraph]) -> Expansion:
+    """Contexts for every node of the union (see the module docstring)."""
+    nodes = raw.nodes
+    n = len(nodes)
+    key_of = {h: ref.key for h, ref in raw.modules.items()}
+    parent_row = rawtree.find(nodes["h1"], nodes["parent"]) if n else np.zeros(0, np.int64)
+    has_parent = nodes["parent"] != 0
+    if (has_parent & (parent_row < 0)).any():
+        raise HpcsaError(None, "internal error: a node of the union has no parent in it")
+    kind = nodes["kind"]
+    is_point = ((kind == rawtree.CCT) & (nodes["module"] != 0)) | (kind == rawtree.POINT) | \
+               ((kind == rawtree.FRAME) & (nodes["flag"] == int(StepKind.CALL)))
+    # Classify every distinct (module, address) once, per module (vectorized lookups).
+    chains: dict[tuple[int, int], tuple[lx.Step, ...]] = {}
+    pts = np.unique(nodes[["module", "ip"]][is_point]) if n else np.zeros(0, nodes.dtype)
+    by_module: dict[int, list[int]] = defaultdict(list)
+    for m, ip in pts.tolist():
+        by_module[m].append(ip)
+    for m, ips in by_module.items():
+        for ip, steps in zip(ips, classifier.expand(key_of.get(m, ""), ips), strict=True):
+            chains[(m, ip)] = steps
+
+    b = ContextBuilder()
+    full = np.full(n, -1, np.int64)
+    rel = np.full(n, -1, np.int64)
+    order = np.argsort(nodes["depth"], kind="stable")
+    par_l = parent_row.tolist()
+    kind_l, flag_l = kind.tolist(), nodes["flag"].tolist()
+    mod_l, ip_l = nodes["module"].tolist(), nodes["ip"].tolist()
+    hp = has_parent.tolist()
+    for row in order.tolist():
+        k, flag, mod, ip = kind_l[row], flag_l[row], mod_l[row], ip_l[row]
+        if not hp[row]:
+            if k == rawtree.CCT and mod == 0 and ip == PRIMARY:
+                full[row] = rel[row] = 0
+                continue
+            raise HpcsaError(None, "internal error: a top node of the union is not <primary root>")
+        par = int(full[par_l[row]])
+        if par < 0:
+            raise HpcsaError(None, "internal error: a node below a reconstructed sample")
+        if k == rawtree.CCT:
+            if mod == 0:
+                f = _placeholder(b, par, ip)
+                full[row] = rel[row] = f
+                continue
+            if par == 0:  # instructions cannot be top-level contexts: "partial call paths"
+                par = b.ensure(0, lx.CALL, lx.UNKNOWN)
+            if flag & RECONSTRUCTED:
+                continue
+            if not flag & 0x1:  # not unwound and not reconstructed: caller -> (unknown) -> instruction
+                par = b.ensure(par, lx.CALL, lx.UNKNOWN)
+            rel[row], full[row] = b.chain(par, lx.CALL, chains[(mod, ip)])
+        elif k == rawtree.FRAME:
+            if flag == int(StepKind.CALL):
+                rel[row], full[row] = b.chain(par, lx.CALL, chains[(mod, ip)])
+            elif flag == int(StepKind.UNKNOWN):
+                full[row] = rel[row] = b.ensure(par, lx.CALL, lx.UNKNOWN)
+            else:
+                name = frame_name(graphs.get(mod), flag, ip)
+                full[row] = rel[row] = b.ensure(par, lx.CALL, lx.function_scope(name))
+        else:
+            rel[row], full[row] = b.chain(par, lx.CALL, chains[(mod, ip)])
+    return Expansion(b, full, rel)
+
+
+def _placeholder(b: ContextBuilder, par: int, code: int) -> int:
+    if code == NO_ACTIVITY:
+        if par != 0:
+            raise HpcsaError(None, "<no activity> below another context")
+        return 0
+    if code in (PARTIAL, UNNORMALIZED):
+        if code == PARTIAL and par != 0:
+            raise HpcsaError(None, "<partial root> below another context")
+        return b.ensure(par, lx.CALL, lx.UNKNOWN)
+    if code == PRIMARY:
+        raise HpcsaError(None, "<primary root> below another context")
+    if par == 0 and code not in (FENCE_MAIN, FENCE_THREAD):
+        par = b.ensure(0, lx.CALL, lx.UNKNOWN)
+    return b.ensure(par, lx.CALL, lx.placeholder_scope(code))
+
+
+# -- canonical ids -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class UnifiedTree:
+    """The final context tree by canonical id (0 = global; ids are pre-order)."""
+
+    parent: np.ndarray     # int32
+    relation: np.ndarray   # int8 (-1 for the root)
+    scopes: list[lx.Scope]
+    depth: np.ndarray      # int32
+    end: np.ndarray        # int64: the subtree of c is ids c .. end[c]-1
+
+    def __len__(self) -> int:
+        return len(self.parent)
+
+    @property
+    def is_loop(self) -> np.ndarray:
+        return np.array([s[0] == lx.LOOP for s in self.scopes], bool)
+
+    @property
+    def is_call(self) -> np.ndarray:
+        """hpcprof's isCall: entered by a call or an inlined call (stops the function scope)."""
+        return (self.relation == lx.CALL) | (self.relation == lx.INLINED_CALL)
+
+    @property
+    def elided(self) -> np.ndarray:
+        """Instructions nested lexically in their line: left out of meta.db, mapped to the parent in traces."""
+        kinds = np.array([s[0] for s in self.scopes], np.int64)
+        return (self.relation == lx.LEXICAL) & (kinds == lx.POINT)
+
+
+def canonical_ids(b: ContextBuilder) -> tuple[UnifiedTree, np.ndarray]:
+    """Ids by a depth-first walk with siblings sorted by (relation, scope); (tree, id of each provisional)."""
+    children: list[list[int]] = [[] for _ in range(len(b))]
+    for node in range(1, len(b)):
+        children[b.parent[node]].append(node)
+    sort_key: Callable[[int], tuple[int, lx.Scope]] = lambda c: (b.relation[c], b.scope[c])  # noqa: E731
+    new_id = np.full(len(b), -1, np.int64)
+    order: list[int] = []
+    depth_of = [0] * len(b)
+    stack = [0]
+    while stack:
+        node = stack.pop()
+        new_id[node] = len(order)
+        order.append(node)
+        kids = sorted(children[node], key=sort_key)
+        for c in kids:
+            depth_of[c] = depth_of[node] + 1
+        stack.extend(reversed(kids))
+    n = len(order)
+    old = np.array(order, np.int64)
+    parent = np.array([-1] + [int(new_id[b.parent[o]]) for o in order[1:]], np.int32)
+    relation = np.array([b.relation[o] for o in order], np.int8)
+    scopes = [b.scope[o] for o in order]
+    depth = np.array([depth_of[o] for o in order], np.int32)
+    # Subtree ends: a node's subtree ends where the next node of its depth or shallower starts.
+    size = np.ones(n, np.int64)
+    for c in range(n - 1, 0, -1):
+        size[parent[c]] += size[c]
+    end = np.arange(n, dtype=np.int64) + size
+    del old
+    return UnifiedTree(parent, relation, scopes, depth, end), new_id
+
+
+# -- meta.db ----------------------------------------------------------------------------------------------
+
+
+ENTRY_KINDS = {FENCE_MAIN: (1, "main thread"), FENCE_THREAD: (2, "application thread")}
+
+
+def meta_tables(tree: UnifiedTree) -> tuple[metadb.ContextTree, metadb.Functions, list[str], list[str]]:
+    """meta.db's context tree, functions, modules and files for ``tree`` (all in canonical order)."""
+    scopes = tree.scopes
+    modules: set[str] = set()
+    files: set[str] = set()
+    functions: set[tuple[object, ...]] = set()
+    for s in scopes[1:]:
+        k = s[0]
+        if k == lx.FUNCTION:
+            functions.add(("f",) + s[1:])
+            if s[2]:
+                modules.add(s[2])
+            if s[4]:
+                files.add(s[4])
+        elif k == lx.PLACEHOLDER:
+            functions.add(("p", placeholder_name(s[1]), s[1]))
+        elif k == lx.LOOP:
+            files.add(s[1])
+            modules.add(s[3])
+        elif k == lx.LINE:
+            files.add(s[1])
+        elif k == lx.POINT:
+            modules.add(s[1])
+    module_list = sorted(modules)
+    file_list = sorted(files)
+    mod_idx = {m: i for i, m in enumerate(module_list)}
+    file_idx = {f: i for i, f in enumerate(file_list)}
+    # Real functions first, then placeholders (hpcprof's order of the two groups).
+    fn_keys = sorted(f for f in functions if f[0] == "f") + sorted((f for f in functions if f[0] == "p"),
+                                                                  key=lambda f: (f[1], f[2]))
+    fn_idx = {f: i for i, f in enumerate(fn_keys)}
+    names: list[str | None] = []
+    fmod, foff, ffile, fline = [], [], [], []
+    for f in fn_keys:
+        if f[0] == "p":
+            names.append(f[1])
+            fmod.append(-1), foff.append(0), ffile.append(-1), fline.append(0)
+        else:
+            _, name, module, offset, file, line = f
+            names.append(name)
+            fmod.append(mod_idx[module] if module else -1)
+            foff.append(offset if module and offset >= 0 else 0)
+            ffile.append(file_idx[file] if file else -1)
+            fline.append(line if file and line >= 0 else 0)
+    funcs = metadb.Functions(names, np.array(fmod, np.int32), np.array(foff, np.uint64),
+                             np.array(ffile, np.int32), np.array(fline, np.uint32), np.zeros(len(names), np.uint32))
+
+    n = len(tree)
+    top = np.flatnonzero(tree.parent == 0)
+    entries = []
+    entry_of = {}
+    for c in top.tolist():
+        s = scopes[c]
+        if s[0] == lx.UNKNOWN_KIND:
+            kind, pretty = 0, "unknown entry"
+        elif s[0] == lx.PLACEHOLDER and s[1] in ENTRY_KINDS:
+            kind, pretty = ENTRY_KINDS[s[1]]
+        else:
+            raise HpcsaError(None, f"internal error: invalid top-level context {s}")
+        entry_of[c] = len(entries)
+        entries.append(metadb.EntryPoint(c, kind, pretty))
+    rows = np.flatnonzero(tree.parent > 0)  # every context below an entry point
+    row_of = np.full(n, -1, np.int64)
+    row_of[rows] = np.arange(len(rows))
+    par = tree.parent[rows].astype(np.int64)
+    parent_rows = np.where(np.isin(par, top), -1, row_of[par])
+    # The entry point each context descends from.
+    entry_id = np.zeros(n, np.int64)
+    for c in top.tolist():
+        entry_id[c: tree.end[c]] = entry_of[c]
+    lex_type = np.zeros(len(rows), np.uint8)
+    func = np.full(len(rows), -1, np.int64)
+    file = np.full(len(rows), -1, np.int64)
+    line = np.zeros(len(rows), np.int64)
+    module = np.full(len(rows), -1, np.int64)
+    offset = np.zeros(len(rows), np.uint64)
+    flags = np.zeros(len(rows), np.uint8)
+    for i, c in enumerate(rows.tolist()):
+        s = scopes[c]
+        k = s[0]
+        if k == lx.UNKNOWN_KIND:
+            lex_type[i] = metadb.FUNCTION
+        elif k == lx.PLACEHOLDER:
+            lex_type[i] = metadb.FUNCTION
+            func[i] = fn_idx[("p", placeholder_name(s[1]), s[1])]
+            flags[i] = metadb.HAS_FUNCTION
+        elif k == lx.FUNCTION:
+            lex_type[i] = metadb.FUNCTION
+            func[i] = fn_idx[("f",) + s[1:]]
+            flags[i] = metadb.HAS_FUNCTION
+        elif k == lx.LINE:
+            lex_type[i] = metadb.LINE
+            file[i], line[i] = file_idx[s[1]], max(s[2], 0)
+            flags[i] = metadb.HAS_SRCLOC
+        elif k == lx.LOOP:
+            lex_type[i] = metadb.LOOP
+            file[i], line[i] = file_idx[s[1]], max(s[2], 0)
+            module[i], offset[i] = mod_idx[s[3]], max(s[4], 0)
+            flags[i] = metadb.HAS_SRCLOC | metadb.HAS_POINT
+        else:
+            lex_type[i] = metadb.INSTRUCTION
+            module[i], offset[i] = mod_idx[s[1]], s[2]
+            flags[i] = metadb.HAS_POINT
+    relation = tree.relation[rows].astype(np.uint8)
+    ctree = metadb.ContextTree.from_columns(
+        entries, ctx_id=rows.astype(np.uint32), parent=parent_rows, entry=entry_id[rows],
+        relation=relation, lexical_type=lex_type, flags=flags,
+        propagation=(relation == lx.LEXICAL).astype(np.uint16), function=func, file=file, line=line,
+        module=module, offset=offset)
+    return ctree, funcs, module_list, file_list
+
+
+def check_module(ref_path: str) -> None:
+    """Refuse load modules hpcsa does not handle."""
+    if ref_path.startswith("<outlined"):
+        raise UnsupportedError(None, "outlined range trees (range-based PC sampling) are not supported")
+
+
+def module_display(path: str, measdir: str) -> str:
+    return path if not os.path.isabs(path) else os.path.normpath(path)

@@ -1,0 +1,96 @@
+"""The single-machine transport: worker processes for the phase functions.
+
+The phases (:mod:`pipeline`) are written as functions of explicit inputs;
+this module only runs them somewhere. With ``jobs = 1`` everything runs in the
+calling process. Otherwise a pool of forked processes runs tasks largest
+first, handing the next task to whichever worker is free (balance by size,
+not round-robin). Data every task needs (the class-2 results) is given once
+per pool as ``shared`` and inherited by the forked workers, not sent with
+each task. Offsets in the scratch files come from a counter shared by the
+processes (:class:`SharedCounter`).
+
+An MPI transport provides the same three things: a way to run per-item
+functions where the data is, the shared data broadcast, and a shared counter.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from hpcsa.binfmt import align
+
+_SHARED: Any = None
+
+
+class SharedCounter:
+    """Byte offsets handed out from counters shared by forked processes (one per scratch file)."""
+
+    def __init__(self, kinds: Iterable[str]) -> None:
+        ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+        self._values = {k: ctx.Value("Q", 0) for k in kinds}
+
+    def __call__(self, kind: str, nbytes: int) -> int:
+        v = self._values[kind]
+        with v.get_lock():
+            at = v.value
+            v.value = align(at + nbytes, 8)
+        return int(at)
+
+    def total(self, kind: str) -> int:
+        return int(self._values[kind].value)
+
+
+class LocalPool:
+    """Run ``fn(shared, *args)`` for many argument tuples, in ``jobs`` processes (or inline for one)."""
+
+    def __init__(self, jobs: int, shared: Any = None) -> None:
+        self.jobs = max(1, int(jobs))
+        self.shared = shared
+        self._pool: Any = None
+        if self.jobs > 1:
+            global _SHARED
+            _SHARED = shared  # inherited by the forked workers
+            if "fork" not in mp.get_all_start_methods():  # pragma: no cover - not on Linux
+                self.jobs = 1
+            else:
+                self._pool = mp.get_context("fork").Pool(self.jobs)
+            _SHARED = None
+
+    def __enter__(self) -> LocalPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None
+
+    def run(self, fn: Callable[..., Any], tasks: list[tuple[Any, ...]], cost: list[float] | None = None
+            ) -> Iterator[tuple[int, Any]]:
+        """(task index, result) as tasks finish; tasks start largest ``cost`` first."""
+        order = sorted(range(len(tasks)), key=lambda i: (-(cost[i] if cost else 0.0), i))
+        if self._pool is None:
+            for i in order:
+                yield i, fn(self.shared, *tasks[i])
+            return
+        results = self._pool.imap_unordered(_indexed, [(i, fn, tasks[i]) for i in order], chunksize=1)
+        yield from results
+
+
+def _indexed(packed: tuple[int, Callable[..., Any], tuple[Any, ...]]) -> tuple[int, Any]:
+    i, fn, args = packed
+    return i, fn(_SHARED, *args)
+
+
+def default_jobs() -> int:
+    """hpcprof's default: the CPUs this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover
+        return max(1, os.cpu_count() or 1)
