@@ -103,6 +103,8 @@ def test_measurement_gpubins_against_their_structs(hpctoolkit_data, meas, tmp_pa
     assert len(call_sites(ref)) == {"loops-cuda-nvidiapc-t": 0, "recursion-cuda-nvidiapc-t": 9}[meas]
     a = gpu_agreement(ref, ours)
     assert (a.statements, a.loops) == (1.0, 1.0), a.row(meas)
+    # element for element hpcstruct's file, but for the path of the LM
+    assert _body((work / "structs" / name).read_text()) == _body((src / "structs" / name).read_text())
 
 
 @pytest.mark.parametrize("name", ["quicksilver-sm_62-dr", "quicksilver-sm_70-dr", "inlines+loops-sm_62-nvcc102-dr"])
