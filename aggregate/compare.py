@@ -85,16 +85,19 @@ class Comparison:
 
 
 def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Number of representable doubles between ``a`` and ``b`` (element-wise; NaN counts as far)."""
+    """Number of representable doubles between ``a`` and ``b`` (element-wise, as float64; NaN vs a number
+    is infinitely far, two NaNs are equal)."""
     a = np.ascontiguousarray(a, np.float64)
     b = np.ascontiguousarray(b, np.float64)
     ia, ib = a.view(np.int64), b.view(np.int64)
     lowest = np.int64(np.iinfo(np.int64).min)
-    oa = np.where(ia < 0, lowest - ia, ia).astype(np.float64)  # monotonic in the value
-    ob = np.where(ib < 0, lowest - ib, ib).astype(np.float64)
-    dist = np.abs(oa - ob)
-    bad = np.isnan(a) | np.isnan(b)
-    return np.where(bad & ~(np.isnan(a) & np.isnan(b)), np.inf, np.where(bad, 0, dist))
+    with np.errstate(over="ignore"):
+        oa = np.where(ia < 0, lowest - ia, ia)  # monotonic in the value; -0.0 and 0.0 meet at 0
+        ob = np.where(ib < 0, lowest - ib, ib)
+        ua, ub = oa.view(np.uint64), ob.view(np.uint64)
+        dist = np.where(oa >= ob, ua - ub, ub - ua).astype(np.float64)  # exact modulo 2**64
+    na, nb = np.isnan(a), np.isnan(b)
+    return np.where(na | nb, np.where(na & nb, 0.0, np.inf), dist)
 
 
 # -- naming contexts by content -----------------------------------------------------------------------

@@ -30,7 +30,6 @@ canonical, so the database is byte-identical for any number of workers.
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -180,7 +179,7 @@ def phase3_task(shared: tuple[str, str, str, classthree.Placement, cctdb.CctLayo
 
 
 def run(inputs: Inputs, options: Options) -> Result:
-    start = time.monotonic()
+    progress = Progress("hpcsa prof", None, enabled=options.progress)
     jobs = max(1, options.jobs)
     for attempt in range(SEED_RETRIES):
         try:
@@ -197,11 +196,11 @@ def run(inputs: Inputs, options: Options) -> Result:
     c2 = classtwo.assemble(disc, classifier, env, statistics=options.statistics, title=title, warnings=warnings)
     del disc, classifier
     out = options.output or default_output_name(inputs.measdirs, title)
-    progress = Progress("hpcsa prof: profiles", len(c2.profiles), enabled=options.progress)
+    progress.what, progress.total = "hpcsa prof: profiles", len(c2.profiles)
     with atomic_dir(out) as tmp:
         n_values, n_trace = write_database(c2, tmp, jobs, options, progress)
-    seconds = time.monotonic() - start
-    result = Result(os.path.abspath(out), len(c2.profiles), c2.n_ctx, n_values, n_trace, seconds, c2.warnings)
+    result = Result(os.path.abspath(out), len(c2.profiles), c2.n_ctx, n_values, n_trace, progress.elapsed(),
+                    c2.warnings)
     progress.finish(f"hpcsa prof: {result.profiles} profiles, {result.contexts} contexts, {result.values} values"
                     f"{f', {n_trace} trace elements' if n_trace else ''} -> {out}")
     return result
