@@ -33,8 +33,8 @@ def register(parser: argparse.ArgumentParser) -> None:
                         "exclusive value); default: the first shown column, inclusive")
     parser.add_argument("--depth", type=int, metavar="N", help="expand the tree to depth N (default: top-down 4, "
                         "bottom-up 1, flat 2)")
-    parser.add_argument("--top", type=int, default=10, metavar="K", help="show at most K children per scope "
-                        "(default 10; 0 = all)")
+    parser.add_argument("--top", type=int, metavar="K", help="show at most K children per scope "
+                        "(default 10, 3 along a hot path; 0 = all)")
     parser.add_argument("--hot-path", action="store_true", help="expand the hot path (seed 003 eq. 3)")
     parser.add_argument("--from", dest="start", metavar="SCOPE", help="start the hot path (and the display) at "
                         "this scope: a context id (#123) or a procedure name")
@@ -107,7 +107,7 @@ def list_metrics(exp: Experiment) -> str:
 
 
 def render_view(exp: Experiment, view: str = "top-down", metrics: list[str] | None = None,
-                all_metrics: bool = False, sort: str | None = None, depth: int | None = None, top: int | None = 10,
+                all_metrics: bool = False, sort: str | None = None, depth: int | None = None, top: int | None = None,
                 hot_path: bool = False, start: str | None = None, hot_metric: str | None = None,
                 threshold: float = DEFAULT_THRESHOLD, flatten: int = 0, fmt: str = "text", width: int | None = None,
                 ) -> str:
@@ -120,6 +120,8 @@ def render_view(exp: Experiment, view: str = "top-down", metrics: list[str] | No
     sort_col = parse_column(exp, sort) if sort else (columns[0] if columns else (columns_spec[0], "inclusive"))
     if depth is None:
         depth = min(DEFAULT_DEPTH[view], 1) if hot_path else DEFAULT_DEPTH[view]
+    if top is None:
+        top = 3 if hot_path else 10
     forest = build_forest(exp, view, depth, flatten, deep=hot_path)
     start_node = None
     if start:
@@ -132,7 +134,8 @@ def render_view(exp: Experiment, view: str = "top-down", metrics: list[str] | No
     if hot_path:
         hot_col = (parse_column(exp, hot_metric)[0], "inclusive") if hot_metric else (sort_col[0], "inclusive")
         hot = forest.hot_path(hot_col[0], start_node, threshold)
-    rows = choose_rows(forest, columns, sort_col, depth, top or None, hot, start_node if not hot else None)
+    rows = choose_rows(forest, columns, sort_col, depth, top if top > 0 else None, hot,
+                       start_node if not hot else None)
     table = Table(forest, columns, rows, [exp.total(c) for c, _ in columns], hot, hot_col, threshold,
                   title=f"{exp.path}: {forest.view} view")
     if fmt == "json":
