@@ -181,3 +181,64 @@ def test_bad_input_is_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def
     assert_one_line_error(run_cli("view", str(SEED003), "--derive", "x=$9"), "$9")
     assert_one_line_error(run_cli("view", str(SEED003), "--hot-path", "--from", "zz"), "zz")
     assert_one_line_error(run_cli("view", str(SEED003), "--threshold", "150"), "threshold")
+
+
+def test_fp_waste_and_relative_efficiency_rank_loops(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Seed 001/003's derived metrics: FP waste = 2 x cycles - flops (peak 2 flops/cycle), efficiency =
+    flops / (2 x cycles); sorting by waste ranks loops differently from sorting by cycles."""
+    from hpcsa.views.synthetic import DatabaseBuilder, thread_tuple
+
+    b = DatabaseBuilder("fp")
+    src = b.file("/src/flux.f90")
+    main = b.call(None, b.function("main", -1, src, 1))
+    loops = {name: b.line(b.loop(main, src, line), src, line + 1)
+             for name, line in (("diffusion", 10), ("copy", 20), ("dense", 30))}
+    point = np.zeros((len(b.rows), 2))
+    # cycles, flops: diffusion streams data (6% efficient), copy computes nothing, dense runs at 80% of peak
+    for name, (cyc, flops) in {"diffusion": (50.0, 6.0), "copy": (20.0, 0.0), "dense": (100.0, 160.0)}.items():
+        point[loops[name]] = (cyc, flops)
+    b.write(tmp_path / "fp.d", ["CYCLES", "FP_INS"], [(thread_tuple(0, 0, 0), point)])
+    exp = open_experiment(tmp_path / "fp.d")
+    waste = exp.derive("FPWASTE=2*$0-$1")
+    eff = exp.derive("efficiency=${FP_INS}/(2*${CYCLES})")
+    fl = exp.flat()
+    loop_nodes = [n for n in range(len(fl)) if fl.label(n).startswith("loop at")]
+    by_waste = sorted(loop_nodes, key=lambda n: -fl.values(waste)[n])
+    by_cycles = sorted(loop_nodes, key=lambda n: -fl.values("CYCLES")[n])
+    assert [fl.label(n) for n in by_cycles] == ["loop at flux.f90:30", "loop at flux.f90:10", "loop at flux.f90:20"]
+    assert [fl.label(n) for n in by_waste] == ["loop at flux.f90:10", "loop at flux.f90:20", "loop at flux.f90:30"]
+    assert [round(fl.values(eff)[n], 3) for n in by_waste] == [0.06, 0.0, 0.8]
+    # at the program level the ratio is of the sums (166 / 340), not a sum of ratios
+    assert exp.total(eff) == pytest.approx(166 / 340)
+    text = render_view(exp, "flat", metrics=["FPWASTE", "efficiency"], sort="FPWASTE (I)", depth=3)
+    assert text.index("flux.f90:10") < text.index("flux.f90:30")
+
+
+def test_fixtures_are_what_the_script_builds(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from tests.views.helpers import FIXTURES, fixture_builder
+
+    fixture_builder().main(str(tmp_path))
+    for db in ("seed003.d", "scaling-p2.d", "scaling-q4.d", "threads.d"):
+        for f in ("meta.db", "profile.db", "cct.db", "metrics/default.yaml"):
+            assert (tmp_path / db / f).read_bytes() == (FIXTURES / db / f).read_bytes(), (db, f)
+
+
+def test_profile_values_add_up_to_the_summary() -> None:
+    exp = open_experiment(SEED003)
+    total = sum(exp.profile_values(p.index, CPU) for p in exp.profiles)
+    assert np.allclose(total, exp.inclusive(CPU))
+    assert exp.context_values(0, CPU)[1:].tolist() == [9.0]
+    assert [p.label for p in exp.profiles] == ["node 0 rank 0 thread 0"]
+
+
+def test_corrupt_database_is_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+
+    bad = tmp_path / "bad.d"
+    shutil.copytree(SEED003, bad)
+    data = (bad / "profile.db").read_bytes()
+    (bad / "profile.db").write_bytes(data[: len(data) // 2])
+    assert_one_line_error(run_cli("view", str(bad)), "profile.db")
+    proc = run_cli("view", str(SEED003), "--view", "flat", "--flatten", "2", "--format", "csv", check=True)
+    labels = [line.split(",")[1] for line in proc.stdout.splitlines()[1:] if line.startswith("0,")]
+    assert set(labels) == {"g", "h", "m", "f"}
