@@ -189,7 +189,7 @@ class Experiment:
 
     def profile_values(self, index: int, metric: str, scope: str = "execution") -> np.ndarray:
         """One profile's values of one metric and scope over the rows (profile.db, read on request)."""
-        mid = self.prop_metric_id(self._metric_name(metric), scope)
+        mid = self.prop_metric_id(self.measured_metric(metric), scope)
         pv = self.db.profiles.profile(index)
         sel = pv.metric_ids == mid
         out = np.zeros(len(self.cct))
@@ -200,7 +200,7 @@ class Experiment:
 
     def context_values(self, row: int, metric: str, scope: str = "execution") -> np.ndarray:
         """One context's values of one metric and scope in every profile (index 0 unused: the summary)."""
-        mid = self.prop_metric_id(self._metric_name(metric), scope)
+        mid = self.prop_metric_id(self.measured_metric(metric), scope)
         out = np.zeros(len(self.db.profiles))
         ctx = int(self.cct.ctx_id[row])
         if self.db.cct is not None:
@@ -214,7 +214,7 @@ class Experiment:
 
     def metric_matrix(self, metric: str, scope: str = "execution") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(rows, profile indices, values) of every non-zero value of one metric and scope (cct.db)."""
-        mid = self.prop_metric_id(self._metric_name(metric), scope)
+        mid = self.prop_metric_id(self.measured_metric(metric), scope)
         if self.db.cct is not None:
             rv = self.db.cct.range_values()
             sel = rv.metric_ids == mid
@@ -232,7 +232,8 @@ class Experiment:
             return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
         return tuple(np.concatenate(p) for p in zip(*parts, strict=True))  # type: ignore[return-value]
 
-    def _metric_name(self, spec: str) -> str:
+    def measured_metric(self, spec: str) -> str:
+        """The measured metric behind a metric name or column (a derived column: its first input)."""
         names = [m.name for m in self.meta.metrics]
         if spec in names:
             return spec

@@ -66,7 +66,7 @@ def profile_set(exp: Experiment, metric: str, kind: str = "auto") -> np.ndarray:
 
 
 def imbalance_table(exp: Experiment, metric: str, scope: str = "execution", kind: str = "auto") -> ImbalanceTable:
-    name = exp._metric_name(metric)
+    name = exp.measured_metric(metric)
     profiles = profile_set(exp, name, kind)
     if not len(profiles):
         raise HpcsaError(exp.path, f"no profiles of class {kind!r} to compare")
@@ -119,7 +119,7 @@ class Distribution:
 
 
 def distribution(exp: Experiment, row: int, metric: str, scope: str = "execution", kind: str = "auto") -> Distribution:
-    name = exp._metric_name(metric)
+    name = exp.measured_metric(metric)
     profiles = profile_set(exp, name, kind)
     values = exp.context_values(row, name, scope)[profiles]
     return Distribution(row, name, scope, profiles, values)

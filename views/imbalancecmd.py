@@ -33,7 +33,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     exp = open_experiment(args.database)
     col = parse_column(exp, args.metric)[0] if args.metric else default_columns(exp, False)[0]
-    metric = exp._metric_name(col.name)
+    metric = exp.measured_metric(col.name)
     table = imbalance_table(exp, metric, args.scope, args.profiles)
     td = exp.top_down()
     ranked = [int(r) for r in table.ranked() if td.parent[r] != -2][:args.top]

@@ -167,7 +167,7 @@ def work_metric(exp: Experiment, gpu: bool, members: list[ProfileValues], forced
     """The metric whose time in work contexts ranks threads: --work-metric, else the first time metric
     (CPU or GPU kind) with data in these profiles, else the first metric with data."""
     if forced:
-        return exp._metric_name(forced)
+        return exp.measured_metric(forced)
     present = set()
     for pv in members:
         present.update(np.unique(pv.metric_ids).tolist())

@@ -105,3 +105,13 @@ def test_hatchet_export_succeeds_where_hatchet_fails(shared_data: Path, name: st
     roots = gf.graph.roots
     total = exp.total(col[: -len(" (inc)")])
     assert np.nansum(gf.dataframe.loc[roots, col].to_numpy(float)) == pytest.approx(total, rel=1e-9)
+
+
+def test_missing_hatchet_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from hpcsa.errors import HpcsaError
+
+    monkeypatch.setitem(sys.modules, "hatchet", None)  # as if not installed
+    with pytest.raises(HpcsaError, match=r"pip install 'hpcsa\[hatchet\]'"):
+        open_experiment(SEED003).to_hatchet()
