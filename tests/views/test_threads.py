@@ -196,3 +196,23 @@ def test_real_databases(shared_data: Path, tmp_path: Path, name: str, strategy: 
         src_slot = {int(p): s for s, p in enumerate(exp.db.trace.prof_index.tolist())}
         for slot, k in enumerate(new.db.trace.prof_index.tolist()):
             assert np.array_equal(new.db.trace.trace(slot), exp.db.trace.trace(src_slot[profiles[k - 1].members[0]]))
+
+
+@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="shared data absent")
+def test_aggregated_database_round_trips_and_hatchet_reads_it(shared_data: Path, tmp_path: Path) -> None:
+    from hpcsa.aggregate.database import write_database
+    from tests.aggregate.dbcheck import same_database
+
+    src = v4_databases(shared_data)["loops-cputime-t.d"]
+    out = tmp_path / "sum.d"
+    aggregate_threads(open_experiment(src), out, "sum")
+    db = open_database(out)
+    write_database(tmp_path / "copy.d", db)  # the database package's own writer
+    same_database(db, open_database(tmp_path / "copy.d"))
+    ht = pytest.importorskip("hatchet")
+    gf = ht.GraphFrame.from_hpctoolkit_latest(str(out))
+    root = gf.graph.roots[0]
+    main_entry = open_experiment(out).cct
+    entry_row = int(np.flatnonzero(main_entry.ctx_id == root._hatchet_nid)[0])
+    assert gf.dataframe.loc[root, "time (inc)"] == pytest.approx(
+        open_experiment(out).inclusive("CPUTIME (sec)")[entry_row])
