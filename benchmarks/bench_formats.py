@@ -75,6 +75,11 @@ def read_metrics_yaml_file(path: Path) -> None:
     metricsyaml.read_metrics_yaml(path)
 
 
+def read_hpcstruct_file(path: Path) -> None:
+    from hpcsa.structure.hpcstruct import read_hpcstruct
+    read_hpcstruct(path)
+
+
 #: (format, glob pattern under ../shared/data, reader). Add new formats here.
 FORMATS: list[tuple[str, str, Callable[[Path], None]]] = [
     (".hpcrun", "**/*.hpcrun", read_hpcrun_file),
@@ -84,7 +89,7 @@ FORMATS: list[tuple[str, str, Callable[[Path], None]]] = [
     ("cct.db", "**/cct.db", read_cctdb_file),
     ("trace.db", "**/trace.db", read_tracedb_file),
     ("metrics/default.yaml", "**/metrics/default.yaml", read_metrics_yaml_file),
-    # (".hpcstruct", "**/*.hpcstruct", read_hpcstruct_file),  -- structure/ owner
+    (".hpcstruct", "**/*.hpcstruct", read_hpcstruct_file),
 ]
 
 

@@ -236,7 +236,18 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
         names[e_entry] = "_start"
     restarts = sorted(entries | set(plt))
     code = CodeIndex(image, restarts)
-    cfg = ProgramCFG(code, restarts)
+    sym_list = sorted(extent.items())
+    sym_keys = [a for a, _ in sym_list]
+
+    def extent_of(addr: int) -> tuple[int, int]:
+        """The code a switch in the function holding ``addr`` may jump to: its symbol, else its section."""
+        i = bisect.bisect_right(sym_keys, addr) - 1
+        if i >= 0 and addr < sym_list[i][1]:
+            return sym_list[i]
+        region = image.code_region(addr)
+        return (region.addr, region.end) if region else (addr, addr)
+
+    cfg = ProgramCFG(code, restarts, extent_of)
     noreturn: set[int] = {f.addr for f in symbols if any(n in NORETURN_NAMES for n in f.names)}
     noreturn |= {a for a, n in plt.items() if n in NORETURN_NAMES}
     sym_starts = np.array([f.addr for f in symbols], np.uint64)
@@ -259,7 +270,7 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
         if missing:  # entries inside a linear sweep's instruction: decode again with them as restarts
             restarts = sorted(set(restarts) | set(missing))
             code = CodeIndex(image, restarts)
-            cfg = funcs.cfg = ProgramCFG(code, restarts)
+            cfg = funcs.cfg = ProgramCFG(code, restarts, extent_of)
         ent = np.array(sorted(entries), np.uint64)
         ends = np.array([extent.get(int(a)) or _next_end(image, ent, i) for i, a in enumerate(ent.tolist())],
                         np.uint64)

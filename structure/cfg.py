@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import ctypes
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import capstone
@@ -255,7 +256,8 @@ class ProgramCFG:
     them for all control-transfer instructions at once; :meth:`reach` walks one function's blocks.
     """
 
-    def __init__(self, code: CodeIndex, extra_leaders: list[int]) -> None:
+    def __init__(self, code: CodeIndex, extra_leaders: list[int],
+                 extent_of: Callable[[int], tuple[int, int]] | None = None) -> None:
         self.code = code
         n = len(code.addr)
         self.n = n
@@ -272,7 +274,9 @@ class ProgramCFG:
         # Jump tables: resolved once.
         self.tables: dict[int, list[int]] = {}
         for j in cf[code.kind[cf] == K_IJUMP].tolist():
-            targets = resolve_jump_table(code, int(addr[j]))
+            a = int(addr[j])
+            lo, hi = extent_of(a) if extent_of is not None else (0, 1 << 64)
+            targets = resolve_jump_table(code, a, lo, hi)
             rows = rows_of(code, np.array(targets, np.uint64)) if targets else np.zeros(0, np.int64)
             self.tables[j] = [r for r in rows.tolist() if r >= 0]
         leaders = [np.zeros(1, np.int64), self.trow[self.trow >= 0], self.nrow[self.nrow >= 0],
@@ -454,60 +458,115 @@ class ProgramCFG:
         return Function(entry, insns, out, calls, tails, returns)
 
 
-def resolve_jump_table(code: CodeIndex, jmp_addr: int) -> list[int]:
-    """Targets of a switch dispatch ending at ``jmp_addr`` (empty when the shape is not recognised)."""
+_REG_FAMILY = {}
+for _fam in (("rax", "eax", "ax", "al"), ("rbx", "ebx", "bx", "bl"), ("rcx", "ecx", "cx", "cl"),
+             ("rdx", "edx", "dx", "dl"), ("rsi", "esi", "si", "sil"), ("rdi", "edi", "di", "dil"),
+             ("rbp", "ebp", "bp", "bpl"), ("rsp", "esp", "sp", "spl")):
+    for _r in _fam:
+        _REG_FAMILY[_r] = _fam[0]
+for _n in range(8, 16):
+    for _r in (f"r{_n}", f"r{_n}d", f"r{_n}w", f"r{_n}b"):
+        _REG_FAMILY[_r] = f"r{_n}"
+
+MAX_TABLE = 4096
+
+
+def _family(reg: str) -> str:
+    return _REG_FAMILY.get(reg.strip(), reg.strip())
+
+
+def resolve_jump_table(code: CodeIndex, jmp_addr: int, lo: int = 0, hi: int = 1 << 64) -> list[int]:
+    """Targets of a switch dispatch ending at ``jmp_addr`` in a function spanning [lo, hi).
+
+    Recognised: ``jmp [index*8 + table]`` (absolute tables) and ``lea base, [rip + table]`` ...
+    ``movsxd r, [base + index*4]``; ``add r, base``; ``jmp r`` (position-independent tables), both with
+    the ``cmp index, N`` / ``ja default`` bound check before them, which gives the table's length (as
+    Dyninst's slicing does). Targets outside the function end the table. Unrecognised shapes: empty.
+    """
     ops = code.operands.get(jmp_addr, "")
-    image = code.image
-    # Absolute table: jmp qword ptr [reg*8 + table]
-    if "ptr [" in ops and "*8" in ops and "+" in ops and "rip" not in ops:
-        try:
-            disp = int(ops.rsplit("+", 1)[1].strip(" ]"), 16)
-        except ValueError:
-            return []
-        return _read_table(image, disp, 8, None)
-    # PIC table: lea rT, [rip + d]; movsxd rX, dword ptr [rT + rI*4]; add rX, rT; jmp rX
-    if ops and "[" not in ops:
-        return _pic_table(image, jmp_addr)
-    return []
-
-
-def _pic_table(image: ElfImage, jmp_addr: int) -> list[int]:
-    back = image.read(max(jmp_addr - 64, 0), 64)
-    if not back:
+    row = code.row(jmp_addr)
+    if row < 0 or not ops:
         return []
-    start = jmp_addr - len(back)
-    for skip in range(0, min(len(back), 48)):
-        insns = list(_MD.disasm_lite(back[skip:], start + skip))
-        if insns and insns[-1][0] + insns[-1][1] == jmp_addr:
-            break
+    first = max(0, row - 48)
+    while first < row and code.addr_list[first] < lo:
+        first += 1
+    start = code.addr_list[first]
+    window = [x for x in _MD.disasm_lite(code.image.read(start, jmp_addr - start), start)]
+    if not window or window[-1][0] + window[-1][1] != jmp_addr:
+        return []
+    table: int | None = None
+    width = 8
+    base: int | None = None
+    index: str | None = None
+    if "ptr [" in ops and "*8" in ops and "rip" not in ops:
+        m = ops[ops.index("[") + 1:ops.rindex("]")].replace(" ", "")
+        terms = m.split("+")
+        try:
+            table = next(int(t, 16) for t in terms if t.startswith("0x"))
+        except (StopIteration, ValueError):
+            return []
+        index = _family(next((t.split("*")[0] for t in terms if "*8" in t), ""))
+    elif "[" not in ops:
+        target_reg = _family(ops)
+        base_reg = None
+        for addr, size, mnem, op in reversed(window):
+            if base_reg is None and mnem == "add":
+                dst, _, src = op.partition(",")
+                if _family(dst) == target_reg:
+                    base_reg = _family(src)
+                continue
+            if base_reg is not None and index is None and mnem == "movsxd" and "*4" in op:
+                mem = op[op.index("[") + 1:op.rindex("]")].replace(" ", "")
+                parts = mem.split("+")
+                if len(parts) == 2 and _family(parts[0]) == base_reg and parts[1].endswith("*4"):
+                    index = _family(parts[1][:-2])
+                continue
+            if base_reg is not None and mnem == "lea" and "rip" in op and _family(op.split(",")[0]) == base_reg:
+                try:
+                    if "+" in op:
+                        disp = int(op.rsplit("+", 1)[1].strip(" ]"), 16)
+                    else:
+                        disp = -int(op.rsplit("-", 1)[1].strip(" ]"), 16)
+                except ValueError:
+                    return []
+                table = base = addr + size + disp
+                width = 4
+                break
+        if table is None or index is None:
+            return []
     else:
         return []
-    for addr, size, mnem, ops in reversed(insns):
-        if mnem == "lea" and "rip" in ops:
-            try:
-                if "+" in ops:
-                    disp = int(ops.split("+")[-1].strip(" ]"), 16)
-                else:
-                    disp = -int(ops.split("-")[-1].strip(" ]"), 16)
-            except ValueError:
-                return []
-            table = addr + size + disp
-            return _read_table(image, table, 4, table)
-    return []
+    # The bound check: cmp index, N followed by ja/jae (or jbe/jb towards the table).
+    count = None
+    for k in range(len(window) - 1, 0, -1):
+        _a, _s, mnem, op = window[k]
+        if mnem in ("ja", "jae", "jbe", "jb", "jnbe", "jnb", "jna", "jnae"):
+            prev = window[k - 1]
+            if prev[2] == "cmp":
+                reg, _, imm = prev[3].partition(",")
+                if _family(reg) == index:
+                    try:
+                        n = int(imm.strip(), 0)
+                    except ValueError:
+                        break
+                    count = n + 1 if mnem in ("ja", "jbe", "jnbe", "jna") else n
+            break
+    limit = min(count if count is not None else MAX_TABLE, MAX_TABLE)
+    return _read_table(code.image, table, width, base, limit, lo, hi)
 
 
-def _read_table(image: ElfImage, table: int, width: int, base: int | None) -> list[int]:
-    """Entries of a jump table until one points outside the code (at most 4096)."""
+def _read_table(image: ElfImage, table: int, width: int, base: int | None, limit: int, lo: int, hi: int) -> list[int]:
+    """Up to ``limit`` entries of a jump table, stopping at the first one that leaves [lo, hi)."""
     region = next((s for s in image.sections if s.addr <= table < s.end and s.type != "SHT_NOBITS"), None)
     if region is None:
         return []
-    raw = image.read(table, min(region.end - table, 4096 * width))
+    raw = image.read(table, min(region.end - table, limit * width))
     out: list[int] = []
     fmt = "<q" if width == 8 else "<i"
     for off in range(0, len(raw) - width + 1, width):
         v = struct.unpack_from(fmt, raw, off)[0]
         target = v if base is None else (base + v) & 0xFFFFFFFFFFFFFFFF
-        if image.code_region(target) is None:
+        if not lo <= target < hi or image.code_region(target) is None:
             break
         out.append(target)
     return list(dict.fromkeys(out))

@@ -1,0 +1,209 @@
+"""Benchmark: ``hpcsa struct -j 2`` next to ``readelf --debug-dump=decodedline`` on three binaries, and the
+speed of reading ``.hpcstruct`` XML.
+
+Binaries (small to large):
+
+* ``inlines+loops-x86_64-gcc12-dr`` — HPCToolkit's test binary (../shared/data; skipped when absent);
+* ``synth.so`` — built here with ``gcc -g -O2`` from C code this script generates (loops, inlined
+  helpers, switches, calls: the shapes hpcstruct handles), in benchmarks/work/;
+* ``/usr/bin/python3.11d`` — Debian's debug interpreter (package python3.11-dbg: 10 MB of .debug_info;
+  ``apt-get install python3.11-dbg``, or ``--install`` lets this script run apt-get). Real hpcstruct needs
+  about 4.1 s and 720 MiB for it with -j 2 on this machine kind (issue 4).
+
+Each command runs in a fresh process under a small wrapper that reports the peak resident memory of its
+children (``ru_maxrss``; with -j 2 that is the largest single process); the best wall time of
+``--repeat`` runs is kept. The load average is recorded: the machine is shared, so take numbers taken
+under load with care.
+
+    .venv/bin/python benchmarks/bench_struct.py [--record] [--repeat N] [--install]
+
+``--record`` writes benchmarks/results/struct.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(os.environ.get("HPCSA_SHARED_DATA", ROOT.parent / "shared" / "data"))
+WORK = ROOT / "benchmarks" / "work"
+PYTHON_DBG = Path("/usr/bin/python3.11d")
+SYNTH_FUNCTIONS = 1500
+
+WRAPPER = ("import resource, subprocess, sys, time\n"
+           "t = time.perf_counter()\n"
+           "p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)\n"
+           "dt = time.perf_counter() - t\n"
+           "sys.stderr.write(p.stderr.decode(errors='replace')[-2000:] if p.returncode else '')\n"
+           "print(p.returncode, dt, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+
+
+def measure(cmd: list[str], repeat: int) -> tuple[float, float]:
+    """Best wall seconds and the peak RSS (MiB) of the best run."""
+    best = (float("inf"), 0.0)
+    for _ in range(repeat):
+        out = subprocess.run([sys.executable, "-c", WRAPPER, *cmd], capture_output=True, text=True, check=True)
+        rc, wall, rss = out.stdout.split()
+        if int(rc) != 0:
+            raise SystemExit(f"{' '.join(cmd)} failed ({rc}):\n{out.stderr}")
+        if float(wall) < best[0]:
+            best = (float(wall), int(rss) / 1024)
+    return best
+
+
+def synth_source(n: int) -> str:
+    """C code with loop nests, static inline helpers (inlined at -O2), switches (jump tables) and calls."""
+    parts = ["#include <stddef.h>\n", "volatile double sink;\n"]
+    for i in range(n):
+        parts.append(f"""
+static inline double helper{i}(const double *a, int n, int k) {{
+    double s = 0;
+    for (int j = 0; j < n; j++) s += a[j] * (j + k + {i % 7});
+    return s;
+}}
+double work{i}(double *a, int n, int m, int sel) {{
+    double acc = 0;
+    for (int r = 0; r < m; r++) {{
+        for (int c = 0; c < n; c++) {{
+            switch ((c + sel) & 7) {{
+            case 0: a[c] += r; break;
+            case 1: a[c] *= 1.0001; break;
+            case 2: a[c] -= c * 0.5; break;
+            case 3: acc += helper{i}(a, c, r); break;
+            case 4: a[c] = a[c] / (1 + r); break;
+            case 5: acc -= a[c]; break;
+            default: acc += a[(c * {i % 5 + 1}) % n]; break;
+            }}
+        }}
+        if (acc > 1e9) acc = helper{i}(a, n, r);
+    }}
+    {"" if i == 0 else f"if (sel > {i}) acc += work{i - 1}(a, n, m - 1, sel - 1);"}
+    sink = acc;
+    return acc;
+}}
+""")
+    return "".join(parts)
+
+
+def build_synth() -> Path:
+    WORK.mkdir(parents=True, exist_ok=True)
+    out = WORK / "synth.so"
+    src = WORK / "synth.c"
+    text = synth_source(SYNTH_FUNCTIONS)
+    if out.is_file() and src.is_file() and src.read_text() == text:
+        return out
+    src.write_text(text)
+    if shutil.which("gcc") is None:
+        raise SystemExit("gcc is needed to build the synthetic binary")
+    print(f"building {out} from {SYNTH_FUNCTIONS} generated functions ...", file=sys.stderr)
+    subprocess.run(["gcc", "-g", "-O2", "-fPIC", "-shared", "-o", str(out), str(src)], check=True)
+    return out
+
+
+def debug_info_size(path: Path) -> int:
+    from hpcsa.structure.elf import open_elf
+    sec = open_elf(path).section_named(".debug_info")
+    return sec.size if sec else 0
+
+
+def xml_speed(path: Path, repeat: int) -> tuple[float, float]:
+    """MB/s of hpcsa's .hpcstruct reader and of bare expat (no Python callbacks) on the same file."""
+    import xml.parsers.expat as expat
+
+    from hpcsa.structure.hpcstruct import read_hpcstruct
+    size = path.stat().st_size / 1e6
+    best = best_expat = float("inf")
+    data = path.read_bytes()
+    for _ in range(repeat):
+        t = time.perf_counter()
+        read_hpcstruct(path)
+        best = min(best, time.perf_counter() - t)
+        t = time.perf_counter()
+        p = expat.ParserCreate()
+        p.Parse(data, True)
+        best_expat = min(best_expat, time.perf_counter() - t)
+    return size / best, size / best_expat
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--record", action="store_true")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--install", action="store_true", help="apt-get install python3.11-dbg if it is absent")
+    args = ap.parse_args()
+    if not PYTHON_DBG.exists() and args.install:
+        subprocess.run(["apt-get", "install", "-y", "python3.11-dbg"], check=True)
+    binaries: list[tuple[str, Path]] = []
+    small = DATA / "hpctoolkit" / "bin" / "inlines+loops-x86_64-gcc12-dr"
+    if small.exists():
+        binaries.append(("small: inlines+loops-x86_64-gcc12-dr", small))
+    binaries.append((f"medium: synth.so ({SYNTH_FUNCTIONS} generated functions)", build_synth()))
+    if PYTHON_DBG.exists():
+        binaries.append(("large: /usr/bin/python3.11d", PYTHON_DBG))
+    else:
+        print("python3.11d is absent: apt-get install python3.11-dbg (or run with --install)", file=sys.stderr)
+    hpcsa = [sys.executable, "-m", "hpcsa"]
+    rows = []
+    struct_out: Path | None = None
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, path in binaries:
+            out = Path(tmp) / (path.name + ".hpcstruct")
+            t_h, m_h = measure([*hpcsa, "struct", str(path), "-j", "2", "-o", str(out)], args.repeat)
+            t_1, m_1 = measure([*hpcsa, "struct", str(path), "-j", "1", "-o", str(out)], args.repeat)
+            readelf = shutil.which("readelf")
+            t_r, m_r = measure([readelf, "--debug-dump=decodedline", str(path)], args.repeat) if readelf \
+                else (float("nan"), float("nan"))
+            rows.append((label, path.stat().st_size, debug_info_size(path), t_h, m_h, t_1, m_1, t_r, m_r))
+            print(rows[-1], file=sys.stderr)
+            if path == PYTHON_DBG:
+                struct_out = WORK / "python3.11d.hpcstruct"
+                shutil.copy(out, struct_out)
+        xml_rows = []
+        largest_real = DATA / "hpctoolkit" / "meas" / "loops-cputime-t.m" / "structs" / "libc-2.31.so.hpcstruct"
+        for label, p in (("libc-2.31.so.hpcstruct (real, hpcstruct)", largest_real),
+                         ("python3.11d.hpcstruct (hpcsa's output)", struct_out)):
+            if p is not None and p.exists():
+                ours, bare = xml_speed(p, args.repeat)
+                xml_rows.append((label, p.stat().st_size, ours, bare))
+    load = os.getloadavg()
+    lines = [
+        "# hpcsa struct: speed and memory",
+        "",
+        f"Recorded {time.strftime('%Y-%m-%d %H:%M')} by `benchmarks/bench_struct.py` on {platform.machine()}, "
+        f"{os.cpu_count()} CPUs, Python {platform.python_version()}; load average at the end "
+        f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (a shared machine: other work ran beside it). "
+        f"Best of {args.repeat} runs; memory = peak resident set of the largest process.",
+        "",
+        "| binary | file size | .debug_info | hpcsa struct -j 2 | memory | hpcsa struct -j 1 | memory "
+        "| readelf decodedline | memory |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for label, size, dbg, t_h, m_h, t_1, m_1, t_r, m_r in rows:
+        lines.append(f"| {label} | {size / 1e6:.1f} MB | {dbg / 1e6:.1f} MB | {t_h:.2f} s | {m_h:.0f} MiB "
+                     f"| {t_1:.2f} s | {m_1:.0f} MiB | {t_r:.2f} s | {m_r:.0f} MiB |")
+    lines += ["", "Real hpcstruct on python3.11d (issue 4): about 4.1 s and 720 MiB with -j 2.", "",
+              "## Reading .hpcstruct XML", "",
+              "| file | size | hpcsa reader | expat alone (no callbacks) | 23 MB at the reader's speed |",
+              "|---|---:|---:|---:|---:|"]
+    for label, size, ours, bare in xml_rows:
+        lines.append(f"| {label} | {size / 1e6:.1f} MB | {ours:.1f} MB/s | {bare:.1f} MB/s | {23 / ours:.2f} s |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.record:
+        out = ROOT / "benchmarks" / "results" / "struct.md"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+        print(f"recorded in {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
