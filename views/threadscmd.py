@@ -29,7 +29,8 @@ def run(args: argparse.Namespace) -> int:
     before, after = db_size(exp.path), db_size(os.fspath(args.output))
     roles = collections.Counter(p.role.split(" ")[0] if p.role.startswith("cluster") else p.role for p in profiles)
     processes = len({p.process for p in profiles})
-    progress.finish(f"{args.output}: {len(exp.profiles)} profiles -> {len(profiles)} ({processes} processes; "
+    plural = "process" if processes == 1 else "processes"
+    progress.finish(f"{args.output}: {len(exp.profiles)} profiles -> {len(profiles)} ({processes} {plural}; "
                     f"{', '.join(f'{n} {r}' for r, n in sorted(roles.items()))}); {before:,} -> {after:,} bytes "
                     f"(compression {before / max(after, 1):.2f}x)")
     return 0
