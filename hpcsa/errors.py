@@ -23,6 +23,10 @@ class HpcsaError(Exception):
     def __str__(self) -> str:
         return f"{self.path}: {self.problem}" if self.path else self.problem
 
+    def __reduce__(self) -> tuple[type, tuple[str | None, str]]:
+        # Worker processes send errors back pickled; keep the (path, problem) signature.
+        return (type(self), (self.path, self.problem))
+
 
 class FormatError(HpcsaError):
     """A file's bytes do not follow the format it claims (truncated, wrong magic or version...)."""

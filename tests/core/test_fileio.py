@@ -40,3 +40,13 @@ def test_atomic_dir_replaces_only_when_complete(tmp_path):
 def test_missing_parent_is_a_clear_error(tmp_path):
     with pytest.raises(HpcsaError, match="does not exist"), atomic_file(tmp_path / "no" / "x"):
         pass
+
+
+def test_errors_survive_pickling():
+    """Worker processes report bad input to the parent through pickle."""
+    import pickle
+
+    from hpcsa.errors import FormatError
+
+    err = pickle.loads(pickle.dumps(FormatError("/x/y.hpcrun", "truncated")))
+    assert type(err) is FormatError and str(err) == "/x/y.hpcrun: truncated"
