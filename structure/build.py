@@ -38,7 +38,7 @@ from hpcsa.structure.dwarf_inline import InlineTable, read_inlines
 from hpcsa.structure.dwarf_lines import LineMap, build_line_map, read_program
 from hpcsa.structure.elf import ElfImage, FunctionSymbol
 from hpcsa.structure.loops import Loop, find_loops
-from hpcsa.structure.model import GUARD_NAME, A, F, L, Module, ModuleBuilder, P, S
+from hpcsa.structure.model import GUARD_NAME, A, F, L, Module, ModuleBuilder, P
 
 UNKNOWN_PROC = "<unknown procedure>"
 UNKNOWN_LINK = "<unknown link>"
@@ -265,12 +265,16 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
         return out
 
     funcs = Functions(cfg)
+    returns: dict[int, bool] = {}
+    todo: set[int] | None = None      # functions to walk again (None: all)
+    changed: set[int] = set()         # addresses whose status changed (new entries, never-returning)
     for _round in range(12):
         missing = [a for a in entries if code.row(a) < 0 and image.code_region(a) is not None]
         if missing:  # entries inside a linear sweep's instruction: decode again with them as restarts
             restarts = sorted(set(restarts) | set(missing))
             code = CodeIndex(image, restarts)
             cfg = funcs.cfg = ProgramCFG(code, restarts, extent_of)
+            todo = None
         ent = np.array(sorted(entries), np.uint64)
         ends = np.array([extent.get(int(a)) or _next_end(image, ent, i) for i, a in enumerate(ent.tolist())],
                         np.uint64)
@@ -283,11 +287,15 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
         owner_end[outside] = 0
         tgt = np.maximum(code.target[cfg.cf], 0).astype(np.uint64)
         cfg.set_edges(ent, np.array(sorted(noreturn), np.uint64), owner_start, owner_end, outside_is_tail(tgt))
-        funcs.clear()
+        if todo is not None and changed:
+            # Only functions with a branch, call or tail call to a changed address can change.
+            hit = np.isin(code.target[cfg.cf], np.array(sorted(changed), np.int64))
+            touched = set(cfg.blocks_of_rows(cfg.cf[hit]).tolist())
+            todo |= {a for a, blocks in funcs.items() if not touched.isdisjoint(blocks)}
+        walk = [a for a in ent.tolist() if todo is None or a in todo or a not in funcs]
         found: set[int] = set()
-        returns: dict[int, bool] = {}
         block_returns, block_tail, block_calls = cfg.block_returns, cfg.block_tail, cfg.block_calls
-        for a in ent.tolist():
+        for a in walk:
             row = code.row(a)
             if row < 0 or image.code_region(a) is None:
                 continue
@@ -301,13 +309,16 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
                 if t is not None and t not in entries:
                     found.add(t)
         new = {t for t in found if image.code_region(t) is not None}
+        todo = set()
         if new:
             entries |= new
+            changed = new
             continue
         dead = {a for a, r in returns.items() if not r and a not in noreturn}
         if not dead:
             break
         noreturn |= dead
+        changed = dead
     for a in funcs:
         if a in extent or a in names:
             continue
@@ -911,9 +922,14 @@ class _Emitter:
     def stmts(self, parent: int, node: TreeNode) -> None:
         by_line: dict[int, list[tuple[int, int]]] = {}
         for st in node.stmts:
-            by_line.setdefault(st.line, []).append((st.vma, st.end))
+            got = by_line.get(st.line)
+            if got is None:
+                by_line[st.line] = [(st.vma, st.vma + st.length)]
+            else:
+                got.append((st.vma, st.vma + st.length))
+        add = self.out.add_statement
         for line in sorted(by_line):
-            self.out.add(S, parent, line=line, ranges=_merge(by_line[line]))
+            add(parent, line, _merge(by_line[line]))
 
     def loops(self, parent: int, node: TreeNode) -> None:
         for lp in node.loops:
@@ -952,15 +968,19 @@ def locate_line(node: TreeNode, base: int) -> int:
 
 
 def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted union of address ranges (touching ones joined), as hpcstruct's VMAIntervalSet prints them."""
+    if len(ranges) == 1:
+        return ranges
     ranges.sort()
-    out: list[list[int]] = []
-    for lo, hi in ranges:
-        if out and lo <= out[-1][1]:
-            if hi > out[-1][1]:
-                out[-1][1] = hi
+    out = [ranges[0]]
+    for lo, hi in ranges[1:]:
+        last_lo, last_hi = out[-1]
+        if lo <= last_hi:
+            if hi > last_hi:
+                out[-1] = (last_lo, hi)
         else:
-            out.append([lo, hi])
-    return [(a, b) for a, b in out]
+            out.append((lo, hi))
+    return out
 
 
 def print_order(files: dict[str, dict[int, Group]]) -> list[tuple[str, int]]:

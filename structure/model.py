@@ -405,6 +405,23 @@ class ModuleBuilder:
             self._hi.append(hi)
             self._rscope.append(row)
 
+    def add_statement(self, parent: int, line: int, ranges: list[tuple[int, int]]) -> int:
+        """Fast path for the commonest scope, an ``S`` with its ranges (what ``add(S, ...)`` does)."""
+        cols = self._cols
+        kind = cols["kind"]
+        row = len(kind)
+        kind.append(S)
+        cols["flags"].append(HAS_V)
+        cols["parent"].append(parent)
+        cols["line"].append(line)
+        for name in ("id", "file", "name", "link", "sym", "target", "device"):
+            cols[name].append(NONE)
+        for lo, hi in ranges:
+            self._lo.append(lo)
+            self._hi.append(hi)
+        self._rscope.extend([row] * len(ranges))
+        return row
+
     def extend_ranges(self, row: int, lo: list[int], hi: list[int]) -> None:
         if self._rscope and self._rscope[-1] > row:
             raise ValueError("ranges must be added in document order")
