@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import re
 import xml.parsers.expat as expat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import IO
 
 import numpy as np
@@ -467,10 +467,6 @@ def quote(text: str) -> str:
     return text
 
 
-def _vset(ranges: Iterable[tuple[int, int]]) -> str:
-    return "{" + " ".join(f"[{lo:#x}-{hi:#x})" for lo, hi in ranges) + "}"
-
-
 def render_module(m: Module) -> Iterator[str]:
     """The ``<LM>`` element of one module, as text chunks."""
     calls = "1" if m.has_calls else "0"
@@ -492,12 +488,22 @@ def render_module(m: Module) -> Iterator[str]:
     bounds = m.range_bounds.tolist()
     lo = m.ranges["lo"].tolist()
     hi = m.ranges["hi"].tolist()
+    texts = [f"[{a:#x}-{b:#x})" for a, b in zip(lo, hi, strict=True)]
+    n = len(kinds)
+    has_child = [False] * n
+    for p in parents:
+        if p >= 0:
+            has_child[p] = True
     open_rows: list[int] = []
     out: list[str] = []
     for row, kind in enumerate(kinds):
         parent = parents[row]
         while open_rows and open_rows[-1] != parent:
             out.append(f"</{KIND_TAGS[kinds[open_rows.pop()]]}>\n")
+        if kind == S and flags[row] & HAS_V and not has_child[row]:  # the commonest element, one format
+            a, b = bounds[row], bounds[row + 1]
+            out.append(f'<S i="{ids[row]}" l="{lines[row]}" v="{{{" ".join(texts[a:b])}}}"/>\n')
+            continue
         tag = KIND_TAGS[kind]
         parts = [f'<{tag} i="{ids[row]}"']
         if kind == F:
@@ -528,13 +534,13 @@ def render_module(m: Module) -> Iterator[str]:
             parts.append(f' l="{lines[row]}"')
         if flags[row] & HAS_V:
             a, b = bounds[row], bounds[row + 1]
-            parts.append(' v="' + _vset(zip(lo[a:b], hi[a:b], strict=True)) + '"')
+            parts.append(' v="{' + " ".join(texts[a:b]) + '}"')
         if kind == C:
             if targets[row] >= 0:
                 parts.append(f' t="{targets[row]:#x}"')
             if devices[row] >= 0:
                 parts.append(f' d="{quoted[devices[row]]}"')
-        if row + 1 < len(kinds) and parents[row + 1] == row:
+        if has_child[row]:
             parts.append(">\n")
             open_rows.append(row)
         elif kind in (S, C):
