@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from hpcsa.binfmt import align
+from hpcsa.errors import HpcsaError
 
 _SHARED: Any = None
 
@@ -79,13 +80,30 @@ class LocalPool:
             for i in order:
                 yield i, fn(self.shared, *tasks[i])
             return
-        results = self._pool.imap_unordered(_indexed, [(i, fn, tasks[i]) for i in order], chunksize=1)
-        yield from results
+        for i, result in self._pool.imap_unordered(_indexed, [(i, fn, tasks[i]) for i in order], chunksize=1):
+            if isinstance(result, _Failure):
+                result.raise_it()
+            yield i, result
+
+
+class _Failure:
+    """An input error raised in a worker, carried back as plain data (HpcsaError does not unpickle)."""
+
+    def __init__(self, exc: HpcsaError) -> None:
+        self.kind = type(exc)
+        self.path = exc.path
+        self.problem = exc.problem
+
+    def raise_it(self) -> None:
+        raise self.kind(self.path, self.problem)
 
 
 def _indexed(packed: tuple[int, Callable[..., Any], tuple[Any, ...]]) -> tuple[int, Any]:
     i, fn, args = packed
-    return i, fn(_SHARED, *args)
+    try:
+        return i, fn(_SHARED, *args)
+    except HpcsaError as exc:
+        return i, _Failure(exc)
 
 
 def default_jobs() -> int:

@@ -1,0 +1,242 @@
+"""What ``hpcsa prof`` computes, checked against hand-computed values and independent recomputation."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from hpcsa.aggregate import pipeline
+from hpcsa.aggregate.database import open_database
+from hpcsa.aggregate.measurement import default_output_name
+from hpcsa.aggregate.metrictable import parse_statistics
+from hpcsa.aggregate.propagate import TreeArrays, propagate
+from hpcsa.errors import HpcsaError
+from hpcsa.ingest.hpcrun import read_hpcrun, write_hpcrun
+from tests.aggregate.profcheck import build, read_sums, root_execution
+from tests.conftest import assert_one_line_error, run_cli
+
+# -- propagation on a hand-made tree ---------------------------------------------------------------------
+#
+#   0 root
+#   1   entry            (call)
+#   2     main           (call)
+#   3       loop L1                 no value of its own
+#   4         line a     = 1
+#   5           f        (call) = 4
+#   6         loop L2
+#   7           line b   = 2
+#   8       loop L3      = 8        a value of its own
+#   9         line c     = 16
+PARENT = np.array([-1, 0, 1, 2, 3, 4, 3, 6, 2, 8])
+CALL = np.array([False, True, True, False, False, True, False, False, False, False])
+LOOP = np.array([False, False, False, True, False, False, True, False, True, False])
+DEPTH = np.array([0, 1, 2, 3, 4, 5, 4, 5, 3, 4])
+
+
+def test_propagation_into_the_four_scopes() -> None:
+    tree = TreeArrays(PARENT, DEPTH, ~CALL, ~CALL & ~LOOP, LOOP)
+    ctx = np.array([4, 5, 7, 8, 9, 9])
+    p = propagate(ctx, np.zeros(6, np.int64), np.array([1.0, 4.0, 2.0, 8.0, 10.0, 6.0]), tree)
+    assert p.contexts.tolist() == list(range(10)) and p.metrics.tolist() == [0]
+    col = lambda a: a[:, 0].tolist()  # noqa: E731
+    assert col(p.point) == [0, 0, 0, 0, 1, 4, 0, 2, 8, 16]
+    assert col(p.execution) == [31, 31, 31, 7, 5, 4, 2, 2, 24, 16]
+    # function: stops at calls (f is not in line a's, nor main in the entry's)
+    assert col(p.function) == [0, 0, 27, 3, 1, 4, 2, 2, 24, 16]
+    # loop-free sums of the loops: L1 takes line a only, L3 itself and line c
+    assert p.noloops[[3, 6, 8], 0].tolist() == [1, 2, 24]
+    # hpcprof's thread lex_aware: a loop without a value of its own reports its function sum (L1: 3, not 1)
+    assert col(p.lex_aware) == [0, 0, 27, 3, 1, 4, 2, 2, 24, 16]
+    assert np.flatnonzero(p.noloops_aside[:, 0]).tolist() == [3]  # kept aside for the summary: L1 = 1
+    assert p.present.all()
+
+
+def test_duplicate_values_are_summed_and_metrics_kept_apart() -> None:
+    tree = TreeArrays(PARENT, DEPTH, ~CALL, ~CALL & ~LOOP, LOOP)
+    p = propagate(np.array([7, 7, 5]), np.array([3, 3, 9]), np.array([0.5, 0.25, 2.0]), tree)
+    assert p.metrics.tolist() == [3, 9]
+    assert p.contexts.tolist() == [0, 1, 2, 3, 4, 5, 6, 7]  # line c's branch has no value
+    assert p.point[7].tolist() == [0.75, 0] and p.execution[0].tolist() == [0.75, 2.0]
+    assert not p.present[5, 0] and p.present[5, 1]
+
+
+# -- statistics --------------------------------------------------------------------------------------------
+
+
+def test_statistics_words() -> None:
+    assert parse_statistics(None) == ("Sum",)
+    assert parse_statistics(["mean,max", "sum"]) == ("Sum", "Mean", "Max")
+    assert parse_statistics(["stats"]) == ("Sum", "Mean", "StdDev", "CfVar", "Min", "Max")
+    with pytest.raises(HpcsaError, match="unknown statistic"):
+        parse_statistics(["median"])
+
+
+def test_summary_partials_recomputed_from_the_threads(hpctoolkit_data: Path, tmp_path: Path) -> None:
+    """With -M stats the summary holds count, sum, sum of squares, min and max of the threads' values."""
+    db_path = tmp_path / "stats.d"
+    build(hpctoolkit_data / "meas" / "loops-cputime-t.m", db_path, statistics=parse_statistics(["stats"]))
+    db = open_database(db_path)
+    meta = db.meta
+    metric = "CPUTIME (sec)"
+    threads: dict[tuple[int, str], list[float]] = {}
+    for i in range(1, len(db.profiles)):
+        prof = db.profiles.profile(i)
+        names = meta.prop_metric_names()
+        for c, m, v in zip(prof.value_ctx_ids().tolist(), prof.metric_ids.tolist(), prof.values.tolist(),
+                           strict=True):
+            threads.setdefault((c, names[m][1]), []).append(v)
+    summary = db.profiles.summary()
+    checked = 0
+    for (c, scope), vals in threads.items():
+        if scope == "lex_aware":
+            continue  # hpcprof's thread lex_aware is not what its summary sums (see propagate.py)
+        got = summary.get(c)
+        def partial(f: str, comb: str, got: dict[int, float] = got, scope: str = scope) -> float | None:
+            return got.get(meta.stat_metric_id(metric, scope, f, comb))
+
+        assert partial("$$", "sum") == pytest.approx(sum(vals), rel=1e-12)
+        assert partial("($$^2)", "sum") == pytest.approx(sum(v * v for v in vals), rel=1e-12)
+        assert partial("$$", "min") == min(vals) and partial("$$", "max") == max(vals)
+        if scope == "execution":  # present in a thread exactly where it has an execution value
+            assert partial("1", "sum") == len(vals)
+        checked += 1
+    assert checked > 100
+    variants = {v for root in db.metrics.roots for v in root.get("variants", {})}
+    assert variants == {"Sum", "Mean", "StdDev", "CfVar", "Min", "Max"}
+    # The Sum partial is the same with and without the other statistics.
+    plain = tmp_path / "sum.d"
+    build(hpctoolkit_data / "meas" / "loops-cputime-t.m", plain)
+    a, b = open_database(plain), db
+    sa, sb = a.profiles.summary(), b.profiles.summary()
+    for c in sa.ctx_ids.tolist():
+        for scope in ("point", "function", "lex_aware", "execution"):
+            x = sa.get(c).get(a.meta.stat_metric_id(metric, scope))
+            assert x == sb.get(c).get(b.meta.stat_metric_id(metric, scope))
+
+
+# -- GPU samples hpcprof would drop ------------------------------------------------------------------------
+
+
+def test_samples_of_an_unlaunched_kernel_are_kept(hpctoolkit_data: Path, tmp_path: Path) -> None:
+    """Without the kernel's entry node (the launch), hpcprof gives every template of the launch context
+    the factor 0 and drops the samples (reference/hpctoolkit.md §3.3 D). hpcsa keeps them below an
+    unknown caller under ``<gpu kernel>``: nothing is lost."""
+    src = hpctoolkit_data / "meas" / "recursion-cuda-nvidiapc-t.m"
+    meas = tmp_path / "m"
+    meas.mkdir()
+    for sub in ("structs", "gpubins"):
+        os.symlink(src / sub, meas / sub)
+    gpubin = next((src / "gpubins").glob("*.gpubin")).name
+    for f in src.glob("*.hpcrun"):
+        prof = read_hpcrun(f)
+        lm = next((e.id for e in prof.loadmap if e.path.endswith(gpubin)), None)
+        kernel = (prof.cct["lm_id"] == lm) & ((prof.cct["flags"] & 1) == 1)
+        if "-000-" in f.name and kernel.any():
+            dropped = set(prof.cct["id"][kernel].tolist())
+            prof.cct = prof.cct[~kernel]
+            keep = ~np.isin(prof.value_nodes(), list(dropped))
+            from hpcsa.ingest.hpcrun import pack_values
+
+            prof.values, prof.index = pack_values(prof.value_nodes()[keep], prof.values["metric"][keep],
+                                                  prof.value_floats()[keep], prof.metrics, prof.cct["id"])
+        write_hpcrun(meas / f.name, prof)
+    out = tmp_path / "db.d"
+    build(meas, out)
+    read, written = read_sums(meas), root_execution(out)
+    main = next(k for k in read if "GINS" in read[k])
+    assert written[main]["GINS"] == pytest.approx(read[main]["GINS"], rel=1e-12)
+    db = open_database(out)
+    t = db.meta.contexts
+    names = db.meta.functions.names
+    kernel_rows = [r for r in range(len(t)) if t.flags[r] & 1 and names[t.function[r]] == "<gpu kernel>"]
+    unknown = [r for r in range(len(t)) if t.lexical_type[r] == 0 and not t.flags[r] & 1
+               and t.parent[r] in kernel_rows]
+    assert len(unknown) == 1  # every sample went below the unknown caller
+    gins = db.meta.prop_metric_id("GINS", "execution")
+    below = db.profiles.profile(1 if db.profiles.profile(1).get(0).get(gins) else 2)
+    assert below.get(int(t.ctx_id[unknown[0]]))[gins] == pytest.approx(read[main]["GINS"], rel=1e-12)
+
+
+# -- the command ---------------------------------------------------------------------------------------------
+
+
+def test_default_output_names() -> None:
+    assert default_output_name(["/x/hpctoolkit-lulesh-measurements"], "lulesh2") == "hpctoolkit-lulesh-database"
+    assert default_output_name(["/x/hpctoolkit-a-measurements-17"], None) == "hpctoolkit-a-database-17"
+    assert default_output_name(["/x/run.m"], "/bin/prog") == "hpctoolkit-prog-database"
+
+
+def test_command_writes_the_default_database(hpctoolkit_data: Path, tmp_path: Path) -> None:
+    proc = run_cli("prof", str(hpctoolkit_data / "meas" / "small.m"), "-j", "1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    summary = proc.stderr.strip().splitlines()[-1]
+    assert summary.startswith("hpcsa prof: 1 profiles, 24 contexts, 94 values, 13 trace elements -> ")
+    assert summary.endswith(" s")
+    db = tmp_path / "hpctoolkit-testmeas-small-database"
+    assert sorted(p.name for p in db.iterdir()) == ["cct.db", "meta.db", "metrics", "profile.db", "trace.db"]
+    no_traces = run_cli("prof", str(hpctoolkit_data / "meas" / "small.m"), "-o", "nt.d", "--no-traces", cwd=tmp_path)
+    assert no_traces.returncode == 0 and not (tmp_path / "nt.d" / "trace.db").exists()
+    doc = yaml.safe_load((db / "metrics" / "default.yaml").read_text())
+    assert doc["version"] == 0
+
+
+def _copy_measurement(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst, symlinks=True)
+    for f in dst.rglob("*"):
+        f.chmod(0o755 if f.is_dir() else 0o644)
+    return dst
+
+
+@pytest.mark.parametrize("damage", ["truncated profile", "garbage profile", "truncated trace"])
+def test_bad_input_is_one_line_and_leaves_nothing(hpctoolkit_data: Path, tmp_path: Path, damage: str) -> None:
+    meas = _copy_measurement(hpctoolkit_data / "meas" / "loops-cputime-t.m", tmp_path / "m")
+    victim = sorted(meas.glob("*-002-*.hpcrun"))[0]
+    if damage == "truncated profile":
+        victim.write_bytes(victim.read_bytes()[:3000])
+    elif damage == "garbage profile":
+        victim.write_bytes(b"not a profile at all" * 100)
+    else:
+        victim = victim.with_suffix(".hpctrace")
+        victim.write_bytes(victim.read_bytes()[:-5])
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = run_cli("prof", str(meas), "-o", str(out / "db.d"), "-j", "2")
+    assert_one_line_error(proc, victim.name)
+    assert list(out.iterdir()) == []  # no database, no partial directory
+
+
+def test_bad_arguments(hpctoolkit_data: Path, tmp_path: Path) -> None:
+    assert_one_line_error(run_cli("prof", str(tmp_path / "nowhere.m")), "nowhere.m")
+    (tmp_path / "empty.m").mkdir()
+    assert_one_line_error(run_cli("prof", str(tmp_path / "empty.m")), "empty.m")
+    small = str(hpctoolkit_data / "meas" / "small.m")
+    bad = run_cli("prof", small, "-M", "median", "-o", str(tmp_path / "x.d"))
+    assert bad.returncode == 2 and "unknown statistic" in bad.stderr and "Traceback" not in bad.stderr
+    bad = run_cli("prof", small, "-j", "0", "-o", str(tmp_path / "x.d"))
+    assert bad.returncode == 2 and "at least 1" in bad.stderr
+    assert_one_line_error(run_cli("prof", small, "-S", str(tmp_path / "no.hpcstruct")), "no.hpcstruct")
+
+
+def test_an_interrupted_run_leaves_no_database(hpctoolkit_data: Path, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from hpcsa.aggregate import classone
+
+    real = classone.process_profile
+    calls = []
+
+    def failing(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(classone, "process_profile", failing)
+    with pytest.raises(KeyboardInterrupt):
+        build(hpctoolkit_data / "meas" / "loops-cputime-t.m", tmp_path / "db.d")
+    assert list(tmp_path.iterdir()) == []
+    assert isinstance(pipeline.Options(), pipeline.Options)
