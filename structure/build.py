@@ -32,11 +32,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hpcsa.errors import HpcsaError
 from hpcsa.structure.cfg import E_CALL_FT, NORETURN_NAMES, CodeIndex, Function, ProgramCFG
 from hpcsa.structure.dwarf import DebugInfo, DwarfError
 from hpcsa.structure.dwarf_inline import InlineTable, read_inlines
 from hpcsa.structure.dwarf_lines import LineMap, build_line_map, read_program
-from hpcsa.structure.elf import ElfImage, FunctionSymbol
+from hpcsa.structure.elf import ElfImage, FunctionSymbol, open_elf
 from hpcsa.structure.loops import Loop, find_loops
 from hpcsa.structure.model import GUARD_NAME, A, F, L, Module, ModuleBuilder, P
 
@@ -148,21 +149,32 @@ class SourceInfo:
     notes: list[str] = field(default_factory=list)
 
 
-def read_source_info(image: ElfImage, demangle: Callable[[str], str]) -> SourceInfo:
-    """Line map and inline table; corrupt or missing DWARF degrades to empty tables with a note."""
-    notes: list[str] = []
+def _dwarf_sections(image: ElfImage, notes: list[str]) -> dict[str, bytes]:
     sections = {}
     for name in DWARF_SECTIONS:
         try:
             raw = image.section_bytes(name)
-        except Exception:  # a truncated section: ignore it
+        except HpcsaError as exc:  # truncated, or compressed in a way we cannot inflate: do without
+            notes.append(exc.problem)
             raw = None
         if raw is not None:
             sections[name] = raw
+    return sections
+
+
+def read_source_info(image: ElfImage, demangle: Callable[[str], str]) -> SourceInfo:
+    """Line map and inline table; corrupt or missing DWARF degrades to empty tables with a note."""
+    notes: list[str] = []
+    sections = _dwarf_sections(image, notes)
+    if ".debug_info" not in sections and ".debug_line" not in sections and image.debug_link:
+        try:
+            separate = open_elf(image.debug_link)
+            sections = _dwarf_sections(separate, notes)
+            notes.append(f"debug information read from {image.debug_link}")
+        except HpcsaError as exc:
+            notes.append(f"separate debug file unusable: {exc}")
     if ".debug_info" not in sections and ".debug_line" not in sections:
-        return SourceInfo(LineMap.empty(), InlineTable.empty(), ["no DWARF line or debug information"])
-    if any(image.section_named(n) and image.section_named(n).flags & 0x800 for n in DWARF_SECTIONS):  # type: ignore[union-attr]
-        return SourceInfo(LineMap.empty(), InlineTable.empty(), ["compressed DWARF sections are not supported"])
+        return SourceInfo(LineMap.empty(), InlineTable.empty(), notes + ["no DWARF line or debug information"])
     try:
         dw = DebugInfo(sections)
     except (DwarfError, IndexError, ValueError) as exc:

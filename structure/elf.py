@@ -13,6 +13,7 @@ import hashlib
 import mmap
 import os
 import struct
+import zlib
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -34,6 +35,9 @@ MACHINE_NAMES = {
 }
 
 SHF_ALLOC = 0x2
+SHF_COMPRESSED = 0x800
+ELFCOMPRESS_ZLIB = 1
+DEBUG_ROOT = "/usr/lib/debug"
 SHF_EXECINSTR = 0x4
 SHT_NOBITS = 8
 STT_FUNC = 2
@@ -127,12 +131,48 @@ class ElfImage:
         return bytes(self.data[start:end])
 
     def section_bytes(self, name: str) -> bytes | None:
+        """A section's contents (zlib-compressed sections, SHF_COMPRESSED, are inflated)."""
         s = self.section_named(name)
         if s is None or s.type == "SHT_NOBITS":
             return None
         if s.offset + s.size > len(self.data):
             raise FormatError(self.path, f"section {name} runs past the end of the file; the file is truncated")
-        return bytes(self.data[s.offset:s.offset + s.size])
+        raw = bytes(self.data[s.offset:s.offset + s.size])
+        if not s.flags & SHF_COMPRESSED:
+            return raw
+        if len(raw) < 24:
+            raise FormatError(self.path, f"compressed section {name} is truncated")
+        ch_type, _reserved, ch_size = struct.unpack_from("<IIQ", raw, 0)
+        if ch_type != ELFCOMPRESS_ZLIB:
+            raise UnsupportedError(self.path, f"section {name} is compressed with method {ch_type} "
+                                   "(only zlib is supported)")
+        try:
+            out = zlib.decompress(raw[24:])
+        except zlib.error as exc:
+            raise FormatError(self.path, f"compressed section {name} is corrupt ({exc})") from None
+        if len(out) != ch_size:
+            raise FormatError(self.path, f"compressed section {name} inflates to {len(out)} bytes, "
+                              f"not the {ch_size} its header says")
+        return out
+
+    @cached_property
+    def debug_link(self) -> str | None:
+        """A separate file holding this binary's DWARF: /usr/lib/debug/.build-id/xx/yyyy.debug (by build
+        id) or the .gnu_debuglink name next to the binary or in /usr/lib/debug, if it exists."""
+        candidates = []
+        bid = self.build_id
+        if bid and len(bid) > 2:
+            candidates.append(os.path.join(DEBUG_ROOT, ".build-id", bid[:2], bid[2:] + ".debug"))
+        link = self.section_named(".gnu_debuglink")
+        if link is not None and link.type != "SHT_NOBITS":
+            raw = bytes(self.data[link.offset:link.offset + link.size])
+            name = raw.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
+            here = os.path.dirname(os.path.realpath(self.path))
+            if name:
+                candidates += [os.path.join(here, name), os.path.join(here, ".debug", name),
+                               os.path.join(DEBUG_ROOT, here.lstrip("/"), name)]
+        return next((c for c in candidates if os.path.isfile(c) and os.path.realpath(c) !=
+                     os.path.realpath(self.path)), None)
 
     @cached_property
     def is_executable(self) -> bool:

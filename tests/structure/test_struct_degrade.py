@@ -139,3 +139,27 @@ def test_gpu_binaries_go_to_the_gpu_hook(hpctoolkit_data, tmp_path, monkeypatch)
     result = binary.analyze_binary(cubin, lm_name="gpubins/x.gpubin")
     assert seen["machine"] == 190 and result.module.has_calls is True
     shutil.copy(cubin, tmp_path / "k.cubin")
+
+
+def test_compressed_and_separate_debug_information(hpctoolkit_data, tmp_path):
+    """zlib-compressed DWARF sections are inflated; DWARF in a separate file (.gnu_debuglink) is found."""
+    objcopy = shutil.which("objcopy")
+    if objcopy is None:
+        import pytest
+        pytest.skip("objcopy (binutils) is not installed")
+    import subprocess
+
+    src = hpctoolkit_data / "bin" / BIN
+    full = analyze_binary(src).module
+    compressed = tmp_path / "compressed.so"
+    subprocess.run([objcopy, "--compress-debug-sections=zlib", str(src), str(compressed)], check=True)
+    m = analyze_binary(compressed).module
+    assert m.count(S) == full.count(S) and m.count(A) == full.count(A) and m.count(L) == full.count(L)
+
+    debug = tmp_path / "lib.so.debug"
+    stripped = tmp_path / "lib.so"
+    subprocess.run([objcopy, "--only-keep-debug", str(src), str(debug)], check=True)
+    subprocess.run([objcopy, "--strip-debug", f"--add-gnu-debuglink={debug}", str(src), str(stripped)], check=True)
+    result = analyze_binary(stripped)
+    assert any("debug information read from" in n for n in result.notes)
+    assert result.module.count(A) == full.count(A) and result.module.count(S) == full.count(S)
