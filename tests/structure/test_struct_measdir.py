@@ -24,7 +24,7 @@ def measdir(hpctoolkit_data, tmp_path) -> Path:
     dst = tmp_path / "loops.m"
     dst.mkdir()
     for f in src.iterdir():
-        if f.suffix in (".hpcrun",) or f.name == "original-path":
+        if f.suffix in (".hpcrun", ".hpctrace") or f.name == "original-path":
             shutil.copy(f, dst / f.name)
     shutil.copytree(src / "vdso", dst / "vdso")
     for root, dirs, files in os.walk(dst):
@@ -92,3 +92,26 @@ def test_not_a_measurement_directory(tmp_path):
     assert "no .hpcrun" in proc.stderr
     proc = run_cli("struct", str(tmp_path / "empty.m"), "-o", "x.hpcstruct")
     assert_one_line_error(proc, "empty.m")
+
+
+def test_prof_with_our_structure_files_equals_prof_with_hpcstructs(measdir, hpctoolkit_data, tmp_path):
+    """Issue 4: hpcsa struct MEASDIR then hpcsa prof gives the database real hpcstruct's files give, where
+    both exist (here the vdso, the one measured binary present; the others keep hpcstruct's files)."""
+    src = hpctoolkit_data / "meas" / "loops-cputime-t.m"
+    ref = tmp_path / "ref.m"
+    shutil.copytree(src, ref, ignore=shutil.ignore_patterns("*.license"))
+    proc = run_cli("struct", str(measdir))
+    assert proc.returncode == 0, proc.stderr
+    ours = measdir / "structs"
+    for f in (src / "structs").glob("*.hpcstruct"):
+        if f.name != f"{VDSO}.hpcstruct":  # binaries that are not on this machine (or differ from the measured)
+            shutil.copy(f, ours / f.name)
+    for m in (ref, measdir):
+        for root, dirs, files in os.walk(m):
+            for n in dirs + files:
+                os.chmod(os.path.join(root, n), 0o755 if n in dirs else 0o644)
+    for m in (ref, measdir):
+        proc = run_cli("prof", str(m), "-o", str(tmp_path / (m.name + ".d")))
+        assert proc.returncode == 0, proc.stderr
+    for db in ("meta.db", "profile.db", "cct.db", "trace.db"):
+        assert (tmp_path / "ref.m.d" / db).read_bytes() == (tmp_path / "loops.m.d" / db).read_bytes(), db
