@@ -550,7 +550,6 @@ class StructureBuilder:
                          succs: list[list[int]]) -> LoopInfo:
         strtab = ctx.strtab
         inside = loop.blocks
-        back_sources = {blocks[s].start for s, _ in loop.back_edges}
         conds: dict[int, tuple[int, int, int, int, list[FLP]]] = {}  # vma -> (depth, file, base, line, path)
         for bi in inside:
             b = blocks[bi]
@@ -569,7 +568,6 @@ class StructureBuilder:
                 line = got[1] if got else 0
                 path = ctx.path_of(ctx.last_inl[bi])
                 conds[vma] = (len(path), strtab(file), strtab(_basename(file)), line, path)
-        _ = back_sources
         clist = sorted(conds.items())
 
         # Step 2: descend single inline chains until an exit condition lives at this level.

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import capstone
 import numpy as np
 
-from hpcsa.structure.model import C, L, LexStep, Module, P, S
+from hpcsa.structure.model import C, L, LexStep, Module, S
 
 UNKNOWN_FILE = "<unknown>"
 
@@ -165,4 +165,4 @@ def compare(ref: Module, ours: Module, read: Callable[[int, int], bytes]) -> Agr
     return Agreement(p_score, s_score, l_score, (len(pr), len(po)), len(addrs), (n_lr, n_lo))
 
 
-__all__ = ["Agreement", "HEADER", "compare", "instruction_addresses", "P"]
+__all__ = ["Agreement", "HEADER", "compare", "instruction_addresses"]

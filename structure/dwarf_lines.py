@@ -167,10 +167,8 @@ def _read_program(dw: DebugInfo, data: bytes, offset: int, unit: Unit | None) ->
     pos += 2
     if not 2 <= version <= 5:
         raise DwarfError(f"line program at {offset:#x}: unsupported version {version}")
-    address_size = unit.address_size if unit is not None else 8
     if version >= 5:
-        address_size = data[pos]
-        pos += 2
+        pos += 2  # address size, segment selector size
     header_length = int.from_bytes(data[pos:pos + offset_size], "little")
     pos += offset_size
     program_start = pos + header_length
@@ -178,7 +176,6 @@ def _read_program(dw: DebugInfo, data: bytes, offset: int, unit: Unit | None) ->
     pos += 1
     if version >= 4:
         pos += 1  # maximum operations per instruction (VLIW only)
-    default_is_stmt = data[pos]
     line_base = struct.unpack_from("b", data, pos + 1)[0]
     line_range = data[pos + 2]
     opcode_base = data[pos + 3]
@@ -236,7 +233,6 @@ def _read_program(dw: DebugInfo, data: bytes, offset: int, unit: Unit | None) ->
     address = 0
     file = 1
     line = 1
-    _ = default_is_stmt
     while pos < end:
         op = data[pos]
         pos += 1
@@ -316,7 +312,6 @@ def _read_program(dw: DebugInfo, data: bytes, offset: int, unit: Unit | None) ->
                 _, pos = uleb(data, pos)
     if extra_files:
         files = files + extra_files
-    _ = address_size
     return LineProgram(files, np.array(rows_addr, np.uint64), np.array(rows_file, np.int32),
                        np.array(rows_line, np.int64).clip(0, 2**31 - 1).astype(np.int32),
                        np.array(rows_end, np.bool_))

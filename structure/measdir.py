@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from hpcsa import __version__
 from hpcsa.errors import HpcsaError
-from hpcsa.fileio import atomic_file, write_file
+from hpcsa.fileio import write_file
 from hpcsa.ingest.hpcrun import read_hpcrun
 from hpcsa.progress import Progress
 from hpcsa.structure.hpcstruct import read_hpcstruct, write_hpcstruct
@@ -265,4 +265,4 @@ def _run_one(t: Target, md5: str, cache_dir: str | None) -> list[str] | str:
         return f"internal error ({type(exc).__name__})"
 
 
-__all__ = ["struct_measdir", "find_targets", "locate", "MeasdirReport", "atomic_file"]
+__all__ = ["struct_measdir", "find_targets", "locate", "MeasdirReport"]
