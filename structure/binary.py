@@ -73,6 +73,9 @@ def analyze_binary(path: str | os.PathLike[str], lm_name: str | None = None, job
         notes: list[str] = []
     else:
         require_x86_64(image)  # anything else is refused, naming its architecture
+        if image.elf.header["e_type"] == "ET_REL":
+            raise UnsupportedError(path, "a relocatable object file (.o): its code has no addresses yet; "
+                                   "analyse the executable or shared library it is linked into")
         module, notes = build_module(image, demangle, name, jobs=jobs)
     sf = StructureFile(modules=[module])
     renumber(sf)

@@ -246,6 +246,13 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
     if e_entry and image.has_interpreter and image.code_region(e_entry) is not None and e_entry not in entries:
         entries.add(e_entry)
         names[e_entry] = "_start"
+    if not image.has_symtab:
+        # A stripped binary: its few dynamic symbols leave most code unnamed and unreachable from them;
+        # the unwind table knows where functions start (hpcstruct's Dyninst would see only the called ones).
+        covered = sum(f.size for f in symbols)
+        code_bytes = sum(s.size for s in code_secs)
+        if covered < code_bytes / 5:
+            entries |= {a for a in image.fde_ranges if image.code_region(a) is not None}
     restarts = sorted(entries | set(plt))
     code = CodeIndex(image, restarts)
     sym_list = sorted(extent.items())

@@ -522,11 +522,14 @@ def resolve_jump_table(code: CodeIndex, jmp_addr: int, lo: int = 0, hi: int = 1 
                     index = _family(parts[1][:-2])
                 continue
             if base_reg is not None and mnem == "lea" and "rip" in op and _family(op.split(",")[0]) == base_reg:
+                mem = op[op.index("[") + 1:op.rindex("]")].replace(" ", "") if "[" in op else ""
                 try:
-                    if "+" in op:
-                        disp = int(op.rsplit("+", 1)[1].strip(" ]"), 16)
+                    if "+" in mem:
+                        disp = int(mem.rsplit("+", 1)[1], 0)
+                    elif "-" in mem:
+                        disp = -int(mem.rsplit("-", 1)[1], 0)
                     else:
-                        disp = -int(op.rsplit("-", 1)[1].strip(" ]"), 16)
+                        disp = 0
                 except ValueError:
                     return []
                 table = base = addr + size + disp

@@ -231,6 +231,10 @@ class ElfImage:
         return np.frombuffer(raw, SYM64, count=len(raw) // SYM64.itemsize), strtab
 
     @cached_property
+    def has_symtab(self) -> bool:
+        return self.section_named(".symtab") is not None
+
+    @cached_property
     def functions(self) -> list[FunctionSymbol]:
         """Function symbols (``.symtab``, else ``.dynsym``) grouped by address, with zero sizes fixed:
         a symbol without a size extends to the next function symbol or the end of its section."""

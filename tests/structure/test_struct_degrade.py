@@ -163,3 +163,29 @@ def test_compressed_and_separate_debug_information(hpctoolkit_data, tmp_path):
     result = analyze_binary(stripped)
     assert any("debug information read from" in n for n in result.notes)
     assert result.module.count(A) == full.count(A) and result.module.count(S) == full.count(S)
+
+
+def test_no_symbols_at_all_uses_the_unwind_table(tmp_path):
+    """Without any symbol table the functions still appear, found where .eh_frame says code starts."""
+    from tests.conftest import FIXTURES
+
+    src = FIXTURES / "structure" / "sample.so"
+    bare = variant(src, tmp_path / "bare.so", rename={b".symtab": b".xymtab", b".dynsym": b".xynsym"})
+    m = analyze_binary(bare).module
+    entries = {m.ranges_of(int(r))[0][0] for r in np.flatnonzero(m.scopes["kind"] == P)}
+    with open(src, "rb") as fh:
+        symtab = ELFFile(fh).get_section_by_name(".symtab")
+        named = {s.name: s["st_value"] for s in symtab.iter_symbols() if s["st_info"]["type"] == "STT_FUNC"}
+    assert {named[n] for n in ("nest", "dispatch", "fact", "checked")} <= entries
+    assert m.count(L) >= 5  # the loops are found all the same
+
+
+def test_relocatable_objects_are_refused(tmp_path):
+    from tests.conftest import FIXTURES
+
+    data = bytearray((FIXTURES / "structure" / "sample.so").read_bytes())
+    data[16:18] = (1).to_bytes(2, "little")  # e_type = ET_REL
+    (tmp_path / "obj.o").write_bytes(bytes(data))
+    proc = run_cli("struct", str(tmp_path / "obj.o"), "-o", str(tmp_path / "o.hpcstruct"))
+    assert_one_line_error(proc, "obj.o")
+    assert "relocatable object" in proc.stderr
