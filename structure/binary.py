@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import importlib
 import os
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from hpcsa.errors import UnsupportedError
+import capstone
+
+from hpcsa.errors import FormatError, UnsupportedError
 from hpcsa.ingest.demangle import demangle
 from hpcsa.structure.build import build_module
 from hpcsa.structure.elf import (
@@ -76,7 +79,13 @@ def analyze_binary(path: str | os.PathLike[str], lm_name: str | None = None, job
         if image.elf.header["e_type"] == "ET_REL":
             raise UnsupportedError(path, "a relocatable object file (.o): its code has no addresses yet; "
                                    "analyse the executable or shared library it is linked into")
-        module, notes = build_module(image, demangle, name, jobs=jobs)
+        try:
+            module, notes = build_module(image, demangle, name, jobs=jobs)
+        except (IndexError, KeyError, ValueError, OverflowError, struct.error, capstone.CsError) as exc:
+            # Inputs that pass the header checks but are inconsistent deeper down (a fuzzed or damaged
+            # file) must still end in one line; the exception type helps a bug report.
+            raise FormatError(path, f"could not be analysed: inconsistent contents ({type(exc).__name__}: "
+                              f"{exc})") from None
     sf = StructureFile(modules=[module])
     renumber(sf)
     return BinaryStructure(sf, notes)

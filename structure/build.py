@@ -299,8 +299,10 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
                         np.uint64)
         cf_addr = code.addr[cfg.cf]
         k = np.searchsorted(ent, cf_addr, side="right") - 1
-        owner_start = np.where(k >= 0, ent[np.maximum(k, 0)], 0).astype(np.uint64)
-        owner_end = np.where(k >= 0, ends[np.maximum(k, 0)], 0).astype(np.uint64)
+        if len(ent) == 0:
+            k[:] = -1
+        owner_start = np.where(k >= 0, ent[np.maximum(k, 0)] if len(ent) else 0, 0).astype(np.uint64)
+        owner_end = np.where(k >= 0, ends[np.maximum(k, 0)] if len(ent) else 0, 0).astype(np.uint64)
         outside = cf_addr >= owner_end
         owner_start[outside] = 0
         owner_end[outside] = 0

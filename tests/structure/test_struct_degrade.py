@@ -189,3 +189,30 @@ def test_relocatable_objects_are_refused(tmp_path):
     proc = run_cli("struct", str(tmp_path / "obj.o"), "-o", str(tmp_path / "o.hpcstruct"))
     assert_one_line_error(proc, "obj.o")
     assert "relocatable object" in proc.stderr
+
+
+def test_damaged_binaries_end_in_one_line_or_a_result(tmp_path):
+    """Random byte damage in code, unwind and debug sections: a structure file or an HpcsaError, never
+    another exception (seeded, so a failure can be replayed)."""
+    from hpcsa.errors import HpcsaError
+    from tests.conftest import FIXTURES
+
+    src = FIXTURES / "structure" / "sample.so"
+    data = src.read_bytes()
+    with open(src, "rb") as fh:
+        elf = ELFFile(fh)
+        spans = [(s["sh_offset"], s["sh_size"]) for s in elf.iter_sections()
+                 if s.name in (".text", ".eh_frame", ".debug_info", ".debug_line", ".debug_abbrev", ".rodata",
+                               ".debug_rnglists", ".symtab", ".dynsym", ".rela.plt")]
+    rng = np.random.default_rng(1234)
+    for i in range(40):
+        damaged = bytearray(data)
+        off, size = spans[int(rng.integers(len(spans)))]
+        for pos in rng.integers(off, off + size, int(rng.integers(1, 64))):
+            damaged[int(pos)] = int(rng.integers(256))
+        path = tmp_path / f"damaged{i}.so"
+        path.write_bytes(bytes(damaged))
+        try:
+            analyze_binary(path)
+        except HpcsaError:
+            pass
