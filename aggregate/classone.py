@@ -30,12 +30,11 @@ import numpy as np
 from hpcsa.aggregate import tracedb
 from hpcsa.aggregate.profiledb import ProfileBlob, ProfileValues
 from hpcsa.errors import HpcsaError
-from hpcsa.ingest.hpcrun import read_hpcrun
 from hpcsa.ingest.hpctrace import FLAG_CALL_TRACE, read_hpctrace
 
 from . import rawtree
 from .classtwo import ClassTwo
-from .discover import profile_nodes
+from .discover import profile_nodes, read_again
 from .gpu import RECONSTRUCTED
 from .measurement import ProfileInput
 from .propagate import Propagated, propagate
@@ -72,7 +71,7 @@ class ProfileOutput:
     n_aside: int
     ctx: np.ndarray       # contexts with values
     n_ctx_values: np.ndarray  # values per such context
-    ctx_metric_bits: np.ndarray  # [len(ctx), words] propMetricIds present, as bits
+    ctx_metric_bits: tuple[np.ndarray, np.ndarray, np.ndarray]  # (context, word, bits) of the propMetricIds
     trace_count: int = 0
     trace_min: int | None = None
     trace_max: int | None = None
@@ -94,7 +93,8 @@ def point_values(prof, inp: ProfileInput, c2: ClassTwo) -> tuple[np.ndarray, np.
                                                                   np.ndarray, np.ndarray, np.ndarray]:
     """(context, metric, value) of every value of the profile, plus the node -> (full, rel) contexts and
     CCT ids (for traces)."""
-    raw, ids, gpu, _ = profile_nodes(prof, inp, c2.env)
+    raw, index, gpu = profile_nodes(prof, inp, c2.env)
+    ids = index.ids
     rows = rawtree.find(c2.raw_h1, raw.nodes["h1"], c2.raw_h2, raw.nodes["h2"])
     if (rows < 0).any():
         raise HpcsaError(inp.path, "the profile changed between its two readings (a node is not in the union)")
@@ -107,9 +107,9 @@ def point_values(prof, inp: ProfileInput, c2: ClassTwo) -> tuple[np.ndarray, np.
     m2p = np.array([mi.move2proc for mi in inputs] or [False], bool)
     ctx_parts, met_parts, val_parts = [], [], []
     if len(prof.values):
-        order = np.argsort(ids, kind="stable")
-        vnode = prof.value_nodes().astype(np.int64)
-        vrow = order[np.searchsorted(ids[order], vnode)]
+        vrow = index.rows(prof.value_nodes().astype(np.int64))
+        if (vrow < 0).any():
+            raise HpcsaError(inp.path, "sparse metrics: values for a CCT node that is not in the CCT")
         local = prof.values["metric"].astype(np.int64)
         vals = prof.value_floats() * period[local]
         keep = (glob[local] >= 0) & ((raw.nodes["flag"][vrow] & RECONSTRUCTED) == 0)
@@ -133,29 +133,39 @@ def point_values(prof, inp: ProfileInput, c2: ClassTwo) -> tuple[np.ndarray, np.
     return z, z, np.zeros(0), full[:n], rel[:n], ids
 
 
+def _stored(p: Propagated, c2: ClassTwo) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The thread values hpcprof stores: (value matrix [pairs, 4 scopes], propMetricIds, keep mask)."""
+    vals = np.stack([p.point, p.function, p.lex_aware, p.execution], axis=1)
+    pid = c2.prop[p.metric]
+    return vals, pid, (vals != 0) & (pid >= 0)
+
+
 def pms_values(p: Propagated, c2: ClassTwo) -> ProfileValues:
-    """The thread profile's values: every non-zero scope value of every (context, metric)."""
-    ctxs, mids, vals = [], [], []
-    for s, arr in enumerate((p.point, p.function, p.lex_aware, p.execution)):
-        pid = c2.prop[p.metrics, s]
-        r, c = np.nonzero((arr != 0) & (pid >= 0)[None, :])
-        ctxs.append(p.contexts[r])
-        mids.append(pid[c])
-        vals.append(arr[r, c])
-    return ProfileValues.from_triples(np.concatenate(ctxs), np.concatenate(mids), np.concatenate(vals))
+    """The thread profile's values: every non-zero scope value of every (context, metric).
+
+    Pairs are sorted by (context, metric) and a metric's ids are a block in scope order, so the
+    row-major order of the kept matrix entries is already (context, propMetricId) order.
+    """
+    vals, pid, keep = _stored(p, c2)
+    rows = np.nonzero(keep)
+    ctx = p.ctx[rows[0]]
+    first = np.empty(len(ctx), bool)
+    first[:1] = True
+    np.not_equal(ctx[1:], ctx[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    return ProfileValues(ctx[starts].astype(np.uint32), starts.astype(np.int64), pid[rows].astype(np.uint16),
+                         vals[rows])
 
 
-def aside_values(p: Propagated, pv: ProfileValues, c2: ClassTwo) -> np.ndarray:
+def aside_values(p: Propagated, c2: ClassTwo) -> np.ndarray:
     """Loop-free sums the thread values do not carry, and presence without any stored value."""
-    r1, c1 = np.nonzero(p.noloops_aside)
-    stored = np.zeros(p.present.shape, bool)
-    for s, arr in enumerate((p.point, p.function, p.lex_aware, p.execution)):
-        stored |= (arr != 0) & (c2.prop[p.metrics, s] >= 0)[None, :]
-    r2, c2_ = np.nonzero(p.present & ~stored)
-    out = np.zeros(len(r1) + len(r2), ASIDE)
-    out["ctx"] = np.concatenate([p.contexts[r1], p.contexts[r2]])
-    out["key"] = np.concatenate([p.metrics[c1] * 2 + ASIDE_NOLOOPS, p.metrics[c2_] * 2 + ASIDE_PRESENT])
-    out["value"] = np.concatenate([p.noloops[r1, c1], np.ones(len(r2))])
+    _, _, keep = _stored(p, c2)
+    nl = np.flatnonzero(p.aside)
+    pres = np.flatnonzero(~keep.any(axis=1))
+    out = np.zeros(len(nl) + len(pres), ASIDE)
+    out["ctx"] = np.concatenate([p.ctx[nl], p.ctx[pres]])
+    out["key"] = np.concatenate([p.metric[nl] * 2 + ASIDE_NOLOOPS, p.metric[pres] * 2 + ASIDE_PRESENT])
+    out["value"] = np.concatenate([p.noloops[nl], np.ones(len(pres))])
     return out[np.lexsort((out["key"], out["ctx"]))]
 
 
@@ -191,7 +201,7 @@ def process_profile(c2: ClassTwo, index: int, sinks: Sinks, *, traces: bool = Tr
     """Class 1 for profile ``index`` of the canonical order (its second reading)."""
     facts = c2.profiles[index]
     inp = facts.input
-    prof = read_hpcrun(inp.path)
+    prof = read_again(facts, c2.metric_tables[facts.metrics], c2.loadmaps[facts.loadmap])
     ctx, met, val, full, rel, ids = point_values(prof, inp, c2)
     points_read = np.bincount(met, weights=val, minlength=len(c2.metrics)) if len(met) else \
         np.zeros(len(c2.metrics))
@@ -200,19 +210,24 @@ def process_profile(c2: ClassTwo, index: int, sinks: Sinks, *, traces: bool = Tr
     blob = ProfileBlob.encode(pv)
     pms_offset = sinks.allocate("pms", blob.size)
     _pwrite(sinks.pms_path, pms_offset, blob.data)
-    aside = aside_values(p, pv, c2)
+    aside = aside_values(p, c2)
     aside_offset = sinks.allocate("aside", aside.nbytes) if len(aside) else 0
     if len(aside):
         _pwrite(sinks.aside_path, aside_offset, aside.tobytes())
-    # cct.db layout: values per context and the propMetricIds each context has.
+    # cct.db layout: values per context, and as bits the propMetricIds each context has.
     counts = np.diff(np.append(pv.starts, len(pv.values)))
-    words = max(1, (c2.n_prop_ids + 63) // 64)
-    bits = np.zeros((len(pv.ctx_ids), words), np.uint64)
-    vrow = np.repeat(np.arange(len(pv.ctx_ids)), counts)
-    mids = pv.metric_ids.astype(np.uint64)
-    np.bitwise_or.at(bits, (vrow, (mids >> np.uint64(6)).astype(np.int64)), np.uint64(1) << (mids & np.uint64(63)))
+    vctx = np.repeat(pv.ctx_ids.astype(np.int64), counts)
+    mids = pv.metric_ids.astype(np.int64)
+    word = mids >> 6
+    bit = np.left_shift(np.uint64(1), (mids & 63).astype(np.uint64))
+    grp = np.empty(len(mids), bool)
+    grp[:1] = True
+    grp[1:] = (vctx[1:] != vctx[:-1]) | (word[1:] != word[:-1])
+    gstart = np.flatnonzero(grp)
+    bits = np.bitwise_or.reduceat(bit, gstart) if len(gstart) else np.zeros(0, np.uint64)
     out = ProfileOutput(index, pms_offset, len(pv.values), len(pv.ctx_ids), blob.size, aside_offset, len(aside),
-                        pv.ctx_ids.astype(np.int64), counts.astype(np.int64), bits, points_read=points_read)
+                        pv.ctx_ids.astype(np.int64), counts.astype(np.int64),
+                        (vctx[gstart], word[gstart], bits), points_read=points_read)
     if traces and inp.trace is not None and facts.trace_records and sinks.trace_path and sinks.trace_offsets:
         times, tid, lo, hi = trace_line(inp, facts.header, full, rel, ids, c2)
         if len(times) > facts.trace_records:

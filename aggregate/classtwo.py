@@ -19,7 +19,7 @@ import numpy as np
 from hpcsa.aggregate import metadb, profiledb
 from hpcsa.errors import HpcsaError
 from hpcsa.gpucct import CallGraph
-from hpcsa.ingest.hpcrun import ID_KIND_MASK
+from hpcsa.ingest.hpcrun import ID_KIND_MASK, LoadModule, MetricDesc
 from hpcsa.structure.model import Module
 
 from . import lexical as lx
@@ -44,6 +44,8 @@ class ClassTwo:
     prop: np.ndarray          # [metrics, 4] propMetricId per scope (point, function, lex_aware, execution), -1
     env: Phase1Env            # call graphs and hash seed (phase 2 rebuilds the same raw nodes)
     profiles: list[ProfileFacts]  # canonical order: profile i + 1 of profile.db
+    metric_tables: list[tuple[MetricDesc, ...]]  # the distinct .hpcrun metric tables (ProfileFacts.metrics)
+    loadmaps: list[tuple[LoadModule, ...]]       # the distinct load maps (ProfileFacts.loadmap)
     id_tuples: list[np.ndarray]   # profile.db IDENTIFIER rows, same order
     trace_reserve: list[int]      # records reserved per profile in trace.db
     meta: metadb.MetaDB
@@ -176,7 +178,7 @@ def assemble(disc: Discovery, classifier: lx.Classifier, env: Phase1Env, *, stat
     parent = tree.parent.astype(np.int64)
     trace_id = np.arange(len(tree), dtype=np.int64)
     trace_id[elided] = parent[elided]
-    arrays = TreeArrays(parent, tree.depth.astype(np.int64), ~is_call, ~is_call & ~is_loop, is_loop)
+    arrays = TreeArrays.build(parent, tree.depth.astype(np.int64), is_call, is_loop, tree.end)
 
     metrics = MetricTable.from_descs(disc.metric_tables, statistics)
     prop = np.full((len(metrics), 4), -1, np.int64)
@@ -199,5 +201,5 @@ def assemble(disc: Discovery, classifier: lx.Classifier, env: Phase1Env, *, stat
                          modules=modules, module_flags=np.zeros(len(modules), np.uint32), files=files,
                          file_flags=np.zeros(len(files), np.uint32), functions=funcs, contexts=ctree)
     return ClassTwo(env.seed, disc.raw.nodes["h1"].copy(), disc.raw.nodes["h2"].copy(), full, rel, arrays,
-                    trace_id, metrics, prop, env, profiles, tuples, [f.trace_records for f in profiles], meta, len(tree),
+                    trace_id, metrics, prop, env, profiles, disc.metric_tables, disc.loadmaps, tuples, [f.trace_records for f in profiles], meta, len(tree),
                     list(warnings or []))

@@ -10,14 +10,28 @@ the same union as the result. Bad input is refused here, naming the file.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from hpcsa.binfmt import Blob, Cursor
 from hpcsa.errors import FormatError, UnsupportedError
 from hpcsa.gpucct import CallGraph
-from hpcsa.ingest.hpcrun import UNWOUND, HpcrunProfile, MetricDesc, read_hpcrun
+from hpcsa.ingest.hpcrun import (
+    CCT_NODE,
+    END_SENTINEL,
+    ID_ELEMENT,
+    SPARSE_INDEX,
+    SPARSE_VALUE,
+    UNWOUND,
+    HpcrunProfile,
+    LoadModule,
+    MetricDesc,
+    read_footer,
+    read_hpcrun,
+)
 from hpcsa.ingest.hpctrace import FLAG_DATA_CENTRIC, HEADER, HEADER_SIZE, MAGIC, RECORD, VERSION
 
 from . import rawtree
@@ -63,6 +77,7 @@ class ProfileFacts:
     header: dict[str, str]
     metrics: int                  # index into Discovery.metric_tables
     trace_records: int            # records in its .hpctrace (0 without one)
+    loadmap: int = 0              # index into Discovery.loadmaps
 
 
 @dataclass
@@ -71,6 +86,7 @@ class Discovery:
     profiles: list[ProfileFacts] = field(default_factory=list)
     metric_tables: list[tuple[MetricDesc, ...]] = field(default_factory=list)
     id_names: dict[int, str] = field(default_factory=dict)
+    loadmaps: list[tuple[LoadModule, ...]] = field(default_factory=list)
 
 
 def _table_key(descs: tuple[MetricDesc, ...]) -> tuple[object, ...]:
@@ -82,6 +98,8 @@ def merge(parts: list[Discovery]) -> Discovery:
     """The union of reports (associative; metric tables deduplicated)."""
     tables: list[tuple[MetricDesc, ...]] = []
     index: dict[tuple[object, ...], int] = {}
+    maps: list[tuple[LoadModule, ...]] = []
+    map_index: dict[tuple[object, ...], int] = {}
     profiles: list[ProfileFacts] = []
     names: dict[int, str] = {}
     for p in parts:
@@ -92,10 +110,18 @@ def merge(parts: list[Discovery]) -> Discovery:
                 index[k] = len(tables)
                 tables.append(t)
             remap.append(index[k])
+        lremap = []
+        for lm in p.loadmaps:
+            key = tuple((e.id, e.path, e.flags) for e in lm)
+            if key not in map_index:
+                map_index[key] = len(maps)
+                maps.append(lm)
+            lremap.append(map_index[key])
         for f in p.profiles:
-            profiles.append(ProfileFacts(f.input, f.id_tuple, f.header, remap[f.metrics], f.trace_records))
+            profiles.append(ProfileFacts(f.input, f.id_tuple, f.header, remap[f.metrics], f.trace_records,
+                                         lremap[f.loadmap]))
         names.update(p.id_names)
-    return Discovery(rawtree.union([p.raw for p in parts]), profiles, tables, names)
+    return Discovery(rawtree.union([p.raw for p in parts]), profiles, tables, names, maps)
 
 
 def check_trace_header(path: str) -> None:
@@ -127,54 +153,80 @@ def trace_records(inp: ProfileInput) -> int:
     return body // TRACE_RECORD
 
 
+@functools.lru_cache(maxsize=1 << 14)
+def _module_ref(recorded: str, measdir: str) -> tuple[int, rawtree.ModuleRef]:
+    key = module_key(recorded, measdir)
+    return rawtree.module_hash(key), rawtree.ModuleRef(key, recorded, measdir)
+
+
+@dataclass
+class NodeIndex:
+    """CCT node ids of a profile and where each is (vectorized id -> row lookups)."""
+
+    ids: np.ndarray
+    order: np.ndarray  # rows sorted by id
+
+    def rows(self, node_ids: np.ndarray) -> np.ndarray:
+        """Row of each id (-1 where the profile has no such node)."""
+        sorted_ids = self.ids[self.order]
+        pos = np.searchsorted(sorted_ids, node_ids)
+        if not len(sorted_ids):
+            return np.full(len(node_ids), -1, np.int64)
+        pos = np.minimum(pos, len(sorted_ids) - 1)
+        return np.where(sorted_ids[pos] == node_ids, self.order[pos], -1)
+
+
 def profile_nodes(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env
-                  ) -> tuple[rawtree.RawNodes, np.ndarray, GpuPart, dict[int, int]]:
-    """A profile's raw nodes (CCT rows first, then reconstructed GPU nodes), its CCT ids, the GPU part,
-    and CCT id -> row. Refuses trees hpcprof refuses."""
+                  ) -> tuple[rawtree.RawNodes, NodeIndex, GpuPart]:
+    """A profile's raw nodes (CCT rows first, then reconstructed GPU nodes), its node index and the GPU
+    part. Refuses trees hpcprof refuses (and ones it would misread)."""
     cct = prof.cct
     ids = cct["id"].astype(np.int64)
     n = len(ids)
-    order = np.argsort(ids, kind="stable")
-    sorted_ids = ids[order]
+    index = NodeIndex(ids, np.argsort(ids, kind="stable"))
+    path = inp.path
+    sorted_ids = ids[index.order]
+    if n and (sorted_ids[0] <= 0 or (sorted_ids[1:] == sorted_ids[:-1]).any()):
+        raise FormatError(path, "CCT: node ids must be unique and non-zero")
     par_id = cct["parent"].astype(np.int64)
-    pos = np.searchsorted(sorted_ids, par_id)
-    parent = np.where(par_id == 0, -1, order[np.minimum(pos, max(n - 1, 0))] if n else pos)
+    parent = np.where(par_id == 0, -1, index.rows(par_id))
+    if ((par_id != 0) & ((parent < 0) | (parent >= np.arange(n)))).any():
+        raise FormatError(path, "CCT: a node's parent is missing or comes after it (records must be parent-first)")
     lm = cct["lm_id"].astype(np.int64)
     ip = cct["lm_ip"].astype(np.uint64)
     unwound = (cct["flags"] & UNWOUND) != 0
-    path = inp.path
-    # Load modules: ids of the load map -> module hashes (0 = placeholders).
+    # Load modules: ids of the load map -> module hashes (0 = placeholders), through a table by id.
     lm_hash: dict[int, int] = {}
     modules: dict[int, rawtree.ModuleRef] = {}
     for entry in prof.loadmap:
-        key = module_key(entry.path, inp.measdir)
-        h = rawtree.module_hash(key)
+        h, ref = _module_ref(entry.path, inp.measdir)
         lm_hash[entry.id] = h
-        modules[h] = rawtree.ModuleRef(key, entry.path, inp.measdir)
-    used = np.unique(lm)
-    for u in used.tolist():
-        if u in OUTLINED_RANGE_IDS:
+        modules[h] = ref
+    table = np.zeros(max([0, *lm_hash, *OUTLINED_RANGE_IDS]) + 1, np.uint64)
+    known = np.zeros(len(table), bool)
+    known[0] = True
+    for i, h in lm_hash.items():
+        table[i], known[i] = h, True
+    if n and ((lm >= len(table)) | ~known[np.minimum(lm, len(table) - 1)]).any():
+        bad = lm[(lm >= len(table)) | ~known[np.minimum(lm, len(table) - 1)]]
+        if np.isin(bad, OUTLINED_RANGE_IDS).any():
             raise UnsupportedError(path, "outlined range trees (range-based PC sampling) are not supported")
-        if u != 0 and u not in lm_hash:
-            raise FormatError(path, f"a CCT node names load module {u}, which is not in the load map")
-    module = np.array([lm_hash.get(u, 0) for u in lm.tolist()], np.uint64) if n else np.zeros(0, np.uint64)
+        raise FormatError(path, f"a CCT node names load module {int(bad[0])}, which is not in the load map")
+    module = table[lm]
     top = parent < 0
     if (top & ~((lm == 0) & (ip == np.uint64(PRIMARY)))).any():
         raise FormatError(path, "a root of the CCT is not the <primary root> placeholder")
-    under_root = ~top & (par_id != 0)
-    pr = np.where(parent >= 0, parent, 0)
-    at_global = np.zeros(n, bool)
-    if n:
-        at_global = (lm[pr] == 0) & (ip[pr] == np.uint64(PRIMARY)) & (parent >= 0)
+    pr = np.where(top, 0, parent)
+    at_global = ~top & (lm[pr] == 0) & (ip[pr] == np.uint64(PRIMARY)) if n else np.zeros(0, bool)
     special = (lm == 0) & ((ip == np.uint64(NO_ACTIVITY)) | (ip == np.uint64(PARTIAL)))
-    if (special & under_root & ~at_global).any():
+    if (special & ~top & ~at_global).any():
         raise FormatError(path, "<no activity> or <partial root> below a context other than the root")
     if ((lm == 0) & ~unwound & ~top).any():
         raise FormatError(path, "a placeholder CCT node is marked as not unwound")
-    row_of_id = dict(zip(ids.tolist(), range(n), strict=True))
-    graphs = {h: g for h, g in ((h, env.graph_for(modules[h].key)) for h in set(lm_hash.values()))
-              if g is not None}
-    gpu = reconstruct_profile(prof, row_of_id, lm_hash, graphs) if graphs else GpuPart.empty()
+    graphs = {}
+    if env.has_graphs:
+        graphs = {h: g for h in set(lm_hash.values()) if (g := env.graph_for(modules[h].key)) is not None}
+    gpu = reconstruct_profile(prof, index.rows, lm_hash, graphs) if graphs else GpuPart.empty()
     flag = unwound.astype(np.uint8)
     if len(gpu.reconstructed_rows):
         flag[gpu.reconstructed_rows] |= RECONSTRUCTED
@@ -182,24 +234,48 @@ def profile_nodes(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env
         has_kids[parent[parent >= 0]] = True
         if has_kids[gpu.reconstructed_rows].any():
             raise FormatError(path, "a GPU PC-sample node has children")
-    all_parent = np.concatenate([parent, gpu.parent])
-    kind = np.concatenate([np.zeros(n, np.uint8), gpu.kind])
-    flags = np.concatenate([flag, gpu.flag])
-    mods = np.concatenate([module, gpu.module])
-    ips = np.concatenate([ip, gpu.ip])
-    nodes = rawtree.make_nodes(all_parent, kind, flags, mods, ips, env.seed)
-    return rawtree.RawNodes(nodes, modules), ids, gpu, row_of_id
+    if len(gpu.parent):
+        nodes = rawtree.make_nodes(np.concatenate([parent, gpu.parent]), np.concatenate([np.zeros(n, np.uint8),
+                                   gpu.kind]), np.concatenate([flag, gpu.flag]), np.concatenate([module, gpu.module]),
+                                   np.concatenate([ip, gpu.ip]), env.seed)
+    else:
+        nodes = rawtree.make_nodes(parent, np.zeros(n, np.uint8), flag, module, ip, env.seed)
+    return rawtree.RawNodes(nodes, modules), index, gpu
 
 
 def discover(inp: ProfileInput, env: Phase1Env) -> Discovery:
     """Phase 1 for one profile (the first of its two readings)."""
     prof = read_hpcrun(inp.path, values=env.has_graphs)
-    raw, _, _, _ = profile_nodes(prof, inp, env)
+    raw, _, _ = profile_nodes(prof, inp, env)
     n_trace = trace_records(inp)
     if inp.trace is not None:
         check_trace_header(inp.trace)
-    return Discovery(raw, [ProfileFacts(inp, prof.id_tuple.copy(), dict(prof.header), 0, n_trace)],
-                     [tuple(prof.metrics)], dict(prof.id_names))
+    return Discovery(raw, [ProfileFacts(inp, prof.id_tuple.copy(), dict(prof.header), 0, n_trace, 0)],
+                     [tuple(prof.metrics)], dict(prof.id_names), [tuple(prof.loadmap)])
+
+
+def read_again(facts: ProfileFacts, metrics: tuple[MetricDesc, ...], loadmap: tuple[LoadModule, ...]
+               ) -> HpcrunProfile:
+    """The second reading of a profile: only its CCT and values (through the .hpcrun layouts of
+    :mod:`hpcsa.ingest.hpcrun`); header, load map, metric table and identity come from the first."""
+    path = facts.input.path
+    blob = Blob(path)
+    footer = read_footer(blob)
+    cur = Cursor(blob, int(footer["cct_start"]), int(footer["cct_end"]), ">", "CCT")
+    cct = cur.array(CCT_NODE, cur.count(8, CCT_NODE.itemsize, "CCT node count"), "CCT nodes")
+    cur = Cursor(blob, int(footer["sm_start"]), int(footer["sm_end"]), ">", "sparse metrics")
+    cur.array(ID_ELEMENT, cur.count(2, ID_ELEMENT.itemsize, "identifier tuple length"), "identifier tuple")
+    nvals = cur.count(8, SPARSE_VALUE.itemsize, "value count")
+    nnodes = cur.count(4, SPARSE_INDEX.itemsize, "non-zero node count")
+    vals = cur.array(SPARSE_VALUE, nvals, "values")
+    index = cur.array(SPARSE_INDEX, nnodes + 1, "context index")
+    starts = index["start"].astype(np.int64)
+    if int(index["node"][-1]) != END_SENTINEL or starts[-1] != nvals or (np.diff(starts) < 0).any():
+        raise FormatError(path, "sparse metrics: the context index is not an ascending list ending with 'end!'")
+    if nvals and int(vals["metric"].max()) >= len(metrics):
+        raise FormatError(path, "a value names a metric the file does not declare")
+    return HpcrunProfile(header=facts.header, loadmap=list(loadmap), cct=cct, metrics=list(metrics), id_names=[],
+                         id_tuple=facts.id_tuple, values=vals, index=index[:-1], path=path)
 
 
 def program_name(facts: list[ProfileFacts]) -> str | None:

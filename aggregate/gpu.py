@@ -17,6 +17,7 @@ data: ``<gpu kernel> -> (unknown) -> instruction`` (done by the expansion).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,11 +59,11 @@ class GpuPart:
                    np.zeros((0, 0)), z)
 
 
-def reconstruct_profile(prof: HpcrunProfile, row_of_id: dict[int, int], lm_hash: dict[int, int],
-                        graphs: dict[int, CallGraph]) -> GpuPart:
+def reconstruct_profile(prof: HpcrunProfile, rows_of: Callable[[np.ndarray], np.ndarray],
+                        lm_hash: dict[int, int], graphs: dict[int, CallGraph]) -> GpuPart:
     """Reconstruct every launch context of ``prof`` whose samples lie in a binary with a call graph.
 
-    ``row_of_id``: CCT node id -> row; ``lm_hash``: loadmap id -> module hash;
+    ``rows_of``: CCT node ids -> rows; ``lm_hash``: loadmap id -> module hash;
     ``graphs``: module hash -> call graph.
     """
     if not graphs or not len(prof.values):
@@ -86,8 +87,8 @@ def reconstruct_profile(prof: HpcrunProfile, row_of_id: dict[int, int], lm_hash:
                 continue
             scaled = PcSamples(samples.pcs, samples.values * periods[ctx.metrics], weight=samples.weight)
             rec = reconstruct(graph, scaled, sorted(ctx.kernels.get(lm, {})))
-            recon_rows.append(np.array([row_of_id[int(n)] for n in ctx.sample_nodes[lm].tolist()], np.int64))
-            holder = row_of_id[ctx.node]
+            recon_rows.append(rows_of(np.asarray(ctx.sample_nodes[lm], np.int64)))
+            holder = int(rows_of(np.array([ctx.node], np.int64))[0])
             frame_node = [holder]  # frame 0 is the placeholder itself
             for f in rec.frames[1:]:
                 assert f.step is not None

@@ -46,7 +46,7 @@ from hpcsa.structure.model import C, Module
 
 from . import classone, classthree, classtwo, discover, lexical, rawtree
 from .measurement import Inputs, ProfileInput, StructInput, default_output_name
-from .workers import LocalPool, SharedCounter
+from .workers import DynamicRun, LocalPool, SharedCounter
 
 #: Profiles per phase-1 task: enough to amortize a task, few enough to balance.
 DISCOVER_BATCH_BYTES = 4 << 20
@@ -72,6 +72,7 @@ class Result:
     trace_elements: int
     seconds: float
     warnings: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per phase
 
 
 # -- phase 0: GPU call graphs -------------------------------------------------------------------------------
@@ -139,23 +140,50 @@ def _batches(profiles: list[ProfileInput], jobs: int) -> list[list[ProfileInput]
     return out
 
 
+def structs_for(refs: list[rawtree.ModuleRef], structs: list[StructInput]) -> list[StructInput]:
+    """The structure files that may describe any of these load modules (by recorded or resolved path, or by
+    the content hash in a gpubin's name); files whose LM was not found in their head always qualify."""
+    keys = {r.key for r in refs} | {os.path.normpath(r.path) for r in refs}
+    names = {lexical.hashed_name(r.key) for r in refs} - {None}
+    out = []
+    for s in structs:
+        if s.module is None:
+            out.append(s)
+            continue
+        key = lexical.module_key(s.module, s.measdir) if s.measdir else os.path.normpath(s.module)
+        if key in keys or os.path.normpath(s.module) in keys or lexical.hashed_name(s.module) in names:
+            out.append(s)
+    return out
+
+
 def run_phase1(inputs: Inputs, env: discover.Phase1Env, jobs: int
                ) -> tuple[discover.Discovery, list[tuple[str | None, Module]]]:
-    tasks: list[tuple[str, Any]] = [("struct", s) for s in inputs.structs if not is_gpu_struct(s)]
-    cost = [float(os.path.getsize(s.path)) * 4 for _, s in tasks]  # XML parses slower than .hpcrun
-    for b in _batches(inputs.profiles, jobs):
-        tasks.append(("profiles", b))
-        cost.append(float(sum(p.size + p.trace_size for p in b)))
+    """Read every profile once; parse each structure file a profile needs, once, as soon as it is known
+    to be needed (ahead of the profiles still waiting), like hpcprof's lazy loading."""
+    cpu_structs = [s for s in inputs.structs if not is_gpu_struct(s)]
     parts: list[discover.Discovery] = []
     structs: list[tuple[str | None, Module]] = []
-    with LocalPool(min(jobs, len(tasks)) or 1, shared=env) as pool:
-        for i, result in pool.run(phase1_task, tasks, cost):
-            if tasks[i][0] == "struct":
+    scheduled: set[str] = set()
+    seen_modules: set[int] = set()
+    batches = _batches(inputs.profiles, jobs)
+    with LocalPool(min(jobs, len(batches) + len(cpu_structs)) or 1, shared=env) as pool:
+        tasks = DynamicRun(pool)
+        for i, b in enumerate(batches):
+            tasks.submit(("profiles", i), phase1_task, ("profiles", b), priority=float(i))
+        for (kind, _), result in tasks:
+            if kind == "struct":
                 structs.extend(result)
-            else:
-                parts.append(result)
-                if len(parts) >= 16:
-                    parts = [discover.merge(parts)]
+                continue
+            parts.append(result)
+            new = [ref for h, ref in result.raw.modules.items()
+                   if h not in seen_modules and h in set(np.unique(result.raw.nodes["module"]).tolist())]
+            seen_modules.update(np.unique(result.raw.nodes["module"]).tolist())
+            for s in structs_for(new, cpu_structs):
+                if s.path not in scheduled:
+                    scheduled.add(s.path)
+                    tasks.submit(("struct", s.path), phase1_task, ("struct", s), priority=-1.0)
+            if len(parts) >= 16:
+                parts = [discover.merge(parts)]
     return discover.merge(parts), structs
 
 
@@ -181,10 +209,13 @@ def phase3_task(shared: tuple[str, str, str, classthree.Placement, cctdb.CctLayo
 def run(inputs: Inputs, options: Options) -> Result:
     progress = Progress("hpcsa prof", None, enabled=options.progress)
     jobs = max(1, options.jobs)
+    timings: dict[str, float] = {}
     for attempt in range(SEED_RETRIES):
         try:
             env, gpu_structs = gpu_env(inputs.structs, seed=attempt)
+            timings["GPU call graphs"] = progress.elapsed()
             disc, structs = run_phase1(inputs, env, jobs)
+            timings["phase 1: read profiles, parse structure files"] = progress.elapsed() - sum(timings.values())
             break
         except rawtree.HashCollision:
             if attempt + 1 == SEED_RETRIES:
@@ -195,20 +226,26 @@ def run(inputs: Inputs, options: Options) -> Result:
     title = discover.program_name(disc.profiles)
     c2 = classtwo.assemble(disc, classifier, env, statistics=options.statistics, title=title, warnings=warnings)
     del disc, classifier
+    timings["class 2: expand, assign ids"] = progress.elapsed() - sum(timings.values())
     out = options.output or default_output_name(inputs.measdirs, title)
     progress.what, progress.total = "hpcsa prof: profiles", len(c2.profiles)
     with atomic_dir(out) as tmp:
-        n_values, n_trace = write_database(c2, tmp, jobs, options, progress)
+        n_values, n_trace = write_database(c2, tmp, jobs, options, progress, timings)
     result = Result(os.path.abspath(out), len(c2.profiles), c2.n_ctx, n_values, n_trace, progress.elapsed(),
-                    c2.warnings)
+                    c2.warnings, timings)
     progress.finish(f"hpcsa prof: {result.profiles} profiles, {result.contexts} contexts, {result.values} values"
                     f"{f', {n_trace} trace elements' if n_trace else ''} -> {out}")
     return result
 
 
-def write_database(c2: classtwo.ClassTwo, tmp: str, jobs: int, options: Options, progress: Progress
-                   ) -> tuple[int, int]:
+def write_database(c2: classtwo.ClassTwo, tmp: str, jobs: int, options: Options, progress: Progress,
+                   timings: dict[str, float] | None = None) -> tuple[int, int]:
     """Phases 2 and 3 into the (temporary) database directory ``tmp``; (values written, trace elements)."""
+    timings = {} if timings is None else timings
+
+    def lap(name: str) -> None:
+        timings[name] = progress.elapsed() - sum(timings.values())
+
     metadb.write_metadb(os.path.join(tmp, database.META), c2.meta)
     os.makedirs(os.path.join(tmp, "metrics"))
     metricsyaml.write_metrics_yaml(os.path.join(tmp, database.METRICS_YAML), c2.metrics.taxonomy())
@@ -221,6 +258,7 @@ def write_database(c2: classtwo.ClassTwo, tmp: str, jobs: int, options: Options,
     want_traces = options.traces and any(c2.trace_reserve)
     trace_writer = tracedb.TraceDBWriter(os.path.join(tmp, database.TRACE), list(range(1, n + 1)),
                                          reserve=c2.trace_reserve) if want_traces else None
+    lap("meta.db, metrics/default.yaml")
     counter = SharedCounter(("pms", "aside"))
     place = classthree.Placement(*(np.zeros(n, np.int64) for _ in range(6)))
     words = max(1, (c2.n_prop_ids + 63) // 64)
@@ -240,8 +278,9 @@ def write_database(c2: classtwo.ClassTwo, tmp: str, jobs: int, options: Options,
                 i = o.index
                 place.pms_offset[i], place.n_values[i], place.n_ctxs[i] = o.pms_offset, o.n_values, o.n_ctxs
                 place.pms_size[i], place.aside_offset[i], place.n_aside[i] = o.pms_size, o.aside_offset, o.n_aside
-                np.add.at(ctx_values, o.ctx, o.n_ctx_values)
-                np.bitwise_or.at(ctx_bits, o.ctx, o.ctx_metric_bits)
+                ctx_values[o.ctx] += o.n_ctx_values  # contexts are distinct within a profile
+                bc, bw, bb = o.ctx_metric_bits
+                ctx_bits[bc, bw] |= bb
                 if o.trace_min is not None:
                     t_lo = o.trace_min if t_lo is None else min(t_lo, o.trace_min)
                     t_hi = o.trace_max if t_hi is None else max(t_hi, o.trace_max)  # type: ignore[type-var]
@@ -258,6 +297,7 @@ def write_database(c2: classtwo.ClassTwo, tmp: str, jobs: int, options: Options,
     if trace_writer is not None:
         trace_writer.__exit__(None, None, None)
 
+    lap("phase 2: profiles (propagate, PMS blobs, traces)")
     # Phase 3: cct.db by context ranges, the summary on the way.
     n_metrics = _popcount(ctx_bits)
     layout = cctdb.CctLayout.from_counts(ctx_values, n_metrics)
@@ -269,6 +309,7 @@ def write_database(c2: classtwo.ClassTwo, tmp: str, jobs: int, options: Options,
         with LocalPool(min(jobs, len(ranges)) or 1, shared=shared) as pool:
             for i, part in pool.run(phase3_task, ranges, [float(b - a) for a, b in ranges]):
                 summary_parts.append((i, part))
+    lap("phase 3: cct.db transpose, summary statistics")
     summary_parts.sort(key=lambda t: t[0])
     if summary_parts:
         sc = np.concatenate([p[0] for _, p in summary_parts])
@@ -291,6 +332,7 @@ def write_database(c2: classtwo.ClassTwo, tmp: str, jobs: int, options: Options,
         scratch.close()
     for p in (pms_path, aside_path):
         os.unlink(p)
+    lap("profile.db in canonical order")
     return int(place.n_values.sum()) + len(summary.values), sum(t[1] for t in traced)
 
 

@@ -13,51 +13,77 @@ hpcprof has a quirk this reproduces: its per-thread accumulator for a metric
 is flagged as a loop only when the loop context had a value of its own, so a
 loop without one reports ``function`` as its thread ``lex_aware`` value, while
 the summary statistics use the loop-free sum. The loop-free sum of such loops
-is kept aside (:attr:`Propagated.noloops_aside`) for the summary.
+is kept aside (:attr:`Propagated.aside`) for the summary.
 
-The work is vectorized: the closure is found by walking parents level by
-level, and values flow up one depth level at a time with ``np.add.reduceat``
-(children of a level, in id order, are grouped by parent because ids are
-pre-order). Sums go bottom-up, never through prefix-sum differences, so small
-contexts keep full precision.
+Ids are pre-order, so the subtree of context ``c`` is the id range
+``c .. end[c]``: with the points sorted by (metric, context), each (context,
+metric) pair finds its points with two binary searches, and one gather plus
+``np.bincount`` sums them all (sequentially per pair: no cancellation, no
+loop over depth levels). A point ``d`` belongs to the function scope of its
+ancestor ``c`` when no call lies between them, i.e. when both have the same
+nearest call-entered ancestor (``call_root``); to the loop-free sum when both
+have the same nearest call-entered or loop ancestor (``block_root``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 
 @dataclass
 class TreeArrays:
-    """What propagation needs of the unified tree, by canonical id."""
+    """What propagation needs of the unified tree, by canonical (pre-order) id."""
 
-    parent: np.ndarray   # int64, -1 for the root
-    depth: np.ndarray    # int64
-    pull_function: np.ndarray  # bool: a child that is not entered by a call feeds its parent's function scope
-    pull_noloops: np.ndarray   # bool: ... and is not a loop: feeds the parent's loop-free sum
-    is_loop: np.ndarray  # bool
+    parent: np.ndarray      # int64, -1 for the root
+    end: np.ndarray         # int64: the subtree of c is c .. end[c]-1
+    call_root: np.ndarray   # int64: nearest ancestor-or-self entered by a call (0: the root)
+    block_root: np.ndarray  # int64: nearest ancestor-or-self entered by a call or that is a loop
+    is_loop: np.ndarray     # bool
+    _mark: np.ndarray | None = field(default=None, repr=False)
+
+    @classmethod
+    def build(cls, parent: np.ndarray, depth: np.ndarray, is_call: np.ndarray, is_loop: np.ndarray,
+              end: np.ndarray) -> TreeArrays:
+        n = len(parent)
+        ids = np.arange(n, dtype=np.int64)
+        call_root = np.zeros(n, np.int64)
+        block_root = np.zeros(n, np.int64)
+        order = np.argsort(depth, kind="stable")
+        bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2 if n else 1))
+        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):  # one step per depth level
+            lv = order[a:b]
+            par = np.maximum(parent[lv], 0)
+            call_root[lv] = np.where(is_call[lv], ids[lv], call_root[par])
+            block_root[lv] = np.where(is_call[lv] | is_loop[lv], ids[lv], block_root[par])
+        return cls(parent.astype(np.int64), end.astype(np.int64), call_root, block_root, is_loop.astype(bool))
+
+    def mark(self) -> np.ndarray:
+        """A scratch "seen" flag per context, all False (reset by its users)."""
+        if self._mark is None:
+            self._mark = np.zeros(len(self.parent), bool)
+        return self._mark
 
 
 @dataclass
 class Propagated:
-    """A profile's propagated values: rows = ``contexts`` (sorted ids), columns = ``metrics`` (global ids)."""
+    """A profile's propagated values, one row per (context, metric) pair present, sorted by (context, metric)."""
 
-    contexts: np.ndarray   # int64 [K]
-    metrics: np.ndarray    # int64 [m]
-    point: np.ndarray      # [K, m]
+    ctx: np.ndarray        # int64
+    metric: np.ndarray     # int64
+    point: np.ndarray
     function: np.ndarray
     lex_aware: np.ndarray  # as hpcprof writes it per thread
     execution: np.ndarray
-    present: np.ndarray    # bool [K, m]: the metric has a value somewhere in the context's subtree
-    noloops_aside: np.ndarray  # bool [K, m]: loop without own value whose loop-free sum differs
-    noloops: np.ndarray    # [K, m] loop-free sums (meaningful where noloops_aside)
+    noloops: np.ndarray    # loop-free sums
+    aside: np.ndarray      # bool: a loop without a value of its own whose loop-free sum differs
 
 
-def closure(ctx: np.ndarray, parent: np.ndarray) -> np.ndarray:
+def closure(ctx: np.ndarray, tree: TreeArrays) -> np.ndarray:
     """``ctx`` and all their ancestors, sorted (the root included): one vectorized step per level."""
-    mark = np.zeros(len(parent), bool)
+    parent = tree.parent
+    mark = tree.mark()
     frontier = np.unique(ctx)
     mark[frontier] = True
     parts = [frontier]
@@ -69,63 +95,60 @@ def closure(ctx: np.ndarray, parent: np.ndarray) -> np.ndarray:
         parts.append(up)
         frontier = up
     out = np.concatenate(parts)
+    mark[out] = False
     out.sort()
     return out
 
 
+def _sum_points(ctx: np.ndarray, metric: np.ndarray, value: np.ndarray, n_ctx: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct (metric, context) points sorted by metric then context, duplicates summed in order."""
+    key = metric * n_ctx + ctx
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    first = np.empty(len(key), bool)
+    first[:1] = True
+    np.not_equal(key[1:], key[:-1], out=first[1:])
+    group = np.cumsum(first) - 1
+    sums = np.bincount(group, weights=value[order]) if len(key) else np.zeros(0)
+    uk = key[first]
+    return uk // n_ctx, uk % n_ctx, sums
+
+
 def propagate(ctx: np.ndarray, metric: np.ndarray, value: np.ndarray, tree: TreeArrays) -> Propagated:
     """Propagate point values ``(ctx, metric, value)`` (duplicates are summed, in the given order)."""
-    ctx = np.asarray(ctx, np.int64)
-    metric = np.asarray(metric, np.int64)
-    value = np.asarray(value, np.float64)
-    metrics = np.unique(metric)
-    rows = closure(ctx, tree.parent)
-    k, m = len(rows), len(metrics)
-    r = np.searchsorted(rows, ctx)
-    c = np.searchsorted(metrics, metric)
-    point = np.zeros((k, m))
-    own = np.zeros((k, m), bool)
-    if len(value):
-        flat = r * m + c
-        order = np.argsort(flat, kind="stable")
-        flat_s = flat[order]
-        starts = np.flatnonzero(np.r_[True, flat_s[1:] != flat_s[:-1]])
-        sums = np.add.reduceat(value[order], starts)
-        point.ravel()[flat_s[starts]] = sums
-        own.ravel()[flat_s[starts]] = True
-    execution = point.copy()
-    function = point.copy()
-    noloops = point.copy()
-    count = own.astype(np.int64)
-    if k > 1:
-        depth = tree.depth[rows]
-        par_row = np.searchsorted(rows, tree.parent[rows])
-        pull_f = tree.pull_function[rows]
-        pull_n = tree.pull_noloops[rows]
-        by_depth = np.argsort(-depth, kind="stable")  # deepest first; ids ascending within a level
-        d_sorted = depth[by_depth]
-        level_starts = np.flatnonzero(np.r_[True, d_sorted[1:] != d_sorted[:-1]])
-        level_ends = np.r_[level_starts[1:], k]
-        for a, b in zip(level_starts.tolist(), level_ends.tolist(), strict=True):
-            if d_sorted[a] == 0:
-                break
-            kids = by_depth[a:b]
-            pr = par_row[kids]
-            seg = np.flatnonzero(np.r_[True, pr[1:] != pr[:-1]])
-            dest = pr[seg]
-            execution[dest] += np.add.reduceat(execution[kids], seg, axis=0)
-            count[dest] += np.add.reduceat(count[kids], seg, axis=0)
-            fk = kids[pull_f[kids]]
-            if len(fk):
-                pf = par_row[fk]
-                sf = np.flatnonzero(np.r_[True, pf[1:] != pf[:-1]])
-                function[pf[sf]] += np.add.reduceat(function[fk], sf, axis=0)
-            nk = kids[pull_n[kids]]
-            if len(nk):
-                pn = par_row[nk]
-                sn = np.flatnonzero(np.r_[True, pn[1:] != pn[:-1]])
-                noloops[pn[sn]] += np.add.reduceat(noloops[nk], sn, axis=0)
-    loop = tree.is_loop[rows][:, None]
+    n_ctx = len(tree.parent)
+    pm, pc, pv = _sum_points(np.asarray(ctx, np.int64), np.asarray(metric, np.int64),
+                             np.asarray(value, np.float64), n_ctx)
+    rows = closure(pc, tree) if len(pc) else np.zeros(0, np.int64)
+    mets = np.unique(pm)
+    k, m = len(rows), len(mets)
+    # Every (closure context, metric) pair: its points are the keys in [metric*N + c, metric*N + end[c]).
+    pkey = pm * n_ctx + pc
+    qc = np.repeat(rows, m)
+    qm = np.tile(mets, k)
+    base = qm * n_ctx
+    lo = np.searchsorted(pkey, base + qc)
+    hi = np.searchsorted(pkey, base + tree.end[qc])
+    present = hi > lo
+    qc, qm, lo, hi = qc[present], qm[present], lo[present], hi[present]
+    n = len(qc)
+    length = hi - lo
+    starts = np.cumsum(length) - length
+    total = int(length.sum())
+    owner = np.repeat(np.arange(n), length)
+    member = np.arange(total) - np.repeat(starts, length) + np.repeat(lo, length)
+    vals = pv[member]
+    mctx = pc[member]
+    octx = qc[owner]
+    execution = np.bincount(owner, weights=vals, minlength=n)
+    same_fn = tree.call_root[mctx] == tree.call_root[octx]
+    function = np.bincount(owner[same_fn], weights=vals[same_fn], minlength=n)
+    same_block = tree.block_root[mctx] == tree.block_root[octx]
+    noloops = np.bincount(owner[same_block], weights=vals[same_block], minlength=n)
+    own = pkey[np.minimum(lo, len(pkey) - 1)] == base[present] + qc if len(pkey) else np.zeros(0, bool)
+    point = np.where(own, pv[np.minimum(lo, max(len(pv) - 1, 0))] if len(pv) else 0.0, 0.0)
+    loop = tree.is_loop[qc]
     lex_aware = np.where(loop & own, noloops, function)
-    aside = loop & ~own & (noloops != function) & (count > 0)
-    return Propagated(rows, metrics, point, function, lex_aware, execution, count > 0, aside, noloops)
+    aside = loop & ~own & (noloops != function)
+    return Propagated(qc, qm, point, function, lex_aware, execution, noloops, aside)

@@ -98,12 +98,72 @@ class _Failure:
         raise self.kind(self.path, self.problem)
 
 
+def _run_indexed(fn: Callable[..., Any], args: tuple[Any, ...], shared: Any) -> Any:
+    try:
+        return fn(shared, *args)
+    except HpcsaError as exc:
+        return _Failure(exc)
+
+
 def _indexed(packed: tuple[int, Callable[..., Any], tuple[Any, ...]]) -> tuple[int, Any]:
     i, fn, args = packed
     try:
         return i, fn(_SHARED, *args)
     except HpcsaError as exc:
         return i, _Failure(exc)
+
+
+class DynamicRun:
+    """Tasks that may schedule more tasks, by priority (lower first), at most ``2 * jobs`` in flight.
+
+    ``submit(key, fn, args, priority)`` queues a task; iterating yields (key, result) as tasks finish,
+    and the consumer may submit more while iterating.
+    """
+
+    def __init__(self, pool: LocalPool) -> None:
+        import heapq
+        import queue
+
+        self.pool = pool
+        self._heapq = heapq
+        self._heap: list[tuple[float, int, Any, Callable[..., Any], tuple[Any, ...]]] = []
+        self._seq = 0
+        self._done: queue.Queue[tuple[Any, Any]] = queue.Queue()
+        self._in_flight = 0
+
+    def submit(self, key: Any, fn: Callable[..., Any], args: tuple[Any, ...], priority: float = 0.0) -> None:
+        self._heapq.heappush(self._heap, (priority, self._seq, key, fn, args))
+        self._seq += 1
+
+    def _launch(self) -> None:
+        pool = self.pool._pool
+        limit = 2 * self.pool.jobs
+        while self._heap and self._in_flight < limit:
+            _, _, key, fn, args = self._heapq.heappop(self._heap)
+            self._in_flight += 1
+            pool.apply_async(_indexed, ((key, fn, args),), callback=self._done.put,
+                             error_callback=lambda exc, key=key: self._done.put((key, exc)))
+
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        if self.pool._pool is None:
+            while self._heap:
+                _, _, key, fn, args = self._heapq.heappop(self._heap)
+                result = _run_indexed(fn, args, self.pool.shared)
+                if isinstance(result, _Failure):
+                    result.raise_it()
+                yield key, result
+            return
+        while True:
+            self._launch()
+            if not self._in_flight:
+                return
+            key, result = self._done.get()
+            self._in_flight -= 1
+            if isinstance(result, _Failure):
+                result.raise_it()
+            if isinstance(result, BaseException):
+                raise result
+            yield key, result
 
 
 def default_jobs() -> int:

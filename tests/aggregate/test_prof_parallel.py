@@ -9,56 +9,14 @@ scaled and thinned, traces shifted), given as two measurement directories.
 from __future__ import annotations
 
 import filecmp
-import os
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from hpcsa.aggregate.compare import compare_databases
-from hpcsa.ingest.hpcrun import ID_KIND_MASK, pack_values, read_hpcrun, write_hpcrun
-from hpcsa.ingest.hpctrace import read_hpctrace, write_hpctrace
+from hpcsa.aggregate.replicate import replicate
 from tests.aggregate.profcheck import read_sums, root_execution
 from tests.conftest import run_cli
-
-NODE = 1
-
-
-def replicate(src: Path, dst: Path, copies: int, seed: int) -> int:
-    """Write ``copies`` altered copies of every profile of ``src`` into ``dst`` (structs/, vdso/ and
-    gpubins/ are linked); returns the number of profiles written."""
-    dst.mkdir()
-    for sub in ("structs", "vdso", "gpubins"):
-        if (src / sub).is_dir():
-            os.symlink(src / sub, dst / sub)
-    rng = np.random.default_rng(seed)
-    n = 0
-    for f in sorted(src.glob("*.hpcrun")):
-        base = read_hpcrun(f)
-        trace = f.with_suffix(".hpctrace")
-        for k in range(copies):
-            prof = read_hpcrun(f)
-            tup = prof.id_tuple.copy()
-            is_node = (tup["kind"] & ID_KIND_MASK) == NODE
-            tup["physical"][is_node] = tup["physical"][is_node] + np.uint64(k + 1)
-            prof.id_tuple = tup
-            vals = base.value_floats()
-            scale = 1.0 + 0.125 * k
-            keep = rng.random(len(vals)) > 0.2 if k % 3 else np.ones(len(vals), bool)
-            metric = base.values["metric"].astype(np.int64)
-            ints = np.array([m.is_int for m in base.metrics])[metric]
-            vals = np.where(ints, np.rint(vals * (k + 1)), vals * scale)
-            prof.values, prof.index = pack_values(base.value_nodes()[keep], metric[keep], vals[keep], base.metrics,
-                                                  base.cct["id"])
-            name = f.name.replace("-000000-", f"-{k:06d}-")
-            write_hpcrun(dst / name, prof)
-            if trace.exists():
-                tr = read_hpctrace(trace)
-                tr.records = tr.records.copy()
-                tr.records["time"] = tr.records["time"] + np.uint64(1000 * k)
-                write_hpctrace(dst / name.replace(".hpcrun", ".hpctrace"), tr)
-            n += 1
-    return n
 
 
 @pytest.fixture(scope="module")

@@ -38,31 +38,35 @@ LOOP = np.array([False, False, False, True, False, False, True, False, True, Fal
 DEPTH = np.array([0, 1, 2, 3, 4, 5, 4, 5, 3, 4])
 
 
+def _tree() -> TreeArrays:
+    end = np.arange(len(PARENT)) + 1
+    for c in range(len(PARENT) - 1, 0, -1):  # ids are pre-order: a subtree is an id range
+        end[PARENT[c]] = max(end[PARENT[c]], end[c])
+    return TreeArrays.build(PARENT, DEPTH, CALL, LOOP, end)
+
+
 def test_propagation_into_the_four_scopes() -> None:
-    tree = TreeArrays(PARENT, DEPTH, ~CALL, ~CALL & ~LOOP, LOOP)
     ctx = np.array([4, 5, 7, 8, 9, 9])
-    p = propagate(ctx, np.zeros(6, np.int64), np.array([1.0, 4.0, 2.0, 8.0, 10.0, 6.0]), tree)
-    assert p.contexts.tolist() == list(range(10)) and p.metrics.tolist() == [0]
-    col = lambda a: a[:, 0].tolist()  # noqa: E731
-    assert col(p.point) == [0, 0, 0, 0, 1, 4, 0, 2, 8, 16]
-    assert col(p.execution) == [31, 31, 31, 7, 5, 4, 2, 2, 24, 16]
+    p = propagate(ctx, np.zeros(6, np.int64), np.array([1.0, 4.0, 2.0, 8.0, 10.0, 6.0]), _tree())
+    assert p.ctx.tolist() == list(range(10)) and set(p.metric.tolist()) == {0}
+    assert p.point.tolist() == [0, 0, 0, 0, 1, 4, 0, 2, 8, 16]
+    assert p.execution.tolist() == [31, 31, 31, 7, 5, 4, 2, 2, 24, 16]
     # function: stops at calls (f is not in line a's, nor main in the entry's)
-    assert col(p.function) == [0, 0, 27, 3, 1, 4, 2, 2, 24, 16]
+    assert p.function.tolist() == [0, 0, 27, 3, 1, 4, 2, 2, 24, 16]
     # loop-free sums of the loops: L1 takes line a only, L3 itself and line c
-    assert p.noloops[[3, 6, 8], 0].tolist() == [1, 2, 24]
+    assert p.noloops[[3, 6, 8]].tolist() == [1, 2, 24]
     # hpcprof's thread lex_aware: a loop without a value of its own reports its function sum (L1: 3, not 1)
-    assert col(p.lex_aware) == [0, 0, 27, 3, 1, 4, 2, 2, 24, 16]
-    assert np.flatnonzero(p.noloops_aside[:, 0]).tolist() == [3]  # kept aside for the summary: L1 = 1
-    assert p.present.all()
+    assert p.lex_aware.tolist() == [0, 0, 27, 3, 1, 4, 2, 2, 24, 16]
+    assert np.flatnonzero(p.aside).tolist() == [3]  # kept aside for the summary: L1 = 1
 
 
 def test_duplicate_values_are_summed_and_metrics_kept_apart() -> None:
-    tree = TreeArrays(PARENT, DEPTH, ~CALL, ~CALL & ~LOOP, LOOP)
-    p = propagate(np.array([7, 7, 5]), np.array([3, 3, 9]), np.array([0.5, 0.25, 2.0]), tree)
-    assert p.metrics.tolist() == [3, 9]
-    assert p.contexts.tolist() == [0, 1, 2, 3, 4, 5, 6, 7]  # line c's branch has no value
-    assert p.point[7].tolist() == [0.75, 0] and p.execution[0].tolist() == [0.75, 2.0]
-    assert not p.present[5, 0] and p.present[5, 1]
+    p = propagate(np.array([7, 7, 5]), np.array([3, 3, 9]), np.array([0.5, 0.25, 2.0]), _tree())
+    pairs = list(zip(p.ctx.tolist(), p.metric.tolist(), strict=True))
+    # (context, metric) pairs present: ancestors of 7 for metric 3, ancestors of 5 for metric 9; sorted
+    assert pairs == [(0, 3), (0, 9), (1, 3), (1, 9), (2, 3), (2, 9), (3, 3), (3, 9), (4, 9), (5, 9), (6, 3), (7, 3)]
+    assert p.point[pairs.index((7, 3))] == 0.75 and p.execution[pairs.index((0, 3))] == 0.75
+    assert p.execution[pairs.index((0, 9))] == 2.0 and p.function[pairs.index((4, 9))] == 0.0
 
 
 # -- statistics --------------------------------------------------------------------------------------------

@@ -1,0 +1,176 @@
+"""Benchmark: ``hpcsa prof -j 2`` on every real measurement, and on larger replicated ones.
+
+Each measurement directory of data/hpctoolkit/meas (with its structure files)
+is aggregated by the command as a user runs it (a fresh process: start-up and
+imports included); wall time is the best of ``--repeat`` runs; peak memory is
+the largest resident set of the process tree, sampled from /proc every 5 ms
+(coordinator and workers summed). Larger inputs are made by replicating a real
+measurement under other host ids (:mod:`hpcsa.aggregate.replicate`): the
+OpenMP run (4 threads, ~11 KB per profile with its trace) to 256 and 1,024
+profiles, near the yardstick of a 1,024-thread CPU measurement that C++
+hpcprof aggregates in about 0.8 s and 66 MiB on 2 cores. Then one in-process
+run per input reports the time of each phase, and a cProfile of the largest
+one says where the time goes.
+
+    .venv/bin/python benchmarks/bench_prof.py [--record] [--repeat N] [--copies 64,256]
+
+``--record`` writes benchmarks/results/prof.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import platform
+import pstats
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("HPCSA_SHARED_DATA", ROOT.parent / "shared" / "data"))
+MEAS = SHARED / "hpctoolkit" / "meas"
+RESULTS = ROOT / "benchmarks" / "results" / "prof.md"
+
+
+def _tree_rss(pid: int) -> int:
+    """Resident bytes of a process and its descendants (from /proc)."""
+    total = 0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/statm") as fh:
+                total += int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            with open(f"/proc/{p}/task/{p}/children") as fh:
+                todo.extend(int(c) for c in fh.read().split())
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def run_command(args: list[str]) -> tuple[float, int, str]:
+    """(wall seconds, peak tree RSS bytes, stderr) of one ``hpcsa`` run."""
+    env = dict(os.environ, HPCSA_NO_PROGRESS="1")
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "hpcsa", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, _tree_rss(proc.pid))
+            time.sleep(0.005)
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    _, err = proc.communicate()
+    wall = time.perf_counter() - start
+    done.set()
+    t.join()
+    if proc.returncode:
+        raise SystemExit(f"hpcsa {' '.join(args)} failed:\n{err}")
+    return wall, peak, err
+
+
+def inputs_size(path: Path) -> tuple[int, int]:
+    files = list(path.glob("*.hpcrun"))
+    traces = list(path.glob("*.hpctrace"))
+    return len(files), sum(f.stat().st_size for f in files + traces)
+
+
+def in_process(meas: Path, out: Path, jobs: int) -> dict[str, float]:
+    from hpcsa.aggregate import pipeline
+    from hpcsa.aggregate.measurement import find_inputs
+
+    r = pipeline.run(find_inputs([str(meas)]), pipeline.Options(output=str(out), jobs=jobs, progress=False))
+    return r.timings
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--record", action="store_true")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--copies", default="64,256", help="replication factors of the 4-thread OpenMP run")
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-prof-"))
+    from hpcsa.aggregate.replicate import replicate
+
+    sets: list[tuple[str, Path]] = [(p.name, p) for p in sorted(MEAS.glob("*.m"))]
+    for c in (int(x) for x in args.copies.split(",") if x):
+        dst = tmp / f"loops-cputime-t-x{c}.m"
+        replicate(MEAS / "loops-cputime-t.m", dst, c, seed=c)
+        sets.append((f"loops-cputime-t x{c} (replicated)", dst))
+
+    rows = []
+    for name, meas in sets:
+        n, size = inputs_size(meas)
+        best, peak = float("inf"), 0
+        for i in range(args.repeat):
+            out = tmp / f"out-{i}.d"
+            wall, rss, err = run_command(["prof", str(meas), "-o", str(out), "-j", str(args.jobs)])
+            best, peak = min(best, wall), max(peak, rss)
+        summary = err.strip().splitlines()[-1]
+        ctxs = int(summary.split(" contexts")[0].rsplit(" ", 1)[1])
+        dbsize = sum(f.stat().st_size for f in out.rglob("*.db"))
+        rows.append((name, n, size, ctxs, best, peak, dbsize))
+        print(f"{name}: {n} profiles, {size / 1e6:.2f} MB in, {ctxs} contexts: {best:.2f} s, "
+              f"{peak / 2**20:.0f} MiB", flush=True)
+
+    # Where the time goes: phases of an in-process run, and a profile of the largest input.
+    phases = {}
+    for name, meas in (sets[0], sets[-1]):
+        phases[name] = in_process(meas, tmp / "phases.d", args.jobs)
+    prof = cProfile.Profile()
+    prof.enable()
+    in_process(sets[-1][1], tmp / "profile.d", 1)
+    prof.disable()
+    text = io.StringIO()
+    pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(25)
+    top = io.StringIO()
+    pstats.Stats(prof, stream=top).sort_stats("tottime").print_stats(15)
+
+    lines = [
+        "# `hpcsa prof` benchmark",
+        "",
+        f"`benchmarks/bench_prof.py --repeat {args.repeat} --copies {args.copies} --jobs {args.jobs}` "
+        f"(best of {args.repeat}; Python {platform.python_version()}, numpy {np.__version__}, "
+        f"{platform.machine()}, shared 2-core machine). Each run is the command as a user runs it "
+        "(a new process: interpreter start-up and imports included, ~0.3 s); peak memory is the resident "
+        "set of the whole process tree (coordinator + workers).",
+        "",
+        "| measurement | profiles | input (MB) | contexts | wall (s) | peak RSS (MiB) | database (KB) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, n, size, ctxs, best, peak, dbsize in rows:
+        lines.append(f"| {name} | {n} | {size / 1e6:.2f} | {ctxs} | {best:.2f} | {peak / 2**20:.0f} | "
+                     f"{dbsize / 1e3:.0f} |")
+    lines += ["", "## Where the time goes", "", "Seconds per phase of an in-process run "
+              f"(`-j {args.jobs}`, no interpreter start-up):", ""]
+    names = list(phases)
+    lines.append("| phase | " + " | ".join(names) + " |")
+    lines.append("|---|" + "---:|" * len(names))
+    for phase in phases[names[0]]:
+        lines.append(f"| {phase} | " + " | ".join(f"{phases[n].get(phase, 0):.3f}" for n in names) + " |")
+    lines += ["", f"cProfile of `-j 1` on {sets[-1][0]}, by own time:", "", "```",
+              *[ln for ln in top.getvalue().splitlines() if ln.strip()][:28], "```"]
+    text_out = "\n".join(lines) + "\n"
+    print(text_out)
+    if args.record:
+        from hpcsa.fileio import write_file
+
+        write_file(RESULTS, text_out)
+
+
+if __name__ == "__main__":
+    main()
