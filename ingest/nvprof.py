@@ -26,9 +26,28 @@ from hpcsa.ingest.sqlsrc import Db
 from hpcsa.ingest.stalls import CUPTI_LEGACY_REASONS, stall_class
 
 SUPPORTED_VERSIONS = range(1, 12)  # the `Version` table; CUDA 9/10 nvprof writes 11
-_KNOWN_CBIDS = {("runtime", 31): "cudaMemcpy_v3020", ("runtime", 211): "cudaLaunchKernel_v7000",
-                ("runtime", 430): "cudaLaunchKernelExC_v11060", ("driver", 307): "cuLaunchKernel",
-                ("driver", 442): "cuLaunchKernel_ptsz", ("driver", 652): "cuLaunchKernelEx"}
+# CUPTI callback ids are a stable ABI (cupti_runtime_cbid.h / cupti_driver_cbid.h); these are the APIs
+# that launch, copy, set, allocate or wait, so that records stay readable where no CUPTI header is installed.
+_RUNTIME_CBIDS = {
+    13: "cudaLaunch_v3020", 20: "cudaMalloc_v3020", 21: "cudaMallocPitch_v3020", 22: "cudaFree_v3020",
+    25: "cudaMallocHost_v3020", 26: "cudaFreeHost_v3020", 27: "cudaHostAlloc_v3020", 31: "cudaMemcpy_v3020",
+    32: "cudaMemcpy2D_v3020", 39: "cudaMemcpyToSymbol_v3020", 40: "cudaMemcpyFromSymbol_v3020",
+    41: "cudaMemcpyAsync_v3020", 44: "cudaMemcpy2DAsync_v3020", 49: "cudaMemset_v3020",
+    50: "cudaMemset2D_v3020", 51: "cudaMemsetAsync_v3020", 126: "cudaThreadSynchronize_v3020",
+    129: "cudaStreamCreate_v3020", 130: "cudaStreamDestroy_v3020", 131: "cudaStreamSynchronize_v3020",
+    132: "cudaStreamQuery_v3020", 133: "cudaEventCreate_v3020", 135: "cudaEventRecord_v3020",
+    134: "cudaEventCreateWithFlags_v3020", 136: "cudaEventDestroy_v3020", 137: "cudaEventSynchronize_v3020",
+    138: "cudaEventQuery_v3020", 139: "cudaEventElapsedTime_v3020",
+    147: "cudaStreamWaitEvent_v3020", 160: "cudaMemcpyPeer_v4000", 161: "cudaMemcpyPeerAsync_v4000",
+    164: "cudaDeviceReset_v3020", 165: "cudaDeviceSynchronize_v3020", 198: "cudaStreamCreateWithFlags_v5000",
+    201: "cudaStreamDestroy_v5050", 206: "cudaMallocManaged_v6000", 211: "cudaLaunchKernel_v7000",
+    214: "cudaLaunchKernel_ptsz_v7000", 239: "cudaStreamSynchronize_ptsz_v7000",
+    252: "cudaMemPrefetchAsync_v8000", 269: "cudaLaunchCooperativeKernel_v9000",
+    311: "cudaGraphLaunch_v10000", 430: "cudaLaunchKernelExC_v11060",
+}
+_KNOWN_CBIDS = {("runtime", cbid): name for cbid, name in _RUNTIME_CBIDS.items()}
+_KNOWN_CBIDS.update({("driver", 307): "cuLaunchKernel", ("driver", 442): "cuLaunchKernel_ptsz",
+                     ("driver", 652): "cuLaunchKernelEx"})
 _SYNC_TYPE = {1: M.SY_EVT, 2: M.SY_STRE, 3: M.SY_STR, 4: M.SY_CTX}
 
 
