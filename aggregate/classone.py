@@ -169,7 +169,7 @@ def aside_values(p: Propagated, c2: ClassTwo) -> np.ndarray:
     return out[np.lexsort((out["key"], out["ctx"]))]
 
 
-def trace_line(inp: ProfileInput, prof_header: dict[str, str], full: np.ndarray, rel: np.ndarray,
+def trace_line(inp: ProfileInput, disorder: int, full: np.ndarray, rel: np.ndarray,
                ids: np.ndarray, c2: ClassTwo) -> tuple[np.ndarray, int | None, int | None]:
     """The profile's trace.db line (ELEMENT-like arrays: time, ctx) and the time range of its timepoints."""
     tr = read_hpctrace(inp.trace)  # type: ignore[arg-type]
@@ -187,7 +187,6 @@ def trace_line(inp: ProfileInput, prof_header: dict[str, str], full: np.ndarray,
     if not len(times):
         return np.zeros(0, np.uint64), np.zeros(0, np.uint32), None, None  # type: ignore[return-value]
     lo, hi = int(times.min()), int(times.max())
-    disorder = int(prof_header.get("trace-disorder", "0") or 0)
     if disorder > 0:
         o = np.argsort(times, kind="stable")
         times, ctx = times[o], ctx[o]
@@ -229,7 +228,7 @@ def process_profile(c2: ClassTwo, index: int, sinks: Sinks, *, traces: bool = Tr
                         pv.ctx_ids.astype(np.int64), counts.astype(np.int64),
                         (vctx[gstart], word[gstart], bits), points_read=points_read)
     if traces and inp.trace is not None and facts.trace_records and sinks.trace_path and sinks.trace_offsets:
-        times, tid, lo, hi = trace_line(inp, facts.header, full, rel, ids, c2)
+        times, tid, lo, hi = trace_line(inp, facts.trace_disorder, full, rel, ids, c2)
         if len(times) > facts.trace_records:
             raise HpcsaError(inp.trace, "the trace grew between the two readings")
         elem = tracedb.elements(times, tid)

@@ -74,7 +74,7 @@ class ProfileFacts:
 
     input: ProfileInput
     id_tuple: np.ndarray          # hpcrun ID_ELEMENT rows (kind with interpretation bits, physical, logical)
-    header: dict[str, str]
+    trace_disorder: int           # hpcrun's bound on the disorder of its trace (0: in order)
     metrics: int                  # index into Discovery.metric_tables
     trace_records: int            # records in its .hpctrace (0 without one)
     loadmap: int = 0              # index into Discovery.loadmaps
@@ -87,6 +87,7 @@ class Discovery:
     metric_tables: list[tuple[MetricDesc, ...]] = field(default_factory=list)
     id_names: dict[int, str] = field(default_factory=dict)
     loadmaps: list[tuple[LoadModule, ...]] = field(default_factory=list)
+    programs: set[str] = field(default_factory=set)  # program names seen (the title: the first, sorted)
 
 
 def _table_key(descs: tuple[MetricDesc, ...]) -> tuple[object, ...]:
@@ -118,10 +119,11 @@ def merge(parts: list[Discovery]) -> Discovery:
                 maps.append(lm)
             lremap.append(map_index[key])
         for f in p.profiles:
-            profiles.append(ProfileFacts(f.input, f.id_tuple, f.header, remap[f.metrics], f.trace_records,
+            profiles.append(ProfileFacts(f.input, f.id_tuple, f.trace_disorder, remap[f.metrics], f.trace_records,
                                          lremap[f.loadmap]))
         names.update(p.id_names)
-    return Discovery(rawtree.union([p.raw for p in parts]), profiles, tables, names, maps)
+    programs = set().union(*(p.programs for p in parts)) if parts else set()
+    return Discovery(rawtree.union([p.raw for p in parts]), profiles, tables, names, maps, programs)
 
 
 def check_trace_header(path: str) -> None:
@@ -250,8 +252,14 @@ def discover(inp: ProfileInput, env: Phase1Env) -> Discovery:
     n_trace = trace_records(inp)
     if inp.trace is not None:
         check_trace_header(inp.trace)
-    return Discovery(raw, [ProfileFacts(inp, prof.id_tuple.copy(), dict(prof.header), 0, n_trace, 0)],
-                     [tuple(prof.metrics)], dict(prof.id_names), [tuple(prof.loadmap)])
+    try:
+        disorder = int(prof.header.get("trace-disorder", "0") or 0)
+    except ValueError:
+        raise FormatError(inp.path, f"trace-disorder {prof.header.get('trace-disorder')!r} is not a number") from None
+    program = os.path.basename(prof.header.get("program-name", "") or "")
+    return Discovery(raw, [ProfileFacts(inp, prof.id_tuple.copy(), disorder, 0, n_trace, 0)],
+                     [tuple(prof.metrics)], dict(prof.id_names), [tuple(prof.loadmap)],
+                     {program} if program else set())
 
 
 def read_again(facts: ProfileFacts, metrics: tuple[MetricDesc, ...], loadmap: tuple[LoadModule, ...]
@@ -274,13 +282,10 @@ def read_again(facts: ProfileFacts, metrics: tuple[MetricDesc, ...], loadmap: tu
         raise FormatError(path, "sparse metrics: the context index is not an ascending list ending with 'end!'")
     if nvals and int(vals["metric"].max()) >= len(metrics):
         raise FormatError(path, "a value names a metric the file does not declare")
-    return HpcrunProfile(header=facts.header, loadmap=list(loadmap), cct=cct, metrics=list(metrics), id_names=[],
+    return HpcrunProfile(header={}, loadmap=list(loadmap), cct=cct, metrics=list(metrics), id_names=[],
                          id_tuple=facts.id_tuple, values=vals, index=index[:-1], path=path)
 
 
-def program_name(facts: list[ProfileFacts]) -> str | None:
-    for f in facts:
-        name = f.header.get("program-name")
-        if name:
-            return os.path.basename(name)
-    return None
+def program_name(disc: Discovery) -> str | None:
+    """The database's title: the program measured (the first name in sorted order if several were)."""
+    return min(disc.programs) if disc.programs else None

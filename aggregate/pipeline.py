@@ -156,7 +156,7 @@ def structs_for(refs: list[rawtree.ModuleRef], structs: list[StructInput]) -> li
     return out
 
 
-def run_phase1(inputs: Inputs, env: discover.Phase1Env, jobs: int
+def run_phase1(inputs: Inputs, env: discover.Phase1Env, jobs: int, progress: Progress | None = None
                ) -> tuple[discover.Discovery, list[tuple[str | None, Module]]]:
     """Read every profile once; parse each structure file a profile needs, once, as soon as it is known
     to be needed (ahead of the profiles still waiting), like hpcprof's lazy loading."""
@@ -175,6 +175,8 @@ def run_phase1(inputs: Inputs, env: discover.Phase1Env, jobs: int
                 structs.extend(result)
                 continue
             parts.append(result)
+            if progress is not None:
+                progress.advance(len(result.profiles))
             new = [ref for h, ref in result.raw.modules.items()
                    if h not in seen_modules and h in set(np.unique(result.raw.nodes["module"]).tolist())]
             seen_modules.update(np.unique(result.raw.nodes["module"]).tolist())
@@ -214,7 +216,8 @@ def run(inputs: Inputs, options: Options) -> Result:
         try:
             env, gpu_structs = gpu_env(inputs.structs, seed=attempt)
             timings["GPU call graphs"] = progress.elapsed()
-            disc, structs = run_phase1(inputs, env, jobs)
+            progress.what, progress.total, progress.done = "hpcsa prof: reading", len(inputs.profiles), 0
+            disc, structs = run_phase1(inputs, env, jobs, progress)
             timings["phase 1: read profiles, parse structure files"] = progress.elapsed() - sum(timings.values())
             break
         except rawtree.HashCollision:
@@ -223,12 +226,12 @@ def run(inputs: Inputs, options: Options) -> Result:
     classifier, warnings = classtwo.build_classifier(
         disc.raw, gpu_structs + structs, fallback=options.fallback,
         witnesses=[(w.measdir, w.path, w.module) for w in inputs.witnesses])
-    title = discover.program_name(disc.profiles)
+    title = discover.program_name(disc)
     c2 = classtwo.assemble(disc, classifier, env, statistics=options.statistics, title=title, warnings=warnings)
     del disc, classifier
     timings["class 2: expand, assign ids"] = progress.elapsed() - sum(timings.values())
     out = options.output or default_output_name(inputs.measdirs, title)
-    progress.what, progress.total = "hpcsa prof: profiles", len(c2.profiles)
+    progress.what, progress.total, progress.done = "hpcsa prof: aggregating", len(c2.profiles), 0
     with atomic_dir(out) as tmp:
         n_values, n_trace = write_database(c2, tmp, jobs, options, progress, timings)
     result = Result(os.path.abspath(out), len(c2.profiles), c2.n_ctx, n_values, n_trace, progress.elapsed(),

@@ -26,7 +26,6 @@ depend on the order profiles were read, nor on how many workers read them.
 
 from __future__ import annotations
 
-import os
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpcsa.aggregate import metadb
-from hpcsa.errors import HpcsaError, UnsupportedError
+from hpcsa.errors import HpcsaError
 from hpcsa.gpucct import CallGraph, StepKind
 from hpcsa.ingest.hpcrun import placeholder_code
 
@@ -382,13 +381,3 @@ def meta_tables(tree: UnifiedTree) -> tuple[metadb.ContextTree, metadb.Functions
         propagation=(relation == lx.LEXICAL).astype(np.uint16), function=func, file=file, line=line,
         module=module, offset=offset)
     return ctree, funcs, module_list, file_list
-
-
-def check_module(ref_path: str) -> None:
-    """Refuse load modules hpcsa does not handle."""
-    if ref_path.startswith("<outlined"):
-        raise UnsupportedError(None, "outlined range trees (range-based PC sampling) are not supported")
-
-
-def module_display(path: str, measdir: str) -> str:
-    return path if not os.path.isabs(path) else os.path.normpath(path)
