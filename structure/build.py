@@ -322,7 +322,7 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
                 continue
             blocks = cfg.reach(row)
             funcs[a] = blocks
-            returns[a] = any(block_returns[b] for b in blocks)
+            returns[a] = bool(block_returns[blocks].any()) if blocks else False
             for b in blocks:
                 t = block_calls.get(b)
                 if t is None:
@@ -760,14 +760,14 @@ class InstructionRuns:
         brk[cfg.starts] = True
         rs = np.flatnonzero(brk)
         re_ = np.append(rs[1:], n) - 1
-        self.vma: list[int] = addrs[rs].tolist()
-        self.length: list[int] = (ends[re_] - addrs[rs]).tolist()
-        self.inl: list[int] = inl[rs].tolist()
-        self.file: list[int] = files[rs].tolist()
-        self.line: list[int] = lines[rs].tolist()
-        self.block_ra: list[int] = np.searchsorted(rs, cfg.starts).tolist()
-        self.block_rb: list[int] = np.searchsorted(rs, cfg.ends, side="right").tolist()
-        self.block_last_inl: list[int] = inl[cfg.ends].tolist() if n else []
+        self.vma = addrs[rs]
+        self.length = (ends[re_] - addrs[rs]).astype(np.int64)
+        self.inl = inl[rs]
+        self.file = files[rs]
+        self.line = lines[rs]
+        self.block_ra = np.searchsorted(rs, cfg.starts)
+        self.block_rb = np.searchsorted(rs, cfg.ends, side="right")
+        self.block_last_inl = inl[cfg.ends] if n else np.zeros(0, np.int32)
 
 
 class _FuncCtx:
@@ -779,10 +779,32 @@ class _FuncCtx:
         self.strtab = strtab
         self.blocks = blocks
         runs = sb.runs
-        assert runs is not None
-        self.runs = runs
-        self.last_vma: list[int] = [sb.code.addr_list[b.last] for b in blocks]  # type: ignore[union-attr]
-        self.last_inl: list[int] = [runs.block_last_inl[b.bid] for b in blocks]
+        code = sb.code
+        assert runs is not None and code is not None
+        bids = np.array([b.bid for b in blocks], np.int64)
+        ra = runs.block_ra[bids]
+        rb = runs.block_rb[bids]
+        lo = int(ra.min()) if len(ra) else 0
+        hi = int(rb.max()) if len(rb) else 0
+        count = int((rb - ra).sum())
+        if hi - lo <= 4 * count + 4096:  # the function's runs as one slice (its blocks are close together)
+            sel: slice | np.ndarray = slice(lo, hi)
+            self.block_ra: list[int] = (ra - lo).tolist()
+            self.block_rb: list[int] = (rb - lo).tolist()
+        else:  # blocks far apart: gather just their runs
+            lens = rb - ra
+            starts = np.zeros(len(lens), np.int64)
+            np.cumsum(lens[:-1], out=starts[1:])
+            sel = np.arange(count, dtype=np.int64) + np.repeat(ra - starts, lens)
+            self.block_ra = starts.tolist()
+            self.block_rb = (starts + lens).tolist()
+        self.run_vma: list[int] = runs.vma[sel].tolist()
+        self.run_len: list[int] = runs.length[sel].tolist()
+        self.run_inl: list[int] = runs.inl[sel].tolist()
+        self.run_file: list[int] = runs.file[sel].tolist()
+        self.run_line: list[int] = runs.line[sel].tolist()
+        self.last_vma: list[int] = code.addr[np.array([b.last for b in blocks], np.int64)].tolist()
+        self.last_inl: list[int] = runs.block_last_inl[bids].tolist()
         self.index = {b.start: i for i, b in enumerate(blocks)}
         self._paths: dict[int, list[FLP]] = {}
         self._file_ids: dict[int, tuple[int, int]] = {}
@@ -803,10 +825,10 @@ class _FuncCtx:
 
     def add_block(self, root: TreeNode, bi: int) -> None:
         """File the statements of block ``bi`` (of this function) under their inline paths."""
-        paths, file_ids, runs = self._paths, self._file_ids, self.runs
-        run_vma, run_len, run_inl, run_file, run_line = runs.vma, runs.length, runs.inl, runs.file, runs.line
-        bid = self.blocks[bi].bid
-        for r in range(runs.block_ra[bid], runs.block_rb[bid]):
+        paths, file_ids = self._paths, self._file_ids
+        run_vma, run_len, run_inl, run_file, run_line = (self.run_vma, self.run_len, self.run_inl,
+                                                         self.run_file, self.run_line)
+        for r in range(self.block_ra[bi], self.block_rb[bi]):
             node = root
             n = run_inl[r]
             if n >= 0:

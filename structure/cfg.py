@@ -15,7 +15,6 @@ two shapes compilers emit (absolute ``jmp [table + reg*8]`` and PIC
 
 from __future__ import annotations
 
-import bisect
 import ctypes
 import struct
 from collections.abc import Callable
@@ -178,10 +177,6 @@ class CodeIndex:
         self.size = rows["size"].copy()
         self.kind = rows["kind"].copy()
         self.target = rows["target"].copy()
-        self.addr_list: list[int] = self.addr.tolist()
-        self.size_list: list[int] = self.size.tolist()
-        self.kind_list: list[int] = self.kind.tolist()
-        self.target_list: list[int] = self.target.tolist()
         self.cf: list[int] = np.flatnonzero(self.kind != K_OTHER).tolist()   # control-transfer rows
 
     def _sweep(self, start: int, end: int) -> np.ndarray:
@@ -233,8 +228,10 @@ class CodeIndex:
 
     def row(self, address: int) -> int:
         """Row of the instruction starting at ``address`` (-1 if no decoded instruction starts there)."""
-        i = bisect.bisect_left(self.addr_list, address)
-        return i if i < len(self.addr_list) and self.addr_list[i] == address else -1
+        if not 0 <= address < 1 << 64:
+            return -1
+        i = int(np.searchsorted(self.addr, np.uint64(address)))
+        return i if i < len(self.addr) and int(self.addr[i]) == address else -1
 
 
 def rows_of(code: CodeIndex, addresses: np.ndarray) -> np.ndarray:
@@ -286,20 +283,16 @@ class ProgramCFG:
         leaders.append(extra[extra >= 0])
         self.starts = np.unique(np.concatenate(leaders)) if n else np.zeros(0, np.int64)
         self.ends = np.append(self.starts[1:], n) - 1          # last row of each block
-        self.start_list: list[int] = self.starts.tolist()
         self.start_addr = code.addr[self.starts] if n else np.zeros(0, np.uint64)
-        self.end_list: list[int] = self.ends.tolist()
-        self.succ_a: list[int] = []               # per block: first successor block (-1: none) ...
-        self.kind_a: list[int] = []               # ... and its edge kind
-        self.succ_b: list[int] = []
-        self.kind_b: list[int] = []
+        self.succ_a: list[int] = []               # per block: first successor block (-1: none)
+        self.succ_b: list[int] = []               # and second (kinds in _kind_a, _kind_b)
         self.table_succ: dict[int, list[int]] = {}  # blocks ending in a resolved jump table
-        self.block_returns: list[bool] = []
+        self.block_returns = np.zeros(0, bool)   # per block: ends in a return (or a returning tail call)
         self.block_calls: dict[int, int] = {}     # block -> direct call target
         self.block_tail: dict[int, int] = {}      # block -> tail-call target
 
     def block_of(self, row: int) -> int:
-        return bisect.bisect_right(self.start_list, row) - 1
+        return int(np.searchsorted(self.starts, row, side="right")) - 1
 
     def blocks_of_rows(self, rows: np.ndarray) -> np.ndarray:
         """Block of each row (-1 stays -1)."""
@@ -351,26 +344,24 @@ class ProgramCFG:
         ijump = has & (kind[ii] == K_IJUMP)
         self.table_succ: dict[int, list[int]] = {}
         for b in np.flatnonzero(ijump).tolist():
-            table = self.tables.get(self.end_list[b], [])
-            self.table_succ[b] = [bisect.bisect_right(self.start_list, t) - 1 for t in table]
+            table = self.tables.get(int(self.ends[b]), [])
+            self.table_succ[b] = self.blocks_of_rows(np.array(table, np.int64)).tolist() if table else []
             returns[b] = not table  # an unresolved indirect jump may be a tail call through a pointer
         calls = has & (kind[ii] == K_CALL) & (tgt[ii] >= 0)
         tails = has & tail[ii]
         self._succ_a, self._kind_a, self._succ_b, self._kind_b = succ_a, kind_a, succ_b, kind_b
-        self.succ_a: list[int] = succ_a.tolist()
-        self.kind_a: list[int] = kind_a.tolist()
-        self.succ_b: list[int] = succ_b.tolist()
-        self.kind_b: list[int] = kind_b.tolist()
-        self.block_returns: list[bool] = returns.tolist()
+        self.succ_a = succ_a.tolist()
+        self.succ_b = succ_b.tolist()
+        self.block_returns = returns
         self.block_calls = dict(zip(np.flatnonzero(calls).tolist(), tgt[ii[calls]].tolist(), strict=True))
         self.block_tail = dict(zip(np.flatnonzero(tails).tolist(), tgt[ii[tails]].tolist(), strict=True))
 
     def successors(self, b: int) -> list[tuple[int, int]]:
         out = []
         if self.succ_a[b] >= 0:
-            out.append((self.succ_a[b], self.kind_a[b]))
+            out.append((self.succ_a[b], int(self._kind_a[b])))
         if self.succ_b[b] >= 0:
-            out.append((self.succ_b[b], self.kind_b[b]))
+            out.append((self.succ_b[b], int(self._kind_b[b])))
         table = self.table_succ.get(b)
         if table:
             out.extend((t, E_INDIRECT) for t in table)
@@ -378,8 +369,8 @@ class ProgramCFG:
 
     def reach(self, entry_row: int) -> list[int]:
         """Blocks reachable from the block starting at ``entry_row`` (sorted)."""
-        b0 = bisect.bisect_right(self.start_list, entry_row) - 1
-        if b0 < 0 or self.start_list[b0] != entry_row:
+        b0 = self.block_of(entry_row)
+        if b0 < 0 or int(self.starts[b0]) != entry_row:
             return []
         succ_a, succ_b, tables = self.succ_a, self.succ_b, self.table_succ
         seen = {b0}
@@ -424,10 +415,9 @@ class ProgramCFG:
         calls = []
         tails = []
         returns = False
-        block_returns, block_calls, block_tail, tables = (self.block_returns, self.block_calls, self.block_tail,
-                                                          self.table_succ)
-        addr_list = code.addr_list
-        starts = self.start_list
+        block_calls, block_tail, tables = self.block_calls, self.block_tail, self.table_succ
+        rets = self.block_returns[ba].tolist()
+        e_addr_start = code.addr[e_rows].tolist()
         for i, b in enumerate(blocks):
             block = Block(s_addr[i], e_addr[i], s_rows_l[i], e_rows_l[i], b)
             succs = []
@@ -436,16 +426,16 @@ class ProgramCFG:
             if sbl[i] >= 0:
                 succs.append((sb_addr[i], kb[i]))
             if b in tables:
-                succs.extend((addr_list[starts[t]], E_INDIRECT) for t in tables[b])
+                succs.extend((int(start_addr[t]), E_INDIRECT) for t in tables[b])
             block.succs = succs
-            r = block_returns[b]
+            r = rets[i]
             block.returns = r
             returns = returns or r
             block.is_call = is_call[i]
             ct = block_calls.get(b)
             if ct is not None:
                 block.call_target = ct
-                calls.append((addr_list[e_rows_l[i]], ct))
+                calls.append((e_addr_start[i], ct))
             tt = block_tail.get(b)
             if tt is not None:
                 tails.append(tt)
@@ -488,9 +478,9 @@ def resolve_jump_table(code: CodeIndex, jmp_addr: int, lo: int = 0, hi: int = 1 
     if row < 0 or not ops:
         return []
     first = max(0, row - 48)
-    while first < row and code.addr_list[first] < lo:
+    while first < row and int(code.addr[first]) < lo:
         first += 1
-    start = code.addr_list[first]
+    start = int(code.addr[first])
     window = [x for x in _MD.disasm_lite(code.image.read(start, jmp_addr - start), start)]
     if not window or window[-1][0] + window[-1][1] != jmp_addr:
         return []
