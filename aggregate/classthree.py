@@ -20,7 +20,6 @@ wrote those in an "aside" blob per profile; they are merged in here.
 
 from __future__ import annotations
 
-import mmap
 import os
 from dataclasses import dataclass
 
@@ -34,8 +33,9 @@ from .classone import ASIDE, ASIDE_NOLOOPS
 from .metrictable import SCOPE_ORDER, MetricTable
 
 LEX = SCOPE_ORDER.index("lex_aware")
-#: Bytes of cct.db per range (fixed, so ranges do not depend on the number of workers).
-RANGE_BYTES = 32 << 20
+#: Bytes of cct.db per range: fixed, so ranges do not depend on the number of workers; small, because a
+#: range's gathered values and their sort take about 15 times its size in memory.
+RANGE_BYTES = 1 << 20
 
 
 @dataclass
@@ -51,39 +51,50 @@ class Placement:
 
 
 class ScratchProfiles:
-    """The scratch PMS file read like a profile.db (profile 0, the summary, is empty)."""
+    """The scratch PMS file read like a profile.db (profile 0, the summary, is empty), slice by slice with
+    ``pread`` (never mapped: only what a range needs is in memory)."""
 
     def __init__(self, path: str, place: Placement) -> None:
         self.path = path
         self.place = place
-        size = os.path.getsize(path)
-        self._fh = open(path, "rb")  # noqa: SIM115 - kept for the mapping's lifetime
-        self.data = mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        self.fd = os.open(path, os.O_RDONLY)
         self.n_values = np.concatenate([[0], place.n_values]).astype(np.int64)
 
     def __len__(self) -> int:
         return len(self.place.n_values) + 1
 
     def close(self) -> None:
-        if isinstance(self.data, mmap.mmap):
-            self.data.close()
-        self._fh.close()
+        os.close(self.fd)
 
-    def ctx_index(self, p: int) -> tuple[np.ndarray, np.ndarray]:
-        if p == 0 or not self.place.n_ctxs[p - 1]:
+    def _index_at(self, p: int) -> int:
+        return int(self.place.pms_offset[p - 1]) + align(int(self.place.n_values[p - 1]) * SZ_VALUE, 4)
+
+    def ctx_index(self, p: int, i0: int = 0, i1: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(context ids, value starts) of entries i0..i1 of profile p's context index."""
+        n = 0 if p == 0 else int(self.place.n_ctxs[p - 1])
+        i1 = n if i1 is None else i1
+        if i1 <= i0:
             return np.zeros(0, np.uint32), np.zeros(0, np.int64)
-        at = int(self.place.pms_offset[p - 1]) + align(int(self.place.n_values[p - 1]) * SZ_VALUE, 4)
-        idx = np.frombuffer(self.data, CTX_INDEX, int(self.place.n_ctxs[p - 1]), at)
+        raw = os.pread(self.fd, (i1 - i0) * CTX_INDEX.itemsize, self._index_at(p) + i0 * CTX_INDEX.itemsize)
+        idx = np.frombuffer(raw, CTX_INDEX)
         return idx["ctxId"].astype(np.uint32), idx["startIndex"].astype(np.int64)
 
     def value_slice(self, p: int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        at = int(self.place.pms_offset[p - 1]) + lo * SZ_VALUE
-        vals = np.frombuffer(self.data, VALUE, hi - lo, at)
+        raw = os.pread(self.fd, (hi - lo) * SZ_VALUE, int(self.place.pms_offset[p - 1]) + lo * SZ_VALUE)
+        vals = np.frombuffer(raw, VALUE)
         return vals["metricId"].astype(np.uint16), vals["value"].astype(np.float64)
 
     def blob(self, p: int) -> bytes:
-        at = int(self.place.pms_offset[p])
-        return bytes(self.data[at: at + int(self.place.pms_size[p])])
+        return os.pread(self.fd, int(self.place.pms_size[p]), int(self.place.pms_offset[p]))
+
+    def positions(self, bounds: np.ndarray) -> np.ndarray:
+        """[profiles + 1, len(bounds)] index positions of each context bound in each profile's index
+        (row 0, the summary, is empty): one reading of every index for a whole group of ranges."""
+        out = np.zeros((len(self), len(bounds)), np.int64)
+        for p in range(1, len(self)):
+            ctx_ids, _ = self.ctx_index(p)
+            out[p] = np.searchsorted(ctx_ids, bounds)
+        return out
 
 
 def read_aside(path: str, place: Placement, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
@@ -145,96 +156,181 @@ class StatPlan:
         return cls(pm, ps, lexp, stat, tuple(kinds))
 
 
-def _groups(keys: np.ndarray) -> np.ndarray:
-    return np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.zeros(0, np.int64)
+def _runs(*cols: np.ndarray) -> np.ndarray:
+    """Start of each run of equal rows (all columns equal) in arrays sorted by those columns."""
+    n = len(cols[0])
+    first = np.zeros(n, bool)
+    first[:1] = True
+    for c in cols:
+        first[1:] |= c[1:] != c[:-1]
+    return np.flatnonzero(first)
+
+
+def gather(src: ScratchProfiles, lo: int, hi: int, at_lo: np.ndarray, at_hi: np.ndarray) -> cctdb.RangeValues:
+    """Every profile's values for contexts lo..hi, sorted by (context, metric id, profile).
+
+    ``at_lo``/``at_hi``: each profile's index positions of ``lo`` and ``hi``. Columns are allocated
+    once at their final size and filled profile by profile (in canonical order, so a stable sort by
+    (context, metric id) keeps each series in profile order).
+    """
+    slices = []
+    total = 0
+    for p in np.flatnonzero(at_hi > at_lo).tolist():
+        i0, i1 = int(at_lo[p]), int(at_hi[p])
+        cids, cstarts = src.ctx_index(p, i0, i1 + 1 if i1 < src.place.n_ctxs[p - 1] else i1)
+        v0 = int(cstarts[0])
+        v1 = int(cstarts[i1 - i0]) if len(cstarts) > i1 - i0 else int(src.n_values[p])
+        slices.append((p, cids[: i1 - i0], cstarts[: i1 - i0], v0, v1))
+        total += v1 - v0
+    ctx = np.empty(total, np.uint32)
+    mid = np.empty(total, np.uint16)
+    prof = np.empty(total, np.uint32)
+    val = np.empty(total, np.float64)
+    at = 0
+    for p, cids, cstarts, v0, v1 in slices:
+        m, v = src.value_slice(p, v0, v1)
+        n = v1 - v0
+        ctx[at:at + n] = np.repeat(cids, np.diff(np.append(cstarts, v1)))
+        mid[at:at + n], val[at:at + n], prof[at:at + n] = m, v, p
+        at += n
+    key = (ctx.astype(np.int64) << 16) | mid
+    order = np.argsort(key, kind="stable")
+    del key
+    return cctdb.RangeValues(ctx[order], mid[order], prof[order], val[order])
 
 
 def summarize(vals: cctdb.RangeValues, aside: tuple[np.ndarray, ...], plan: StatPlan
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Summary (context, statMetricId, value) for the gathered values of a context range."""
+    """Summary (context, statMetricId, value) for the gathered values of a context range.
+
+    ``vals`` is sorted by (context, metric id, profile) and a metric's ids are consecutive
+    (scope order), so each (context, metric, scope) series is a run, in profile order.
+    """
     ctx = vals.ctx_ids.astype(np.int64)
     mid = vals.metric_ids.astype(np.int64)
     prof = vals.prof_indices.astype(np.int64)
-    v = vals.values
-    metric = plan.prop_metric[mid]
-    scope = plan.prop_scope[mid]
+    v = vals.values.copy()
     a_ctx, a_key, a_prof, a_val = aside
     a_metric, a_kind = a_key >> 1, a_key & 1
-    # lex_aware series: the stored value, unless the aside holds the loop-free sum for that profile.
-    nl = a_kind == ASIDE_NOLOOPS
-    over_ctx, over_m, over_p, over_v = a_ctx[nl], a_metric[nl], a_prof[nl], a_val[nl]
-    is_lex = scope == LEX
-    c_all = np.concatenate([ctx[~is_lex], ctx[is_lex], over_ctx])
-    m_all = np.concatenate([metric[~is_lex], metric[is_lex], over_m])
-    s_all = np.concatenate([scope[~is_lex], scope[is_lex], np.full(len(over_ctx), LEX)])
-    p_all = np.concatenate([prof[~is_lex], prof[is_lex], over_p])
-    v_all = np.concatenate([v[~is_lex], v[is_lex], over_v])
-    pri = np.concatenate([np.zeros((~is_lex).sum() + is_lex.sum(), np.int64), np.ones(len(over_ctx), np.int64)])
-    order = np.lexsort((pri, p_all, s_all, m_all, c_all))
-    c_all, m_all, s_all, p_all, v_all = c_all[order], m_all[order], s_all[order], p_all[order], v_all[order]
-    # Keep the last of each (ctx, metric, scope, profile): the aside value where there is one.
-    last = np.r_[(c_all[1:] != c_all[:-1]) | (m_all[1:] != m_all[:-1]) | (s_all[1:] != s_all[:-1])
-                 | (p_all[1:] != p_all[:-1]), True] if len(c_all) else np.zeros(0, bool)
-    c_all, m_all, s_all, p_all, v_all = c_all[last], m_all[last], s_all[last], p_all[last], v_all[last]
-    nz = v_all != 0
-    c_all, m_all, s_all, p_all, v_all = c_all[nz], m_all[nz], s_all[nz], p_all[nz], v_all[nz]
+    series = _runs(ctx, mid)
+    n_series = len(series)
+    sid = np.repeat(np.arange(n_series), np.diff(np.append(series, len(ctx))))
+    # The lex_aware series take the loop-free sums set aside, where a profile has one.
+    nl = np.flatnonzero(a_kind == ASIDE_NOLOOPS)
+    extra = None
+    if len(nl):
+        lex_mid = plan.lex_prop[a_metric[nl]]
+        skey = (ctx[series] << 16) | mid[series]
+        want = (a_ctx[nl] << 16) | lex_mid
+        pos = np.searchsorted(skey, want)
+        hit = (pos < n_series) & (skey[np.minimum(pos, n_series - 1)] == want) if n_series else pos < 0
+        width = prof.max() + 1 if len(prof) else 1
+        gkey = sid * width + prof
+        at = np.searchsorted(gkey, np.minimum(pos, max(n_series - 1, 0)) * width + a_prof[nl])
+        found = hit & (at < len(gkey)) & (gkey[np.minimum(at, max(len(gkey) - 1, 0))] ==
+                                           np.minimum(pos, max(n_series - 1, 0)) * width + a_prof[nl])
+        v[at[found]] = a_val[nl][found]
+        if (~found).any():  # a profile whose stored lex_aware was 0 (absent): new elements of the series
+            miss = nl[~found]
+            extra = (a_ctx[miss], plan.lex_prop[a_metric[miss]], a_prof[miss], a_val[miss])
+    if extra is not None and len(extra[0]):
+        ctx = np.concatenate([ctx, extra[0]])
+        mid = np.concatenate([mid, extra[1]])
+        prof = np.concatenate([prof, extra[2]])
+        v = np.concatenate([v, extra[3]])
+        order = np.lexsort((prof, mid, ctx))
+        ctx, mid, prof, v = ctx[order], mid[order], prof[order], v[order]
+        series = _runs(ctx, mid)
+    keep = v != 0
+    gc, gm = ctx[series], mid[series]
 
-    # Presence per (ctx, metric): profiles with any value or aside entry.
-    pc = np.concatenate([ctx, a_ctx])
-    pm = np.concatenate([metric, a_metric])
-    pp = np.concatenate([prof, a_prof])
-    pkey = np.lexsort((pp, pm, pc))
-    pc, pm, pp = pc[pkey], pm[pkey], pp[pkey]
-    distinct = np.r_[True, (pc[1:] != pc[:-1]) | (pm[1:] != pm[:-1]) | (pp[1:] != pp[:-1])] if len(pc) else \
-        np.zeros(0, bool)
-    pc, pm = pc[distinct], pm[distinct]
-    g = _groups(pc * (1 << 20) + pm) if len(pc) else np.zeros(0, np.int64)
-    cnt_ctx, cnt_m = pc[g], pm[g]
-    cnt = np.diff(np.append(g, len(pc))).astype(np.float64)
+    # Presence per (ctx, metric): profiles with any stored value of the metric there, or an aside entry.
+    metric = plan.prop_metric[mid]
+    block = _runs(ctx, metric)
+    bid = np.repeat(np.arange(len(block)), np.diff(np.append(block, len(ctx))))
+    width = int(max(prof.max() if len(prof) else 0, a_prof.max() if len(a_prof) else 0)) + 1
+    bkey = np.unique(np.concatenate([bid * width + prof,
+                                     _aside_blocks(ctx[block], metric[block], a_ctx, a_metric) * width + a_prof]))
+    bkey = bkey[bkey >= 0]
+    cnt = np.bincount(bkey // width, minlength=len(block)).astype(np.float64)
+    extra_blocks = _aside_only(ctx[block], metric[block], a_ctx, a_metric, a_prof)
+    cnt_ctx = np.concatenate([ctx[block], extra_blocks[0]])
+    cnt_m = np.concatenate([metric[block], extra_blocks[1]])
+    cnt = np.concatenate([cnt, extra_blocks[2]])
+    ok = cnt > 0
+    cnt_ctx, cnt_m, cnt = cnt_ctx[ok], cnt_m[ok], cnt[ok]
 
     out_c, out_id, out_v = [], [], []
-    grp = _groups(c_all * (1 << 22) + m_all * 4 + s_all) if len(c_all) else np.zeros(0, np.int64)
-    gc, gm, gs = c_all[grp], m_all[grp], s_all[grp]
+    g_metric = plan.prop_metric[gm]
+    g_scope = plan.prop_scope[gm]
+    x = np.where(keep, v, 0.0)
     for k, (f, comb) in enumerate(plan.partials):
         if f == "1":
             for s in range(4):
-                sid = plan.stat[cnt_m, k, s]
-                ok = sid >= 0
-                out_c.append(cnt_ctx[ok]), out_id.append(sid[ok]), out_v.append(cnt[ok])
+                sidk = plan.stat[cnt_m, k, s]
+                good = sidk >= 0
+                out_c.append(cnt_ctx[good]), out_id.append(sidk[good]), out_v.append(cnt[good])
             continue
-        if not len(grp):
+        if not len(series):
             continue
-        x = v_all * v_all if f == "($$^2)" else v_all
         if comb == "sum":
-            red = np.add.reduceat(x, grp)
-        elif comb == "min":
-            red = np.minimum.reduceat(x, grp)
-        else:
-            red = np.maximum.reduceat(x, grp)
-        sid = plan.stat[gm, k, gs]
-        ok = (sid >= 0) & (red != 0)
-        out_c.append(gc[ok]), out_id.append(sid[ok]), out_v.append(red[ok])
+            red = np.add.reduceat(x * x if f == "($$^2)" else x, series)
+        else:  # min/max over the profiles with a value (0 means unset, as in hpcprof)
+            fill = np.inf if comb == "min" else -np.inf
+            red = (np.minimum if comb == "min" else np.maximum).reduceat(np.where(keep, v, fill), series)
+            red[~np.isfinite(red)] = 0.0
+        sidk = plan.stat[g_metric, k, g_scope]
+        good = (sidk >= 0) & (red != 0)
+        out_c.append(gc[good]), out_id.append(sidk[good]), out_v.append(red[good])
     if not out_c:
         z = np.zeros(0, np.int64)
         return z, z, np.zeros(0)
     return np.concatenate(out_c), np.concatenate(out_id), np.concatenate(out_v)
 
 
-def transpose_range(pms_path: str, aside_path: str, cct_path: str, place: Placement, layout: cctdb.CctLayout,
-                    plan: StatPlan, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Write cct.db's blocks for contexts lo..hi and return the range's summary values."""
+def _aside_blocks(b_ctx: np.ndarray, b_metric: np.ndarray, a_ctx: np.ndarray, a_metric: np.ndarray
+                  ) -> np.ndarray:
+    """Block index (position in the (ctx, metric) runs) of each aside entry, -1 where it has none."""
+    if not len(b_ctx):
+        return np.full(len(a_ctx), -1, np.int64)
+    bkey = (b_ctx << 20) | b_metric
+    akey = (a_ctx << 20) | a_metric
+    pos = np.minimum(np.searchsorted(bkey, akey), len(bkey) - 1)
+    return np.where(bkey[pos] == akey, pos, -1)
+
+
+def _aside_only(b_ctx: np.ndarray, b_metric: np.ndarray, a_ctx: np.ndarray, a_metric: np.ndarray,
+                a_prof: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ctx, metric, count) of pairs present only through aside entries (no stored value in any profile)."""
+    none = _aside_blocks(b_ctx, b_metric, a_ctx, a_metric) < 0
+    if not none.any():
+        z = np.zeros(0, np.int64)
+        return z, z, np.zeros(0)
+    key = np.unique(np.stack([a_ctx[none], a_metric[none], a_prof[none]], axis=1), axis=0)
+    pairs, counts = np.unique(key[:, :2], axis=0, return_counts=True)
+    return pairs[:, 0], pairs[:, 1], counts.astype(np.float64)
+
+
+def transpose_ranges(pms_path: str, aside_path: str, cct_path: str, place: Placement, layout: cctdb.CctLayout,
+                     plan: StatPlan, bounds: list[int]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Write cct.db's blocks for the consecutive context ranges ``bounds[i]..bounds[i+1]`` and return
+    each range's summary values. Every profile's context index is read once for the whole group."""
     src = ScratchProfiles(pms_path, place)
+    fd = os.open(cct_path, os.O_WRONLY)
     try:
-        vals = cctdb.gather_range(src, lo, hi)  # type: ignore[arg-type]
-        data = cctdb.encode_blocks(layout, lo, hi, vals)
-        fd = os.open(cct_path, os.O_WRONLY)
-        try:
+        pos = src.positions(np.asarray(bounds, np.int64))
+        out = []
+        for k in range(len(bounds) - 1):
+            lo, hi = bounds[k], bounds[k + 1]
+            vals = gather(src, lo, hi, pos[:, k], pos[:, k + 1])
+            data = cctdb.encode_blocks(layout, lo, hi, vals)
             view, at = memoryview(data), int(layout.offsets[lo])
             while view:
                 n = os.pwrite(fd, view, at)
                 view, at = view[n:], at + n
-        finally:
-            os.close(fd)
-        return summarize(vals, read_aside(aside_path, place, lo, hi), plan)
+            del data
+            out.append(summarize(vals, read_aside(aside_path, place, lo, hi), plan))
+        return out
     finally:
+        os.close(fd)
         src.close()

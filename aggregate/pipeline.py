@@ -201,8 +201,18 @@ def phase2_task(shared: tuple[classtwo.ClassTwo, classone.Sinks, bool], index: i
 
 
 def phase3_task(shared: tuple[str, str, str, classthree.Placement, cctdb.CctLayout, classthree.StatPlan],
-                lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    return classthree.transpose_range(*shared, lo, hi)
+                bounds: list[int]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    return classthree.transpose_ranges(*shared, bounds)
+
+
+def range_groups(ranges: list[tuple[int, int]], jobs: int) -> list[list[int]]:
+    """Consecutive ranges in groups (a few per worker), as bounds ``[lo0, lo1, ..., hi]``."""
+    if not ranges:
+        return []
+    n_groups = min(len(ranges), 2 * jobs if jobs > 1 else 1)
+    cuts = np.linspace(0, len(ranges), n_groups + 1).round().astype(int)
+    return [[ranges[i][0] for i in range(a, b)] + [ranges[b - 1][1]]
+            for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True) if b > a]
 
 
 # -- the whole run ----------------------------------------------------------------------------------------
@@ -306,18 +316,20 @@ def write_database(c2: classtwo.ClassTwo, tmp: str, jobs: int, options: Options,
     layout = cctdb.CctLayout.from_counts(ctx_values, n_metrics)
     plan = classthree.StatPlan.build(c2.metrics)
     ranges = layout.ranges(classthree.RANGE_BYTES) if c2.n_ctx else []
-    summary_parts: list[tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray]]] = []
+    groups = range_groups(ranges, jobs)
+    summary_parts: list[tuple[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]] = []
     with cctdb.CctDBWriter(os.path.join(tmp, database.CCT), layout) as cw:
         shared = (pms_path, aside_path, cw.temp_path, place, layout, plan)
-        with LocalPool(min(jobs, len(ranges)) or 1, shared=shared) as pool:
-            for i, part in pool.run(phase3_task, ranges, [float(b - a) for a, b in ranges]):
-                summary_parts.append((i, part))
+        with LocalPool(min(jobs, len(groups)) or 1, shared=shared) as pool:
+            for i, parts in pool.run(phase3_task, [(g,) for g in groups], [float(g[-1] - g[0]) for g in groups]):
+                summary_parts.append((i, parts))
     lap("phase 3: cct.db transpose, summary statistics")
     summary_parts.sort(key=lambda t: t[0])
-    if summary_parts:
-        sc = np.concatenate([p[0] for _, p in summary_parts])
-        sm = np.concatenate([p[1] for _, p in summary_parts])
-        sv = np.concatenate([p[2] for _, p in summary_parts])
+    flat = [part for _, parts in summary_parts for part in parts]
+    if flat:
+        sc = np.concatenate([p[0] for p in flat])
+        sm = np.concatenate([p[1] for p in flat])
+        sv = np.concatenate([p[2] for p in flat])
     else:
         sc = sm = np.zeros(0, np.int64)
         sv = np.zeros(0)

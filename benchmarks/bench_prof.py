@@ -3,8 +3,8 @@
 Each measurement directory of data/hpctoolkit/meas (with its structure files)
 is aggregated by the command as a user runs it (a fresh process: start-up and
 imports included); wall time is the best of ``--repeat`` runs; peak memory is
-the largest resident set of the process tree, sampled from /proc every 5 ms
-(coordinator and workers summed). Larger inputs are made by replicating a real
+the largest proportional resident set (PSS) of the process tree, sampled from
+/proc every 5 ms (coordinator and workers summed, shared pages counted once). Larger inputs are made by replicating a real
 measurement under other host ids (:mod:`hpcsa.aggregate.replicate`): the
 OpenMP run (4 threads, ~11 KB per profile with its trace) to 256 and 1,024
 profiles, near the yardstick of a 1,024-thread CPU measurement that C++
@@ -41,14 +41,18 @@ RESULTS = ROOT / "benchmarks" / "results" / "prof.md"
 
 
 def _tree_rss(pid: int) -> int:
-    """Resident bytes of a process and its descendants (from /proc)."""
+    """Proportional resident bytes (PSS: shared pages split between their users) of a process and its
+    descendants, from /proc; forked workers share most of their pages with the coordinator."""
     total = 0
     todo = [pid]
     while todo:
         p = todo.pop()
         try:
-            with open(f"/proc/{p}/statm") as fh:
-                total += int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            with open(f"/proc/{p}/smaps_rollup") as fh:
+                for line in fh:
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1]) * 1024
+                        break
             with open(f"/proc/{p}/task/{p}/children") as fh:
                 todo.extend(int(c) for c in fh.read().split())
         except (OSError, ValueError):
@@ -146,10 +150,12 @@ def main() -> None:
         f"`benchmarks/bench_prof.py --repeat {args.repeat} --copies {args.copies} --jobs {args.jobs}` "
         f"(best of {args.repeat}; Python {platform.python_version()}, numpy {np.__version__}, "
         f"{platform.machine()}, shared 2-core machine). Each run is the command as a user runs it "
-        "(a new process: interpreter start-up and imports included, ~0.3 s); peak memory is the resident "
-        "set of the whole process tree (coordinator + workers).",
+        "(a new process: interpreter start-up and imports included, ~0.3 s); peak memory is the proportional "
+        "resident set (PSS) of the whole process tree (coordinator + workers, shared pages counted once). "
+        f"Load average when the run started: {os.getloadavg()[0]:.1f} (other engineers' work on the same "
+        "2 cores), so times are upper bounds.",
         "",
-        "| measurement | profiles | input (MB) | contexts | wall (s) | peak RSS (MiB) | database (KB) |",
+        "| measurement | profiles | input (MB) | contexts | wall (s) | peak PSS (MiB) | database (KB) |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name, n, size, ctxs, best, peak, dbsize in rows:
