@@ -71,7 +71,8 @@ def build_classifier(raw: rawtree.RawNodes, structs: list[tuple[str | None, Modu
     """
     warnings: list[str] = []
     used = {int(h) for h in np.unique(raw.nodes["module"]).tolist() if h}
-    refs = {h: raw.modules[h] for h in used if h in raw.modules}
+    refs = {h: raw.modules[h] for h in sorted(used, key=lambda h: raw.modules[h].key if h in raw.modules else "")
+            if h in raw.modules}
     cls = lx.Classifier(display={r.key: r.path for r in refs.values()})
     by_key = {r.key: r for r in refs.values()}
     for struct_measdir, module in structs:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from hpcsa.aggregate import metadb, metricsyaml
-from hpcsa.errors import HpcsaError
+from hpcsa.errors import HpcsaError, UnsupportedError
 
 SCOPE_ORDER = ("point", "function", "lex_aware", "execution")
 STATISTICS = metricsyaml.STATISTICS  # Sum, Mean, StdDev, CfVar, Min, Max
@@ -84,6 +84,9 @@ class MetricTable:
         for m in self.specs:
             self.base.append(at)
             at += max(len(self.partials(m)), 1) * len(self.scopes(m))
+        if at > 0xFFFF:
+            raise UnsupportedError(None, f"{len(self.specs)} metrics with these statistics need {at} metric ids; "
+                                   "the database formats have 16-bit metric ids (choose fewer statistics)")
         self.n_ids = at
 
     def __len__(self) -> int:

@@ -116,7 +116,7 @@ def phase1_task(env: discover.Phase1Env, kind: str, payload: Any) -> Any:
     """One task of phase 1: parse a structure file, or discover a batch of profiles (merged)."""
     if kind == "struct":
         s: StructInput = payload
-        return [(s.measdir, m) for m in read_hpcstruct(s.path).modules]
+        return [(s.path, s.measdir, m) for m in read_hpcstruct(s.path).modules]
     batch: list[ProfileInput] = payload
     return discover.merge([discover.discover(p, env) for p in batch])
 
@@ -162,7 +162,7 @@ def run_phase1(inputs: Inputs, env: discover.Phase1Env, jobs: int, progress: Pro
     to be needed (ahead of the profiles still waiting), like hpcprof's lazy loading."""
     cpu_structs = [s for s in inputs.structs if not is_gpu_struct(s)]
     parts: list[discover.Discovery] = []
-    structs: list[tuple[str | None, Module]] = []
+    structs: list[tuple[str, str | None, Module]] = []
     scheduled: set[str] = set()
     seen_modules: set[int] = set()
     batches = _batches(inputs.profiles, jobs)
@@ -186,7 +186,9 @@ def run_phase1(inputs: Inputs, env: discover.Phase1Env, jobs: int, progress: Pro
                     tasks.submit(("struct", s.path), phase1_task, ("struct", s), priority=-1.0)
             if len(parts) >= 16:
                 parts = [discover.merge(parts)]
-    return discover.merge(parts), structs
+    # Files in a fixed order (not the order they finished in): the first describing a module is used.
+    structs.sort(key=lambda t: t[0])
+    return discover.merge(parts), [(measdir, m) for _, measdir, m in structs]
 
 
 # -- phase 2 ----------------------------------------------------------------------------------------------
