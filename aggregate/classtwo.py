@@ -51,6 +51,7 @@ class ClassTwo:
     meta: metadb.MetaDB
     n_ctx: int
     warnings: list[str] = field(default_factory=list)
+    binaries: list[str] = field(default_factory=list)  # binaries read in place of structure files
 
     @property
     def n_prop_ids(self) -> int:
@@ -104,6 +105,7 @@ def build_classifier(raw: rawtree.RawNodes, structs: list[tuple[str | None, Modu
                 syms = lx.read_binary_symbols(file, ref.path)
                 if syms is not None:
                     cls.binaries[ref.key] = syms
+                    cls.read_from.append(file)
     return cls, warnings
 
 
@@ -164,6 +166,7 @@ def _tuple_key(t: np.ndarray) -> tuple[tuple[int, int, int], ...]:
 
 def assemble(disc: Discovery, classifier: lx.Classifier, env: Phase1Env, *, statistics: tuple[str, ...],
              title: str | None, warnings: list[str] | None = None) -> ClassTwo:
+    binaries = list(classifier.read_from)
     graphs: dict[int, CallGraph] = {}
     for h, ref in disc.raw.modules.items():
         g = env.graph_for(ref.key)
@@ -202,5 +205,5 @@ def assemble(disc: Discovery, classifier: lx.Classifier, env: Phase1Env, *, stat
                          modules=modules, module_flags=np.zeros(len(modules), np.uint32), files=files,
                          file_flags=np.zeros(len(files), np.uint32), functions=funcs, contexts=ctree)
     return ClassTwo(env.seed, disc.raw.nodes["h1"].copy(), disc.raw.nodes["h2"].copy(), full, rel, arrays,
-                    trace_id, metrics, prop, env, profiles, disc.metric_tables, disc.loadmaps, tuples, [f.trace_records for f in profiles], meta, len(tree),
-                    list(warnings or []))
+                    trace_id, metrics, prop, env, profiles, disc.metric_tables, disc.loadmaps, tuples,
+                    [f.trace_records for f in profiles], meta, len(tree), list(warnings or []), binaries)

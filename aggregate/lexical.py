@@ -321,6 +321,7 @@ class Classifier:
     structs: dict[str, StructExpander] = field(default_factory=dict)
     kernels: dict[str, KernelSymbols] = field(default_factory=dict)
     binaries: dict[str, BinarySymbols] = field(default_factory=dict)
+    read_from: list[str] = field(default_factory=list)  # the binary files behind ``binaries``
 
     def expand(self, module: str, offsets: Iterable[int]) -> list[tuple[Step, ...]]:
         """For each offset in ``module``: the chain of (relation, scope) ending with the instruction.

@@ -73,6 +73,7 @@ class Result:
     seconds: float
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase
+    binaries: list[str] = field(default_factory=list)  # binaries read in place of structure files
 
 
 # -- phase 0: GPU call graphs -------------------------------------------------------------------------------
@@ -247,7 +248,7 @@ def run(inputs: Inputs, options: Options) -> Result:
     with atomic_dir(out) as tmp:
         n_values, n_trace = write_database(c2, tmp, jobs, options, progress, timings)
     result = Result(os.path.abspath(out), len(c2.profiles), c2.n_ctx, n_values, n_trace, progress.elapsed(),
-                    c2.warnings, timings)
+                    c2.warnings, timings, c2.binaries)
     progress.finish(f"hpcsa prof: {result.profiles} profiles, {result.contexts} contexts, {result.values} values"
                     f"{f', {n_trace} trace elements' if n_trace else ''} -> {out}")
     return result

@@ -244,3 +244,47 @@ def test_an_interrupted_run_leaves_no_database(hpctoolkit_data: Path, tmp_path: 
         build(hpctoolkit_data / "meas" / "loops-cputime-t.m", tmp_path / "db.d")
     assert list(tmp_path.iterdir()) == []
     assert isinstance(pipeline.Options(), pipeline.Options)
+
+
+# -- binaries read in place of structure files ---------------------------------------------------------------
+
+
+def test_binaries_are_read_only_when_they_can_be_trusted(hpctoolkit_data: Path, tmp_path: Path) -> None:
+    from hpcsa.aggregate import lexical
+    from hpcsa.structure.hpcstruct import read_hpcstruct
+
+    meas = hpctoolkit_data / "meas" / "loops-cputime-t.m"
+    vdso_name = next((meas / "vdso").glob("*.vdso")).name
+    # Content-addressed: checked against the hash in the name.
+    good = lexical.ModuleInfo(str(meas / "vdso" / vdso_name), f"vdso/{vdso_name}", str(meas))
+    warnings: list[str] = []
+    assert lexical.trusted_binary(good, warnings) == str(meas / "vdso" / vdso_name) and not warnings
+    fake = tmp_path / "m"
+    (fake / "vdso").mkdir(parents=True)
+    raw = bytearray((meas / "vdso" / vdso_name).read_bytes())
+    raw[100] ^= 0xFF
+    (fake / "vdso" / vdso_name).write_bytes(bytes(raw))
+    bad = lexical.ModuleInfo(str(fake / "vdso" / vdso_name), f"vdso/{vdso_name}", str(fake))
+    assert lexical.trusted_binary(bad, warnings) is None and "does not match the hash" in warnings[-1]
+    # A structure file of the measured binary vouches for it, or not.
+    witness = read_hpcstruct(meas / "structs" / f"{vdso_name}.hpcstruct").modules[0]
+    other = read_hpcstruct(meas / "structs" / "testmeas-loops.hpcstruct").modules[0]
+    copy = tmp_path / "libx.so"
+    copy.write_bytes((meas / "vdso" / vdso_name).read_bytes())
+    info = lexical.ModuleInfo(str(copy), str(copy), str(tmp_path))
+    warnings.clear()
+    assert lexical.trusted_binary(info, warnings, witness) == str(copy) and not warnings
+    assert lexical.trusted_binary(info, warnings, other) is None and "not the measured binary" in warnings[-1]
+    # No identity recorded anywhere: used, with a warning.
+    assert lexical.trusted_binary(info, warnings) == str(copy) and "may not be the measured build" in warnings[-1]
+
+
+def test_ignore_structs_reads_the_measured_vdso_and_refuses_another_libgomp(hpctoolkit_data: Path,
+                                                                          tmp_path: Path) -> None:
+    result = build(hpctoolkit_data / "meas" / "loops-cputime-t.m", tmp_path / "db.d", ignore_structs=True)
+    assert any(b.endswith(".vdso") for b in result.binaries)
+    gomp = "/usr/lib/x86_64-linux-gnu/libgomp.so.1.0.0"
+    if os.path.exists(gomp) and gomp not in result.binaries:
+        assert any(w.startswith(gomp) and "not the measured binary" in w for w in result.warnings)
+    names = open_database(tmp_path / "db.d").meta.functions.names
+    assert "__vdso_clock_gettime" in names  # from the vdso's symbols, as hpcprof names it
