@@ -115,6 +115,10 @@ def _sum_points(ctx: np.ndarray, metric: np.ndarray, value: np.ndarray, n_ctx: i
     return uk // n_ctx, uk % n_ctx, sums
 
 
+#: Bound on the (context, metric) queries handled at once (memory: about 80 bytes each).
+QUERY_CHUNK = 1 << 21
+
+
 def propagate(ctx: np.ndarray, metric: np.ndarray, value: np.ndarray, tree: TreeArrays) -> Propagated:
     """Propagate point values ``(ctx, metric, value)`` (duplicates are summed, in the given order)."""
     n_ctx = len(tree.parent)
@@ -122,6 +126,24 @@ def propagate(ctx: np.ndarray, metric: np.ndarray, value: np.ndarray, tree: Tree
                              np.asarray(value, np.float64), n_ctx)
     rows = closure(pc, tree) if len(pc) else np.zeros(0, np.int64)
     mets = np.unique(pm)
+    step = max(1, QUERY_CHUNK // max(1, len(rows)))
+    parts = [_propagate_metrics(rows, mets[i:i + step], pm, pc, pv, tree) for i in range(0, len(mets), step)]
+    if len(parts) == 1:
+        return parts[0]
+    if not parts:
+        z = np.zeros(0, np.int64)
+        f = np.zeros(0)
+        return Propagated(z, z, f, f, f, f, f, np.zeros(0, bool))
+    cols = [np.concatenate([getattr(p, name) for p in parts]) for name in Propagated.__dataclass_fields__]
+    out = Propagated(*cols)
+    order = np.lexsort((out.metric, out.ctx))
+    return Propagated(*(getattr(out, name)[order] for name in Propagated.__dataclass_fields__))
+
+
+def _propagate_metrics(rows: np.ndarray, mets: np.ndarray, pm: np.ndarray, pc: np.ndarray, pv: np.ndarray,
+                       tree: TreeArrays) -> Propagated:
+    """Propagation of the metrics ``mets`` over the closure ``rows`` (points sorted by (metric, context))."""
+    n_ctx = len(tree.parent)
     k, m = len(rows), len(mets)
     # Every (closure context, metric) pair: its points are the keys in [metric*N + c, metric*N + end[c]).
     pkey = pm * n_ctx + pc
@@ -131,7 +153,7 @@ def propagate(ctx: np.ndarray, metric: np.ndarray, value: np.ndarray, tree: Tree
     lo = np.searchsorted(pkey, base + qc)
     hi = np.searchsorted(pkey, base + tree.end[qc])
     present = hi > lo
-    qc, qm, lo, hi = qc[present], qm[present], lo[present], hi[present]
+    qc, qm, lo, hi, base = qc[present], qm[present], lo[present], hi[present], base[present]
     n = len(qc)
     length = hi - lo
     starts = np.cumsum(length) - length
@@ -146,7 +168,7 @@ def propagate(ctx: np.ndarray, metric: np.ndarray, value: np.ndarray, tree: Tree
     function = np.bincount(owner[same_fn], weights=vals[same_fn], minlength=n)
     same_block = tree.block_root[mctx] == tree.block_root[octx]
     noloops = np.bincount(owner[same_block], weights=vals[same_block], minlength=n)
-    own = pkey[np.minimum(lo, len(pkey) - 1)] == base[present] + qc if len(pkey) else np.zeros(0, bool)
+    own = pkey[np.minimum(lo, len(pkey) - 1)] == base + qc if len(pkey) else np.zeros(0, bool)
     point = np.where(own, pv[np.minimum(lo, max(len(pv) - 1, 0))] if len(pv) else 0.0, 0.0)
     loop = tree.is_loop[qc]
     lex_aware = np.where(loop & own, noloops, function)

@@ -69,6 +69,63 @@ def test_duplicate_values_are_summed_and_metrics_kept_apart() -> None:
     assert p.execution[pairs.index((0, 9))] == 2.0 and p.function[pairs.index((4, 9))] == 0.0
 
 
+def _random_tree(n: int, seed: int) -> tuple[TreeArrays, np.ndarray, np.ndarray, np.ndarray]:
+    """A random tree with pre-order ids, and its parent / call / loop columns."""
+    rng = np.random.default_rng(seed)
+    parent = np.array([-1] + [int(rng.integers(max(0, i - 40), i)) for i in range(1, n)])
+    kids: list[list[int]] = [[] for _ in range(n)]
+    for i in range(1, n):
+        kids[parent[i]].append(i)
+    order, stack = [], [0]
+    while stack:
+        x = stack.pop()
+        order.append(x)
+        stack.extend(reversed(kids[x]))
+    new = np.empty(n, np.int64)
+    new[order] = np.arange(n)
+    par = np.full(n, -1)
+    par[new[1:]] = new[parent[1:]]
+    depth = np.zeros(n, np.int64)
+    for i in range(1, n):
+        depth[i] = depth[par[i]] + 1
+    end = np.arange(n) + 1
+    for c in range(n - 1, 0, -1):
+        end[par[c]] = max(end[par[c]], end[c])
+    call = rng.random(n) < 0.3
+    loop = (rng.random(n) < 0.2) & ~call
+    call[0] = loop[0] = False
+    return TreeArrays.build(par, depth, call, loop, end), par, call, loop
+
+
+@pytest.mark.parametrize("chunk", [None, 300])
+def test_propagation_agrees_with_walking_up_every_path(chunk: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hpcsa.aggregate import propagate as prop
+
+    if chunk:
+        monkeypatch.setattr(prop, "QUERY_CHUNK", chunk)  # metrics processed in several groups
+    tree, par, call, loop = _random_tree(1500, 7)
+    rng = np.random.default_rng(8)
+    ctx, met, val = rng.integers(0, 1500, 3000), rng.integers(0, 12, 3000), rng.random(3000)
+    p = propagate(ctx, met, val, tree)
+    want: dict[tuple[int, int], list[float]] = {}
+    for d, m, v in zip(ctx.tolist(), met.tolist(), val.tolist(), strict=True):
+        c, fn_open, nl_open = d, True, True
+        while c >= 0:  # the value counts in every ancestor's execution, until a call for function, ...
+            w = want.setdefault((c, m), [0.0, 0.0, 0.0])
+            w[0] += v
+            w[1] += v if fn_open else 0.0
+            w[2] += v if nl_open else 0.0
+            fn_open &= not call[c]
+            nl_open &= not (call[c] or loop[c])  # ... and until a call or a loop for the loop-free sum
+            c = par[c]
+    got = {(c, m): (e, f, n) for c, m, e, f, n in zip(p.ctx.tolist(), p.metric.tolist(), p.execution.tolist(),
+                                                     p.function.tolist(), p.noloops.tolist(), strict=True)}
+    assert set(got) == set(want)
+    for k, (e, f, n) in want.items():
+        assert got[k] == pytest.approx((e, f, n), rel=1e-12, abs=1e-12), k
+    assert list(zip(p.ctx.tolist(), p.metric.tolist(), strict=True)) == sorted(got)
+
+
 # -- statistics --------------------------------------------------------------------------------------------
 
 
