@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hpcsa.errors import HpcsaError
-from hpcsa.structure.cfg import E_CALL_FT, NORETURN_NAMES, CodeIndex, Function, ProgramCFG
+from hpcsa.structure.cfg import E_CALL_FT, NORETURN_NAMES, CodeIndex, Function, ProgramCFG, rows_of
 from hpcsa.structure.dwarf import DebugInfo, DwarfError
 from hpcsa.structure.dwarf_inline import InlineTable, read_inlines
 from hpcsa.structure.dwarf_lines import LineMap, build_line_map, read_program
@@ -288,10 +288,8 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
     todo: set[int] | None = None      # functions to walk again (None: all)
     changed: set[int] = set()         # addresses whose status changed (new entries, never-returning)
     for _round in range(12):
-        missing = [a for a in entries if code.row(a) < 0 and image.code_region(a) is not None]
-        if missing:  # entries inside a linear sweep's instruction: decode again with them as restarts
-            restarts = sorted(set(restarts) | set(missing))
-            code = CodeIndex(image, restarts)
+        if code.resync(np.array(sorted(entries), np.uint64)):  # entries inside a sweep's instruction
+            restarts = code.restarts.tolist()
             cfg = funcs.cfg = ProgramCFG(code, restarts, extent_of)
             todo = None
         ent = np.array(sorted(entries), np.uint64)
@@ -314,10 +312,10 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
             touched = set(cfg.blocks_of_rows(cfg.cf[hit]).tolist())
             todo |= {a for a, blocks in funcs.items() if not touched.isdisjoint(blocks)}
         walk = [a for a in ent.tolist() if todo is None or a in todo or a not in funcs]
+        walk_rows = rows_of(code, np.array(walk, np.uint64)).tolist() if walk else []
         found: set[int] = set()
         block_returns, block_tail, block_calls = cfg.block_returns, cfg.block_tail, cfg.block_calls
-        for a in walk:
-            row = code.row(a)
+        for a, row in zip(walk, walk_rows, strict=True):
             if row < 0 or image.code_region(a) is None:
                 continue
             blocks = cfg.reach(row)

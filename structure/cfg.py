@@ -16,7 +16,6 @@ two shapes compilers emit (absolute ``jmp [table + reg*8]`` and PIC
 from __future__ import annotations
 
 import ctypes
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -151,33 +150,49 @@ class CodeIndex:
     def __init__(self, image: ElfImage, restarts: list[int]) -> None:
         self.image = image
         self.operands: dict[int, str] = {}   # indirect jumps: operand text (jump tables)
+        self.tables: dict[int, list[int]] = {}  # jump address -> resolved table targets (kept across rebuilds)
         parts = [self._sweep(sec.addr, sec.end) for sec in image.code_sections]
         rows = np.concatenate(parts) if parts else np.zeros(0, CODE_ROW)
-        # A sweep can run through a function's entry inside an instruction (data or padding before it):
-        # sweep again from every such entry to the next one and let those instructions win.
-        starts = np.array(sorted(a for a in restarts if image.code_region(a) is not None), np.uint64)
-        missing = starts[~np.isin(starts, rows["addr"])] if len(starts) else starts
-        if len(missing):
-            redo = []
-            drop = np.zeros(len(rows), bool)
-            for m in missing.tolist():
-                region = image.code_region(m)
-                k = int(np.searchsorted(starts, np.uint64(m), side="right"))
-                end = min(int(starts[k]) if k < len(starts) else region.end, region.end)  # type: ignore[union-attr]
-                piece = self._sweep(m, end)
-                redo.append(piece)
-                hi = int(piece["addr"][-1]) + int(piece["size"][-1]) if len(piece) else m
-                drop |= (rows["addr"] >= np.uint64(m)) & (rows["addr"] < np.uint64(hi))
-            rows = np.concatenate([rows[~drop]] + redo)
-            rows = rows[np.argsort(rows["addr"], kind="stable")]
-            keep = np.ones(len(rows), bool)
-            keep[1:] = rows["addr"][1:] != rows["addr"][:-1]
-            rows = rows[keep]
+        self.restarts = np.array(sorted({a for a in restarts if image.code_region(a) is not None}), np.uint64)
+        self._set(rows)
+        self.resync(self.restarts)
+
+    def _set(self, rows: np.ndarray) -> None:
         self.addr = rows["addr"].copy()
         self.size = rows["size"].copy()
         self.kind = rows["kind"].copy()
         self.target = rows["target"].copy()
         self.cf: list[int] = np.flatnonzero(self.kind != K_OTHER).tolist()   # control-transfer rows
+
+    def resync(self, addresses: np.ndarray) -> bool:
+        """Make every address of ``addresses`` an instruction start: a linear sweep can run through a
+        function's entry inside an instruction (data or padding before it), so sweep again from each such
+        entry to the next restart point and let those instructions win. Returns whether anything changed."""
+        addresses = np.asarray(addresses, np.uint64)
+        present = np.isin(addresses, self.addr) if len(addresses) else np.zeros(0, bool)
+        missing = np.unique(addresses[~present])
+        missing = np.array([m for m in missing.tolist() if self.image.code_region(m) is not None], np.uint64)
+        if not len(missing):
+            return False
+        self.restarts = np.union1d(self.restarts, missing)
+        rows = np.empty(len(self.addr), CODE_ROW)
+        rows["addr"], rows["size"], rows["kind"], rows["target"] = self.addr, self.size, self.kind, self.target
+        keep = np.ones(len(rows), bool)
+        redo = []
+        for m in missing.tolist():
+            region = self.image.code_region(m)
+            k = int(np.searchsorted(self.restarts, np.uint64(m), side="right"))
+            end = min(int(self.restarts[k]) if k < len(self.restarts) else region.end, region.end)  # type: ignore[union-attr]
+            piece = self._sweep(m, end)
+            redo.append(piece)
+            hi = int(piece["addr"][-1]) + int(piece["size"][-1]) if len(piece) else m
+            keep[int(np.searchsorted(self.addr, np.uint64(m))):int(np.searchsorted(self.addr, np.uint64(hi)))] = False
+        rows = np.concatenate([rows[keep]] + redo)
+        rows = rows[np.argsort(rows["addr"], kind="stable")]
+        unique = np.ones(len(rows), bool)
+        unique[1:] = rows["addr"][1:] != rows["addr"][:-1]
+        self._set(rows[unique])
+        return True
 
     def _sweep(self, start: int, end: int) -> np.ndarray:
         """Linear sweep of [start, end): the instructions that start in it (the last may run past ``end``),
@@ -234,6 +249,14 @@ class CodeIndex:
         return i if i < len(self.addr) and int(self.addr[i]) == address else -1
 
 
+def _member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """values in sorted_set (a sorted array), by binary search (faster than np.isin's hashing here)."""
+    if not len(sorted_set):
+        return np.zeros(len(values), bool)
+    pos = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
+    return sorted_set[pos] == values
+
+
 def rows_of(code: CodeIndex, addresses: np.ndarray) -> np.ndarray:
     """CodeIndex rows of instruction addresses (-1 where no decoded instruction starts)."""
     addresses = np.asarray(addresses, np.uint64)
@@ -272,8 +295,10 @@ class ProgramCFG:
         self.tables: dict[int, list[int]] = {}
         for j in cf[code.kind[cf] == K_IJUMP].tolist():
             a = int(addr[j])
-            lo, hi = extent_of(a) if extent_of is not None else (0, 1 << 64)
-            targets = resolve_jump_table(code, a, lo, hi)
+            targets = code.tables.get(a)
+            if targets is None:
+                lo, hi = extent_of(a) if extent_of is not None else (0, 1 << 64)
+                targets = code.tables[a] = resolve_jump_table(code, a, lo, hi)
             rows = rows_of(code, np.array(targets, np.uint64)) if targets else np.zeros(0, np.int64)
             self.tables[j] = [r for r in rows.tolist() if r >= 0]
         leaders = [np.zeros(1, np.int64), self.trow[self.trow >= 0], self.nrow[self.nrow >= 0],
@@ -308,8 +333,8 @@ class ProgramCFG:
         kind = code.kind[cf]
         tgt = code.target[cf]
         tgt_u = np.maximum(tgt, 0).astype(np.uint64)
-        in_entries = np.isin(tgt_u, entries) & (tgt >= 0)
-        dead_target = np.isin(tgt_u, noreturn) & (tgt >= 0)
+        in_entries = _member(tgt_u, entries) & (tgt >= 0)
+        dead_target = _member(tgt_u, noreturn) & (tgt >= 0)
         inside = (tgt_u >= owner_start) & (tgt_u < owner_end)
         tail = (kind == K_JUMP) & (tgt >= 0) & (tgt_u != owner_start) & (in_entries | (~inside & outside_is_tail))
         bt = self.blocks_of_rows(self.trow)
@@ -549,17 +574,15 @@ def resolve_jump_table(code: CodeIndex, jmp_addr: int, lo: int = 0, hi: int = 1 
 
 
 def _read_table(image: ElfImage, table: int, width: int, base: int | None, limit: int, lo: int, hi: int) -> list[int]:
-    """Up to ``limit`` entries of a jump table, stopping at the first one that leaves [lo, hi)."""
+    """Up to ``limit`` entries of a jump table, stopping at the first one that leaves [lo, hi) or the code."""
     region = next((s for s in image.sections if s.addr <= table < s.end and s.type != "SHT_NOBITS"), None)
     if region is None:
         return []
     raw = image.read(table, min(region.end - table, limit * width))
-    out: list[int] = []
-    fmt = "<q" if width == 8 else "<i"
-    for off in range(0, len(raw) - width + 1, width):
-        v = struct.unpack_from(fmt, raw, off)[0]
-        target = v if base is None else (base + v) & 0xFFFFFFFFFFFFFFFF
-        if not lo <= target < hi or image.code_region(target) is None:
-            break
-        out.append(target)
+    values = np.frombuffer(raw[:len(raw) // width * width], "<i8" if width == 8 else "<i4").astype(np.int64)
+    targets = values if base is None else values + base
+    ok = (targets >= lo) & (targets < hi)
+    bad = np.flatnonzero(~ok)
+    targets = targets[:bad[0]] if len(bad) else targets
+    out = [t for t in targets.tolist() if image.code_region(t) is not None]
     return list(dict.fromkeys(out))

@@ -9,6 +9,7 @@ naming the file: not ELF, truncated, or an architecture we do not analyse
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import mmap
 import os
@@ -113,11 +114,21 @@ class ElfImage:
     def section_named(self, name: str) -> Section | None:
         return next((s for s in self.sections if s.name == name), None)
 
+    @cached_property
+    def _code_starts(self) -> list[int]:
+        return [s.addr for s in self.code_sections]
+
     def code_region(self, addr: int) -> Section | None:
         """The code section holding ``addr`` (highest start wins if they overlap)."""
-        for s in reversed(self.code_sections):
+        secs = self.code_sections
+        i = bisect.bisect_right(self._code_starts, addr) - 1
+        while i >= 0:
+            s = secs[i]
             if s.addr <= addr < s.end:
                 return s
+            i -= 1
+            if i >= 0 and secs[i].end <= addr:
+                break
         return None
 
     def read(self, addr: int, size: int) -> bytes:
