@@ -204,13 +204,14 @@ def profile_nodes(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env
         h, ref = _module_ref(entry.path, inp.measdir)
         lm_hash[entry.id] = h
         modules[h] = ref
-    table = np.zeros(max([0, *lm_hash, *OUTLINED_RANGE_IDS]) + 1, np.uint64)
+    table = np.zeros(max([0, *lm_hash]) + 1, np.uint64)
     known = np.zeros(len(table), bool)
     known[0] = True
     for i, h in lm_hash.items():
         table[i], known[i] = h, True
-    if n and ((lm >= len(table)) | ~known[np.minimum(lm, len(table) - 1)]).any():
-        bad = lm[(lm >= len(table)) | ~known[np.minimum(lm, len(table) - 1)]]
+    unknown = (lm >= len(table)) | ~known[np.minimum(lm, len(table) - 1)] if n else np.zeros(0, bool)
+    if unknown.any():
+        bad = lm[unknown]
         if np.isin(bad, OUTLINED_RANGE_IDS).any():
             raise UnsupportedError(path, "outlined range trees (range-based PC sampling) are not supported")
         raise FormatError(path, f"a CCT node names load module {int(bad[0])}, which is not in the load map")

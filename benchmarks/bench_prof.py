@@ -107,6 +107,7 @@ def main() -> None:
     ap.add_argument("--copies", default="64,256", help="replication factors of the 4-thread OpenMP run")
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args()
+    load = os.getloadavg()[0]
     tmp = Path(tempfile.mkdtemp(prefix="bench-prof-"))
     from hpcsa.aggregate.replicate import replicate
 
@@ -152,8 +153,8 @@ def main() -> None:
         f"{platform.machine()}, shared 2-core machine). Each run is the command as a user runs it "
         "(a new process: interpreter start-up and imports included, ~0.3 s); peak memory is the proportional "
         "resident set (PSS) of the whole process tree (coordinator + workers, shared pages counted once). "
-        f"Load average when the run started: {os.getloadavg()[0]:.1f} (other engineers' work on the same "
-        "2 cores), so times are upper bounds.",
+        f"Load average when the benchmark started: {load:.1f} (other engineers' work on the same 2 cores; "
+        "it varied during the run), so times are upper bounds.",
         "",
         "| measurement | profiles | input (MB) | contexts | wall (s) | peak PSS (MiB) | database (KB) |",
         "|---|---:|---:|---:|---:|---:|---:|",
