@@ -25,6 +25,17 @@ The scheme is hpcprof-mpi's (seed 000 §3.2; reference/hpctoolkit.md §4.3):
 Everything is written inside a temporary directory renamed into place when
 complete (:func:`hpcsa.fileio.atomic_dir`). Ids, profile order and layout are
 canonical, so the database is byte-identical for any number of workers.
+
+The MPI seam: :func:`run` and :func:`write_database` are the single-machine
+drivers. An MPI driver calls the same pieces — :func:`gpu_env`,
+:func:`discover.discover` / :func:`discover.merge` (reduced up a t-ary tree),
+:func:`structs_for` + :func:`phase1_task` for structure files,
+:func:`classtwo.build_classifier` + :func:`classtwo.assemble` on rank 0
+(broadcast the result), :func:`classone.process_profile` with a
+:class:`classone.Sinks` whose ``allocate`` is an MPI shared counter,
+:class:`Phase2State` (``merge`` up the tree), :func:`range_groups` +
+:func:`classthree.transpose_ranges` spread over ranks, then
+:func:`summary_values` and :func:`write_profiledb` on rank 0.
 """
 
 from __future__ import annotations
@@ -254,9 +265,84 @@ def run(inputs: Inputs, options: Options) -> Result:
     return result
 
 
+@dataclass
+class Phase2State:
+    """What phase 2 hands to phase 3: where each profile's blobs are, and the counts cct.db's layout needs.
+
+    :meth:`add` takes one profile's output; :meth:`merge` combines the states of several workers or
+    ranks (sums, ORs, min/max and disjoint placements: associative and exact, so any grouping gives the
+    same result — an MPI transport reduces it up its tree).
+    """
+
+    place: classthree.Placement
+    ctx_values: np.ndarray   # values per context, over all profiles
+    ctx_bits: np.ndarray     # [contexts, words] the propMetricIds each context has, as bits
+    trace_count: np.ndarray  # elements written per profile
+    t_lo: int | None = None  # time range of the timepoints read
+    t_hi: int | None = None
+
+    @classmethod
+    def empty(cls, c2: classtwo.ClassTwo) -> Phase2State:
+        n = len(c2.profiles)
+        words = max(1, (c2.n_prop_ids + 63) // 64)
+        return cls(classthree.Placement(*(np.zeros(n, np.int64) for _ in range(6))), np.zeros(c2.n_ctx, np.int64),
+                   np.zeros((c2.n_ctx, words), np.uint64), np.zeros(n, np.int64))
+
+    def add(self, o: classone.ProfileOutput) -> None:
+        i, p = o.index, self.place
+        p.pms_offset[i], p.n_values[i], p.n_ctxs[i] = o.pms_offset, o.n_values, o.n_ctxs
+        p.pms_size[i], p.aside_offset[i], p.n_aside[i] = o.pms_size, o.aside_offset, o.n_aside
+        self.ctx_values[o.ctx] += o.n_ctx_values  # contexts are distinct within a profile
+        bc, bw, bb = o.ctx_metric_bits
+        self.ctx_bits[bc, bw] |= bb
+        self.trace_count[i] = o.trace_count
+        if o.trace_min is not None and o.trace_max is not None:
+            self.t_lo = o.trace_min if self.t_lo is None else min(self.t_lo, o.trace_min)
+            self.t_hi = o.trace_max if self.t_hi is None else max(self.t_hi, o.trace_max)
+
+    def merge(self, other: Phase2State) -> None:
+        for name in ("pms_offset", "n_values", "n_ctxs", "pms_size", "aside_offset", "n_aside"):
+            getattr(self.place, name)[:] += getattr(other.place, name)  # each profile is set in one state
+        self.ctx_values += other.ctx_values
+        self.ctx_bits |= other.ctx_bits
+        self.trace_count += other.trace_count
+        for lo, hi in ((other.t_lo, other.t_hi),):
+            if lo is not None and hi is not None:
+                self.t_lo = lo if self.t_lo is None else min(self.t_lo, lo)
+                self.t_hi = hi if self.t_hi is None else max(self.t_hi, hi)
+
+    def cct_layout(self) -> cctdb.CctLayout:
+        return cctdb.CctLayout.from_counts(self.ctx_values, _popcount(self.ctx_bits))
+
+
+def summary_values(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> profiledb.ProfileValues:
+    """The summary profile from the ranges' parts (in range order)."""
+    if not parts:
+        z = np.zeros(0, np.int64)
+        return profiledb.ProfileValues.from_triples(z, z, np.zeros(0))
+    return profiledb.ProfileValues.from_triples(np.concatenate([p[0] for p in parts]),
+                                                np.concatenate([p[1] for p in parts]),
+                                                np.concatenate([p[2] for p in parts]))
+
+
+def write_profiledb(path: str, c2: classtwo.ClassTwo, pms_path: str, place: classthree.Placement,
+                    summary: profiledb.ProfileValues) -> None:
+    """profile.db: the thread blobs copied from the scratch file in canonical order, then the summary."""
+    scratch = classthree.ScratchProfiles(pms_path, place)
+    try:
+        with profiledb.ProfileDBWriter(path, c2.id_tuples) as pw:
+            for i in range(len(c2.profiles)):
+                pw.write_profile(i + 1, profiledb.ProfileBlob(scratch.blob(i), int(place.n_values[i]),
+                                                              int(place.n_ctxs[i])))
+            pw.write_summary(summary)
+    finally:
+        scratch.close()
+
+
 def write_database(c2: classtwo.ClassTwo, tmp: str, jobs: int, options: Options, progress: Progress,
                    timings: dict[str, float] | None = None) -> tuple[int, int]:
-    """Phases 2 and 3 into the (temporary) database directory ``tmp``; (values written, trace elements)."""
+    """Phases 2 and 3 into the (temporary) database directory ``tmp`` with local worker processes;
+    (values written, trace elements)."""
     timings = {} if timings is None else timings
 
     def lap(name: str) -> None:
@@ -275,83 +361,48 @@ def write_database(c2: classtwo.ClassTwo, tmp: str, jobs: int, options: Options,
     trace_writer = tracedb.TraceDBWriter(os.path.join(tmp, database.TRACE), list(range(1, n + 1)),
                                          reserve=c2.trace_reserve) if want_traces else None
     lap("meta.db, metrics/default.yaml")
-    counter = SharedCounter(("pms", "aside"))
-    place = classthree.Placement(*(np.zeros(n, np.int64) for _ in range(6)))
-    words = max(1, (c2.n_prop_ids + 63) // 64)
-    ctx_values = np.zeros(c2.n_ctx, np.int64)
-    ctx_bits = np.zeros((c2.n_ctx, words), np.uint64)
-    t_lo: int | None = None
-    t_hi: int | None = None
-    traced: list[tuple[int, int, int | None, int | None]] = []
+    state = Phase2State.empty(c2)
     if trace_writer is not None:
         trace_writer.__enter__()
     try:
         sinks = classone.Sinks(pms_path, aside_path, trace_writer.temp_path if trace_writer else None,
-                               [trace_writer.region(i)[0] for i in range(n)] if trace_writer else None, counter)
+                               [trace_writer.region(i)[0] for i in range(n)] if trace_writer else None,
+                               SharedCounter(("pms", "aside")))
         costs = [float(p.input.size + p.input.trace_size) for p in c2.profiles]
         with LocalPool(min(jobs, n) or 1, shared=(c2, sinks, options.traces)) as pool:
             for _, o in pool.run(phase2_task, [(i,) for i in range(n)], costs):
-                i = o.index
-                place.pms_offset[i], place.n_values[i], place.n_ctxs[i] = o.pms_offset, o.n_values, o.n_ctxs
-                place.pms_size[i], place.aside_offset[i], place.n_aside[i] = o.pms_size, o.aside_offset, o.n_aside
-                ctx_values[o.ctx] += o.n_ctx_values  # contexts are distinct within a profile
-                bc, bw, bb = o.ctx_metric_bits
-                ctx_bits[bc, bw] |= bb
-                if o.trace_min is not None:
-                    t_lo = o.trace_min if t_lo is None else min(t_lo, o.trace_min)
-                    t_hi = o.trace_max if t_hi is None else max(t_hi, o.trace_max)  # type: ignore[type-var]
-                traced.append((i, o.trace_count, o.trace_min, o.trace_max))
+                state.add(o)
                 progress.advance()
         if trace_writer is not None:
-            for i, count, _, _ in sorted(traced):
-                trace_writer.record(i, trace_writer.region(i)[0], count)
-            trace_writer.time_range = (t_lo or 0, t_hi or 0)
+            for i in range(n):
+                trace_writer.record(i, trace_writer.region(i)[0], int(state.trace_count[i]))
+            trace_writer.time_range = (state.t_lo or 0, state.t_hi or 0)
     except BaseException:
         if trace_writer is not None:
             trace_writer.__exit__(*__import__("sys").exc_info())
         raise
     if trace_writer is not None:
         trace_writer.__exit__(None, None, None)
-
     lap("phase 2: profiles (propagate, PMS blobs, traces)")
-    # Phase 3: cct.db by context ranges, the summary on the way.
-    n_metrics = _popcount(ctx_bits)
-    layout = cctdb.CctLayout.from_counts(ctx_values, n_metrics)
+
+    # Phase 3: cct.db by groups of context ranges, the summary on the way.
+    layout = state.cct_layout()
     plan = classthree.StatPlan.build(c2.metrics)
-    ranges = layout.ranges(classthree.RANGE_BYTES) if c2.n_ctx else []
-    groups = range_groups(ranges, jobs)
-    summary_parts: list[tuple[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]] = []
+    groups = range_groups(layout.ranges(classthree.RANGE_BYTES) if c2.n_ctx else [], jobs)
+    parts_of: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
     with cctdb.CctDBWriter(os.path.join(tmp, database.CCT), layout) as cw:
-        shared = (pms_path, aside_path, cw.temp_path, place, layout, plan)
+        shared = (pms_path, aside_path, cw.temp_path, state.place, layout, plan)
         with LocalPool(min(jobs, len(groups)) or 1, shared=shared) as pool:
             for i, parts in pool.run(phase3_task, [(g,) for g in groups], [float(g[-1] - g[0]) for g in groups]):
-                summary_parts.append((i, parts))
+                parts_of[i] = parts
+    summary = summary_values([part for i in sorted(parts_of) for part in parts_of[i]])
     lap("phase 3: cct.db transpose, summary statistics")
-    summary_parts.sort(key=lambda t: t[0])
-    flat = [part for _, parts in summary_parts for part in parts]
-    if flat:
-        sc = np.concatenate([p[0] for p in flat])
-        sm = np.concatenate([p[1] for p in flat])
-        sv = np.concatenate([p[2] for p in flat])
-    else:
-        sc = sm = np.zeros(0, np.int64)
-        sv = np.zeros(0)
-    summary = profiledb.ProfileValues.from_triples(sc, sm, sv)
 
-    # profile.db: thread blobs in canonical order, then the summary.
-    scratch = classthree.ScratchProfiles(pms_path, place)
-    try:
-        with profiledb.ProfileDBWriter(os.path.join(tmp, database.PROFILE), c2.id_tuples) as pw:
-            for i in range(n):
-                pw.write_profile(i + 1, profiledb.ProfileBlob(scratch.blob(i), int(place.n_values[i]),
-                                                              int(place.n_ctxs[i])))
-            pw.write_summary(summary)
-    finally:
-        scratch.close()
+    write_profiledb(os.path.join(tmp, database.PROFILE), c2, pms_path, state.place, summary)
     for p in (pms_path, aside_path):
         os.unlink(p)
     lap("profile.db in canonical order")
-    return int(place.n_values.sum()) + len(summary.values), sum(t[1] for t in traced)
+    return int(state.place.n_values.sum()) + len(summary.values), int(state.trace_count.sum())
 
 
 def _popcount(bits: np.ndarray) -> np.ndarray:
