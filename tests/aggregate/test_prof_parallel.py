@@ -64,3 +64,40 @@ def test_real_gpu_measurement_is_identical_for_any_jobs(hpctoolkit_data: Path, t
         assert proc.returncode == 0, proc.stderr
     _identical(tmp_path / "j1.d", tmp_path / "j2.d")
     assert compare_databases(tmp_path / "j1.d", tmp_path / "j2.d").same
+
+
+def test_reductions_do_not_depend_on_grouping(hpctoolkit_data: Path, tmp_path: Path) -> None:
+    """Phase-1 reports and phase-2 states merge to the same result in any grouping (what lets workers,
+    and later MPI ranks, reduce them up any tree)."""
+    import numpy as np
+
+    from hpcsa.aggregate import classone, classtwo, discover, pipeline
+    from hpcsa.aggregate.measurement import find_inputs
+    from hpcsa.aggregate.workers import SharedCounter
+
+    inputs = find_inputs([str(hpctoolkit_data / "meas" / "loops-cputime-t.m")])
+    env, gpu_structs = pipeline.gpu_env(inputs.structs, 0)
+    reports = [discover.discover(p, env) for p in inputs.profiles]
+    flat = discover.merge(reports)
+    nested = discover.merge([discover.merge(reports[2:]), discover.merge(reports[:2])])
+    assert np.array_equal(flat.raw.nodes, nested.raw.nodes)
+    assert sorted(f.input.path for f in flat.profiles) == sorted(f.input.path for f in nested.profiles)
+    assert flat.programs == nested.programs == {"testmeas-loops"}
+
+    _, structs = pipeline.run_phase1(inputs, env, 1)
+    classifier, _ = classtwo.build_classifier(flat.raw, gpu_structs + structs)
+    c2 = classtwo.assemble(flat, classifier, env, statistics=("Sum",), title="t")
+    for name in ("p", "a"):
+        (tmp_path / name).write_bytes(b"")
+    sinks = classone.Sinks(str(tmp_path / "p"), str(tmp_path / "a"), None, None, SharedCounter(("pms", "aside")))
+    outputs = [classone.process_profile(c2, i, sinks, traces=False) for i in range(len(c2.profiles))]
+    whole = pipeline.Phase2State.empty(c2)
+    for o in outputs:
+        whole.add(o)
+    parts = [pipeline.Phase2State.empty(c2) for _ in range(2)]
+    for k, o in enumerate(outputs):
+        parts[k % 2].add(o)
+    parts[1].merge(parts[0])
+    for name in ("ctx_values", "ctx_bits", "trace_count"):
+        assert np.array_equal(getattr(whole, name), getattr(parts[1], name)), name
+    assert np.array_equal(whole.cct_layout().offsets, parts[1].cct_layout().offsets)
