@@ -169,7 +169,15 @@ def main() -> None:
     lines.append("|---|" + "---:|" * len(names))
     for phase in phases[names[0]]:
         lines.append(f"| {phase} | " + " | ".join(f"{phases[n].get(phase, 0):.3f}" for n in names) + " |")
-    lines += ["", f"cProfile of `-j 1` on {sets[-1][0]}, by own time:", "", "```",
+    lines += ["", "Reading the numbers: a small measurement costs the interpreter start-up, imports and three "
+              "short-lived pools of forked workers (~0.5 s); the rest is per profile. Phase 1 reads every "
+              "profile once (`read_hpcrun`: its Python-level parsing of the header, load map and metric table "
+              "is about 1 ms of a CPU profile) and hashes its calling-context paths; phase 2 reads the CCT and "
+              "values again (a lean reader), finds the nodes in the union, propagates (a few vectorized "
+              "gathers) and writes its blob and trace line (~1.5 ms per profile); phase 3 reads the blobs "
+              "back per 1 MB context range. Peak memory is flat in the number of profiles: the coordinator "
+              "holds class 2/3 state and a few integers per profile, a worker one profile or one range.", "",
+              f"cProfile of `-j 1` on {sets[-1][0]}, by own time:", "", "```",
               *[ln for ln in top.getvalue().splitlines() if ln.strip()][:28], "```"]
     text_out = "\n".join(lines) + "\n"
     print(text_out)
