@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hpcsa.errors import HpcsaError
-from hpcsa.structure.cfg import E_CALL_FT, NORETURN_NAMES, CodeIndex, Function, ProgramCFG, rows_of
+from hpcsa.structure.cfg import E_CALL_FT, NORETURN_NAMES, CodeIndex, Function, ProgramCFG, in_sorted, rows_of
 from hpcsa.structure.dwarf import DebugInfo, DwarfError
 from hpcsa.structure.dwarf_inline import InlineTable, read_inlines
 from hpcsa.structure.dwarf_lines import LineMap, build_line_map, read_program
@@ -274,7 +274,7 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
 
     def outside_is_tail(targets: np.ndarray) -> np.ndarray:
         """Targets in a PLT section or inside some symbol's code (a jump there leaves the function)."""
-        out = np.isin(targets, np.array(sorted(plt), np.uint64))
+        out = in_sorted(targets, np.array(sorted(plt), np.uint64))
         for lo, hi in plt_sections:
             out |= (targets >= lo) & (targets < hi)
         if len(sym_starts):
@@ -284,6 +284,7 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
         return out
 
     funcs = Functions(cfg)
+    outside_code = {a for a in entries if image.code_region(a) is None}
     returns: dict[int, bool] = {}
     todo: set[int] | None = None      # functions to walk again (None: all)
     changed: set[int] = set()         # addresses whose status changed (new entries, never-returning)
@@ -308,17 +309,17 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
         cfg.set_edges(ent, np.array(sorted(noreturn), np.uint64), owner_start, owner_end, outside_is_tail(tgt))
         if todo is not None and changed:
             # Only functions with a branch, call or tail call to a changed address can change.
-            hit = np.isin(code.target[cfg.cf], np.array(sorted(changed), np.int64))
+            hit = in_sorted(code.target[cfg.cf], np.array(sorted(changed), np.int64))
             touched = set(cfg.blocks_of_rows(cfg.cf[hit]).tolist())
             todo |= {a for a, blocks in funcs.items() if not touched.isdisjoint(blocks)}
-        walk = [a for a in ent.tolist() if todo is None or a in todo or a not in funcs]
-        walk_rows = rows_of(code, np.array(walk, np.uint64)).tolist() if walk else []
+        walk = [a for a in ent.tolist() if (todo is None or a in todo or a not in funcs) and a not in outside_code]
+        walk_blocks = cfg.entry_blocks(rows_of(code, np.array(walk, np.uint64))).tolist() if walk else []
         found: set[int] = set()
         block_returns, block_tail, block_calls = cfg.block_returns, cfg.block_tail, cfg.block_calls
-        for a, row in zip(walk, walk_rows, strict=True):
-            if row < 0 or image.code_region(a) is None:
+        for a, b0 in zip(walk, walk_blocks, strict=True):
+            if b0 < 0:
                 continue
-            blocks = cfg.reach(row)
+            blocks = cfg.reach(b0)
             funcs[a] = blocks
             returns[a] = bool(block_returns[blocks].any()) if blocks else False
             for b in blocks:

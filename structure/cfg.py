@@ -169,7 +169,7 @@ class CodeIndex:
         function's entry inside an instruction (data or padding before it), so sweep again from each such
         entry to the next restart point and let those instructions win. Returns whether anything changed."""
         addresses = np.asarray(addresses, np.uint64)
-        present = np.isin(addresses, self.addr) if len(addresses) else np.zeros(0, bool)
+        present = in_sorted(addresses, self.addr)
         missing = np.unique(addresses[~present])
         missing = np.array([m for m in missing.tolist() if self.image.code_region(m) is not None], np.uint64)
         if not len(missing):
@@ -249,7 +249,15 @@ class CodeIndex:
         return i if i < len(self.addr) and int(self.addr[i]) == address else -1
 
 
-def _member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+def _sorted_unique(values: np.ndarray) -> np.ndarray:
+    """np.unique for big integer arrays: one sort and a mask (numpy 2's hash-based unique is slower here)."""
+    values = np.sort(values)
+    keep = np.ones(len(values), bool)
+    keep[1:] = values[1:] != values[:-1]
+    return values[keep]
+
+
+def in_sorted(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
     """values in sorted_set (a sorted array), by binary search (faster than np.isin's hashing here)."""
     if not len(sorted_set):
         return np.zeros(len(values), bool)
@@ -306,7 +314,7 @@ class ProgramCFG:
                    np.array([r for rows in self.tables.values() for r in rows], np.int64)]
         extra = rows_of(code, np.array(extra_leaders, np.uint64)) if extra_leaders else np.zeros(0, np.int64)
         leaders.append(extra[extra >= 0])
-        self.starts = np.unique(np.concatenate(leaders)) if n else np.zeros(0, np.int64)
+        self.starts = _sorted_unique(np.concatenate(leaders)) if n else np.zeros(0, np.int64)
         self.ends = np.append(self.starts[1:], n) - 1          # last row of each block
         self.start_addr = code.addr[self.starts] if n else np.zeros(0, np.uint64)
         self.succ_a: list[int] = []               # per block: first successor block (-1: none)
@@ -333,8 +341,8 @@ class ProgramCFG:
         kind = code.kind[cf]
         tgt = code.target[cf]
         tgt_u = np.maximum(tgt, 0).astype(np.uint64)
-        in_entries = _member(tgt_u, entries) & (tgt >= 0)
-        dead_target = _member(tgt_u, noreturn) & (tgt >= 0)
+        in_entries = in_sorted(tgt_u, entries) & (tgt >= 0)
+        dead_target = in_sorted(tgt_u, noreturn) & (tgt >= 0)
         inside = (tgt_u >= owner_start) & (tgt_u < owner_end)
         tail = (kind == K_JUMP) & (tgt >= 0) & (tgt_u != owner_start) & (in_entries | (~inside & outside_is_tail))
         bt = self.blocks_of_rows(self.trow)
@@ -392,10 +400,16 @@ class ProgramCFG:
             out.extend((t, E_INDIRECT) for t in table)
         return out
 
-    def reach(self, entry_row: int) -> list[int]:
-        """Blocks reachable from the block starting at ``entry_row`` (sorted)."""
-        b0 = self.block_of(entry_row)
-        if b0 < 0 or int(self.starts[b0]) != entry_row:
+    def entry_blocks(self, rows: np.ndarray) -> np.ndarray:
+        """The block starting at each row (-1 where a row starts no block)."""
+        b = self.blocks_of_rows(rows)
+        ok = b >= 0
+        ok[ok] = self.starts[b[ok]] == rows[ok]
+        return np.where(ok, b, -1)
+
+    def reach(self, b0: int) -> list[int]:
+        """Blocks reachable from block ``b0`` (sorted)."""
+        if b0 < 0:
             return []
         succ_a, succ_b, tables = self.succ_a, self.succ_b, self.table_succ
         seen = {b0}
@@ -584,5 +598,7 @@ def _read_table(image: ElfImage, table: int, width: int, base: int | None, limit
     ok = (targets >= lo) & (targets < hi)
     bad = np.flatnonzero(~ok)
     targets = targets[:bad[0]] if len(bad) else targets
-    out = [t for t in targets.tolist() if image.code_region(t) is not None]
+    out = targets.tolist()
+    if lo == 0:  # no function extent to stay in: keep what lies in code
+        out = [t for t in out if image.code_region(t) is not None]
     return list(dict.fromkeys(out))
