@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -23,6 +24,38 @@ def _tmp_name(final: str, kind: str) -> str:
     return os.path.join(parent, f".{base}.{kind}-{os.getpid()}-{os.urandom(3).hex()}")
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_partials(final: str) -> None:
+    """Delete what killed runs left beside ``final`` (temporaries whose writing process is gone).
+
+    Temporaries carry their writer's pid, so those of a run still in progress are left alone.
+    """
+    parent, base = os.path.split(os.path.abspath(final))
+    pattern = re.compile(rf"^\.{re.escape(base)}\.(partial|old)-(\d+)-")
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return
+    for name in names:
+        m = pattern.match(name)
+        if m and not _alive(int(m.group(2))):
+            stale = os.path.join(parent, name)
+            if os.path.isdir(stale) and not os.path.islink(stale):
+                shutil.rmtree(stale, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(stale)
+
+
 @contextlib.contextmanager
 def atomic_file(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[BinaryIO]:
     """Open a temporary sibling of ``path`` for writing; rename it to ``path`` on success."""
@@ -30,6 +63,7 @@ def atomic_file(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[Bina
     parent = os.path.dirname(os.path.abspath(final))
     if not os.path.isdir(parent):
         raise HpcsaError(final, "the directory to write into does not exist")
+    remove_stale_partials(final)
     tmp = _tmp_name(final, "partial")
     try:
         with open(tmp, mode) as fh:
@@ -60,7 +94,8 @@ def atomic_dir(path: str | os.PathLike[str], replace: bool = True) -> Iterator[s
         raise HpcsaError(path, "the directory to write into does not exist")
     if os.path.exists(final) and not replace:
         raise HpcsaError(path, "already exists (remove it or choose another name)")
-    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(final)}.partial-", dir=parent)
+    remove_stale_partials(final)
+    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(final)}.partial-{os.getpid()}-", dir=parent)
     try:
         yield tmp
         if os.path.lexists(final):

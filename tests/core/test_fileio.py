@@ -50,3 +50,20 @@ def test_errors_survive_pickling():
 
     err = pickle.loads(pickle.dumps(FormatError("/x/y.hpcrun", "truncated")))
     assert type(err) is FormatError and str(err) == "/x/y.hpcrun: truncated"
+
+
+def test_stale_partials_of_dead_writers_are_removed(tmp_path):
+    import subprocess
+
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    stale_dir = tmp_path / f".db.partial-{proc.pid}-abc"
+    stale_dir.mkdir()
+    (stale_dir / "meta.db").write_bytes(b"half")
+    live = tmp_path / f".db.partial-{os.getpid()}-def"  # a run still in progress (this process)
+    live.mkdir()
+    with atomic_dir(tmp_path / "db") as tmp:
+        open(os.path.join(tmp, "meta.db"), "wb").close()
+    names = sorted(os.listdir(tmp_path))
+    assert f".db.partial-{proc.pid}-abc" not in names
+    assert live.name in names and "db" in names
