@@ -288,7 +288,7 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
     returns: dict[int, bool] = {}
     todo: set[int] | None = None      # functions to walk again (None: all)
     changed: set[int] = set()         # addresses whose status changed (new entries, never-returning)
-    for _round in range(12):
+    for _round in range(64):  # converges in a few rounds; the cap only guards against a defect
         if code.resync(np.array(sorted(entries), np.uint64)):  # entries inside a sweep's instruction
             restarts = code.restarts.tolist()
             cfg = funcs.cfg = ProgramCFG(code, restarts, extent_of)
