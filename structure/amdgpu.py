@@ -23,7 +23,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -231,10 +230,8 @@ def build_amd_module(path: str, lm_name: str | None = None, disassemble: bool = 
     return build_structure(binary), binary.notes
 
 
-def build_module(image: ElfImage, lm_name: str, jobs: int = 1) -> Module:
-    """``hpcsa struct``'s hook for EM_AMDGPU binaries (:mod:`hpcsa.structure.binary`); warnings are
-    printed here, the hook having no channel for them."""
+def build_module(image: ElfImage, lm_name: str, jobs: int = 1) -> tuple[Module, list[str]]:
+    """``hpcsa struct``'s hook (:mod:`hpcsa.structure.binary`): the structure and the notes on what it
+    lacks (``warning:`` first when degraded). ``jobs`` is unused: one GPU binary takes a fraction of a second."""
     binary = amd_binary(image, lm_name)
-    for note in binary.notes:
-        print(f"hpcsa: warning: {image.path}: {note.removeprefix('warning: ')}", file=sys.stderr)
-    return build_structure(binary)
+    return build_structure(binary), list(binary.notes)

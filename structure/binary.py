@@ -3,8 +3,9 @@
 x86-64 CPU binaries are analysed here (:mod:`hpcsa.structure.build`). GPU
 binaries go to the GPU modules of this package, looked up by name so that
 they can arrive separately: a function ``build_module(image, lm_name, jobs)
--> Module`` in ``hpcsa.structure.cubin`` (NVIDIA, EM_CUDA = 190) and in
-``hpcsa.structure.amdgpu`` (AMD, EM_AMDGPU = 224).
+-> (Module, notes)`` in ``hpcsa.structure.cubin`` (NVIDIA, EM_CUDA = 190) and in
+``hpcsa.structure.amdgpu`` (AMD, EM_AMDGPU = 224), the same contract as the x86-64 builder's. A note
+that starts with ``warning:`` says the result is degraded (e.g. no disassembler: no loops or calls).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import capstone
+from elftools.common.exceptions import DWARFError, ELFError
 
 from hpcsa.errors import FormatError, UnsupportedError
 from hpcsa.ingest.demangle import demangle
@@ -49,7 +51,13 @@ class BinaryStructure:
         return self.structure.modules[0]
 
 
-def gpu_builder(machine: int, path: str) -> Callable[[ElfImage, str, int], Module]:
+def split_notes(notes: list[str]) -> tuple[list[str], list[str]]:
+    """(warnings, plain notes): a builder marks a degraded result with a ``warning:`` prefix."""
+    warnings = [n.removeprefix("warning: ") for n in notes if n.startswith("warning: ")]
+    return warnings, [n for n in notes if not n.startswith("warning: ")]
+
+
+def gpu_builder(machine: int, path: str) -> Callable[[ElfImage, str, int], tuple[Module, list[str]]]:
     target = GPU_BUILDERS[machine]
     module_name, func = target.split(":")
     try:
@@ -72,8 +80,7 @@ def analyze_binary(path: str | os.PathLike[str], lm_name: str | None = None, job
     name = lm_name if lm_name is not None else os.path.realpath(path)
     machine = image.machine
     if machine in GPU_BUILDERS:
-        module = gpu_builder(machine, path)(image, name, jobs)
-        notes: list[str] = []
+        module, notes = gpu_builder(machine, path)(image, name, jobs)
     else:
         require_x86_64(image)  # anything else is refused, naming its architecture
         if image.elf.header["e_type"] == "ET_REL":
@@ -81,7 +88,8 @@ def analyze_binary(path: str | os.PathLike[str], lm_name: str | None = None, job
                                    "analyse the executable or shared library it is linked into")
         try:
             module, notes = build_module(image, demangle, name, jobs=jobs)
-        except (IndexError, KeyError, ValueError, OverflowError, struct.error, capstone.CsError) as exc:
+        except (IndexError, KeyError, ValueError, OverflowError, struct.error, capstone.CsError, ELFError,
+                DWARFError, AssertionError) as exc:  # pyelftools asserts on some malformed sections
             # Inputs that pass the header checks but are inconsistent deeper down (a fuzzed or damaged
             # file) must still end in one line; the exception type helps a bug report.
             raise FormatError(path, f"could not be analysed: inconsistent contents ({type(exc).__name__}: "

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         progress.finish(report.summary(os.path.abspath(target)))
         return 2 if report.failed and not report.written and not report.cached else 0
 
-    from hpcsa.structure.binary import analyze_binary
+    from hpcsa.structure.binary import analyze_binary, split_notes
     from hpcsa.structure.hpcstruct import write_hpcstruct
     from hpcsa.structure.model import C, L, P, S
 
@@ -59,7 +59,10 @@ def run(args: argparse.Namespace) -> int:
     result = analyze_binary(target, lm_name=args.name, jobs=args.jobs)
     out = args.output or os.path.basename(target) + ".hpcstruct"
     write_hpcstruct(out, result.structure)
-    for note in result.notes:
+    warnings, notes = split_notes(result.notes)
+    for w in warnings:
+        print(f"hpcsa: warning: {target}: {w}", file=sys.stderr)
+    for note in notes:
         print(f"hpcsa: note: {target}: {note}", file=sys.stderr)
     m = result.module
     progress.finish(f"hpcsa struct: {out}: {m.count(P)} procedures, {m.count(L)} loops, "

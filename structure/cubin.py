@@ -20,7 +20,6 @@ local label are plain statements, as in hpcstruct's output.
 from __future__ import annotations
 
 import re
-import sys
 
 import numpy as np
 
@@ -168,11 +167,8 @@ def build_cubin_module(path: str, lm_name: str | None = None, disassemble: bool 
     return build_structure(binary), binary.notes
 
 
-def build_module(image: ElfImage, lm_name: str, jobs: int = 1) -> Module:
-    """``hpcsa struct``'s hook for EM_CUDA binaries (:mod:`hpcsa.structure.binary`). The hook has no
-    channel for notes, so a degraded result is reported here, one ``hpcsa: warning:`` line each.
-    ``jobs`` is unused: a cubin takes a fraction of a second."""
+def build_module(image: ElfImage, lm_name: str, jobs: int = 1) -> tuple[Module, list[str]]:
+    """``hpcsa struct``'s hook (:mod:`hpcsa.structure.binary`): the structure and the notes on what it
+    lacks (``warning:`` first when degraded). ``jobs`` is unused: one GPU binary takes a fraction of a second."""
     binary = cubin_binary(image, lm_name)
-    for note in binary.notes:
-        print(f"hpcsa: warning: {image.path}: {note.removeprefix('warning: ')}", file=sys.stderr)
-    return build_structure(binary)
+    return build_structure(binary), list(binary.notes)

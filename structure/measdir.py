@@ -248,7 +248,11 @@ def struct_measdir(measdir: str, jobs: int = 1, cache_dir: str | None = None, al
             continue
         report.written.append(out)
         index[os.path.basename(out)] = {"md5": md5, "version": __version__, "binary": t.recorded}
-        report.notes.extend(f"{t.path}: {note}" for note in outcome)
+        from hpcsa.structure.binary import split_notes
+
+        warnings, notes = split_notes(outcome)
+        report.warnings.extend(f"{t.path}: {w}" for w in warnings)
+        report.notes.extend(f"{t.path}: {note}" for note in notes)
     write_file(index_path, json.dumps(index, indent=1, sort_keys=True) + "\n")
     return report
 

@@ -133,11 +133,13 @@ def test_gpu_binaries_go_to_the_gpu_hook(hpctoolkit_data, tmp_path, monkeypatch)
     def fake_builder(image, name, jobs):
         seen["machine"] = image.machine
         from hpcsa.structure.model import ModuleBuilder
-        return ModuleBuilder(name, has_calls=True).finish()
+        return ModuleBuilder(name, has_calls=True).finish(), ["warning: no disassembler", "no DWARF"]
 
     monkeypatch.setattr(binary, "gpu_builder", lambda machine, path: fake_builder)
     result = binary.analyze_binary(cubin, lm_name="gpubins/x.gpubin")
     assert seen["machine"] == 190 and result.module.has_calls is True
+    # The builder's notes reach the caller, degraded results as warnings.
+    assert binary.split_notes(result.notes) == (["no disassembler"], ["no DWARF"])
     shutil.copy(cubin, tmp_path / "k.cubin")
 
 
