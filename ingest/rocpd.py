@@ -34,6 +34,21 @@ def sync_kind(name: str) -> int | None:
     return next((k for w, k in SYNC_APIS if w in name), None)
 
 
+def waits_as_sync_ops(tr: M.GpuTrace) -> np.ndarray | None:
+    """The HIP calls that wait for the device (``hipDeviceSynchronize``, ``hipStreamSynchronize``, ...) as
+    SYNC operations: AMD's tools time the waiting call, not a device activity, for every output format."""
+    if not len(tr.apis):
+        return None
+    kind_of_name = np.array([255 if (k := sync_kind(s)) is None else k for s in tr.strings] + [255], np.uint8)
+    api_kind = kind_of_name[tr.apis["name"]]
+    rows = api_kind != 255
+    if not np.any(rows):
+        return None
+    a = tr.apis[rows]
+    return M.table(M.OP_DTYPE, len(a), kind=M.SYNC, process=a["process"], thread=a["thread"], corr=a["corr"],
+                   start=a["start"], end=a["end"], sub=api_kind[rows])
+
+
 def read(db: Db) -> M.GpuTrace:
     meta = dict(db.execute("SELECT tag, value FROM rocpd_metadata"))
     try:
@@ -54,14 +69,7 @@ def read(db: Db) -> M.GpuTrace:
     agent = {int(a): (str(t), int(ti)) for a, t, ti in db.execute(
         "SELECT id, type, type_index FROM rocpd_info_agent")}
     parts = [_kernels(db, tr, agent, tid), _copies(db, agent, tid), _allocations(db, agent, tid)]
-    kind_of_name = np.array([255 if (k := sync_kind(s)) is None else k for s in tr.strings] + [255], np.uint8)
-    api_kind = kind_of_name[tr.apis["name"]] if len(tr.apis) else np.zeros(0, np.uint8)
-    sync_rows = api_kind != 255
-    if np.any(sync_rows):
-        a = tr.apis[sync_rows]
-        parts.append(M.table(M.OP_DTYPE, len(a), kind=M.SYNC, process=a["process"], corr=a["corr"],
-                             start=a["start"], end=a["end"],
-                             sub=api_kind[sync_rows]))
+    parts.append(waits_as_sync_ops(tr))
     parts = [p for p in parts if p is not None and len(p)]
     if parts:
         tr.ops = np.concatenate(parts)

@@ -14,7 +14,7 @@ import re
 import numpy as np
 
 from hpcsa.ingest import model as M
-from hpcsa.ingest.rocpd import sync_kind
+from hpcsa.ingest.rocpd import waits_as_sync_ops
 from hpcsa.ingest.sqlsrc import Db
 
 _SIZE = re.compile(r"\bsize(?:Bytes)?\((\d+)\)")
@@ -61,13 +61,9 @@ def read(db: Db) -> M.GpuTrace:
                              thread=o["tid"], device=o["dev"], context=o["dev"], stream=o["queue"],
                              corr=o["corr"], start=o["start"], end=o["end"], name=tr.intern_many(names),
                              bytes=size, sub=sub))
-    kind_of_name = np.array([255 if (k := sync_kind(s)) is None else k for s in tr.strings] + [255], np.uint8)
-    api_kind = kind_of_name[tr.apis["name"]] if len(tr.apis) else np.zeros(0, np.uint8)
-    sync_rows = api_kind != 255
-    if np.any(sync_rows):
-        a = tr.apis[sync_rows]
-        parts.append(M.table(M.OP_DTYPE, len(a), kind=M.SYNC, process=a["process"], corr=a["corr"],
-                             start=a["start"], end=a["end"], sub=api_kind[sync_rows]))
+    waits = waits_as_sync_ops(tr)
+    if waits is not None:
+        parts.append(waits)
     if parts:
         tr.ops = np.concatenate(parts)
     for pid in sorted(set(tr.ops["process"].tolist()) | set(tr.apis["process"].tolist())):

@@ -22,7 +22,7 @@ import numpy as np
 
 from hpcsa.errors import FormatError
 from hpcsa.ingest import model as M
-from hpcsa.ingest.rocpd import sync_kind
+from hpcsa.ingest.rocpd import waits_as_sync_ops
 from hpcsa.ingest.stalls import stall_class
 
 KERNEL_COLS = {"Kernel_Name", "Correlation_Id", "Start_Timestamp", "End_Timestamp", "Grid_Size_X"}
@@ -111,13 +111,9 @@ def read(paths: list[str]) -> M.GpuTrace | None:
     pids = np.unique(tr.apis["process"]) if len(tr.apis) else np.zeros(0, np.int64)
     default_pid = int(pids[0]) if len(pids) == 1 else None
     ops = [_ops(kind, p, t, tr, default_pid) for kind, p, t in op_parts]
-    kind_of_name = np.array([255 if (k := sync_kind(s)) is None else k for s in tr.strings] + [255], np.uint8)
-    api_kind = kind_of_name[tr.apis["name"]] if len(tr.apis) else np.zeros(0, np.uint8)
-    sync_rows = api_kind != 255
-    if np.any(sync_rows):
-        a = tr.apis[sync_rows]
-        ops.append(M.table(M.OP_DTYPE, len(a), kind=M.SYNC, process=a["process"], thread=a["thread"],
-                           corr=a["corr"], start=a["start"], end=a["end"], sub=api_kind[sync_rows]))
+    waits = waits_as_sync_ops(tr)
+    if waits is not None:
+        ops.append(waits)
     ops = [o for o in ops if len(o)]
     if ops:
         tr.ops = np.concatenate(ops)
