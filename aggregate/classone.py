@@ -50,14 +50,17 @@ class Sinks:
 
     ``allocate(kind, nbytes)`` returns an offset in the scratch file of that
     kind ("pms" or "aside"); locally a counter shared by the worker processes,
-    over MPI a shared atomic counter.
+    over MPI an atomic counter shared by the ranks. Where the process that
+    computes a profile cannot use the counter (an MPI rank's forked workers),
+    ``allocate`` is None: the blobs come back in :attr:`ProfileOutput.pending`
+    and the rank stores them (:func:`store`).
     """
 
     pms_path: str
     aside_path: str
     trace_path: str | None
     trace_offsets: list[int] | None
-    allocate: Callable[[str, int], int]
+    allocate: Callable[[str, int], int] | None
 
 
 @dataclass
@@ -76,6 +79,20 @@ class ProfileOutput:
     trace_min: int | None = None
     trace_max: int | None = None
     points_read: np.ndarray | None = None  # per global metric: sum of point values read (conservation)
+    pending: tuple[bytes, bytes] | None = None  # (PMS blob, aside blob) not yet written (see Sinks)
+
+
+def store(out: ProfileOutput, sinks: Sinks, allocate: Callable[[str, int], int]) -> None:
+    """Write a profile's pending blobs at offsets from ``allocate`` (an MPI rank, for its workers)."""
+    if out.pending is None:
+        return
+    pms, aside = out.pending
+    out.pms_offset = allocate("pms", len(pms))
+    _pwrite(sinks.pms_path, out.pms_offset, pms)
+    if aside:
+        out.aside_offset = allocate("aside", len(aside))
+        _pwrite(sinks.aside_path, out.aside_offset, aside)
+    out.pending = None
 
 
 def _pwrite(path: str, offset: int, data: bytes) -> None:
@@ -207,12 +224,7 @@ def process_profile(c2: ClassTwo, index: int, sinks: Sinks, *, traces: bool = Tr
     p = propagate(ctx, met, val, c2.tree)
     pv = pms_values(p, c2)
     blob = ProfileBlob.encode(pv)
-    pms_offset = sinks.allocate("pms", blob.size)
-    _pwrite(sinks.pms_path, pms_offset, blob.data)
     aside = aside_values(p, c2)
-    aside_offset = sinks.allocate("aside", aside.nbytes) if len(aside) else 0
-    if len(aside):
-        _pwrite(sinks.aside_path, aside_offset, aside.tobytes())
     # cct.db layout: values per context, and as bits the propMetricIds each context has.
     counts = np.diff(np.append(pv.starts, len(pv.values)))
     vctx = np.repeat(pv.ctx_ids.astype(np.int64), counts)
@@ -224,9 +236,12 @@ def process_profile(c2: ClassTwo, index: int, sinks: Sinks, *, traces: bool = Tr
     grp[1:] = (vctx[1:] != vctx[:-1]) | (word[1:] != word[:-1])
     gstart = np.flatnonzero(grp)
     bits = np.bitwise_or.reduceat(bit, gstart) if len(gstart) else np.zeros(0, np.uint64)
-    out = ProfileOutput(index, pms_offset, len(pv.values), len(pv.ctx_ids), blob.size, aside_offset, len(aside),
+    out = ProfileOutput(index, 0, len(pv.values), len(pv.ctx_ids), blob.size, 0, len(aside),
                         pv.ctx_ids.astype(np.int64), counts.astype(np.int64),
-                        (vctx[gstart], word[gstart], bits), points_read=points_read)
+                        (vctx[gstart], word[gstart], bits), points_read=points_read,
+                        pending=(blob.data, aside.tobytes() if len(aside) else b""))
+    if sinks.allocate is not None:
+        store(out, sinks, sinks.allocate)
     if traces and inp.trace is not None and facts.trace_records and sinks.trace_path and sinks.trace_offsets:
         times, tid, lo, hi = trace_line(inp, facts.trace_disorder, full, rel, ids, c2)
         if len(times) > facts.trace_records:

@@ -40,7 +40,9 @@ drivers. An MPI driver calls the same pieces — :func:`gpu_env`,
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,7 +59,8 @@ from hpcsa.structure.model import C, Module
 
 from . import classone, classthree, classtwo, discover, lexical, rawtree
 from .measurement import Inputs, ProfileInput, StructInput, default_output_name
-from .workers import DynamicRun, LocalPool, SharedCounter
+from .transport import Single, Transport, unwrap
+from .workers import DynamicRun, LocalPool
 
 #: Profiles per phase-1 task: enough to amortize a task, few enough to balance.
 DISCOVER_BATCH_BYTES = 4 << 20
@@ -168,39 +171,106 @@ def structs_for(refs: list[rawtree.ModuleRef], structs: list[StructInput]) -> li
     return out
 
 
-def run_phase1(inputs: Inputs, env: discover.Phase1Env, jobs: int, progress: Progress | None = None
-               ) -> tuple[discover.Discovery, list[tuple[str | None, Module]]]:
-    """Read every profile once; parse each structure file a profile needs, once, as soon as it is known
-    to be needed (ahead of the profiles still waiting), like hpcprof's lazy loading."""
-    cpu_structs = [s for s in inputs.structs if not is_gpu_struct(s)]
+def _ahead(jobs: int) -> int:
+    """Tasks a rank takes from its share before one finishes: one inline, one more than its workers in a pool
+    (so no worker waits for the next task, and an MPI rank does not hoard tasks another rank could run)."""
+    return 1 if jobs <= 1 else jobs + 1
+
+
+def run_shared(pool: LocalPool, fn: Callable[..., Any], share: Iterator[int], args_of: Callable[[int], tuple[Any, ...]],
+               ahead: int) -> Iterator[tuple[int, Any]]:
+    """``fn(shared, *args_of(k))`` for each task ``k`` handed to this rank, as the tasks finish. A task is
+    taken from ``share`` only when there is room for it (at most ``ahead`` waiting or running)."""
+    tasks = DynamicRun(pool)
+
+    def more() -> None:
+        k = next(share, None)
+        if k is not None:
+            tasks.submit(k, fn, args_of(k), priority=float(k))
+
+    for _ in range(ahead):
+        more()
+    for k, result in tasks:
+        more()
+        yield k, result
+
+
+Parsed = list[tuple[str, str | None, Module]]  # (structure file, measurement directory, module)
+
+
+def read_share(inputs: Inputs, env: discover.Phase1Env, jobs: int, progress: Progress | None = None,
+               transport: Transport | None = None, parse_structs: bool = True) -> tuple[discover.Discovery, Parsed]:
+    """Read this rank's share of the profiles once (batches of similar size, largest first, handed out by
+    the transport); parse each structure file a profile needs, once, as soon as it is known to be needed
+    (ahead of the profiles still waiting), like hpcprof's lazy loading. Over MPI only rank 0 parses
+    (only it classifies); :func:`complete_structs` adds what other ranks' profiles need."""
+    transport = transport or Single()
+    cpu_structs = [s for s in inputs.structs if not is_gpu_struct(s)] if parse_structs else []
     parts: list[discover.Discovery] = []
-    structs: list[tuple[str, str | None, Module]] = []
+    structs: Parsed = []
     scheduled: set[str] = set()
     seen_modules: set[int] = set()
-    batches = _batches(inputs.profiles, jobs)
+    batches = _batches(inputs.profiles, jobs * transport.size)
+    share = transport.tasks(f"phase 1, seed {env.seed}", len(batches))
     with LocalPool(min(jobs, len(batches) + len(cpu_structs)) or 1, shared=env) as pool:
         tasks = DynamicRun(pool)
-        for i, b in enumerate(batches):
-            tasks.submit(("profiles", i), phase1_task, ("profiles", b), priority=float(i))
+
+        def more() -> None:
+            i = next(share, None)
+            if i is not None:
+                tasks.submit(("profiles", i), phase1_task, ("profiles", batches[i]), priority=float(i))
+
+        for _ in range(_ahead(jobs)):
+            more()
         for (kind, _), result in tasks:
             if kind == "struct":
                 structs.extend(result)
                 continue
+            more()
             parts.append(result)
             if progress is not None:
                 progress.advance(len(result.profiles))
-            new = [ref for h, ref in result.raw.modules.items()
-                   if h not in seen_modules and h in set(np.unique(result.raw.nodes["module"]).tolist())]
-            seen_modules.update(np.unique(result.raw.nodes["module"]).tolist())
+            used = set(np.unique(result.raw.nodes["module"]).tolist())
+            new = [ref for h, ref in result.raw.modules.items() if h not in seen_modules and h in used]
+            seen_modules.update(used)
             for s in structs_for(new, cpu_structs):
                 if s.path not in scheduled:
                     scheduled.add(s.path)
                     tasks.submit(("struct", s.path), phase1_task, ("struct", s), priority=-1.0)
             if len(parts) >= 16:
                 parts = [discover.merge(parts)]
-    # Files in a fixed order (not the order they finished in): the first describing a module is used.
-    structs.sort(key=lambda t: t[0])
-    return discover.merge(parts), [(measdir, m) for _, measdir, m in structs]
+    return discover.merge(parts), structs
+
+
+def merge_shares(parts: list[tuple[discover.Discovery, Parsed]]) -> tuple[discover.Discovery, Parsed]:
+    """Phase-1 shares of several ranks (associative: the reduction up the rank tree)."""
+    return discover.merge([d for d, _ in parts]), [s for _, p in parts for s in p]
+
+
+def complete_structs(disc: discover.Discovery, parsed: Parsed, inputs: Inputs, jobs: int
+                     ) -> list[tuple[str | None, Module]]:
+    """Every CPU structure file the union needs, parsed once: those parsed while reading, plus those of
+    modules only other ranks' profiles use. In a fixed order (by file, not by completion): the first file
+    describing a module is the one used."""
+    used = set(np.unique(disc.raw.nodes["module"]).tolist())
+    refs = [ref for h, ref in disc.raw.modules.items() if h in used]
+    done = {path for path, _, _ in parsed}
+    missing = [s for s in structs_for(refs, [s for s in inputs.structs if not is_gpu_struct(s)])
+               if s.path not in done]
+    out = list(parsed)
+    if missing:
+        with LocalPool(min(jobs, len(missing)), shared=None) as pool:
+            for _, result in pool.run(phase1_task, [("struct", s) for s in missing]):
+                out.extend(result)
+    out.sort(key=lambda t: t[0])
+    return [(measdir, m) for _, measdir, m in out]
+
+
+def run_phase1(inputs: Inputs, env: discover.Phase1Env, jobs: int, progress: Progress | None = None
+               ) -> tuple[discover.Discovery, list[tuple[str | None, Module]]]:
+    """Phase 1 in one process: every profile read once, the structure files it needs parsed."""
+    disc, parsed = read_share(inputs, env, jobs, progress)
+    return disc, complete_structs(disc, parsed, inputs, jobs)
 
 
 # -- phase 2 ----------------------------------------------------------------------------------------------
@@ -232,36 +302,61 @@ def range_groups(ranges: list[tuple[int, int]], jobs: int) -> list[list[int]]:
 # -- the whole run ----------------------------------------------------------------------------------------
 
 
-def run(inputs: Inputs, options: Options) -> Result:
-    progress = Progress("hpcsa prof", None, enabled=options.progress)
+def run(inputs: Inputs, options: Options, transport: Transport | None = None) -> Result:
+    """The whole aggregation. Over MPI every rank calls it with its transport and gets the same result;
+    rank 0 classifies, assigns ids and writes everything but the class-1 data and cct.db's blocks."""
+    transport = transport or Single()
+    progress = Progress("hpcsa prof", None, enabled=options.progress if transport.size == 1 else False)
     jobs = max(1, options.jobs)
     timings: dict[str, float] = {}
+
+    def lap(name: str) -> None:
+        timings[name] = progress.elapsed() - sum(timings.values())
+
+    held: dict[str, Any] = {}  # rank 0's class-2 inputs between the steps
+
+    def phase1_share(seed: int) -> tuple[discover.Discovery, Parsed]:
+        env, gpu_structs = gpu_env(inputs.structs, seed=seed)
+        held["env"], held["gpu_structs"] = env, gpu_structs
+        lap("GPU call graphs")
+        progress.what, progress.total, progress.done = "hpcsa prof: reading", len(inputs.profiles), 0
+        return read_share(inputs, env, jobs, progress, transport, parse_structs=transport.is_root)
+
+    def class_two(found: Any) -> classtwo.ClassTwo:
+        disc, parsed = unwrap(found)
+        lap("phase 1: read profiles, parse structure files")
+        structs = complete_structs(disc, parsed, inputs, jobs)
+        classifier, warnings = classtwo.build_classifier(
+            disc.raw, held["gpu_structs"] + structs, fallback=options.fallback,
+            witnesses=[(w.measdir, w.path, w.module) for w in inputs.witnesses])
+        title = discover.program_name(disc)
+        held["out"] = options.output or default_output_name(inputs.measdirs, title)
+        c2 = classtwo.assemble(disc, classifier, held["env"], statistics=options.statistics, title=title,
+                               warnings=warnings)
+        lap("class 2: expand, assign ids")
+        return c2
+
     for attempt in range(SEED_RETRIES):
+        found = transport.reduce(lambda seed=attempt: phase1_share(seed), merge_shares)
         try:
-            env, gpu_structs = gpu_env(inputs.structs, seed=attempt)
-            timings["GPU call graphs"] = progress.elapsed()
-            progress.what, progress.total, progress.done = "hpcsa prof: reading", len(inputs.profiles), 0
-            disc, structs = run_phase1(inputs, env, jobs, progress)
-            timings["phase 1: read profiles, parse structure files"] = progress.elapsed() - sum(timings.values())
+            c2 = transport.bcast(lambda found=found: class_two(found))
             break
         except rawtree.HashCollision:
             if attempt + 1 == SEED_RETRIES:
                 raise HpcsaError(None, "could not name the calling contexts without hash collisions") from None
-    classifier, warnings = classtwo.build_classifier(
-        disc.raw, gpu_structs + structs, fallback=options.fallback,
-        witnesses=[(w.measdir, w.path, w.module) for w in inputs.witnesses])
-    title = discover.program_name(disc)
-    c2 = classtwo.assemble(disc, classifier, env, statistics=options.statistics, title=title, warnings=warnings)
-    del disc, classifier
-    timings["class 2: expand, assign ids"] = progress.elapsed() - sum(timings.values())
-    out = options.output or default_output_name(inputs.measdirs, title)
+    del found
+    held.pop("env", None)
     progress.what, progress.total, progress.done = "hpcsa prof: aggregating", len(c2.profiles), 0
-    with atomic_dir(out) as tmp:
-        n_values, n_trace = write_database(c2, tmp, jobs, options, progress, timings)
+    with contextlib.ExitStack() as output:
+        tmp = transport.bcast(lambda: output.enter_context(atomic_dir(held["out"])))
+        n_values, n_trace = write_database(c2, tmp, jobs, options, progress, timings, transport)
+    out = transport.bcast(lambda: held["out"])  # every rank returns once the database is in place
     result = Result(os.path.abspath(out), len(c2.profiles), c2.n_ctx, n_values, n_trace, progress.elapsed(),
                     c2.warnings, timings, c2.binaries)
-    progress.finish(f"hpcsa prof: {result.profiles} profiles, {result.contexts} contexts, {result.values} values"
-                    f"{f', {n_trace} trace elements' if n_trace else ''} -> {out}")
+    if transport.is_root:
+        progress.finish(f"hpcsa prof: {result.profiles} profiles, {result.contexts} contexts, "
+                        f"{result.values} values{f', {n_trace} trace elements' if n_trace else ''}"
+                        f"{f' ({transport.size} ranks)' if transport.size > 1 else ''} -> {out}")
     return result
 
 
@@ -340,69 +435,124 @@ def write_profiledb(path: str, c2: classtwo.ClassTwo, pms_path: str, place: clas
 
 
 def write_database(c2: classtwo.ClassTwo, tmp: str, jobs: int, options: Options, progress: Progress,
-                   timings: dict[str, float] | None = None) -> tuple[int, int]:
-    """Phases 2 and 3 into the (temporary) database directory ``tmp`` with local worker processes;
-    (values written, trace elements)."""
+                   timings: dict[str, float] | None = None, transport: Transport | None = None) -> tuple[int, int]:
+    """Phases 2 and 3 into the (temporary) database directory ``tmp``, by every rank of the transport with
+    ``jobs`` workers each; (values written, trace elements). Rank 0 writes meta.db, the metric taxonomy,
+    the trace headers, the summary and profile.db; the ranks' workers write the class-1 blobs, trace lines
+    and cct.db's blocks into the files rank 0 opened."""
+    transport = transport or Single()
     timings = {} if timings is None else timings
 
     def lap(name: str) -> None:
         timings[name] = progress.elapsed() - sum(timings.values())
 
-    metadb.write_metadb(os.path.join(tmp, database.META), c2.meta)
-    os.makedirs(os.path.join(tmp, "metrics"))
-    metricsyaml.write_metrics_yaml(os.path.join(tmp, database.METRICS_YAML), c2.metrics.taxonomy())
-
     n = len(c2.profiles)
     pms_path = os.path.join(tmp, ".profile.scratch")
     aside_path = os.path.join(tmp, ".aside.scratch")
-    for p in (pms_path, aside_path):
-        open(p, "wb").close()
     want_traces = options.traces and any(c2.trace_reserve)
-    trace_writer = tracedb.TraceDBWriter(os.path.join(tmp, database.TRACE), list(range(1, n + 1)),
-                                         reserve=c2.trace_reserve) if want_traces else None
-    lap("meta.db, metrics/default.yaml")
+    with contextlib.ExitStack() as open_files:  # rank 0: trace.db and cct.db, until the database is complete
+        held: dict[str, Any] = {}
+
+        def begin() -> tuple[str | None, list[int] | None]:
+            metadb.write_metadb(os.path.join(tmp, database.META), c2.meta)
+            os.makedirs(os.path.join(tmp, "metrics"))
+            metricsyaml.write_metrics_yaml(os.path.join(tmp, database.METRICS_YAML), c2.metrics.taxonomy())
+            for p in (pms_path, aside_path):
+                open(p, "wb").close()
+            if not want_traces:
+                return None, None
+            tw = open_files.enter_context(tracedb.TraceDBWriter(os.path.join(tmp, database.TRACE),
+                                                                list(range(1, n + 1)), reserve=c2.trace_reserve))
+            held["trace"] = tw
+            return tw.temp_path, [tw.region(i)[0] for i in range(n)]
+
+        trace_path, trace_offsets = transport.bcast(begin)
+        lap("meta.db, metrics/default.yaml")
+
+        # Phase 2: every rank its share of the profiles; the states reduced up the tree.
+        allocate, in_workers = transport.counter(("pms", "aside"))
+        sinks = classone.Sinks(pms_path, aside_path, trace_path, trace_offsets,
+                               allocate if in_workers or jobs == 1 else None)
+        found = transport.reduce(lambda: phase2_share(c2, sinks, allocate, jobs, options.traces, progress, transport),
+                                 merge_states)
+
+        def layout() -> tuple[classthree.Placement, cctdb.CctLayout, list[list[int]], str]:
+            state: Phase2State = unwrap(found)
+            tw = held.get("trace")
+            if tw is not None:
+                for i in range(n):
+                    tw.record(i, tw.region(i)[0], int(state.trace_count[i]))
+                tw.time_range = (state.t_lo or 0, state.t_hi or 0)
+            lap("phase 2: profiles (propagate, PMS blobs, traces)")
+            held["counts"] = int(state.place.n_values.sum()), int(state.trace_count.sum())
+            lay = state.cct_layout()
+            groups = range_groups(lay.ranges(classthree.RANGE_BYTES) if c2.n_ctx else [], jobs * transport.size)
+            cw = open_files.enter_context(cctdb.CctDBWriter(os.path.join(tmp, database.CCT), lay))
+            return state.place, lay, groups, cw.temp_path
+
+        place, lay, groups, cct_path = transport.bcast(layout)
+        found = None  # the reduced state: rank 0 keeps only what it returned
+
+        # Phase 3: cct.db by groups of context ranges, handed out across ranks; the summary on the way.
+        shared = (pms_path, aside_path, cct_path, place, lay, classthree.StatPlan.build(c2.metrics))
+        parts = transport.reduce(lambda: phase3_share(shared, groups, jobs, transport), merge_parts)
+
+        def finish() -> tuple[int, int]:
+            parts_of = unwrap(parts)
+            summary = summary_values([part for i in sorted(parts_of) for part in parts_of[i]])
+            lap("phase 3: cct.db transpose, summary statistics")
+            open_files.close()  # cct.db's footer, trace.db's headers: both complete
+            write_profiledb(os.path.join(tmp, database.PROFILE), c2, pms_path, place, summary)
+            for p in (pms_path, aside_path):
+                os.unlink(p)
+            lap("profile.db in canonical order")
+            n_values, n_trace = held["counts"]
+            return n_values + len(summary.values), n_trace
+
+        return transport.bcast(finish)
+
+
+def phase2_share(c2: classtwo.ClassTwo, sinks: classone.Sinks, allocate: Callable[[str, int], int], jobs: int,
+                 traces: bool, progress: Progress | None, transport: Transport) -> Phase2State:
+    """Class 1 for this rank's share of the profiles (largest first), with ``jobs`` workers."""
+    n = len(c2.profiles)
     state = Phase2State.empty(c2)
-    if trace_writer is not None:
-        trace_writer.__enter__()
-    try:
-        sinks = classone.Sinks(pms_path, aside_path, trace_writer.temp_path if trace_writer else None,
-                               [trace_writer.region(i)[0] for i in range(n)] if trace_writer else None,
-                               SharedCounter(("pms", "aside")))
-        costs = [float(p.input.size + p.input.trace_size) for p in c2.profiles]
-        with LocalPool(min(jobs, n) or 1, shared=(c2, sinks, options.traces)) as pool:
-            for _, o in pool.run(phase2_task, [(i,) for i in range(n)], costs):
-                state.add(o)
+    costs = [p.input.size + p.input.trace_size for p in c2.profiles]
+    order = sorted(range(n), key=lambda i: (-costs[i], i))
+    with LocalPool(min(jobs, n) or 1, shared=(c2, sinks, traces)) as pool:
+        for _, o in run_shared(pool, phase2_task, transport.tasks("phase 2", n), lambda k: (order[k],), _ahead(jobs)):
+            classone.store(o, sinks, allocate)  # blobs a worker could not place (an MPI rank's workers)
+            state.add(o)
+            if progress is not None:
                 progress.advance()
-        if trace_writer is not None:
-            for i in range(n):
-                trace_writer.record(i, trace_writer.region(i)[0], int(state.trace_count[i]))
-            trace_writer.time_range = (state.t_lo or 0, state.t_hi or 0)
-    except BaseException:
-        if trace_writer is not None:
-            trace_writer.__exit__(*__import__("sys").exc_info())
-        raise
-    if trace_writer is not None:
-        trace_writer.__exit__(None, None, None)
-    lap("phase 2: profiles (propagate, PMS blobs, traces)")
+    return state
 
-    # Phase 3: cct.db by groups of context ranges, the summary on the way.
-    layout = state.cct_layout()
-    plan = classthree.StatPlan.build(c2.metrics)
-    groups = range_groups(layout.ranges(classthree.RANGE_BYTES) if c2.n_ctx else [], jobs)
-    parts_of: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
-    with cctdb.CctDBWriter(os.path.join(tmp, database.CCT), layout) as cw:
-        shared = (pms_path, aside_path, cw.temp_path, state.place, layout, plan)
-        with LocalPool(min(jobs, len(groups)) or 1, shared=shared) as pool:
-            for i, parts in pool.run(phase3_task, [(g,) for g in groups], [float(g[-1] - g[0]) for g in groups]):
-                parts_of[i] = parts
-    summary = summary_values([part for i in sorted(parts_of) for part in parts_of[i]])
-    lap("phase 3: cct.db transpose, summary statistics")
 
-    write_profiledb(os.path.join(tmp, database.PROFILE), c2, pms_path, state.place, summary)
-    for p in (pms_path, aside_path):
-        os.unlink(p)
-    lap("profile.db in canonical order")
-    return int(state.place.n_values.sum()) + len(summary.values), int(state.trace_count.sum())
+def merge_states(parts: list[Phase2State]) -> Phase2State:
+    state = parts[0]
+    for other in parts[1:]:
+        state.merge(other)
+    return state
+
+
+def phase3_share(shared: tuple[str, str, str, classthree.Placement, cctdb.CctLayout, classthree.StatPlan],
+                 groups: list[list[int]], jobs: int, transport: Transport
+                 ) -> dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    """cct.db's blocks and the summary values of this rank's share of the range groups (largest first)."""
+    order = sorted(range(len(groups)), key=lambda g: (-(groups[g][-1] - groups[g][0]), g))
+    out: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+    with LocalPool(min(jobs, len(groups)) or 1, shared=shared) as pool:
+        for k, parts in run_shared(pool, phase3_task, transport.tasks("phase 3", len(groups)),
+                                   lambda k: (groups[order[k]],), _ahead(jobs)):
+            out[order[k]] = parts
+    return out
+
+
+def merge_parts(parts: list[dict[int, Any]]) -> dict[int, Any]:
+    out: dict[int, Any] = {}
+    for p in parts:
+        out.update(p)
+    return out
 
 
 def _popcount(bits: np.ndarray) -> np.ndarray:

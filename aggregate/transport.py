@@ -1,0 +1,129 @@
+"""Where the phases of ``hpcsa prof`` run: one process (with its workers), or the ranks of an MPI job.
+
+The driver (:func:`pipeline.run`) is written once, against the few
+operations hpcprof-mpi's two-phase scheme needs (seed 000 §3.2.2;
+reference/hpctoolkit.md §4.3):
+
+- :meth:`Transport.tasks`: which of ``n`` tasks (in canonical priority order,
+  largest first) this rank runs. One process runs them all; MPI ranks take
+  the next one from a counter shared by every rank, so a rank that is busy
+  elsewhere (rank 0 parsing structure files) simply takes fewer.
+- :meth:`Transport.reduce`: each rank computes a value and the values are
+  merged (associatively) up a t-ary tree to rank 0.
+- :meth:`Transport.bcast`: rank 0 computes a value every rank gets.
+- :meth:`Transport.counter`: byte offsets in a scratch file, from a counter
+  shared by everything that writes into it.
+
+Errors are collective. Bad input found by any rank (:class:`HpcsaError`) or
+a hash collision travels up the next reduction as a :class:`Failure`; rank 0
+broadcasts it and every rank raises the same exception at the same point, so
+nothing waits for a rank that gave up. Anything else (a bug, a killed rank)
+aborts the whole job (:meth:`Transport.abort`).
+
+:class:`Single` is the transport of one process: every operation is the
+identity and exceptions simply propagate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Protocol, TypeVar
+
+from hpcsa.errors import HpcsaError
+
+from .rawtree import HashCollision
+
+T = TypeVar("T")
+
+#: Exceptions that are part of the protocol (agreed on by all ranks) rather than a reason to abort.
+COLLECTIVE_ERRORS = (HpcsaError, HashCollision)
+
+
+class Failure:
+    """An exception carried as plain data through a reduction or a broadcast, raised again by every rank."""
+
+    def __init__(self, exc: BaseException) -> None:
+        self.kind = type(exc)
+        if isinstance(exc, HpcsaError):
+            self.args: tuple[Any, ...] = (exc.path, exc.problem)
+        else:
+            self.args = tuple(str(a) for a in exc.args)
+
+    def exception(self) -> BaseException:
+        return self.kind(*self.args)
+
+    def raise_it(self) -> None:
+        raise self.exception()
+
+
+def first_failure(values: Iterable[Any]) -> Failure | None:
+    return next((v for v in values if isinstance(v, Failure)), None)
+
+
+def tree_parent(rank: int, arity: int) -> int | None:
+    """The rank a rank sends its part to in a t-ary tree rooted at rank 0 (None for the root)."""
+    return None if rank == 0 else (rank - 1) // arity
+
+
+def tree_children(rank: int, size: int, arity: int) -> list[int]:
+    """The ranks whose parts a rank merges, in ascending order (the merge order is fixed)."""
+    first = rank * arity + 1
+    return list(range(first, min(first + arity, size)))
+
+
+class Counter(Protocol):
+    def __call__(self, kind: str, nbytes: int) -> int: ...
+
+
+class Transport(Protocol):
+    rank: int
+    size: int
+
+    @property
+    def is_root(self) -> bool: ...
+
+    def tasks(self, name: str, n: int) -> Iterator[int]: ...
+
+    def reduce(self, local: Callable[[], T], merge: Callable[[list[T]], T]) -> T | Failure | None: ...
+
+    def bcast(self, make: Callable[[], T]) -> T: ...
+
+    def counter(self, kinds: tuple[str, ...]) -> tuple[Counter, bool]: ...
+
+    def abort(self, code: int) -> None: ...
+
+
+class Single:
+    """One process: the identity transport (the single-machine path of :func:`pipeline.run`)."""
+
+    rank = 0
+    size = 1
+
+    @property
+    def is_root(self) -> bool:
+        return True
+
+    def tasks(self, name: str, n: int) -> Iterator[int]:
+        return iter(range(n))
+
+    def reduce(self, local: Callable[[], T], merge: Callable[[list[T]], T]) -> T:
+        return local()
+
+    def bcast(self, make: Callable[[], T]) -> T:
+        return make()
+
+    def counter(self, kinds: tuple[str, ...]) -> tuple[Counter, bool]:
+        """A counter shared with forked workers: (allocate, usable inside the workers)."""
+        from .workers import SharedCounter
+
+        return SharedCounter(kinds), True
+
+    def abort(self, code: int) -> None:  # pragma: no cover - nothing to abort
+        raise SystemExit(code)
+
+
+def unwrap(value: T | Failure | None) -> T:
+    """The value of a reduction at rank 0, or the failure it carried, raised."""
+    if isinstance(value, Failure):
+        value.raise_it()
+    return value  # type: ignore[return-value]
