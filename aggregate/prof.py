@@ -1,4 +1,8 @@
-"""``hpcsa prof``: aggregate measurement directories into an HPCToolkit database (like hpcprof)."""
+"""``hpcsa prof``: aggregate measurement directories into an HPCToolkit database (like hpcprof).
+
+Started by an MPI launcher (``mpiexec -n R hpcsa prof ...``), it runs as hpcprof-mpi does, every rank
+taking part (:mod:`mpi`); the database is the same, byte for byte, as a single-process run's.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,8 @@ import sys
 
 from hpcsa.errors import HpcsaError
 
-from . import lexical, pipeline
-from .measurement import find_inputs
+from . import lexical, mpi, pipeline
+from .measurement import Inputs, find_inputs
 from .metrictable import STATISTIC_WORDS, parse_statistics
 from .workers import default_jobs
 
@@ -33,13 +37,49 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    announced = mpi.launched()
+    if announced is not None and (announced[1] != 1 or mpi.available()):
+        return run_mpi(args, announced[0])
     jobs = args.jobs if args.jobs is not None else default_jobs()
+    inputs, options = prepare(args, jobs)
+    result = pipeline.run(inputs, options)
+    lexical.warn(result.warnings)
+    sys.stdout.flush()
+    return 0
+
+
+def prepare(args: argparse.Namespace, jobs: int) -> tuple[Inputs, pipeline.Options]:
     if jobs < 1:
         raise HpcsaError(None, f"-j {jobs}: the number of workers must be at least 1")
     inputs = find_inputs(args.measurements, args.structure, ignore_structs=args.ignore_structs)
     options = pipeline.Options(output=args.output, jobs=jobs, statistics=parse_statistics(args.metric),
-                      traces=not args.no_traces, fallback=not args.no_binaries)
-    result = pipeline.run(inputs, options)
-    lexical.warn(result.warnings)
+                               traces=not args.no_traces, fallback=not args.no_binaries)
+    return inputs, options
+
+
+def run_mpi(args: argparse.Namespace, launcher_rank: int) -> int:
+    """One rank of ``mpiexec -n R hpcsa prof``: errors every rank agrees on are printed once, by rank 0
+    (the others exit with the same status, silently); any other failure aborts all ranks."""
+    # Workers per rank: the CPUs of this node shared by its ranks (hpcprof-mpi: threads per rank).
+    jobs = args.jobs if args.jobs is not None else max(1, default_jobs() // mpi.ranks_on_this_node())
+    try:
+        transport = mpi.MpiTransport.from_environment(arity=jobs)
+    except HpcsaError:
+        if launcher_rank == 0:
+            raise
+        return 2
+    try:
+        inputs, options = transport.bcast(lambda: prepare(args, jobs))
+        result = pipeline.run(inputs, options, transport)
+    except HpcsaError:
+        transport.close()
+        if transport.is_root:
+            raise
+        return 2
+    except BaseException as exc:
+        mpi.report_and_abort(transport, exc)
+    transport.close()
+    if transport.is_root:
+        lexical.warn(result.warnings)
     sys.stdout.flush()
     return 0
