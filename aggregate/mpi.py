@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import pickle
 import sys
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -108,6 +109,10 @@ class MpiTransport:
             self._win.Put(np.zeros(COUNTER_SLOTS, np.int64), 0)
             self._win.Unlock(0)
         comm.Barrier()
+        # One passive-target epoch for the transport's life: a fetch-and-add is then the atomic and a flush,
+        # with no lock request that rank 0 would have to answer (it would wait until rank 0 calls MPI,
+        # i.e. until it finishes the task it is busy with).
+        self._win.Lock_all()
 
     @classmethod
     def from_environment(cls, arity: int) -> MpiTransport:
@@ -140,9 +145,8 @@ class MpiTransport:
     def fetch_add(self, name: str, amount: int) -> int:
         """Atomically add ``amount`` to counter ``name`` and return its previous value (one-sided)."""
         got = np.empty(1, np.int64)
-        self._win.Lock(0, self.MPI.LOCK_SHARED)
         self._win.Fetch_and_op(np.array([amount], np.int64), got, 0, self._slot(name), self.MPI.SUM)
-        self._win.Unlock(0)
+        self._win.Flush(0)
         return int(got[0])
 
     def tasks(self, name: str, n: int) -> Iterator[int]:
@@ -172,8 +176,7 @@ class MpiTransport:
             mine: Any = local()
         except COLLECTIVE_ERRORS as exc:
             mine = Failure(exc)
-        parts = [mine] + [self.comm.recv(source=c, tag=self._tag)
-                          for c in tree_children(self.rank, self.size, self.arity)]
+        parts = [mine] + [self._recv(c, self._tag) for c in tree_children(self.rank, self.size, self.arity)]
         value: Any = first_failure(parts)
         if value is None:
             try:
@@ -182,7 +185,8 @@ class MpiTransport:
                 value = Failure(exc)
         parent = tree_parent(self.rank, self.arity)
         if parent is not None:
-            self.comm.send(value, dest=parent, tag=self._tag)
+            req = self.comm.isend(value, dest=parent, tag=self._tag)
+            self._idle(lambda: req.test()[0])
             return None
         return value
 
@@ -196,9 +200,12 @@ class MpiTransport:
             except COLLECTIVE_ERRORS as exc:
                 payload = (False, Failure(exc))
             data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
-        n = self.comm.bcast(len(data), root=0)
-        buf = np.frombuffer(data, np.uint8) if self.rank == 0 else np.empty(n, np.uint8)
-        self.comm.Bcast(buf, root=0)
+        n = np.array([len(data)], np.int64)
+        first = self.comm.Ibcast(n, root=0)
+        self._idle(first.Test)
+        buf = np.frombuffer(data, np.uint8) if self.rank == 0 else np.empty(int(n[0]), np.uint8)
+        second = self.comm.Ibcast(buf, root=0)
+        self._idle(second.Test)
         if self.rank != 0:
             payload = pickle.loads(buf.data)
         del buf, data
@@ -206,6 +213,19 @@ class MpiTransport:
         if not ok:
             value.raise_it()
         return value
+
+    def _recv(self, source: int, tag: int) -> Any:
+        self._idle(lambda: self.comm.Iprobe(source=source, tag=tag))
+        return self.comm.recv(source=source, tag=tag)
+
+    @staticmethod
+    def _idle(done: Callable[[], bool]) -> None:
+        """Wait for ``done()`` sleeping between polls (MPICH's blocking calls spin: a rank waiting for rank 0's
+        class-2 work would take a core from it, or from its own workers)."""
+        delay = 1e-5
+        while not done():
+            time.sleep(delay)
+            delay = min(2 * delay, 2e-3)
 
     def abort(self, code: int) -> None:
         """End every rank now (a rank failed outside the protocol: nobody may wait for it)."""
@@ -215,6 +235,7 @@ class MpiTransport:
     def close(self) -> None:
         """Free the counters (collective: every rank, after the last operation)."""
         if self._win is not None:
+            self._win.Unlock_all()
             self._win.Free()
             self._win = None
 

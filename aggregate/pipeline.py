@@ -88,6 +88,7 @@ class Result:
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per phase
     binaries: list[str] = field(default_factory=list)  # binaries read in place of structure files
+    rank_profiles: list[int] = field(default_factory=list)  # profiles each rank processed in phase 2
 
 
 # -- phase 0: GPU call graphs -------------------------------------------------------------------------------
@@ -349,14 +350,14 @@ def run(inputs: Inputs, options: Options, transport: Transport | None = None) ->
     progress.what, progress.total, progress.done = "hpcsa prof: aggregating", len(c2.profiles), 0
     with contextlib.ExitStack() as output:
         tmp = transport.bcast(lambda: output.enter_context(atomic_dir(held["out"])))
-        n_values, n_trace = write_database(c2, tmp, jobs, options, progress, timings, transport)
+        n_values, n_trace, shares = write_database(c2, tmp, jobs, options, progress, timings, transport)
     out = transport.bcast(lambda: held["out"])  # every rank returns once the database is in place
     result = Result(os.path.abspath(out), len(c2.profiles), c2.n_ctx, n_values, n_trace, progress.elapsed(),
-                    c2.warnings, timings, c2.binaries)
+                    c2.warnings, timings, c2.binaries, shares)
     if transport.is_root:
+        ranks = f" ({transport.size} ranks: {'+'.join(map(str, shares))} profiles)" if transport.size > 1 else ""
         progress.finish(f"hpcsa prof: {result.profiles} profiles, {result.contexts} contexts, "
-                        f"{result.values} values{f', {n_trace} trace elements' if n_trace else ''}"
-                        f"{f' ({transport.size} ranks)' if transport.size > 1 else ''} -> {out}")
+                        f"{result.values} values{f', {n_trace} trace elements' if n_trace else ''}{ranks} -> {out}")
     return result
 
 
@@ -375,6 +376,7 @@ class Phase2State:
     trace_count: np.ndarray  # elements written per profile
     t_lo: int | None = None  # time range of the timepoints read
     t_hi: int | None = None
+    done_by: dict[int, int] = field(default_factory=dict)  # profiles processed, per rank
 
     @classmethod
     def empty(cls, c2: classtwo.ClassTwo) -> Phase2State:
@@ -401,6 +403,8 @@ class Phase2State:
         self.ctx_values += other.ctx_values
         self.ctx_bits |= other.ctx_bits
         self.trace_count += other.trace_count
+        for rank, count in other.done_by.items():
+            self.done_by[rank] = self.done_by.get(rank, 0) + count
         for lo, hi in ((other.t_lo, other.t_hi),):
             if lo is not None and hi is not None:
                 self.t_lo = lo if self.t_lo is None else min(self.t_lo, lo)
@@ -435,9 +439,10 @@ def write_profiledb(path: str, c2: classtwo.ClassTwo, pms_path: str, place: clas
 
 
 def write_database(c2: classtwo.ClassTwo, tmp: str, jobs: int, options: Options, progress: Progress,
-                   timings: dict[str, float] | None = None, transport: Transport | None = None) -> tuple[int, int]:
+                   timings: dict[str, float] | None = None, transport: Transport | None = None
+                   ) -> tuple[int, int, list[int]]:
     """Phases 2 and 3 into the (temporary) database directory ``tmp``, by every rank of the transport with
-    ``jobs`` workers each; (values written, trace elements). Rank 0 writes meta.db, the metric taxonomy,
+    ``jobs`` workers each; (values written, trace elements, profiles per rank). Rank 0 writes meta.db, the metric taxonomy,
     the trace headers, the summary and profile.db; the ranks' workers write the class-1 blobs, trace lines
     and cct.db's blocks into the files rank 0 opened."""
     transport = transport or Single()
@@ -484,7 +489,8 @@ def write_database(c2: classtwo.ClassTwo, tmp: str, jobs: int, options: Options,
                     tw.record(i, tw.region(i)[0], int(state.trace_count[i]))
                 tw.time_range = (state.t_lo or 0, state.t_hi or 0)
             lap("phase 2: profiles (propagate, PMS blobs, traces)")
-            held["counts"] = int(state.place.n_values.sum()), int(state.trace_count.sum())
+            held["counts"] = (int(state.place.n_values.sum()), int(state.trace_count.sum()),
+                              [state.done_by.get(r, 0) for r in range(transport.size)])
             lay = state.cct_layout()
             groups = range_groups(lay.ranges(classthree.RANGE_BYTES) if c2.n_ctx else [], jobs * transport.size)
             cw = open_files.enter_context(cctdb.CctDBWriter(os.path.join(tmp, database.CCT), lay))
@@ -497,7 +503,7 @@ def write_database(c2: classtwo.ClassTwo, tmp: str, jobs: int, options: Options,
         shared = (pms_path, aside_path, cct_path, place, lay, classthree.StatPlan.build(c2.metrics))
         parts = transport.reduce(lambda: phase3_share(shared, groups, jobs, transport), merge_parts)
 
-        def finish() -> tuple[int, int]:
+        def finish() -> tuple[int, int, list[int]]:
             parts_of = unwrap(parts)
             summary = summary_values([part for i in sorted(parts_of) for part in parts_of[i]])
             lap("phase 3: cct.db transpose, summary statistics")
@@ -506,8 +512,8 @@ def write_database(c2: classtwo.ClassTwo, tmp: str, jobs: int, options: Options,
             for p in (pms_path, aside_path):
                 os.unlink(p)
             lap("profile.db in canonical order")
-            n_values, n_trace = held["counts"]
-            return n_values + len(summary.values), n_trace
+            n_values, n_trace, shares = held["counts"]
+            return n_values + len(summary.values), n_trace, shares
 
         return transport.bcast(finish)
 
@@ -519,12 +525,15 @@ def phase2_share(c2: classtwo.ClassTwo, sinks: classone.Sinks, allocate: Callabl
     state = Phase2State.empty(c2)
     costs = [p.input.size + p.input.trace_size for p in c2.profiles]
     order = sorted(range(n), key=lambda i: (-costs[i], i))
+    done = 0
     with LocalPool(min(jobs, n) or 1, shared=(c2, sinks, traces)) as pool:
         for _, o in run_shared(pool, phase2_task, transport.tasks("phase 2", n), lambda k: (order[k],), _ahead(jobs)):
             classone.store(o, sinks, allocate)  # blobs a worker could not place (an MPI rank's workers)
             state.add(o)
+            done += 1
             if progress is not None:
                 progress.advance()
+    state.done_by[transport.rank] = done
     return state
 
 
