@@ -24,6 +24,8 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
                "hpcsa struct app.m -j 4"),
     "ingest": ("hpcsa.ingest.cmd", "convert NVIDIA/AMD/Intel GPU records into an HPCToolkit measurement directory",
                "hpcsa ingest report.sqlite -o report.m"),
+    "synth": ("hpcsa.ingest.synthcmd", "write a synthetic measurement directory of any size (CPU threads, GPU streams)",
+              "hpcsa synth big.m -n 4096 --gpu -j 2"),
     "demo": ("hpcsa.democmd", "run the whole pipeline on the bundled fixtures", "hpcsa demo -o demo-out"),
     "prof": ("hpcsa.aggregate.prof", "aggregate measurement directories into a database (like hpcprof)",
              "hpcsa prof prog.m -o prog.d"),
