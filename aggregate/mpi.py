@@ -252,7 +252,9 @@ def report_and_abort(transport: MpiTransport | None, exc: BaseException) -> None
 
 
 def available() -> bool:
-    """Whether mpi4py (and its MPI library) can be imported, without initializing MPI."""
-    import importlib.util
-
-    return importlib.util.find_spec("mpi4py") is not None
+    """Whether mpi4py can be imported (importing it does not initialize MPI; importing ``mpi4py.MPI`` does)."""
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return False
+    return True

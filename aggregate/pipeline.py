@@ -24,18 +24,20 @@ The scheme is hpcprof-mpi's (seed 000 §3.2; reference/hpctoolkit.md §4.3):
 
 Everything is written inside a temporary directory renamed into place when
 complete (:func:`hpcsa.fileio.atomic_dir`). Ids, profile order and layout are
-canonical, so the database is byte-identical for any number of workers.
+canonical, so the database is byte-identical for any number of workers or
+ranks.
 
-The MPI seam: :func:`run` and :func:`write_database` are the single-machine
-drivers. An MPI driver calls the same pieces — :func:`gpu_env`,
-:func:`discover.discover` / :func:`discover.merge` (reduced up a t-ary tree),
-:func:`structs_for` + :func:`phase1_task` for structure files,
-:func:`classtwo.build_classifier` + :func:`classtwo.assemble` on rank 0
-(broadcast the result), :func:`classone.process_profile` with a
-:class:`classone.Sinks` whose ``allocate`` is an MPI shared counter,
-:class:`Phase2State` (``merge`` up the tree), :func:`range_groups` +
-:func:`classthree.transpose_ranges` spread over ranks, then
-:func:`summary_values` and :func:`write_profiledb` on rank 0.
+Transports (:mod:`transport`): :func:`run` and :func:`write_database` are the
+one driver, written against a :class:`transport.Transport`. With
+:class:`transport.Single` (one process and its ``-j`` workers) every
+collective is the identity; with :class:`mpi.MpiTransport` every rank runs the
+same code: its share of each phase's tasks (profile batches, profiles, context
+range groups: largest first, taken from a counter shared by the ranks), the
+phase-1 reports and phase-2 states reduced up a t-ary tree to rank 0, class 2
+and the layouts broadcast from it. Rank 0 alone parses CPU structure files,
+classifies, and writes meta.db, the taxonomy, trace headers, the summary and
+profile.db; class-1 blobs, trace lines and cct.db blocks are written by every
+rank into the files rank 0 opened.
 """
 
 from __future__ import annotations

@@ -370,6 +370,10 @@ def _rank_ops(prog: Program, rank: int) -> tuple[np.ndarray, np.ndarray, np.ndar
         return np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
     rng = np.random.default_rng([prog.spec.seed, 0x6B7, rank])
     chosen = np.flatnonzero(rng.random(len(prog.ops)) < min(0.7, prog.spec.gpu_ops / len(prog.ops)))
+    need = min(len(prog.ops), max(1, prog.spec.streams_per_rank))  # a stream exists because it ran something
+    if len(chosen) < need:
+        rest = np.setdiff1d(np.arange(len(prog.ops)), chosen)
+        chosen = np.sort(np.concatenate([chosen, rng.choice(rest, size=need - len(chosen), replace=False)]))
     launches = prog.ops["launches"][chosen] * rng.lognormal(0.0, 0.2, len(chosen))
     launches = np.maximum(1, np.rint(launches))
     seconds = launches * prog.ops["duration"][chosen] * rng.lognormal(0.0, 0.1, len(chosen))
@@ -474,7 +478,7 @@ def stream_profile(prog: Program, rank: int, stream: int) -> tuple[HpcrunProfile
     spec = prog.spec
     rng = np.random.default_rng([spec.seed, rank, FIRST_STREAM_THREAD + stream])
     chosen, launches, seconds = _rank_ops(prog, rank)
-    mine = np.flatnonzero(chosen % max(1, spec.streams_per_rank) == stream)
+    mine = np.flatnonzero(np.arange(len(chosen)) % max(1, spec.streams_per_rank) == stream)
     noact = int(np.flatnonzero(prog.kind == NO_ACTIVITY)[0])
     if len(mine):
         events = max(1, spec.samples // 2)

@@ -1,0 +1,37 @@
+"""``hpcsa`` with a fault injected into one MPI rank's phase 2 (for tests/aggregate/test_mpi_prof.py).
+
+Run as ``mpiexec -n R python tests/aggregate/mpi_fault.py RANK KIND prof ...``. On rank RANK the first
+profile processed fails: ``input`` raises an HpcsaError naming the profile (bad input found late),
+``crash`` raises a RuntimeError (a bug), ``kill`` kills the process (a node going away).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+from hpcsa.aggregate import classone
+from hpcsa.cli import main
+from hpcsa.errors import HpcsaError
+
+
+def inject(kind: str) -> None:
+    original = classone.process_profile
+
+    def failing(c2, index, sinks, **kw):  # type: ignore[no-untyped-def]
+        if kind == "input":
+            raise HpcsaError(c2.profiles[index].input.path, "injected: unreadable on the second reading")
+        if kind == "crash":
+            raise RuntimeError("injected bug")
+        os.kill(os.getpid(), signal.SIGKILL)
+        return original(c2, index, sinks, **kw)
+
+    classone.process_profile = failing
+
+
+if __name__ == "__main__":
+    rank, kind, *argv = sys.argv[1:]
+    if os.environ.get("PMI_RANK") == rank:
+        inject(kind)
+    sys.exit(main(argv))
