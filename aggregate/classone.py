@@ -106,8 +106,8 @@ def _pwrite(path: str, offset: int, data: bytes) -> None:
         os.close(fd)
 
 
-def point_values(prof, inp: ProfileInput, c2: ClassTwo) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                                  np.ndarray, np.ndarray, np.ndarray]:
+def point_values(prof, inp: ProfileInput, c2: ClassTwo, table: int | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(context, metric, value) of every value of the profile, plus the node -> (full, rel) contexts and
     CCT ids (for traces)."""
     raw, index, gpu = profile_nodes(prof, inp, c2.env)
@@ -118,10 +118,10 @@ def point_values(prof, inp: ProfileInput, c2: ClassTwo) -> tuple[np.ndarray, np.
     full = c2.raw_full[rows]
     rel = c2.raw_rel[rows]
     n = len(ids)
-    inputs = c2.metrics.inputs_for(prof.metrics)
-    glob = np.array([mi.index for mi in inputs] or [-1], np.int64)
-    period = np.array([mi.period for mi in inputs] or [1.0], np.float64)
-    m2p = np.array([mi.move2proc for mi in inputs] or [False], bool)
+    if table is not None and table < len(c2.metric_inputs):
+        glob, period, m2p = c2.metric_inputs[table]
+    else:
+        glob, period, m2p = c2.metrics.input_arrays(prof.metrics)
     ctx_parts, met_parts, val_parts = [], [], []
     if len(prof.values):
         vrow = index.rows(prof.value_nodes().astype(np.int64))
@@ -218,7 +218,7 @@ def process_profile(c2: ClassTwo, index: int, sinks: Sinks, *, traces: bool = Tr
     facts = c2.profiles[index]
     inp = facts.input
     prof = read_again(facts, c2.metric_tables[facts.metrics], c2.loadmaps[facts.loadmap])
-    ctx, met, val, full, rel, ids = point_values(prof, inp, c2)
+    ctx, met, val, full, rel, ids = point_values(prof, inp, c2, facts.metrics)
     points_read = np.bincount(met, weights=val, minlength=len(c2.metrics)) if len(met) else \
         np.zeros(len(c2.metrics))
     p = propagate(ctx, met, val, c2.tree)

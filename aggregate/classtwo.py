@@ -52,6 +52,8 @@ class ClassTwo:
     n_ctx: int
     warnings: list[str] = field(default_factory=list)
     binaries: list[str] = field(default_factory=list)  # binaries read in place of structure files
+    #: per distinct .hpcrun metric table: (global metric index, period, move2proc) of each of its metrics
+    metric_inputs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
 
     @property
     def n_prop_ids(self) -> int:
@@ -204,6 +206,8 @@ def assemble(disc: Discovery, classifier: lx.Classifier, env: Phase1Env, *, stat
     meta = metadb.MetaDB(title=title or "<unnamed>", id_names=id_names, metrics=metrics.metadb_metrics(),
                          modules=modules, module_flags=np.zeros(len(modules), np.uint32), files=files,
                          file_flags=np.zeros(len(files), np.uint32), functions=funcs, contexts=ctree)
-    return ClassTwo(env.seed, disc.raw.nodes["h1"].copy(), disc.raw.nodes["h2"].copy(), full, rel, arrays,
-                    trace_id, metrics, prop, env, profiles, disc.metric_tables, disc.loadmaps, tuples,
-                    [f.trace_records for f in profiles], meta, len(tree), list(warnings or []), binaries)
+    c2 = ClassTwo(env.seed, disc.raw.nodes["h1"].copy(), disc.raw.nodes["h2"].copy(), full, rel, arrays,
+                  trace_id, metrics, prop, env, profiles, disc.metric_tables, disc.loadmaps, tuples,
+                  [f.trace_records for f in profiles], meta, len(tree), list(warnings or []), binaries)
+    c2.metric_inputs = [metrics.input_arrays(t) for t in disc.metric_tables]
+    return c2

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from hpcsa.aggregate import metadb, metricsyaml
 from hpcsa.errors import HpcsaError, UnsupportedError
 
@@ -111,6 +113,14 @@ class MetricTable:
             i = -1 if getattr(d, "formula", "") else idx.get(d.name, -1)  # type: ignore[attr-defined]
             out.append(MetricInput(i, bool(d.is_int), float(d.period), bool(d.move2proc)))  # type: ignore[attr-defined]
         return out
+
+    def input_arrays(self, descs: Sequence[object]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`inputs_for` as arrays indexed by the profile's metric id: global index (-1: derived),
+        period, move2proc."""
+        inputs = self.inputs_for(descs)
+        return (np.array([mi.index for mi in inputs] or [-1], np.int64),
+                np.array([mi.period for mi in inputs] or [1.0], np.float64),
+                np.array([mi.move2proc for mi in inputs] or [False], bool))
 
     def prop_ids(self, m: int) -> dict[str, int]:
         """propMetricId of each scope of metric ``m``."""

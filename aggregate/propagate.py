@@ -42,6 +42,7 @@ class TreeArrays:
     block_root: np.ndarray  # int64: nearest ancestor-or-self entered by a call or that is a loop
     is_loop: np.ndarray     # bool
     _mark: np.ndarray | None = field(default=None, repr=False)
+    _stamp: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
     def build(cls, parent: np.ndarray, depth: np.ndarray, is_call: np.ndarray, is_loop: np.ndarray,
@@ -65,6 +66,12 @@ class TreeArrays:
             self._mark = np.zeros(len(self.parent), bool)
         return self._mark
 
+    def stamp(self) -> np.ndarray:
+        """A scratch integer per context (any content: written before it is read)."""
+        if self._stamp is None:
+            self._stamp = np.zeros(len(self.parent), np.int64)
+        return self._stamp
+
 
 @dataclass
 class Propagated:
@@ -81,16 +88,24 @@ class Propagated:
 
 
 def closure(ctx: np.ndarray, tree: TreeArrays) -> np.ndarray:
-    """``ctx`` and all their ancestors, sorted (the root included): one vectorized step per level."""
+    """``ctx`` and all their ancestors, sorted (the root included): one vectorized step per level.
+
+    A level's new parents are deduplicated without sorting (a stamp per context: the last writer of a
+    duplicated index keeps it); the single sort is at the end.
+    """
     parent = tree.parent
     mark = tree.mark()
+    stamp = tree.stamp()
     frontier = np.unique(ctx)
     mark[frontier] = True
     parts = [frontier]
     while len(frontier):
         up = parent[frontier]
         up = up[up >= 0]
-        up = np.unique(up[~mark[up]])
+        up = up[~mark[up]]
+        pos = np.arange(len(up))
+        stamp[up] = pos
+        up = up[stamp[up] == pos]
         mark[up] = True
         parts.append(up)
         frontier = up
