@@ -15,6 +15,10 @@ The pipeline (reference hpctoolkit.md §2.3, binary-structure.md §5.3):
    files or earlier lines; double aliens for inlined calls, placed by
    ``locateTree``; emitted into a :class:`~hpcsa.structure.model.ModuleBuilder`.
 
+Steps 2 to 4 are hpcstruct's tree rules, the same for GPU binaries: they live
+in :mod:`hpcsa.structure.tree`; this module supplies the x86-64 side (the
+skeleton, the CFG and the line and inline lookups of a parsed function).
+
 Per-instruction work is vectorized per function (line and inline lookups
 over the instruction address array); Python loops run over runs of
 instructions sharing a line and inline chain, blocks, and loops.
@@ -38,83 +42,24 @@ from hpcsa.structure.dwarf import DebugInfo, DwarfError
 from hpcsa.structure.dwarf_inline import InlineTable, read_inlines
 from hpcsa.structure.dwarf_lines import LineMap, build_line_map, read_program
 from hpcsa.structure.elf import ElfImage, FunctionSymbol, open_elf
-from hpcsa.structure.loops import Loop, find_loops
-from hpcsa.structure.model import GUARD_NAME, A, F, L, Module, ModuleBuilder, P
+from hpcsa.structure.loops import find_loops
+from hpcsa.structure.model import F, Module, ModuleBuilder
+from hpcsa.structure.tree import (
+    FLP,
+    Stmt,
+    StrTab,
+    TreeNode,
+    basename,
+    compute_gaps,
+    emit_procedure,
+    flp_path,
+    function_tree,
+)
 
 UNKNOWN_PROC = "<unknown procedure>"
 UNKNOWN_LINK = "<unknown link>"
 DWARF_SECTIONS = (".debug_info", ".debug_abbrev", ".debug_str", ".debug_line_str", ".debug_str_offsets",
                   ".debug_addr", ".debug_ranges", ".debug_rnglists", ".debug_line")
-
-
-def _basename(path: str) -> str:
-    return path.rsplit("/", 1)[-1] if path else ""
-
-
-class StrTab:
-    """Strings numbered in order of first use (hpcstruct orders inline children by these numbers)."""
-
-    def __init__(self) -> None:
-        self.index: dict[str, int] = {"": 0}
-        self.strings: list[str] = [""]
-
-    def __call__(self, s: str) -> int:
-        i = self.index.get(s)
-        if i is None:
-            i = self.index[s] = len(self.strings)
-            self.strings.append(s)
-        return i
-
-
-@dataclass(frozen=True, order=True)
-class FLP:
-    """One inlined call: (file, line, callee) as string-table numbers (their order is the output order)."""
-
-    file: int
-    line: int
-    name: int
-    base: int = field(compare=False)
-
-
-class Stmt:
-    """A run of instructions with one file and line; ``file``/``base`` are string-table numbers."""
-
-    __slots__ = ("vma", "length", "file", "base", "line")
-
-    def __init__(self, vma: int, length: int, file: int, base: int, line: int) -> None:
-        self.vma = vma
-        self.length = length
-        self.file = file
-        self.base = base
-        self.line = line
-
-    @property
-    def end(self) -> int:
-        return self.vma + self.length
-
-
-class TreeNode:
-    __slots__ = ("nodes", "stmts", "loops", "file")
-
-    def __init__(self, file: int = 0) -> None:
-        self.nodes: dict[FLP, TreeNode] = {}
-        self.stmts: list[Stmt] = []
-        self.loops: list[LoopInfo] = []
-        self.file = file
-
-    def member(self, vma: int) -> bool:
-        return any(s.vma <= vma < s.end for s in self.stmts)
-
-
-@dataclass
-class LoopInfo:
-    node: TreeNode
-    path: list[FLP]
-    entry_vma: int
-    file: int
-    base: int
-    line: int
-    irred: bool
 
 
 @dataclass
@@ -472,7 +417,7 @@ class StructureBuilder:
                 label = f"{UNKNOWN_PROC} {vma_str}"
                 if got is not None:
                     pfile, pline = got
-                    label += f" {_basename(pfile)}" + (f":{pline}" if pline > 0 else "")
+                    label += f" {basename(pfile)}" + (f":{pline}" if pline > 0 else "")
                 if self.shared:
                     label += f" [{self.base}]"
                 if pfile == filenm:
@@ -521,141 +466,12 @@ class StructureBuilder:
             self.add_gaps(filenm, group, covered, strtab)
 
     def do_function(self, filenm: str, func: Function, blocks: list, strtab: StrTab) -> TreeNode:
-        index = {b.start: i for i, b in enumerate(blocks)}
         ctx = _FuncCtx(self, strtab, blocks)
+        index = ctx.index
         succs = [[index[t] for t, _k in b.succs if t in index] for b in blocks]
         cyclic = any(t <= i for i, ts in enumerate(succs) for t in ts)  # blocks are in address order
         top = find_loops(succs, index[func.entry])[0] if cyclic and func.entry in index else []
-        visited = [False] * len(blocks)
-        root = TreeNode()
-        loop_infos: list[LoopInfo] = []
-        for loop in sorted(top, key=lambda lp: min(blocks[e].start for e in lp.entries)):
-            loop_infos.append(self.do_loop_tree(filenm, ctx, blocks, visited, loop, succs))
-        for i in range(len(blocks)):
-            if not visited[i]:
-                visited[i] = True
-                ctx.add_block(root, i)
-        for info in loop_infos:
-            merge_inline_loop(root, [], info)
-        return root
-
-    def do_loop_tree(self, filenm: str, ctx: _FuncCtx, blocks: list, visited: list[bool], loop: Loop,
-                     succs: list[list[int]]) -> LoopInfo:
-        children = sorted(loop.children, key=lambda lp: min(blocks[e].start for e in lp.entries))
-        subs = [self.do_loop_tree(filenm, ctx, blocks, visited, c, succs) for c in children]
-        root = TreeNode()
-        for i in sorted(loop.blocks):
-            if not visited[i]:
-                visited[i] = True
-                ctx.add_block(root, i)
-        for info in subs:
-            merge_inline_loop(root, [], info)
-        info = self.find_loop_header(filenm, ctx, blocks, root, loop, succs)
-        merge_irred_loops(info)
-        return info
-
-    def find_loop_header(self, filenm: str, ctx: _FuncCtx, blocks: list, root: TreeNode, loop: Loop,
-                         succs: list[list[int]]) -> LoopInfo:
-        strtab = ctx.strtab
-        inside = loop.blocks
-        conds: dict[int, tuple[int, int, int, int, list[FLP]]] = {}  # vma -> (depth, file, base, line, path)
-        for bi in inside:
-            b = blocks[bi]
-            in_loop = out_loop = False
-            for t, kind in b.succs:
-                if kind == E_CALL_FT:
-                    continue
-                if ctx.index[t] in inside:
-                    in_loop = True
-                else:
-                    out_loop = True
-            if in_loop and out_loop:
-                vma = ctx.last_vma[bi]
-                got = self.line_at(vma)
-                file = self.realpath(got[0]) if got else ""
-                line = got[1] if got else 0
-                path = ctx.path_of(ctx.last_inl[bi])
-                conds[vma] = (len(path), strtab(file), strtab(_basename(file)), line, path)
-        clist = sorted(conds.items())
-
-        # Step 2: descend single inline chains until an exit condition lives at this level.
-        path: list[FLP] = []
-        moved: list[Stmt] = []
-        depth_root = 0
-        while len(root.nodes) == 1 and not root.loops:
-            flp, sub = next(iter(root.nodes.items()))
-            stop = False
-            for vma, _c in clist:
-                if root.member(vma):
-                    stop = True
-                    break
-                hit = next((s for s in moved if s.vma <= vma < s.end), None)
-                if hit is not None and hit.base == flp.base:
-                    stop = True
-                    break
-            if stop:
-                break
-            moved.extend(root.stmts)
-            root.stmts = []
-            root = sub
-            path.append(flp)
-            depth_root += 1
-        root.stmts.extend(moved)
-
-        # Step 4: the header's file, then its line.
-        proc_file = strtab(filenm)
-        proc_base = strtab(_basename(filenm))
-        empty = 0
-        file_ans = base_ans = empty
-        line_ans = 0
-        found = False
-        if depth_root == 0:
-            for _vma, (d, _f, bs, _ln, _p) in clist:
-                if d == depth_root and bs != empty and bs == proc_base:
-                    file_ans, base_ans, found = proc_file, proc_base, True
-                    break
-        if not found:
-            for flp in sorted(root.nodes):
-                if any(d == depth_root and bs != empty and bs == flp.base for _v, (d, f, bs, _l, _p) in clist):
-                    file_ans, base_ans, found = flp.file, flp.base, True
-                    break
-        if not found:
-            for _vma, (d, f, bs, _ln, _p) in clist:
-                if d == depth_root and bs != empty:
-                    file_ans, base_ans, found = f, bs, True
-                    break
-        if not found and depth_root == 0 and proc_file != empty:
-            file_ans, base_ans, found = proc_file, proc_base, True
-        if not found:
-            for flp in sorted(root.nodes):
-                if flp.file != empty:
-                    file_ans, base_ans, found = flp.file, flp.base, True
-                    break
-        if not found:
-            for sub in root.loops:
-                if sub.file != empty:
-                    file_ans, base_ans, found = sub.file, sub.base, True
-                    break
-        if not found:
-            for s in sorted(root.stmts, key=lambda s: s.vma):
-                if s.file != empty:
-                    file_ans, base_ans, line_ans, found = s.file, s.base, s.line, True
-                    break
-        if file_ans == empty:
-            line_ans = 0
-        else:
-            for _vma, (d, _f, bs, ln, _p) in clist:
-                if d == depth_root and bs == base_ans and ln > 0 and (line_ans == 0 or ln < line_ans):
-                    line_ans = ln
-            for _vma, (d, _f, _bs, _ln, p) in clist:
-                if d > depth_root and p[depth_root].base == base_ans and p[depth_root].line > 0:
-                    if line_ans == 0 or p[depth_root].line < line_ans:
-                        line_ans = p[depth_root].line
-            for sub in root.loops:
-                if sub.base == base_ans and sub.line > 0 and (line_ans == 0 or sub.line < line_ans):
-                    line_ans = sub.line
-        entry_vma = min(blocks[e].start for e in loop.entries)
-        return LoopInfo(root, path, entry_vma, file_ans, base_ans, line_ans, loop.irreducible)
+        return function_tree(ctx, top, filenm)
 
     def add_gaps(self, filenm: str, group: Group, covered: list[tuple[int, int]], strtab: StrTab) -> None:
         if not group.procs:
@@ -666,7 +482,7 @@ class StructureBuilder:
         root = leader.root
         gaps = compute_gaps(covered, group.start, group.end)
         fid = strtab(filenm)
-        fbase = strtab(_basename(filenm))
+        fbase = strtab(basename(filenm))
         for lo, hi in gaps:
             vma = lo
             while vma < hi:
@@ -674,7 +490,7 @@ class StructureBuilder:
                 if got is not None:
                     end = min(got[2], hi)
                     f = got[0]
-                    self.add_stmt(root, strtab, vma, end - vma, strtab(f), strtab(_basename(f)), got[1])
+                    self.add_stmt(root, strtab, vma, end - vma, strtab(f), strtab(basename(f)), got[1])
                 else:
                     end = min(vma + 4, hi)
                     self.add_stmt(root, strtab, vma, end - vma, fid, fbase, leader.line)
@@ -682,15 +498,12 @@ class StructureBuilder:
 
     def add_stmt(self, root: TreeNode, strtab: StrTab, vma: int, length: int, file: int, base: int,
                  line: int) -> None:
-        node = root
-        addrs = np.array([vma], np.uint64)
-        n = int(self.src.inlines.innermost(addrs)[0])
-        for flp in _flp_path(self.src.inlines, n, strtab, self.realpath):
-            nxt = node.nodes.get(flp)
-            if nxt is None:
-                nxt = node.nodes[flp] = TreeNode()
-            node = nxt
-        node.stmts.append(Stmt(vma, length, file, base, line))
+        n = int(self.src.inlines.innermost(np.array([vma], np.uint64))[0])
+        root.descend(self.inline_path(n, strtab)).stmts.append(Stmt(vma, length, file, base, line))
+
+    def inline_path(self, node: int, strtab: StrTab) -> list[FLP]:
+        return flp_path(((self.realpath(f) if f else "", line, name) for f, line, name in self.src.inlines.chain(node)),
+                        strtab)
 
     # -- whole binary ---------------------------------------------------------------------------
     def build(self) -> Module:
@@ -724,11 +537,9 @@ class StructureBuilder:
         return out.finish()
 
     def emit_proc(self, out: ModuleBuilder, frow: int, filenm: str, pinfo: ProcInfo, group: Group) -> None:
-        strtab = group.strtab
-        prow = out.add(P, frow, name=pinfo.pretty, link=pinfo.link if pinfo.link != pinfo.pretty else None,
-                       line=pinfo.line, ranges=[(pinfo.entry, pinfo.entry + 1)])
         assert pinfo.root is not None
-        _Emitter(out, strtab).tree(prow, pinfo.root, strtab(filenm), strtab(_basename(filenm)), pinfo.line)
+        emit_procedure(out, frow, group.strtab, pinfo.root, filenm=filenm, name=pinfo.pretty, link=pinfo.link,
+                       line=pinfo.line, entry=pinfo.entry)
 
 
 def _ordered(group: Group) -> list[ProcInfo]:
@@ -770,8 +581,8 @@ class InstructionRuns:
 
 
 class _FuncCtx:
-    """Per-function caches shared by its blocks and loops (inline paths and file names in the group's
-    string table)."""
+    """One parsed function as :class:`~hpcsa.structure.tree.FunctionCode`, with per-function caches shared
+    by its blocks and loops (inline paths and file names in the group's string table)."""
 
     def __init__(self, sb: StructureBuilder, strtab: StrTab, blocks: list) -> None:  # type: ignore[type-arg]
         self.sb = sb
@@ -804,22 +615,33 @@ class _FuncCtx:
         self.run_line: list[int] = runs.line[sel].tolist()
         self.last_vma: list[int] = code.addr[np.array([b.last for b in blocks], np.int64)].tolist()
         self.last_inl: list[int] = runs.block_last_inl[bids].tolist()
-        self.index = {b.start: i for i, b in enumerate(blocks)}
+        self.starts: list[int] = [b.start for b in blocks]
+        self.index = {a: i for i, a in enumerate(self.starts)}
         self._paths: dict[int, list[FLP]] = {}
         self._file_ids: dict[int, tuple[int, int]] = {}
 
     def path_of(self, node: int) -> list[FLP]:
         got = self._paths.get(node)
         if got is None:
-            got = self._paths[node] = _flp_path(self.sb.src.inlines, node, self.strtab, self.sb.realpath)
+            got = self._paths[node] = self.sb.inline_path(node, self.strtab)
         return got
+
+    def loop_successors(self, bi: int) -> list[int]:
+        index = self.index
+        return [index[t] for t, kind in self.blocks[bi].succs if kind != E_CALL_FT]
+
+    def exit_condition(self, bi: int) -> tuple[int, str, int, list[FLP]]:
+        vma = self.last_vma[bi]
+        got = self.sb.line_at(vma)
+        file = self.sb.realpath(got[0]) if got else ""
+        return vma, file, got[1] if got else 0, self.path_of(self.last_inl[bi])
 
     def file_of(self, fid: int) -> tuple[int, int]:
         got = self._file_ids.get(fid)
         if got is None:
             name = self.sb.file_names[fid] if fid >= 0 else ""
             name = self.sb.realpath(name) if name else ""
-            got = self._file_ids[fid] = (self.strtab(name), self.strtab(_basename(name)))
+            got = self._file_ids[fid] = (self.strtab(name), self.strtab(basename(name)))
         return got
 
     def add_block(self, root: TreeNode, bi: int) -> None:
@@ -834,193 +656,12 @@ class _FuncCtx:
                 path = paths.get(n)
                 if path is None:
                     path = self.path_of(n)
-                for flp in path:
-                    nxt = node.nodes.get(flp)
-                    if nxt is None:
-                        nxt = node.nodes[flp] = TreeNode()
-                    node = nxt
+                node = root.descend(path)
             f = run_file[r]
             ids = file_ids.get(f)
             if ids is None:
                 ids = self.file_of(f)
             node.stmts.append(Stmt(run_vma[r], run_len[r], ids[0], ids[1], run_line[r]))
-
-
-def _flp_path(inlines: InlineTable, node: int, strtab: StrTab, realpath: Callable[[str], str]) -> list[FLP]:
-    out = []
-    for file, line, name in inlines.chain(node):
-        f = realpath(file) if file else ""
-        out.append(FLP(strtab(f), line, strtab(name), strtab(_basename(f))))
-    return out
-
-
-def merge_inline_loop(dest: TreeNode, path: list[FLP], info: LoopInfo) -> None:
-    k = 0
-    while k < len(path) and k < len(info.path) and path[k] == info.path[k]:
-        k += 1
-    for flp in info.path[k:]:
-        nxt = dest.nodes.get(flp)
-        if nxt is None:
-            nxt = dest.nodes[flp] = TreeNode()
-        dest = nxt
-    dest.loops.append(info)
-
-
-def merge_inline_tree(dest: TreeNode, src: TreeNode) -> None:
-    if src is dest:
-        return
-    dest.stmts.extend(src.stmts)
-    src.stmts = []
-    dest.loops.extend(src.loops)
-    src.loops = []
-    for flp, sub in src.nodes.items():
-        mine = dest.nodes.get(flp)
-        if mine is None:
-            dest.nodes[flp] = sub
-        else:
-            merge_inline_tree(mine, sub)
-    src.nodes = {}
-
-
-def merge_irred_loops(l1: LoopInfo) -> None:
-    if not l1.irred or not any(l2.irred for l2 in l1.node.loops):
-        return
-    new: list[LoopInfo] = []
-    for l2 in l1.node.loops:
-        if l2.irred and l1.base == l2.base and l1.line == l2.line:
-            new.extend(l2.node.loops)
-            l2.node.loops = []
-            merge_inline_tree(l1.node, l2.node)
-        else:
-            new.append(l2)
-    new.sort(key=lambda x: x.entry_vma)
-    l1.node.loops = new
-
-
-def compute_gaps(covered: list[tuple[int, int]], start: int, end: int) -> list[tuple[int, int]]:
-    gaps = []
-    for lo, hi in sorted(covered):
-        if start >= end:
-            break
-        if hi <= start:
-            continue
-        if lo <= start:
-            start = hi
-            continue
-        gaps.append((start, min(lo, end)))
-        start = hi
-    if start < end:
-        gaps.append((start, end))
-    return [(a, b) for a, b in gaps if b > a]
-
-
-class _Emitter:
-    """hpcstruct's output rules (Struct-Output.cpp): statements by line, guard aliens, double aliens."""
-
-    def __init__(self, out: ModuleBuilder, strtab: StrTab) -> None:
-        self.out = out
-        self.s = strtab
-
-    def text(self, i: int) -> str:
-        return self.s.strings[i]
-
-    def tree(self, parent: int, node: TreeNode, scope_file: int, scope_base: int, scope_line: int) -> None:
-        aliens: dict[int, TreeNode] = {}
-        local = TreeNode()
-        for st in node.stmts:
-            if st.line > 0 and (st.base != scope_base or st.line < scope_line):
-                a = aliens.get(st.base)
-                if a is None:
-                    a = aliens[st.base] = TreeNode(st.file)
-                a.stmts.append(st)
-            else:
-                local.stmts.append(st)
-        for lp in node.loops:
-            if lp.line > 0 and (lp.base != scope_base or lp.line < scope_line):
-                a = aliens.get(lp.base)
-                if a is None:
-                    a = aliens[lp.base] = TreeNode(lp.file)
-                a.loops.append(lp)
-            else:
-                local.loops.append(lp)
-        self.stmts(parent, local)
-        for base in sorted(aliens):
-            a = aliens[base]
-            line = locate_line(a, base)
-            row = self.out.add(A, parent, line=line, file=self.text(a.file), name=GUARD_NAME, ranges=[])
-            self.stmts(row, a)
-            self.loops(row, a)
-        self.loops(parent, local)
-        for flp in sorted(node.nodes):
-            sub = node.nodes[flp]
-            sfile, sbase = locate_file(sub)
-            sline = locate_line(sub, sbase)
-            outer = self.out.add(A, parent, line=flp.line, file=self.text(flp.file), name="", ranges=[])
-            inner = self.out.add(A, outer, line=sline, file=self.text(sfile), name=self.text(flp.name), ranges=[])
-            self.tree(inner, sub, sfile, sbase, sline)
-
-    def stmts(self, parent: int, node: TreeNode) -> None:
-        by_line: dict[int, list[tuple[int, int]]] = {}
-        for st in node.stmts:
-            got = by_line.get(st.line)
-            if got is None:
-                by_line[st.line] = [(st.vma, st.vma + st.length)]
-            else:
-                got.append((st.vma, st.vma + st.length))
-        add = self.out.add_statement
-        for line in sorted(by_line):
-            add(parent, line, _merge(by_line[line]))
-
-    def loops(self, parent: int, node: TreeNode) -> None:
-        for lp in node.loops:
-            row = self.out.add(L, parent, line=lp.line, file=self.text(lp.file),
-                               ranges=[(lp.entry_vma, lp.entry_vma + 1)])
-            self.tree(row, lp.node, lp.file, lp.base, 0)
-
-
-def locate_file(node: TreeNode) -> tuple[int, int]:
-    for flp in sorted(node.nodes):
-        if flp.file != 0:
-            return flp.file, flp.base
-    for lp in node.loops:
-        if lp.file != 0:
-            return lp.file, lp.base
-    for st in sorted(node.stmts, key=lambda s: s.vma):
-        if st.file != 0:
-            return st.file, st.base
-    return 0, 0
-
-
-def locate_line(node: TreeNode, base: int) -> int:
-    best = None
-    for flp in node.nodes:
-        if flp.base == base and flp.line > 0 and (best is None or flp.line < best):
-            best = flp.line
-    for lp in node.loops:
-        if lp.base == base and lp.line > 0 and (best is None or lp.line < best):
-            best = lp.line
-    if best is not None:
-        return best
-    for st in node.stmts:
-        if st.base == base and st.line > 0 and (best is None or st.line < best):
-            best = st.line
-    return best or 0
-
-
-def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Sorted union of address ranges (touching ones joined), as hpcstruct's VMAIntervalSet prints them."""
-    if len(ranges) == 1:
-        return ranges
-    ranges.sort()
-    out = [ranges[0]]
-    for lo, hi in ranges[1:]:
-        last_lo, last_hi = out[-1]
-        if lo <= last_hi:
-            if hi > last_hi:
-                out[-1] = (last_lo, hi)
-        else:
-            out.append((lo, hi))
-    return out
 
 
 def print_order(files: dict[str, dict[int, Group]]) -> list[tuple[str, int]]:

@@ -24,6 +24,8 @@ rules (src/hpcstruct/Struct.cpp, Struct-Inline.cpp, Struct-Output.cpp):
 
 Without a control-flow graph the output is hpcstruct's ``--gpucfg no`` form:
 statements from the line map only, ``s`` symbol indices, ``has-calls="0"``.
+The inline-tree, loop-header and output rules are those of x86-64 binaries
+(:mod:`hpcsa.structure.tree`); this module supplies the GPU side.
 Per-instruction lookups are vectorized per function; Python loops run over
 runs of instructions that share a line and inline chain, blocks and loops.
 """
@@ -41,9 +43,20 @@ import numpy as np
 
 from hpcsa.structure.dwarf_inline import InlineTable
 from hpcsa.structure.dwarf_lines import LineMap
-from hpcsa.structure.gpu_cfg import E_CALL_FT, Block, FunctionGraph
-from hpcsa.structure.loops import Loop, find_loops
-from hpcsa.structure.model import GUARD_NAME, A, C, F, L, Module, ModuleBuilder, P, S
+from hpcsa.structure.gpu_cfg import E_CALL_FT, FunctionGraph
+from hpcsa.structure.loops import find_loops
+from hpcsa.structure.model import F, Module, ModuleBuilder
+from hpcsa.structure.tree import (
+    FLP,
+    Stmt,
+    StrTab,
+    TreeNode,
+    basename,
+    compute_gaps,
+    emit_procedure,
+    flp_path,
+    function_tree,
+)
 
 PROC_SEARCH_INSNS = 32  # hpcstruct's CUDA_PROC_SEARCH_LEN: instructions scanned for a procedure's line
 UNPARSED_STEP = 4       # hpcstruct's statement step in functions without a control-flow graph
@@ -124,135 +137,6 @@ class GpuBinary:
 
 
 # ---------------------------------------------------------------------------------------------------
-# hpcstruct's inline tree
-
-
-class StrTab:
-    """Strings numbered in order of first use; the numbers order aliens and inline subtrees in the output."""
-
-    def __init__(self) -> None:
-        self.index: dict[str, int] = {"": 0}
-        self.strings: list[str] = [""]
-
-    def __call__(self, s: str) -> int:
-        i = self.index.get(s)
-        if i is None:
-            i = self.index[s] = len(self.strings)
-            self.strings.append(s)
-        return i
-
-
-@dataclass(frozen=True, order=True)
-class FLP:
-    """One inlined call (call-site file, call-site line, callee), compared as hpcstruct's FLPCompare."""
-
-    file: int
-    line: int
-    name: int
-    base: int = field(compare=False)
-
-
-@dataclass
-class Stmt:
-    vma: int
-    length: int
-    file: int
-    base: int
-    line: int
-    call: bool = False
-    target: int | None = None
-
-    @property
-    def end(self) -> int:
-        return self.vma + self.length
-
-
-class TreeNode:
-    __slots__ = ("nodes", "stmts", "loops", "file")
-
-    def __init__(self, file: int = 0) -> None:
-        self.nodes: dict[FLP, TreeNode] = {}
-        self.stmts: list[Stmt] = []
-        self.loops: list[LoopInfo] = []
-        self.file = file
-
-    def find(self, vma: int) -> Stmt | None:
-        return next((s for s in self.stmts if s.vma <= vma < s.end), None)
-
-
-@dataclass
-class LoopInfo:
-    node: TreeNode
-    path: list[FLP]
-    entry_vma: int
-    file: int
-    base: int
-    line: int
-    irred: bool
-
-
-def _basename(path: str) -> str:
-    return path.rsplit("/", 1)[-1] if path else ""
-
-
-def merge_inline_tree(dest: TreeNode, src: TreeNode) -> None:
-    if src is dest:
-        return
-    dest.stmts.extend(src.stmts)
-    dest.loops.extend(src.loops)
-    for flp, sub in src.nodes.items():
-        mine = dest.nodes.get(flp)
-        if mine is None:
-            dest.nodes[flp] = sub
-        else:
-            merge_inline_tree(mine, sub)
-    src.stmts, src.loops, src.nodes = [], [], {}
-
-
-def merge_inline_loop(dest: TreeNode, path: list[FLP], info: LoopInfo) -> None:
-    k = 0
-    while k < len(path) and k < len(info.path) and path[k] == info.path[k]:
-        k += 1
-    for flp in info.path[k:]:
-        nxt = dest.nodes.get(flp)
-        if nxt is None:
-            nxt = dest.nodes[flp] = TreeNode()
-        dest = nxt
-    dest.loops.append(info)
-
-
-def merge_irred_loops(l1: LoopInfo) -> None:
-    """An irreducible subloop with its irreducible parent's file and line is the same source loop."""
-    if not l1.irred or not any(l2.irred for l2 in l1.node.loops):
-        return
-    new: list[LoopInfo] = []
-    for l2 in l1.node.loops:
-        if l2.irred and l1.base == l2.base and l1.line == l2.line:
-            new.extend(l2.node.loops)
-            l2.node.loops = []
-            merge_inline_tree(l1.node, l2.node)
-        else:
-            new.append(l2)
-    new.sort(key=lambda x: x.entry_vma)
-    l1.node.loops = new
-
-
-def compute_gaps(covered: list[tuple[int, int]], start: int, end: int) -> list[tuple[int, int]]:
-    gaps = []
-    for lo, hi in sorted(covered):
-        if hi <= start:
-            continue
-        if lo > start:
-            gaps.append((start, min(lo, end)))
-        start = max(start, hi)
-        if start >= end:
-            break
-    if start < end:
-        gaps.append((start, end))
-    return [(a, b) for a, b in gaps if b > a]
-
-
-# ---------------------------------------------------------------------------------------------------
 # The builder
 
 
@@ -315,18 +199,13 @@ class _Builder:
         return got
 
     def path(self, node: int, strtab: StrTab) -> list[FLP]:
-        return [FLP(strtab(f), ln, strtab(nm), strtab(_basename(f))) for f, ln, nm in self.chain(node)]
+        return flp_path(self.chain(node), strtab)
 
     def inline_node(self, vma: int) -> int:
         return int(self.b.inlines.innermost(np.array([vma], np.uint64))[0])
 
     def add_stmt(self, root: TreeNode, strtab: StrTab, node: int, stmt: Stmt) -> None:
-        for flp in self.path(node, strtab):
-            nxt = root.nodes.get(flp)
-            if nxt is None:
-                nxt = root.nodes[flp] = TreeNode()
-            root = nxt
-        root.stmts.append(stmt)
+        root.descend(self.path(node, strtab)).stmts.append(stmt)
 
     # -- skeleton ---------------------------------------------------------------------------------
     def proc_line(self, proc: GpuProc) -> tuple[str, int] | None:
@@ -382,15 +261,7 @@ class _Builder:
         if g is not None and g.blocks:
             fn = _Function(self, strtab, proc, g)
             top, _inner = find_loops(g.succ_lists(), g.entry)
-            visited = [False] * len(g.blocks)
-            infos = [self.do_loop_tree(fn, filenm, visited, lp)
-                     for lp in sorted(top, key=lambda lp: fn.min_entry(lp))]
-            for i, b in enumerate(g.blocks):
-                if not visited[i]:
-                    visited[i] = True
-                    fn.add_block(root, b)
-            for info in infos:
-                merge_inline_loop(root, [], info)
+            root = function_tree(fn, top, filenm)
             covered = [(b.start, b.end) for b in g.blocks]
         elif g is None:
             self.add_unparsed(root, strtab, proc)
@@ -412,7 +283,7 @@ class _Builder:
             else:
                 end = min(got[2], stop)
                 self.add_stmt(root, strtab, self.inline_node(vma),
-                              Stmt(vma, end - vma, strtab(got[0]), strtab(_basename(got[0])), got[1]))
+                              Stmt(vma, end - vma, strtab(got[0]), strtab(basename(got[0])), got[1]))
             vma = end
 
     def _next_cut(self, vma: int) -> int:
@@ -433,132 +304,15 @@ class _Builder:
                 if got is not None:
                     end = min(got[2], hi)
                     self.add_stmt(root, strtab, self.inline_node(vma),
-                                  Stmt(vma, end - vma, strtab(got[0]), strtab(_basename(got[0])), got[1]))
+                                  Stmt(vma, end - vma, strtab(got[0]), strtab(basename(got[0])), got[1]))
                 else:
                     end = min(vma + UNPARSED_STEP, hi)
                     nxt = self._next_line_start(vma, hi)
                     if nxt > end:
                         end = nxt
                     self.add_stmt(root, strtab, -1,
-                                  Stmt(vma, end - vma, strtab(filenm), strtab(_basename(filenm)), proc_line))
+                                  Stmt(vma, end - vma, strtab(filenm), strtab(basename(filenm)), proc_line))
                 vma = end
-
-    def do_loop_tree(self, fn: _Function, filenm: str, visited: list[bool], loop: Loop) -> LoopInfo:
-        subs = [self.do_loop_tree(fn, filenm, visited, c) for c in sorted(loop.children, key=fn.min_entry)]
-        root = TreeNode()
-        for i in sorted(loop.blocks, key=lambda k: fn.g.blocks[k].start):
-            if not visited[i]:
-                visited[i] = True
-                fn.add_block(root, fn.g.blocks[i])
-        for info in subs:
-            merge_inline_loop(root, [], info)
-        info = self.find_loop_header(fn, filenm, root, loop)
-        merge_irred_loops(info)
-        return info
-
-    def find_loop_header(self, fn: _Function, filenm: str, root: TreeNode, loop: Loop) -> LoopInfo:
-        """hpcstruct's findLoopHeader: the inline depth and file/line of a loop from its exit conditions."""
-        strtab = fn.strtab
-        blocks = fn.g.blocks
-        inside = loop.blocks
-        # Step 1: exit conditions, by the address of the block's last instruction.
-        conds: dict[int, tuple[int, int, int, int, list[FLP]]] = {}  # vma -> (depth, file, base, line, path)
-        for bi in inside:
-            b = blocks[bi]
-            in_loop = out_loop = False
-            for t, kind in b.succs:
-                if kind == E_CALL_FT:
-                    continue
-                if t in inside:
-                    in_loop = True
-                else:
-                    out_loop = True
-            if in_loop and out_loop:
-                vma = fn.last_vma(b)
-                got = self.statement(vma)
-                file = got[0] if got else ""
-                path = self.path(fn.node_at(vma), strtab)
-                conds[vma] = (len(path), strtab(file), strtab(_basename(file)), got[1] if got else 0, path)
-        clist = sorted(conds.items())
-
-        # Step 2: descend single inline chains until an exit condition lives at this level.
-        path: list[FLP] = []
-        moved: list[Stmt] = []
-        depth = 0
-        while len(root.nodes) == 1 and not root.loops:
-            flp, sub = next(iter(root.nodes.items()))
-            stop = False
-            for vma, _c in clist:
-                if root.find(vma) is not None:
-                    stop = True
-                    break
-                hit = next((s for s in moved if s.vma <= vma < s.end), None)
-                if hit is not None and hit.base == flp.base:
-                    stop = True
-                    break
-            if stop:
-                break
-            moved.extend(root.stmts)
-            root.stmts = []
-            root = sub
-            path.append(flp)
-            depth += 1
-        # Step 3: reattach the statements at this level.
-        root.stmts.extend(moved)
-
-        # Step 4: the header's file, then its line.
-        proc_file = strtab(filenm)
-        proc_base = strtab(_basename(filenm))
-        file_ans = base_ans = 0
-        line_ans = 0
-        found = False
-        if depth == 0:
-            for _v, (d, _f, bs, _ln, _p) in clist:
-                if d == depth and bs != 0 and bs == proc_base:
-                    file_ans, base_ans, found = proc_file, proc_base, True
-                    break
-        if not found:
-            for flp in sorted(root.nodes):
-                if any(d == depth and bs != 0 and bs == flp.base for _v, (d, _f, bs, _ln, _p) in clist):
-                    file_ans, base_ans, found = flp.file, flp.base, True
-                    break
-        if not found:
-            for _v, (d, f, bs, _ln, _p) in clist:
-                if d == depth and bs != 0:
-                    file_ans, base_ans, found = f, bs, True
-                    break
-        if not found and depth == 0 and proc_file != 0:
-            file_ans, base_ans, found = proc_file, proc_base, True
-        if not found:
-            for flp in sorted(root.nodes):
-                if flp.file != 0:
-                    file_ans, base_ans, found = flp.file, flp.base, True
-                    break
-        if not found:
-            for sub in root.loops:
-                if sub.file != 0:
-                    file_ans, base_ans, found = sub.file, sub.base, True
-                    break
-        if not found:
-            for s in sorted(root.stmts, key=lambda s: s.vma):
-                if s.file != 0:
-                    file_ans, base_ans, line_ans, found = s.file, s.base, s.line, True
-                    break
-        if file_ans == 0:
-            line_ans = 0
-        else:
-            for _v, (d, _f, bs, ln, _p) in clist:
-                if d == depth and bs == base_ans and ln > 0 and (line_ans == 0 or ln < line_ans):
-                    line_ans = ln
-            for _v, (d, _f, _bs, _ln, p) in clist:
-                if d > depth and p[depth].base == base_ans and p[depth].line > 0:
-                    if line_ans == 0 or p[depth].line < line_ans:
-                        line_ans = p[depth].line
-            for sub in root.loops:
-                if sub.base == base_ans and sub.line > 0 and (line_ans == 0 or sub.line < line_ans):
-                    line_ans = sub.line
-        entry_vma = fn.min_entry(loop)
-        return LoopInfo(root, path, entry_vma, file_ans, base_ans, line_ans, loop.irreducible)
 
     # -- the whole binary -------------------------------------------------------------------------
     def build(self) -> Module:
@@ -578,16 +332,15 @@ class _Builder:
         return lm.finish()
 
     def emit_proc(self, lm: ModuleBuilder, frow: int, filenm: str, out: _ProcOut) -> None:
-        strtab = out.strtab
-        prow = lm.add(P, frow, name=out.pretty, link=out.link if out.link != out.pretty else None,
-                      sym=None if self.b.has_cfg else out.proc.symbol, line=out.line,
-                      ranges=[(out.proc.start, out.proc.start + 1)])
         assert out.root is not None
-        _Emitter(lm, strtab, self.b.device).tree(prow, out.root, strtab(_basename(filenm)), out.line)
+        emit_procedure(lm, frow, out.strtab, out.root, filenm=filenm, name=out.pretty, link=out.link,
+                       line=out.line, entry=out.proc.start, sym=None if self.b.has_cfg else out.proc.symbol,
+                       device=self.b.device)
 
 
 class _Function:
-    """Per-function lookups shared by its blocks and loops (vectorized over its instructions)."""
+    """One disassembled function as :class:`~hpcsa.structure.tree.FunctionCode`, with lookups shared by its
+    blocks and loops (vectorized over its instructions)."""
 
     def __init__(self, builder: _Builder, strtab: StrTab, proc: GpuProc, g: FunctionGraph) -> None:
         self.builder = builder
@@ -605,12 +358,15 @@ class _Function:
         self.line: list[int] = (np.where(ok, lm.line[safe], 0) if len(lm.lo) else np.zeros(len(code), int)).tolist()
         self.inl: list[int] = builder.b.inlines.innermost(code.address).tolist()
         self._files: dict[int, tuple[int, int]] = {}
+        self.starts: list[int] = [b.start for b in g.blocks]
 
-    def min_entry(self, loop: Loop) -> int:
-        return min(self.g.blocks[e].start for e in loop.entries)
+    def loop_successors(self, bi: int) -> list[int]:
+        return [t for t, kind in self.g.blocks[bi].succs if kind != E_CALL_FT]
 
-    def last_vma(self, b: Block) -> int:
-        return self.addr[b.last]
+    def exit_condition(self, bi: int) -> tuple[int, str, int, list[FLP]]:
+        vma = self.addr[self.g.blocks[bi].last]
+        got = self.builder.statement(vma)
+        return vma, got[0] if got else "", got[1] if got else 0, self.builder.path(self.node_at(vma), self.strtab)
 
     def node_at(self, vma: int) -> int:
         i = bisect.bisect_left(self.addr, vma)
@@ -620,13 +376,14 @@ class _Function:
         got = self._files.get(fid)
         if got is None:
             name = self.builder.file_name(fid)
-            got = self._files[fid] = (self.strtab(name), self.strtab(_basename(name)))
+            got = self._files[fid] = (self.strtab(name), self.strtab(basename(name)))
         return got
 
-    def add_block(self, root: TreeNode, b: Block) -> None:
+    def add_block(self, root: TreeNode, bi: int) -> None:
         """File every instruction of a block under its inline chain; runs of equal (chain, file, line) form
         one statement, and a call ending the block is a statement of its own."""
         builder, strtab = self.builder, self.strtab
+        b = self.g.blocks[bi]
         addr, size, fid, line, inl = self.addr, self.size, self.fid, self.line, self.inl
         last = b.last
         call_row = b.call if b.call is not None and b.call in self.proc.callee else -1
@@ -647,106 +404,6 @@ class _Function:
                 stmt = Stmt(addr[i], length, f, base, ln)
             builder.add_stmt(root, strtab, inl[i], stmt)
             i = j + 1
-
-
-class _Emitter:
-    """hpcstruct's Struct-Output rules: statements by line, calls one by one, guard and double aliens."""
-
-    def __init__(self, out: ModuleBuilder, strtab: StrTab, device: str) -> None:
-        self.out = out
-        self.s = strtab
-        self.device = device
-
-    def text(self, i: int) -> str:
-        return self.s.strings[i]
-
-    def tree(self, parent: int, node: TreeNode, scope_base: int, scope_line: int) -> None:
-        aliens: dict[int, TreeNode] = {}
-        local = TreeNode()
-        for st in node.stmts:
-            if st.line > 0 and (st.base != scope_base or st.line < scope_line):
-                aliens.setdefault(st.base, TreeNode(st.file)).stmts.append(st)
-            else:
-                local.stmts.append(st)
-        for lp in node.loops:
-            if lp.line > 0 and (lp.base != scope_base or lp.line < scope_line):
-                aliens.setdefault(lp.base, TreeNode(lp.file)).loops.append(lp)
-            else:
-                local.loops.append(lp)
-        self.stmts(parent, local)
-        for base in sorted(aliens):
-            a = aliens[base]
-            line = _locate_line(a, base)
-            row = self.out.add(A, parent, line=line, file=self.text(a.file), name=GUARD_NAME, ranges=[])
-            self.stmts(row, a)
-            self.loops(row, a)
-        self.loops(parent, local)
-        for flp in sorted(node.nodes):
-            sub = node.nodes[flp]
-            sfile, sbase = _locate_file(sub)
-            sline = _locate_line(sub, sbase)
-            outer = self.out.add(A, parent, line=flp.line, file=self.text(flp.file), name="", ranges=[])
-            inner = self.out.add(A, outer, line=sline, file=self.text(sfile), name=self.text(flp.name), ranges=[])
-            self.tree(inner, sub, sbase, sline)
-
-    def stmts(self, parent: int, node: TreeNode) -> None:
-        by_line: dict[int, list[tuple[int, int]]] = {}
-        calls: list[Stmt] = []
-        for st in node.stmts:
-            if st.call:
-                calls.append(st)
-            else:
-                by_line.setdefault(st.line, []).append((st.vma, st.end))
-        for line in sorted(by_line):
-            self.out.add(S, parent, line=line, ranges=_merge(by_line[line]))
-        for st in sorted(calls, key=lambda s: (s.line, s.vma)):
-            self.out.add(C, parent, line=st.line, ranges=[(st.vma, st.end)], target=st.target, device=self.device)
-
-    def loops(self, parent: int, node: TreeNode) -> None:
-        for lp in node.loops:
-            row = self.out.add(L, parent, line=lp.line, file=self.text(lp.file),
-                               ranges=[(lp.entry_vma, lp.entry_vma + 1)])
-            self.tree(row, lp.node, lp.base, 0)
-
-
-def _locate_file(node: TreeNode) -> tuple[int, int]:
-    for flp in sorted(node.nodes):
-        if flp.file != 0:
-            return flp.file, flp.base
-    for lp in node.loops:
-        if lp.file != 0:
-            return lp.file, lp.base
-    for st in sorted(node.stmts, key=lambda s: s.vma):
-        if st.file != 0:
-            return st.file, st.base
-    return 0, 0
-
-
-def _locate_line(node: TreeNode, base: int) -> int:
-    best = None
-    for flp in node.nodes:
-        if flp.base == base and flp.line > 0 and (best is None or flp.line < best):
-            best = flp.line
-    for lp in node.loops:
-        if lp.base == base and lp.line > 0 and (best is None or lp.line < best):
-            best = lp.line
-    if best is not None:
-        return best
-    for st in node.stmts:
-        if st.base == base and st.line > 0 and (best is None or st.line < best):
-            best = st.line
-    return best or 0
-
-
-def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    ranges.sort()
-    out: list[list[int]] = []
-    for lo, hi in ranges:
-        if out and lo <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], hi)
-        else:
-            out.append([lo, hi])
-    return [(a, b) for a, b in out]
 
 
 def build_structure(binary: GpuBinary, demangle_fn: Callable[[str], str] = demangle) -> Module:
