@@ -111,7 +111,7 @@ def read_aside(path: str, place: Placement, lo: int, hi: int) -> tuple[np.ndarra
             rec = np.frombuffer(raw, ASIDE)
             i0, i1 = np.searchsorted(rec["ctx"], [lo, hi])
             if i1 > i0:
-                parts.append((rec[i0:i1], p + 1))
+                parts.append((rec[i0:i1].copy(), p + 1))  # a copy: the view would keep the whole blob
     finally:
         os.close(fd)
     if not parts:

@@ -688,6 +688,30 @@ def parse_hpcrun_formula(text: str, names: Sequence[str]) -> Any:
     return result
 
 
+def _metric_refs(expr: Any) -> Iterable[str]:
+    if isinstance(expr, MetricRef):
+        yield expr.name
+    elif isinstance(expr, dict):
+        for args in expr.values():
+            for a in args:
+                yield from _metric_refs(a)
+
+
+def _checked_formula(m: Any, metric_descs: Sequence[Any]) -> Any:
+    """A derived metric's formula, refused (one line) when it cannot be parsed or uses a derived metric: its
+    terms are the Sum partials of measured metrics, which a derived metric does not have."""
+    try:
+        expr = parse_hpcrun_formula(m.formula, [d.name for d in metric_descs])
+    except (ValueError, IndexError) as exc:
+        raise FormatError(None, f"metric {m.name!r}: {exc}") from None
+    derived = {d.name for d in metric_descs if d.formula}
+    for name in _metric_refs(expr):
+        if name in derived:
+            raise FormatError(None, f"metric {m.name!r}: its formula {m.formula!r} uses {name!r}, itself a derived "
+                              "metric (a formula's terms must be measured metrics)")
+    return expr
+
+
 def specs_from_hpcrun(metric_descs: Sequence[Any], statistics: tuple[str, ...] = ("Sum",),
                       ) -> tuple[list[MetricSpec], list[ExtraStatSpec]]:
     """MetricSpecs and ExtraStatSpecs from an ``.hpcrun`` metric table (ingest's MetricDesc list).
@@ -696,7 +720,6 @@ def specs_from_hpcrun(metric_descs: Sequence[Any], statistics: tuple[str, ...] =
     scopes; a metric with a formula becomes a derived metric over the others'
     Sum partials.
     """
-    names = [m.name for m in metric_descs]
     metrics, extra = [], []
     for i, m in enumerate(metric_descs):
         scopes: tuple[str, ...] = ("execution", "lex_aware", "function", "point")
@@ -710,7 +733,7 @@ def specs_from_hpcrun(metric_descs: Sequence[Any], statistics: tuple[str, ...] =
         elif m.show == _INVISIBLE:
             visibility = "invisible"
         if m.formula:
-            extra.append(ExtraStatSpec(m.name, m.description, parse_hpcrun_formula(m.formula, names), scopes,
+            extra.append(ExtraStatSpec(m.name, m.description, _checked_formula(m, metric_descs), scopes,
                                        bool(m.show_percent), m.format, visibility, i + 1))
         else:
             metrics.append(MetricSpec(m.name, m.description, scopes,

@@ -67,6 +67,8 @@ from .workers import DynamicRun, LocalPool
 #: Profiles per phase-1 task: enough to amortize a task, few enough to balance.
 DISCOVER_BATCH_BYTES = 4 << 20
 SEED_RETRIES = 3
+#: Phase-1 reports merged every so many (a worker holds the union of its batch plus a few reports).
+MERGE_EVERY = 16
 
 
 @dataclass
@@ -136,7 +138,12 @@ def phase1_task(env: discover.Phase1Env, kind: str, payload: Any) -> Any:
         s: StructInput = payload
         return [(s.path, s.measdir, m) for m in read_hpcstruct(s.path).modules]
     batch: list[ProfileInput] = payload
-    return discover.merge([discover.discover(p, env) for p in batch])
+    parts: list[discover.Discovery] = []
+    for p in batch:
+        parts.append(discover.discover(p, env))
+        if len(parts) >= MERGE_EVERY:  # memory bounded by the union, not by the batch's profiles
+            parts = [discover.merge(parts)]
+    return discover.merge(parts)
 
 
 def _batches(profiles: list[ProfileInput], jobs: int) -> list[list[ProfileInput]]:
@@ -240,7 +247,7 @@ def read_share(inputs: Inputs, env: discover.Phase1Env, jobs: int, progress: Pro
                 if s.path not in scheduled:
                     scheduled.add(s.path)
                     tasks.submit(("struct", s.path), phase1_task, ("struct", s), priority=-1.0)
-            if len(parts) >= 16:
+            if len(parts) >= MERGE_EVERY:
                 parts = [discover.merge(parts)]
     return discover.merge(parts), structs
 

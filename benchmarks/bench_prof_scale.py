@@ -1,0 +1,240 @@
+"""Benchmark: ``hpcsa prof`` at scale, one process and MPI ranks, on generated measurement directories.
+
+Inputs come from the generator (:mod:`hpcsa.ingest.synth`, ``hpcsa synth``): a CPU-like set shaped like the
+issue's yardstick (CPU threads, 1 metric, ~13 KB per profile with its trace; real hpcprof takes ~0.8 s and
+66 MiB for a real 1,024-thread measurement of that shape on these 2 cores) and a GPU-like set shaped like
+seed 000's LAMMPS/PeleC runs (per rank a CPU thread and a GPU stream, 1 CPU + 63 GPU metrics, ~19 % of
+contexts and ~2 % of metrics non-zero), each at 256, 1,024 and 4,096 profiles, with structure files.
+
+Each configuration is the command a user runs, in a fresh process: ``hpcsa prof -j 1``, ``-j 2``, and
+``mpiexec -n 2 hpcsa prof -j 1`` (the project's MPICH from PyPI); wall time is the best of ``--repeat``
+runs, memory the peak proportional resident set (PSS) of the whole process tree (mpiexec, its proxy, the
+ranks and their workers; shared pages counted once), sampled every 5 ms. Sizes: profile.db + cct.db
+against a dense tensor of profiles x contexts x metrics x 8 bytes (metrics: the database's metrics; and,
+as ``hpcsa stats`` counts it, their propagated columns). Then where the time goes: phase timings of
+in-process runs (one process, and 2 ranks under mpiexec) and a cProfile of the largest GPU-like set.
+
+    .venv/bin/python benchmarks/bench_prof_scale.py [--record] [--repeat N] [--sizes 256,1024,4096]
+
+``--record`` writes benchmarks/results/prof_scale.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import os
+import platform
+import pstats
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_prof import _tree_rss  # noqa: E402  (the same PSS sampler as the single-machine benchmark)
+
+RESULTS = ROOT / "benchmarks" / "results" / "prof_scale.md"
+MPIEXEC = Path(sys.executable).parent / "mpiexec"
+MIB = 1 << 20
+HPCPROF_YARDSTICK = (0.8, 66)  # seconds, MiB: C++ hpcprof -j 2, real 1,024-thread CPU measurement
+
+
+def measure(cmd: list[str]) -> tuple[float, int, str]:
+    """(wall seconds, peak PSS bytes of the process tree, stderr) of one command."""
+    env = dict(os.environ, HPCSA_NO_PROGRESS="1")
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, _tree_rss(proc.pid))
+            time.sleep(0.005)
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    _, err = proc.communicate()
+    wall = time.perf_counter() - start
+    done.set()
+    t.join()
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{err}")
+    return wall, peak, err
+
+
+def prof_cmd(meas: Path, out: Path, jobs: int, ranks: int = 0) -> list[str]:
+    cmd = [sys.executable, "-m", "hpcsa", "prof", str(meas), "-o", str(out), "-j", str(jobs)]
+    return [str(MPIEXEC), "-n", str(ranks), *cmd] if ranks else cmd
+
+
+def best(cmd: list[str], repeat: int) -> tuple[float, int, str]:
+    runs = [measure(cmd) for _ in range(repeat)]
+    return min(r[0] for r in runs), max(r[1] for r in runs), runs[-1][2]
+
+
+def sizes(db: Path) -> dict[str, float]:
+    from hpcsa.views.experiment import open_experiment
+    from hpcsa.views.stats import database_stats
+
+    s = database_stats(open_experiment(str(db)))
+    sparse = s["file_bytes"]["profile.db"] + s["file_bytes"]["cct.db"]
+    dense = 8 * s["profiles"] * s["context_ids"] * s["metrics"]
+    dense_cols = 8 * s["profiles"] * s["context_ids"] * s["metric_columns"]
+    return {"contexts": s["context_ids"], "metrics": s["metrics"], "columns": s["metric_columns"],
+            "sparse": sparse, "dense": dense, "dense_cols": dense_cols}
+
+
+def mpi_phases(meas: str, out: str, jobs: int) -> None:
+    """Under mpiexec: one in-process run, rank 0 prints its phase timings as JSON."""
+    from hpcsa.aggregate import mpi, pipeline
+    from hpcsa.aggregate.measurement import find_inputs
+
+    t = mpi.MpiTransport.from_environment(arity=jobs)
+    r = pipeline.run(find_inputs([meas]), pipeline.Options(output=out, jobs=jobs, progress=False), t)
+    t.close()
+    if t.is_root:
+        print(json.dumps({"timings": r.timings, "shares": r.rank_profiles, "seconds": r.seconds}))
+
+
+def in_process(meas: Path, out: Path, jobs: int) -> dict[str, float]:
+    from hpcsa.aggregate import pipeline
+    from hpcsa.aggregate.measurement import find_inputs
+
+    return pipeline.run(find_inputs([str(meas)]), pipeline.Options(output=str(out), jobs=jobs, progress=False)).timings
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--record", action="store_true")
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--sizes", default="256,1024,4096")
+    ap.add_argument("--mpi-phases", nargs=3, metavar=("MEAS", "OUT", "JOBS"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.mpi_phases:
+        mpi_phases(args.mpi_phases[0], args.mpi_phases[1], int(args.mpi_phases[2]))
+        return
+    from hpcsa.ingest.synth import SynthSpec, generate
+
+    load0 = os.getloadavg()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-prof-scale-"))
+    rows = []
+    try:
+        for kind in ("cpu", "gpu"):
+            for n in (int(x) for x in args.sizes.split(",") if x):
+                meas = tmp / f"{kind}-{n}.m"
+                g = generate(meas, SynthSpec.preset(kind, n), jobs=2)
+                out = tmp / "out.d"
+                row = {"set": kind, "profiles": n, "input": g.bytes, "ctx_density": g.context_density,
+                       "metric_density": g.metric_density}
+                for name, jobs, ranks in (("j1", 1, 0), ("j2", 2, 0), ("mpi2", 1, 2)):
+                    wall, peak, err = best(prof_cmd(meas, out, jobs, ranks), args.repeat)
+                    row[name] = (wall, peak)
+                    print(f"{kind} {n}: {name} {wall:.2f} s, {peak / MIB:.0f} MiB  [{err.strip().splitlines()[-1]}]",
+                          flush=True)
+                row.update(sizes(out))
+                rows.append(row)
+                shutil.rmtree(out)
+                if n != max(int(x) for x in args.sizes.split(",")):
+                    shutil.rmtree(meas)
+        # Where the time goes, on the largest GPU-like set.
+        big = max((r for r in rows if r["set"] == "gpu"), key=lambda r: r["profiles"])
+        meas = tmp / f"gpu-{big['profiles']}.m"
+        phases = {"-j 1": in_process(meas, tmp / "p1.d", 1), "-j 2": in_process(meas, tmp / "p2.d", 2)}
+        proc = subprocess.run([str(MPIEXEC), "-n", "2", sys.executable, __file__, "--mpi-phases", str(meas),
+                               str(tmp / "p3.d"), "1"], capture_output=True, text=True, check=True)
+        mpi = json.loads(proc.stdout.strip().splitlines()[-1])
+        phases["2 ranks"] = mpi["timings"]
+        prof = cProfile.Profile()
+        prof.enable()
+        in_process(meas, tmp / "p4.d", 1)
+        prof.disable()
+        top = io.StringIO()
+        pstats.Stats(prof, stream=top).sort_stats("tottime").print_stats(18)
+        cum = io.StringIO()
+        pstats.Stats(prof, stream=cum).sort_stats("cumulative").print_stats(r"classone|discover|propagate|"
+                                                                            r"classthree|classtwo|read_hpcrun")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    load1 = os.getloadavg()
+
+    def mib(b: float) -> str:
+        return f"{b / MIB:.0f}"
+
+    lines = [
+        "# `hpcsa prof` at scale: one process and MPI ranks",
+        "",
+        f"`benchmarks/bench_prof_scale.py --repeat {args.repeat} --sizes {args.sizes}` (best of {args.repeat}; "
+        f"Python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}, "
+        f"{os.cpu_count()} CPUs shared with other engineers: load average {load0[0]:.1f} at the start, "
+        f"{load1[0]:.1f} at the end, so times are upper bounds). Inputs from `hpcsa synth` (structure "
+        "files included): **cpu** = ranks of 16 CPU threads, 1 metric (the yardstick's shape); **gpu** = per "
+        "rank a CPU thread and a GPU stream, 1 CPU + 63 GPU metrics. Each run is the command a user types "
+        "(a fresh process: start-up and imports included); memory is the peak PSS of the whole process tree. "
+        "`2 ranks` = `mpiexec -n 2 hpcsa prof -j 1` (MPICH from PyPI); speed-up = `-j 1` time / 2-ranks time.",
+        "",
+        "| set | profiles | input MB | densities in (ctx/metric %) | contexts | -j 1 (s) | -j 2 (s) | -j 2 peak "
+        "MiB | 2 ranks (s) | 2 ranks peak MiB | profiles/s (2 ranks) | speed-up 2 ranks | profile+cct MB | "
+        "dense MB | smaller than dense | (dense with scope columns) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['set']} | {r['profiles']:,} | {r['input'] / 1e6:.1f} | {r['ctx_density']:.1f} / "
+            f"{r['metric_density']:.1f} | {r['contexts']:,} | {r['j1'][0]:.2f} | {r['j2'][0]:.2f} | "
+            f"{mib(r['j2'][1])} | {r['mpi2'][0]:.2f} | {mib(r['mpi2'][1])} | {r['profiles'] / r['mpi2'][0]:.0f} | "
+            f"{r['j1'][0] / r['mpi2'][0]:.2f}x | {r['sparse'] / 1e6:.1f} | {r['dense'] / 1e6:,.0f} | "
+            f"{r['dense'] / r['sparse']:.0f}x | {r['dense_cols'] / r['sparse']:.0f}x |")
+    lines += ["", "## Goals of the issue", ""]
+    for kind in ("cpu", "gpu"):
+        rs = sorted((r for r in rows if r["set"] == kind), key=lambda r: r["profiles"])
+        if len(rs) >= 2:
+            lo, hi = rs[0], rs[-1]
+            lines.append(f"- {kind}: peak memory at {hi['profiles']:,} / at {lo['profiles']:,} profiles: "
+                         f"-j 2 {hi['j2'][1] / lo['j2'][1]:.2f}x, 2 ranks {hi['mpi2'][1] / lo['mpi2'][1]:.2f}x "
+                         "(goal <= 1.2x); 2 ranks vs 1: " + ", ".join(f"{r['j1'][0] / r['mpi2'][0]:.2f}x"
+                                                                      for r in rs) + " (goal >= 1.7x)")
+    gpu = [r for r in rows if r["set"] == "gpu"]
+    if gpu:
+        g = max(gpu, key=lambda r: r["profiles"])
+        lines.append(f"- gpu, {g['profiles']:,} profiles: profile.db + cct.db {g['sparse'] / 1e6:.1f} MB, "
+                     f"{g['dense'] / g['sparse']:.0f}x smaller than dense ({g['profiles']:,} x {g['contexts']:,} "
+                     f"contexts x {g['metrics']} metrics x 8 B), {g['dense_cols'] / g['sparse']:.0f}x counting "
+                     f"each metric's {g['columns'] // max(g['metrics'], 1)} scope columns (goal >= 100x)")
+    cpu1k = [r for r in rows if r["set"] == "cpu" and r["profiles"] == 1024]
+    if cpu1k:
+        c = cpu1k[0]
+        lines.append(f"- yardstick (C++ hpcprof, real 1,024-thread CPU measurement, -j 2: "
+                     f"{HPCPROF_YARDSTICK[0]} s, {HPCPROF_YARDSTICK[1]} MiB): hpcsa on the generated 1,024-thread "
+                     f"set ({c['input'] / c['profiles'] / 1e3:.1f} KB per profile with traces): -j 2 "
+                     f"{c['j2'][0]:.2f} s, {mib(c['j2'][1])} MiB; 2 ranks {c['mpi2'][0]:.2f} s, {mib(c['mpi2'][1])} MiB")
+    lines += ["", f"## Where the time goes (gpu, {big['profiles']:,} profiles)", "",
+              "Seconds per phase of in-process runs (no interpreter start-up; for 2 ranks, rank 0's clock, "
+              f"profiles per rank {'+'.join(map(str, mpi['shares']))}):", "",
+              "| phase | " + " | ".join(phases) + " |", "|---|" + "---:|" * len(phases)]
+    for phase in phases["-j 1"]:
+        lines.append(f"| {phase} | " + " | ".join(f"{p.get(phase, 0.0):.2f}" for p in phases.values()) + " |")
+    lines += ["", "cProfile of `-j 1`, by own time:", "", "```",
+              *[ln for ln in top.getvalue().splitlines() if ln.strip()][:26], "```", "",
+              "By cumulative time (the aggregation's own functions):", "", "```",
+              *[ln for ln in cum.getvalue().splitlines() if ln.strip()][:30], "```"]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.record:
+        from hpcsa.fileio import write_file
+
+        write_file(RESULTS, text)
+
+
+if __name__ == "__main__":
+    main()
