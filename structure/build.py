@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import bisect
 import concurrent.futures
+import itertools
 import multiprocessing
 import multiprocessing.context
 import os
@@ -37,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hpcsa.errors import HpcsaError
-from hpcsa.structure.cfg import E_CALL_FT, NORETURN_NAMES, CodeIndex, Function, ProgramCFG, in_sorted, rows_of
+from hpcsa.structure.cfg import E_CALL_FT, NORETURN_NAMES, CodeIndex, ProgramCFG, in_sorted, rows_of
 from hpcsa.structure.dwarf import DebugInfo, DwarfError
 from hpcsa.structure.dwarf_inline import InlineTable, read_inlines
 from hpcsa.structure.dwarf_lines import LineMap, build_line_map, read_program
@@ -60,11 +61,11 @@ UNKNOWN_PROC = "<unknown procedure>"
 UNKNOWN_LINK = "<unknown link>"
 DWARF_SECTIONS = (".debug_info", ".debug_abbrev", ".debug_str", ".debug_line_str", ".debug_str_offsets",
                   ".debug_addr", ".debug_ranges", ".debug_rnglists", ".debug_line")
+BATCH_BLOCKS = 20000  # blocks of the functions gathered per FunctionBatch (bounds its Python lists)
 
 
 @dataclass
 class ProcInfo:
-    func: Function | None
     entry: int
     link: str
     pretty: str
@@ -158,15 +159,11 @@ def read_source_info(image: ElfImage, demangle: Callable[[str], str]) -> SourceI
 
 
 class Functions(dict[int, list[int]]):
-    """Parsed functions: entry -> its blocks in the ProgramCFG; :meth:`function` makes the Function."""
+    """Parsed functions: entry -> its blocks (sorted block numbers of the ProgramCFG ``cfg``)."""
 
     def __init__(self, cfg: ProgramCFG | None) -> None:
         super().__init__()
         self.cfg = cfg
-
-    def function(self, entry: int) -> Function:
-        assert self.cfg is not None
-        return self.cfg.function(entry, self[entry])
 
 
 def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, dict[int, str]]:
@@ -233,6 +230,8 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
     returns: dict[int, bool] = {}
     todo: set[int] | None = None      # functions to walk again (None: all)
     changed: set[int] = set()         # addresses whose status changed (new entries, never-returning)
+    tail_cfg: ProgramCFG | None = None
+    tail_rows = np.zeros(0, bool)
     for _round in range(64):  # converges in a few rounds; the cap only guards against a defect
         if code.resync(np.array(sorted(entries), np.uint64)):  # entries inside a sweep's instruction
             restarts = code.restarts.tolist()
@@ -250,8 +249,9 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
         outside = cf_addr >= owner_end
         owner_start[outside] = 0
         owner_end[outside] = 0
-        tgt = np.maximum(code.target[cfg.cf], 0).astype(np.uint64)
-        cfg.set_edges(ent, np.array(sorted(noreturn), np.uint64), owner_start, owner_end, outside_is_tail(tgt))
+        if tail_cfg is not cfg:  # depends on the code only: once per ProgramCFG
+            tail_cfg, tail_rows = cfg, outside_is_tail(np.maximum(code.target[cfg.cf], 0).astype(np.uint64))
+        cfg.set_edges(ent, np.array(sorted(noreturn), np.uint64), owner_start, owner_end, tail_rows)
         if todo is not None and changed:
             # Only functions with a branch, call or tail call to a changed address can change.
             hit = in_sorted(code.target[cfg.cf], np.array(sorted(changed), np.int64))
@@ -259,20 +259,19 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
             todo |= {a for a, blocks in funcs.items() if not touched.isdisjoint(blocks)}
         walk = [a for a in ent.tolist() if (todo is None or a in todo or a not in funcs) and a not in outside_code]
         walk_blocks = cfg.entry_blocks(rows_of(code, np.array(walk, np.uint64))).tolist() if walk else []
-        found: set[int] = set()
-        block_returns, block_tail, block_calls = cfg.block_returns, cfg.block_tail, cfg.block_calls
-        for a, b0 in zip(walk, walk_blocks, strict=True):
-            if b0 < 0:
-                continue
-            blocks = cfg.reach(b0)
-            funcs[a] = blocks
-            returns[a] = bool(block_returns[blocks].any()) if blocks else False
-            for b in blocks:
-                t = block_calls.get(b)
-                if t is None:
-                    t = block_tail.get(b)
-                if t is not None and t not in entries:
-                    found.add(t)
+        walked = [(a, cfg.reach(b0)) for a, b0 in zip(walk, walk_blocks, strict=True) if b0 >= 0]
+        funcs.update(walked)
+        # Whether each walked function returns, and the call and tail-call targets it reaches, at once.
+        counts = [len(blocks) for _a, blocks in walked]
+        reached = np.fromiter(itertools.chain.from_iterable(blocks for _a, blocks in walked), np.int64,
+                              sum(counts))
+        if len(reached):
+            firsts = np.zeros(len(counts), np.int64)
+            np.cumsum(counts[:-1], out=firsts[1:])
+            returning = np.logical_or.reduceat(cfg.block_returns[reached], firsts).tolist()
+            returns.update(zip((a for a, _b in walked), returning, strict=True))
+        targets = np.unique(cfg.block_target[reached])
+        found = {t for t in targets[targets >= 0].tolist() if t not in entries}
         new = {t for t in found if image.code_region(t) is not None}
         todo = set()
         if new:
@@ -383,7 +382,6 @@ class StructureBuilder:
         if self.code is not None and funcs.cfg is not None:
             self.runs = InstructionRuns(self.code, funcs.cfg, self.src)
         for k, vma in enumerate(entries):
-            func = None  # made per group, when its procedures are built (see do_group)
             sym = None
             i = bisect.bisect_right(starts, vma) - 1
             for cand in symbols[max(0, i - 8):i + 1][::-1]:  # the nearest symbols; big enclosing ones are rare
@@ -409,7 +407,7 @@ class StructureBuilder:
                         link, pretty = names.get(vma, f"targ{vma:x}"), f"{UNKNOWN_PROC} {vma_str}"
                     if self.shared:
                         pretty += f" [{self.base}]"
-                    add(ProcInfo(func, vma, link, pretty, line), filenm, sym, sym.addr, sym_end)
+                    add(ProcInfo(vma, link, pretty, line), filenm, sym, sym.addr, sym_end)
                     continue
                 link = names.get(vma, f"targ{vma:x}")
                 pfile, pline = self.unknown_base, 0
@@ -421,10 +419,10 @@ class StructureBuilder:
                 if self.shared:
                     label += f" [{self.base}]"
                 if pfile == filenm:
-                    add(ProcInfo(func, vma, link, label, pline), filenm, sym, sym.addr, sym_end)
+                    add(ProcInfo(vma, link, label, pline), filenm, sym, sym.addr, sym_end)
                 else:
-                    add(ProcInfo(func, vma, link, label, pline), pfile, sym, sym.addr, sym_end, True)
-                    add(ProcInfo(func, vma, "", "", 0, gap_only=True), filenm, sym, sym.addr, sym_end)
+                    add(ProcInfo(vma, link, label, pline), pfile, sym, sym.addr, sym_end, True)
+                    add(ProcInfo(vma, "", "", 0, gap_only=True), filenm, sym, sym.addr, sym_end)
                 continue
             link = names.get(vma, f"targ{vma:x}")
             pretty = self.demangle(link)
@@ -444,42 +442,41 @@ class StructureBuilder:
                 pretty += "@plt"
             if self.shared:
                 pretty += f" [{self.base}]"
-            add(ProcInfo(func, vma, link, pretty, 0), self.unknown_base, None, vma, end)
+            add(ProcInfo(vma, link, pretty, 0), self.unknown_base, None, vma, end)
         return files
 
     # -- per group --------------------------------------------------------------------------------
-    def do_group(self, filenm: str, group: Group) -> None:
-        strtab = group.strtab
+    def do_group(self, filenm: str, group: Group, batch: FunctionBatch) -> None:
+        ctx = _GroupCtx(self, group.strtab)
         covered: list[tuple[int, int]] = []
         for entry in sorted(group.procs):
             pinfo = group.procs[entry]
-            if self.funcs is None or entry not in self.funcs:
+            k = batch.number.get(entry)
+            if k is None:
                 continue
-            func = self.funcs.function(entry)
-            blocks = func.block_list()
+            first, count = batch.first[k], batch.count[k]
             if not group.alt_file:
-                covered.extend((b.start, b.end) for b in blocks)
+                covered.extend(zip(batch.start[first:first + count], batch.end[first:first + count], strict=True))
             if pinfo.gap_only:
                 continue
-            pinfo.root = self.do_function(filenm, func, blocks, strtab)
+            pinfo.root = self.do_function(filenm, batch, k, ctx)
         if not group.alt_file:
-            self.add_gaps(filenm, group, covered, strtab)
+            self.add_gaps(filenm, group, covered, ctx)
 
-    def do_function(self, filenm: str, func: Function, blocks: list, strtab: StrTab) -> TreeNode:
-        ctx = _FuncCtx(self, strtab, blocks)
-        index = ctx.index
-        succs = [[index[t] for t, _k in b.succs if t in index] for b in blocks]
-        cyclic = any(t <= i for i, ts in enumerate(succs) for t in ts)  # blocks are in address order
-        top = find_loops(succs, index[func.entry])[0] if cyclic and func.entry in index else []
-        return function_tree(ctx, top, filenm)
+    def do_function(self, filenm: str, batch: FunctionBatch, k: int, ctx: _GroupCtx) -> TreeNode:
+        func = _FuncCtx(ctx, batch, k)
+        entry = batch.entry_block[k]
+        top = find_loops(func.successors(), entry)[0] if batch.cyclic[k] and entry >= 0 else []
+        return function_tree(func, top, filenm)
 
-    def add_gaps(self, filenm: str, group: Group, covered: list[tuple[int, int]], strtab: StrTab) -> None:
+    def add_gaps(self, filenm: str, group: Group, covered: list[tuple[int, int]], ctx: _GroupCtx) -> None:
         if not group.procs:
             return
         leader = group.procs[min(group.procs)]
         if leader.root is None:
             leader.root = TreeNode()
         root = leader.root
+        strtab = ctx.strtab
         gaps = compute_gaps(covered, group.start, group.end)
         fid = strtab(filenm)
         fbase = strtab(basename(filenm))
@@ -490,16 +487,16 @@ class StructureBuilder:
                 if got is not None:
                     end = min(got[2], hi)
                     f = got[0]
-                    self.add_stmt(root, strtab, vma, end - vma, strtab(f), strtab(basename(f)), got[1])
+                    self.add_stmt(root, ctx, vma, end - vma, strtab(f), strtab(basename(f)), got[1])
                 else:
                     end = min(vma + 4, hi)
-                    self.add_stmt(root, strtab, vma, end - vma, fid, fbase, leader.line)
+                    self.add_stmt(root, ctx, vma, end - vma, fid, fbase, leader.line)
                 vma = end
 
-    def add_stmt(self, root: TreeNode, strtab: StrTab, vma: int, length: int, file: int, base: int,
+    def add_stmt(self, root: TreeNode, ctx: _GroupCtx, vma: int, length: int, file: int, base: int,
                  line: int) -> None:
         n = int(self.src.inlines.innermost(np.array([vma], np.uint64))[0])
-        root.descend(self.inline_path(n, strtab)).stmts.append(Stmt(vma, length, file, base, line))
+        root.descend(ctx.path_of(n)).stmts.append(Stmt(vma, length, file, base, line))
 
     def inline_path(self, node: int, strtab: StrTab) -> list[FLP]:
         return flp_path(((self.realpath(f) if f else "", line, name) for f, line, name in self.src.inlines.chain(node)),
@@ -510,14 +507,33 @@ class StructureBuilder:
         """Single-process build (see :func:`build_module` for the parallel one)."""
         self.code, funcs, names = discover_functions(self.image)
         files = self.skeleton(funcs, names)
-        order = print_order(files)
-        return self.assemble(files, {key: self.fragment(files, key) for key in order})
+        return self.assemble(files, self.fragments(files, print_order(files)))
 
-    def fragment(self, files: dict[str, dict[int, Group]], key: tuple[str, int]) -> ModuleBuilder:
+    def fragments(self, files: dict[str, dict[int, Group]], keys: list[tuple[str, int]]
+                  ) -> dict[tuple[str, int], ModuleBuilder]:
+        """:meth:`fragment` of each group, the functions of consecutive groups gathered in batches."""
+        parts: dict[tuple[str, int], ModuleBuilder] = {}
+        batch_keys: list[tuple[str, int]] = []
+        blocks = 0
+        funcs = self.funcs if self.funcs is not None else Functions(None)
+        for i, key in enumerate(keys):
+            procs = files[key[0]][key[1]].procs
+            batch_keys.append(key)
+            blocks += sum(len(funcs.get(e, ())) for e in procs)
+            if blocks < BATCH_BLOCKS and i + 1 < len(keys):
+                continue
+            batch = FunctionBatch(self, [e for k in batch_keys for e in files[k[0]][k[1]].procs])
+            for k in batch_keys:
+                parts[k] = self.fragment(files, k, batch)
+            batch_keys, blocks = [], 0
+        return parts
+
+    def fragment(self, files: dict[str, dict[int, Group]], key: tuple[str, int], batch: FunctionBatch
+                 ) -> ModuleBuilder:
         """The procedures of one group as scopes whose top level hangs under their file's F."""
         filenm, start = key
         group = files[filenm][start]
-        self.do_group(filenm, group)
+        self.do_group(filenm, group, batch)
         part = ModuleBuilder("")
         for pinfo in _ordered(group):
             if not pinfo.gap_only and pinfo.root is not None:
@@ -580,87 +596,180 @@ class InstructionRuns:
         self.block_last_inl = inl[cfg.ends] if n else np.zeros(0, np.int32)
 
 
-class _FuncCtx:
-    """One parsed function as :class:`~hpcsa.structure.tree.FunctionCode`, with per-function caches shared
-    by its blocks and loops (inline paths and file names in the group's string table)."""
+class FunctionBatch:
+    """The blocks and instruction runs of the functions of several groups, gathered by one set of array
+    operations (numpy calls per function would cost more than the Python work on a typical function) into
+    Python lists indexed by a batch-wide block number; a function's blocks are consecutive numbers in
+    address order, its successors are given in the same numbering (-1: none)."""
 
-    def __init__(self, sb: StructureBuilder, strtab: StrTab, blocks: list) -> None:  # type: ignore[type-arg]
-        self.sb = sb
-        self.strtab = strtab
-        self.blocks = blocks
-        runs = sb.runs
-        code = sb.code
-        assert runs is not None and code is not None
-        bids = np.array([b.bid for b in blocks], np.int64)
+    def __init__(self, sb: StructureBuilder, entries: list[int]) -> None:
+        funcs = sb.funcs
+        self.number: dict[int, int] = {}      # function entry -> its number in the batch
+        if funcs is None or funcs.cfg is None or sb.code is None or sb.runs is None:
+            return
+        cfg, code, runs = funcs.cfg, sb.code, sb.runs
+        entries = [a for a in dict.fromkeys(entries) if a in funcs]
+        counts = [len(funcs[a]) for a in entries]
+        total = sum(counts)
+        offsets = np.zeros(len(entries) + 1, np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        self.number = {a: k for k, a in enumerate(entries)}
+        self.first: list[int] = offsets[:-1].tolist()   # per function: its first block
+        self.count = counts
+        bids = np.fromiter(itertools.chain.from_iterable(funcs[a] for a in entries), np.int64, total)
+        owner = np.repeat(np.arange(len(entries), dtype=np.int64), counts)
+        ends = cfg.ends[bids]
+        last = code.addr[ends]
+        start = cfg.start_addr[bids]
+        self.start: list[int] = start.tolist()
+        self.end: list[int] = (last + code.size[ends].astype(np.uint64)).tolist()
+        self.last_vma: list[int] = last.tolist()
+        self.last_inl: list[int] = runs.block_last_inl[bids].tolist()
+        # Per function: its block that starts at its entry (-1: none).
+        self.entry_block: list[int] = []
+        for a, f, n in zip(entries, self.first, counts, strict=True):
+            k = bisect.bisect_left(self.start, a, f, f + n)
+            self.entry_block.append(k - f if k < f + n and self.start[k] == a else -1)
+        # Successors in batch numbering: the position of (function, block id) among the sorted keys.
+        span = len(cfg.starts) + 1
+        keys = owner * span + bids
+
+        def number(rows: np.ndarray, succ: np.ndarray) -> np.ndarray:
+            if not total:
+                return np.zeros(0, np.int64)
+            want = owner[rows] * span + np.maximum(succ, 0)
+            pos = np.minimum(np.searchsorted(keys, want), total - 1)
+            return np.where((succ >= 0) & (keys[pos] == want), pos, -1)
+
+        every = np.arange(total, dtype=np.int64)
+        succ_a = number(every, cfg._succ_a[bids])
+        succ_b = number(every, cfg._succ_b[bids])
+        back = ((succ_a >= 0) & (succ_a <= every)) | ((succ_b >= 0) & (succ_b <= every))
+        self.succ_a: list[int] = succ_a.tolist()
+        self.succ_b: list[int] = succ_b.tolist()
+        self.kind_a: list[int] = cfg._kind_a[bids].tolist()
+        self.kind_b: list[int] = cfg._kind_b[bids].tolist()
+        self.tables: dict[int, list[int]] = {}
+        if cfg.table_succ:
+            with_table = np.flatnonzero(in_sorted(bids, np.array(sorted(cfg.table_succ), np.int64))).tolist()
+            lists = [cfg.table_succ[b] for b in bids[with_table].tolist()]
+            flat = np.array([t for targets in lists for t in targets], np.int64)
+            rows = np.repeat(np.array(with_table, np.int64), [len(t) for t in lists])
+            numbered = number(rows, flat).tolist() if len(flat) else []
+            k = 0
+            for i, targets in zip(with_table, lists, strict=True):
+                mine = [t for t in numbered[k:k + len(targets)] if t >= 0]
+                k += len(targets)
+                self.tables[i] = mine
+                if any(t <= i for t in mine):
+                    back[i] = True
+        # Per function: some edge goes back to an earlier (or the same) block; only then can it have loops.
+        self.cyclic: list[bool] = (np.bincount(owner[back], minlength=len(entries)) > 0).tolist()
+        # Instruction runs of every block, gathered.
         ra = runs.block_ra[bids]
-        rb = runs.block_rb[bids]
-        lo = int(ra.min()) if len(ra) else 0
-        hi = int(rb.max()) if len(rb) else 0
-        count = int((rb - ra).sum())
-        if hi - lo <= 4 * count + 4096:  # the function's runs as one slice (its blocks are close together)
-            sel: slice | np.ndarray = slice(lo, hi)
-            self.block_ra: list[int] = (ra - lo).tolist()
-            self.block_rb: list[int] = (rb - lo).tolist()
-        else:  # blocks far apart: gather just their runs
-            lens = rb - ra
-            starts = np.zeros(len(lens), np.int64)
+        lens = runs.block_rb[bids] - ra
+        starts = np.zeros(total, np.int64)
+        if total:
             np.cumsum(lens[:-1], out=starts[1:])
-            sel = np.arange(count, dtype=np.int64) + np.repeat(ra - starts, lens)
-            self.block_ra = starts.tolist()
-            self.block_rb = (starts + lens).tolist()
+        sel = np.arange(int(lens.sum()), dtype=np.int64) + np.repeat(ra - starts, lens)
+        self.block_ra: list[int] = starts.tolist()
+        self.block_rb: list[int] = (starts + lens).tolist()
         self.run_vma: list[int] = runs.vma[sel].tolist()
         self.run_len: list[int] = runs.length[sel].tolist()
         self.run_inl: list[int] = runs.inl[sel].tolist()
         self.run_file: list[int] = runs.file[sel].tolist()
         self.run_line: list[int] = runs.line[sel].tolist()
-        self.last_vma: list[int] = code.addr[np.array([b.last for b in blocks], np.int64)].tolist()
-        self.last_inl: list[int] = runs.block_last_inl[bids].tolist()
-        self.starts: list[int] = [b.start for b in blocks]
-        self.index = {a: i for i, a in enumerate(self.starts)}
-        self._paths: dict[int, list[FLP]] = {}
-        self._file_ids: dict[int, tuple[int, int]] = {}
+
+
+class _GroupCtx:
+    """Per group (one string table): inline paths and file ids already put into the table."""
+
+    def __init__(self, sb: StructureBuilder, strtab: StrTab) -> None:
+        self.sb = sb
+        self.strtab = strtab
+        self.paths: dict[int, list[FLP]] = {}
+        self.file_ids: dict[int, tuple[int, int]] = {}
 
     def path_of(self, node: int) -> list[FLP]:
-        got = self._paths.get(node)
+        got = self.paths.get(node)
         if got is None:
-            got = self._paths[node] = self.sb.inline_path(node, self.strtab)
+            got = self.paths[node] = self.sb.inline_path(node, self.strtab)
         return got
 
-    def loop_successors(self, bi: int) -> list[int]:
-        index = self.index
-        return [index[t] for t, kind in self.blocks[bi].succs if kind != E_CALL_FT]
-
-    def exit_condition(self, bi: int) -> tuple[int, str, int, list[FLP]]:
-        vma = self.last_vma[bi]
-        got = self.sb.line_at(vma)
-        file = self.sb.realpath(got[0]) if got else ""
-        return vma, file, got[1] if got else 0, self.path_of(self.last_inl[bi])
-
     def file_of(self, fid: int) -> tuple[int, int]:
-        got = self._file_ids.get(fid)
+        got = self.file_ids.get(fid)
         if got is None:
             name = self.sb.file_names[fid] if fid >= 0 else ""
             name = self.sb.realpath(name) if name else ""
-            got = self._file_ids[fid] = (self.strtab(name), self.strtab(basename(name)))
+            got = self.file_ids[fid] = (self.strtab(name), self.strtab(basename(name)))
         return got
+
+
+class _FuncCtx:
+    """One parsed function (blocks ``first .. first + count - 1`` of a :class:`FunctionBatch`) as
+    :class:`~hpcsa.structure.tree.FunctionCode`; blocks are numbered from 0 here."""
+
+    def __init__(self, group: _GroupCtx, batch: FunctionBatch, number: int) -> None:
+        self.group = group
+        self.strtab = group.strtab
+        self.batch = batch
+        self.first = first = batch.first[number]
+        self.starts: list[int] = batch.start[first:first + batch.count[number]]
+
+    def successors(self) -> list[list[int]]:
+        """Successor blocks of every block (all edge kinds)."""
+        b, f = self.batch, self.first
+        out = []
+        for i in range(f, f + len(self.starts)):
+            succs = []
+            if b.succ_a[i] >= 0:
+                succs.append(b.succ_a[i] - f)
+            if b.succ_b[i] >= 0:
+                succs.append(b.succ_b[i] - f)
+            table = b.tables.get(i)
+            if table:
+                succs.extend(t - f for t in table)
+            out.append(succs)
+        return out
+
+    def loop_successors(self, bi: int) -> list[int]:
+        b, f = self.batch, self.first
+        i = f + bi
+        out = []
+        if b.succ_a[i] >= 0 and b.kind_a[i] != E_CALL_FT:
+            out.append(b.succ_a[i] - f)
+        if b.succ_b[i] >= 0 and b.kind_b[i] != E_CALL_FT:
+            out.append(b.succ_b[i] - f)
+        table = b.tables.get(i)
+        if table:
+            out.extend(t - f for t in table)
+        return out
+
+    def exit_condition(self, bi: int) -> tuple[int, str, int, list[FLP]]:
+        sb = self.group.sb
+        vma = self.batch.last_vma[self.first + bi]
+        got = sb.line_at(vma)
+        file = sb.realpath(got[0]) if got else ""
+        return vma, file, got[1] if got else 0, self.group.path_of(self.batch.last_inl[self.first + bi])
 
     def add_block(self, root: TreeNode, bi: int) -> None:
         """File the statements of block ``bi`` (of this function) under their inline paths."""
-        paths, file_ids = self._paths, self._file_ids
-        run_vma, run_len, run_inl, run_file, run_line = (self.run_vma, self.run_len, self.run_inl,
-                                                         self.run_file, self.run_line)
-        for r in range(self.block_ra[bi], self.block_rb[bi]):
+        group, b = self.group, self.batch
+        paths, file_ids = group.paths, group.file_ids
+        run_vma, run_len, run_inl, run_file, run_line = b.run_vma, b.run_len, b.run_inl, b.run_file, b.run_line
+        i = self.first + bi
+        for r in range(b.block_ra[i], b.block_rb[i]):
             node = root
             n = run_inl[r]
             if n >= 0:
                 path = paths.get(n)
                 if path is None:
-                    path = self.path_of(n)
+                    path = group.path_of(n)
                 node = root.descend(path)
             f = run_file[r]
             ids = file_ids.get(f)
             if ids is None:
-                ids = self.file_of(f)
+                ids = group.file_of(f)
             node.stmts.append(Stmt(run_vma[r], run_len[r], ids[0], ids[1], run_line[r]))
 
 
@@ -687,7 +796,7 @@ def _source_worker() -> SourceInfo:
 def _groups_worker(keys: list[tuple[str, int]]) -> dict[tuple[str, int], ModuleBuilder]:
     sb: StructureBuilder = _FORK_STATE["builder"]  # type: ignore[assignment]
     files = _FORK_STATE["files"]
-    return {k: sb.fragment(files, k) for k in keys}  # type: ignore[arg-type]
+    return sb.fragments(files, keys)  # type: ignore[arg-type]
 
 
 def _shares(files: dict[str, dict[int, Group]], order: list[tuple[str, int]], n: int) -> list[list[tuple[str, int]]]:
@@ -729,7 +838,7 @@ def build_module(image: ElfImage, demangle: Callable[[str], str], lm_name: str |
         parts: dict[tuple[str, int], ModuleBuilder] = {}
         with concurrent.futures.ProcessPoolExecutor(jobs - 1, mp_context=ctx) as pool:
             futures = [pool.submit(_groups_worker, share) for share in shares[1:] if share]
-            parts.update({k: sb.fragment(files, k) for k in shares[0]})
+            parts.update(sb.fragments(files, shares[0]))
             for fut in futures:
                 parts.update(fut.result())
         return sb.assemble(files, parts), source.notes

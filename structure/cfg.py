@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import capstone
 import numpy as np
@@ -81,67 +80,50 @@ NORETURN_NAMES = frozenset({
 _MD = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
 
 
-def _insn_dtype() -> np.dtype:
+def _insn_dtype(operand_bytes: int) -> np.dtype:
+    """capstone's cs_insn as a numpy record: id, address, size and the first ``operand_bytes`` of op_str."""
     ci = capstone._cs_insn
     return np.dtype({"names": ["id", "address", "size", "op_str"],
-                     "formats": ["u4", "u8", "u2", "S160"],
+                     "formats": ["u4", "u8", "u2", f"S{operand_bytes}"],
                      "offsets": [ci.id.offset, ci.address.offset, ci.size.offset, ci.op_str.offset],
                      "itemsize": ctypes.sizeof(ci)})
 
 
-_INSN = _insn_dtype()
+_INSN = _insn_dtype(160)
+_INSN_HEAD = _insn_dtype(18)  # "0x" and 16 hex digits: all that direct targets need
 CODE_ROW = np.dtype([("addr", "u8"), ("size", "u1"), ("kind", "u1"), ("target", "i8")])
 SWEEP_CHUNK = 1 << 18
 _HEXVAL = np.full(256, 255, np.uint8)
 for _i, _c in enumerate(b"0123456789abcdef"):
     _HEXVAL[_c] = _i
-_ROW = np.dtype([("id", "u4"), ("address", "u8"), ("size", "u2"), ("op_str", "S160")])
+_ROW = np.dtype([("id", "u4"), ("address", "u8"), ("size", "u2"), ("op_str", "S18")])
 
 
-def decode(code: bytes, address: int, count: int = 0) -> np.ndarray:
-    """Instructions of ``code`` (until the first undecodable byte) as a numpy array: id, address, size,
-    operands. capstone's own Python iterator builds a tuple and two strings per instruction and is the
-    bottleneck of a whole-binary sweep (about 2 us per instruction), so this reads the array that
-    capstone's C ``cs_disasm`` returns, through the binding's own ctypes handle, in one copy."""
+def decode(code: bytes, address: int, count: int = 0) -> tuple[np.ndarray, dict[int, str]]:
+    """Instructions of ``code`` (until the first undecodable byte) as a numpy array (id, address, size, first
+    bytes of the operands) and the whole operand text of indirect jumps, by address. capstone's own Python
+    iterator builds a tuple and two strings per instruction and is the bottleneck of a whole-binary sweep
+    (about 2 us per instruction), so this reads the array that capstone's C ``cs_disasm`` returns, through
+    the binding's own ctypes handle, in one copy of the fields used."""
     insn = ctypes.POINTER(capstone._cs_insn)()
     n = capstone._cs.cs_disasm(_MD.csh, code, len(code), address, count, ctypes.byref(insn))
     if n <= 0:
-        return np.zeros(0, _ROW)
+        return np.zeros(0, _ROW), {}
     try:
         raw = (ctypes.c_char * (n * _INSN.itemsize)).from_address(ctypes.addressof(insn.contents))
-        return np.frombuffer(raw, _INSN, count=n).astype(_ROW)
+        rows = np.frombuffer(raw, _INSN_HEAD, count=n).astype(_ROW)
+        base = _KIND_OF_ID[np.minimum(rows["id"], len(_KIND_OF_ID) - 1)]
+        ops = np.ascontiguousarray(rows["op_str"]).view(np.uint8).reshape(n, -1)
+        direct = (ops[:, 0] == ord("0")) & (ops[:, 1] == ord("x"))
+        indirect = np.flatnonzero((base == K_IJUMP) | ((base == K_JUMP) & ~direct))
+        texts = {}
+        if len(indirect):
+            full = np.frombuffer(raw, _INSN, count=n)
+            texts = {int(full["address"][i]): full["op_str"][i].decode("ascii", "replace")
+                     for i in indirect.tolist()}
+        return rows, texts
     finally:
         capstone._cs.cs_free(insn, n)
-
-
-class Block:
-    """A basic block: [start, end) and its CodeIndex rows first..last."""
-
-    __slots__ = ("start", "end", "first", "last", "succs", "call_target", "is_call", "returns", "bid")
-
-    def __init__(self, start: int, end: int, first: int, last: int, bid: int = -1) -> None:
-        self.bid = bid                  # index of the block in its ProgramCFG (-1 outside one)
-        self.start = start
-        self.end = end                  # one past the last instruction
-        self.first = first
-        self.last = last
-        self.succs: list[tuple[int, int]] = []   # (target block start, edge kind)
-        self.call_target: int | None = None      # direct call at the end of the block
-        self.is_call = False
-        self.returns = False            # ends in a return (or a tail call to a returning function)
-
-
-@dataclass
-class Function:
-    entry: int
-    insns: np.ndarray              # CodeIndex rows of its instructions, sorted
-    blocks: dict[int, Block]       # by start address
-    calls: list[tuple[int, int]]   # (call instruction address, direct target)
-    tail_calls: list[int]
-    returns: bool                  # some path reaches a return or a tail call
-
-    def block_list(self) -> list[Block]:
-        return [self.blocks[k] for k in sorted(self.blocks)]
 
 
 class CodeIndex:
@@ -201,11 +183,11 @@ class CodeIndex:
         pos = start
         while pos < end:
             chunk_end = min(end, pos + SWEEP_CHUNK)
-            raw = decode(self.image.read(pos, chunk_end - pos + 15), pos)
+            raw, texts = decode(self.image.read(pos, chunk_end - pos + 15), pos)
             raw = raw[raw["address"] < chunk_end]
             stop = int(raw["address"][-1]) + int(raw["size"][-1]) if len(raw) else pos
             if len(raw):
-                out.append(self._rows(raw))
+                out.append(self._rows(raw, texts))
             if stop >= chunk_end:
                 pos = stop
                 continue
@@ -216,7 +198,7 @@ class CodeIndex:
             pos = stop + 1
         return np.concatenate(out) if out else np.zeros(0, CODE_ROW)
 
-    def _rows(self, raw: np.ndarray) -> np.ndarray:
+    def _rows(self, raw: np.ndarray, texts: dict[int, str]) -> np.ndarray:
         rows = np.empty(len(raw), CODE_ROW)
         rows["addr"] = raw["address"]
         rows["size"] = raw["size"]
@@ -237,8 +219,8 @@ class CodeIndex:
             use = np.arange(16)[None, :] < length[:, None]
             value = np.where(use, digits << np.maximum(shift, 0).astype(np.uint64), 0).sum(axis=1)
             rows["target"][sel] = value.astype(np.int64)
-        for i in np.flatnonzero(k == K_IJUMP).tolist():
-            self.operands[int(raw["address"][i])] = raw["op_str"][i].decode("ascii", "replace")
+        for a in raw["address"][k == K_IJUMP].tolist():
+            self.operands[a] = texts[a]
         return rows
 
     def row(self, address: int) -> int:
@@ -323,6 +305,9 @@ class ProgramCFG:
         self.block_returns = np.zeros(0, bool)   # per block: ends in a return (or a returning tail call)
         self.block_calls: dict[int, int] = {}     # block -> direct call target
         self.block_tail: dict[int, int] = {}      # block -> tail-call target
+        self.block_target = np.zeros(0, np.int64)  # per block: direct call or tail-call target, -1 none
+        self.run_end: list[int] = []              # per block: end of its straight run (see set_edges)
+        self._edge_cache: tuple[np.ndarray, ...] | None = None
 
     def block_of(self, row: int) -> int:
         return int(np.searchsorted(self.starts, row, side="right")) - 1
@@ -330,6 +315,30 @@ class ProgramCFG:
     def blocks_of_rows(self, rows: np.ndarray) -> np.ndarray:
         """Block of each row (-1 stays -1)."""
         return np.where(rows >= 0, np.searchsorted(self.starts, np.maximum(rows, 0), side="right") - 1, -1)
+
+    def _edge_rows(self) -> tuple[np.ndarray, ...]:
+        """What edges need that does not change between rounds: successor blocks of each control-transfer
+        row, and per block its last row's control-transfer number (or whether it falls through)."""
+        if self._edge_cache is None:
+            nb = len(self.starts)
+            cf_index = np.full(self.n, -1, np.int64)
+            cf_index[self.cf] = np.arange(len(self.cf))
+            i = cf_index[self.ends]
+            has = i >= 0
+            fall = ~has & self.contiguous[self.ends] & (np.arange(nb) + 1 < nb)
+            ii = np.maximum(i, 0)
+            # Blocks ending in an indirect jump: the blocks of its resolved table (empty if unresolved).
+            ijump = has & (self.code.kind[self.cf][ii] == K_IJUMP)
+            tables = [self.tables.get(int(self.ends[b]), []) for b in np.flatnonzero(ijump).tolist()]
+            flat = self.blocks_of_rows(np.array([r for t in tables for r in t], np.int64)).tolist()
+            self._table_blocks: dict[int, list[int]] = {}
+            k = 0
+            for b, t in zip(np.flatnonzero(ijump).tolist(), tables, strict=True):
+                self._table_blocks[b] = flat[k:k + len(t)]
+                k += len(t)
+            self._edge_cache = (self.blocks_of_rows(self.trow), self.blocks_of_rows(self.nrow), has, ii, fall,
+                                ijump)
+        return self._edge_cache
 
     def set_edges(self, entries: np.ndarray, noreturn: np.ndarray, owner_start: np.ndarray,
                   owner_end: np.ndarray, outside_is_tail: np.ndarray) -> None:
@@ -345,8 +354,7 @@ class ProgramCFG:
         dead_target = in_sorted(tgt_u, noreturn) & (tgt >= 0)
         inside = (tgt_u >= owner_start) & (tgt_u < owner_end)
         tail = (kind == K_JUMP) & (tgt >= 0) & (tgt_u != owner_start) & (in_entries | (~inside & outside_is_tail))
-        bt = self.blocks_of_rows(self.trow)
-        bn = self.blocks_of_rows(self.nrow)
+        bt, bn, has, ii, fall, ijump = self._edge_rows()
         # Per control-transfer row: up to two successors and their kinds, and whether it returns.
         s1 = np.full(len(cf), -1, np.int64)
         k1 = np.full(len(cf), -1, np.int64)
@@ -360,25 +368,13 @@ class ProgramCFG:
         s1[call], k1[call] = bn[call], E_CALL_FT
         rets = (kind == K_RET) | ((kind == K_JUMP) & tail & ~dead_target)
         # Per block: its last row is a control transfer (then its edges) or falls through to the next block.
-        is_cf = np.zeros(self.n, bool)
-        is_cf[cf] = True
-        cf_index = np.full(self.n, -1, np.int64)
-        cf_index[cf] = np.arange(len(cf))
-        ends = self.ends
-        i = cf_index[ends]
-        has = i >= 0
-        ii = np.maximum(i, 0)
-        fall = ~has & self.contiguous[ends] & (np.arange(nb) + 1 < nb)
         succ_a = np.where(has, s1[ii], np.where(fall, np.arange(nb) + 1, -1))
         kind_a = np.where(has, k1[ii], np.where(fall, E_FALLTHROUGH, -1))
         succ_b = np.where(has, s2[ii], -1)
         kind_b = np.where(has, k2[ii], -1)
         returns = has & rets[ii]
-        ijump = has & (kind[ii] == K_IJUMP)
-        self.table_succ: dict[int, list[int]] = {}
-        for b in np.flatnonzero(ijump).tolist():
-            table = self.tables.get(int(self.ends[b]), [])
-            self.table_succ[b] = self.blocks_of_rows(np.array(table, np.int64)).tolist() if table else []
+        self.table_succ = {b: list(t) for b, t in self._table_blocks.items()}
+        for b, table in self.table_succ.items():
             returns[b] = not table  # an unresolved indirect jump may be a tail call through a pointer
         calls = has & (kind[ii] == K_CALL) & (tgt[ii] >= 0)
         tails = has & tail[ii]
@@ -388,17 +384,12 @@ class ProgramCFG:
         self.block_returns = returns
         self.block_calls = dict(zip(np.flatnonzero(calls).tolist(), tgt[ii[calls]].tolist(), strict=True))
         self.block_tail = dict(zip(np.flatnonzero(tails).tolist(), tgt[ii[tails]].tolist(), strict=True))
-
-    def successors(self, b: int) -> list[tuple[int, int]]:
-        out = []
-        if self.succ_a[b] >= 0:
-            out.append((self.succ_a[b], int(self._kind_a[b])))
-        if self.succ_b[b] >= 0:
-            out.append((self.succ_b[b], int(self._kind_b[b])))
-        table = self.table_succ.get(b)
-        if table:
-            out.extend((t, E_INDIRECT) for t in table)
-        return out
+        # Per block: the direct call or tail call target (-1: none), for whole-function queries.
+        self.block_target = np.where(calls | tails, tgt[ii], -1)
+        # Per block: the last block of the straight run it starts (blocks whose only successor is the next
+        # block), so that a walk takes a run in one step.
+        simple = (succ_a == np.arange(nb) + 1) & (succ_b < 0) & ~ijump
+        self.run_end = np.minimum.accumulate(np.where(simple, nb, np.arange(nb))[::-1])[::-1].tolist()
 
     def entry_blocks(self, rows: np.ndarray) -> np.ndarray:
         """The block starting at each row (-1 where a row starts no block)."""
@@ -411,11 +402,15 @@ class ProgramCFG:
         """Blocks reachable from block ``b0`` (sorted)."""
         if b0 < 0:
             return []
-        succ_a, succ_b, tables = self.succ_a, self.succ_b, self.table_succ
+        succ_a, succ_b, tables, run_end = self.succ_a, self.succ_b, self.table_succ, self.run_end
         seen = {b0}
         stack = [b0]
         while stack:
             b = stack.pop()
+            e = run_end[b]
+            if e != b:  # b .. e: each block's only successor is the next one
+                seen.update(range(b + 1, e + 1))
+                b = e
             t = succ_a[b]
             if t >= 0 and t not in seen:
                 seen.add(t)
@@ -430,61 +425,6 @@ class ProgramCFG:
                         seen.add(t)
                         stack.append(t)
         return sorted(seen)
-
-    def function(self, entry: int, blocks: list[int]) -> Function:
-        code = self.code
-        if not blocks:
-            return Function(entry, np.zeros(0, np.int64), {}, [], [], False)
-        ba = np.array(blocks, np.int64)
-        s_rows = self.starts[ba]
-        e_rows = self.ends[ba]
-        s_addr = code.addr[s_rows].tolist()
-        e_addr = (code.addr[e_rows] + code.size[e_rows].astype(np.uint64)).tolist()
-        start_addr = self.start_addr
-        sa = self._succ_a[ba]
-        sb = self._succ_b[ba]
-        sa_addr = np.where(sa >= 0, start_addr[np.maximum(sa, 0)], 0).tolist()
-        sb_addr = np.where(sb >= 0, start_addr[np.maximum(sb, 0)], 0).tolist()
-        ka, kb = self._kind_a[ba].tolist(), self._kind_b[ba].tolist()
-        ek = code.kind[e_rows]
-        is_call = ((ek == K_CALL) | (ek == K_ICALL)).tolist()
-        s_rows_l, e_rows_l = s_rows.tolist(), e_rows.tolist()
-        sal, sbl = sa.tolist(), sb.tolist()
-        out: dict[int, Block] = {}
-        calls = []
-        tails = []
-        returns = False
-        block_calls, block_tail, tables = self.block_calls, self.block_tail, self.table_succ
-        rets = self.block_returns[ba].tolist()
-        e_addr_start = code.addr[e_rows].tolist()
-        for i, b in enumerate(blocks):
-            block = Block(s_addr[i], e_addr[i], s_rows_l[i], e_rows_l[i], b)
-            succs = []
-            if sal[i] >= 0:
-                succs.append((sa_addr[i], ka[i]))
-            if sbl[i] >= 0:
-                succs.append((sb_addr[i], kb[i]))
-            if b in tables:
-                succs.extend((int(start_addr[t]), E_INDIRECT) for t in tables[b])
-            block.succs = succs
-            r = rets[i]
-            block.returns = r
-            returns = returns or r
-            block.is_call = is_call[i]
-            ct = block_calls.get(b)
-            if ct is not None:
-                block.call_target = ct
-                calls.append((e_addr_start[i], ct))
-            tt = block_tail.get(b)
-            if tt is not None:
-                tails.append(tt)
-            out[block.start] = block
-        lo = s_rows
-        lens = e_rows - lo + 1
-        offsets = np.zeros(len(lens), np.int64)
-        np.cumsum(lens[:-1], out=offsets[1:])
-        insns = np.arange(int(lens.sum()), dtype=np.int64) + np.repeat(lo - offsets, lens)
-        return Function(entry, insns, out, calls, tails, returns)
 
 
 _REG_FAMILY = {}

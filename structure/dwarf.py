@@ -14,9 +14,12 @@ inlining) instead of failing.
 
 from __future__ import annotations
 
+import bisect
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+
+import numpy as np
 
 # Tags
 TAG_COMPILE_UNIT = 0x11
@@ -156,6 +159,7 @@ class DebugInfo:
         self.rnglists = sections.get(".debug_rnglists", b"")
         self.line = sections.get(".debug_line", b"")
         self._abbrev_cache: dict[int, dict[int, Abbrev]] = {}
+        self._abbrev_numbers: tuple[list[int], list[int]] | None = None
         self.units: list[Unit] = []
         if self.info:
             self._read_units()
@@ -211,45 +215,65 @@ class DebugInfo:
         cached = self._abbrev_cache.get(key)
         if cached is not None:
             return cached
-        data = self.abbrev
-        pos = offset
-        table: dict[int, Abbrev] = {}
         try:
-            while True:
-                code, pos = uleb(data, pos)
-                if code == 0:
-                    break
-                tag, pos = uleb(data, pos)
-                children = data[pos] != 0
-                pos += 1
-                attrs = []
-                while True:
-                    at, pos = uleb(data, pos)
-                    form, pos = uleb(data, pos)
-                    if at == 0 and form == 0:
-                        break
-                    implicit = 0
-                    if form == F_IMPLICIT_CONST:
-                        implicit, pos = sleb(data, pos)
-                    attrs.append((at, form, implicit))
-                ab = Abbrev(code, tag, children, attrs)
-                ab.plan = [(at, form, implicit, fixed_form_size(form, address_size, offset_size, version))
-                           for at, form, implicit in attrs]
-                size = 0
-                for at, form, _ in attrs:
-                    if at == AT_SIBLING and ab.sibling_at < 0 and size >= 0 and form in (F_REF4, F_REF_UDATA):
-                        ab.sibling_at = size if form == F_REF4 else -1
-                    fs = fixed_form_size(form, address_size, offset_size, version)
-                    if fs < 0:
-                        size = -1
-                        break
-                    size += fs
-                ab.fixed_size = size
-                table[code] = ab
+            entries = self._abbrev_entries(offset)
         except (IndexError, ValueError) as exc:
             raise DwarfError(f"corrupt .debug_abbrev at {offset:#x}") from exc
+        table: dict[int, Abbrev] = {}
+        sizes = _form_sizes(address_size, offset_size, version)
+        for code, tag, children, attrs in entries:
+            ab = Abbrev(code, tag, children, attrs)
+            ab.plan = [(at, form, implicit, sizes(form)) for at, form, implicit in attrs]
+            size = 0
+            for at, form, _, fs in ab.plan:
+                if at == AT_SIBLING and ab.sibling_at < 0 and size >= 0 and form in (F_REF4, F_REF_UDATA):
+                    ab.sibling_at = size if form == F_REF4 else -1
+                if fs < 0:
+                    size = -1
+                    break
+                size += fs
+            ab.fixed_size = size
+            table[code] = ab
         self._abbrev_cache[key] = table
         return table
+
+    def _abbrev_entries(self, offset: int) -> list[tuple[int, int, bool, list[tuple[int, int, int]]]]:
+        """(code, tag, has children, [(attribute, form, implicit constant)]) of the table at ``offset``.
+
+        The section is nothing but LEB128 numbers (the children flag is a byte < 0x80 in any valid table),
+        so it is split into numbers once, vectorized, and each table is read from that list; a table that
+        does not start on a number, or whose children byte is not a 1-byte number, is read byte by byte."""
+        if self._abbrev_numbers is None:
+            self._abbrev_numbers = _leb_numbers(self.abbrev)
+        starts, values = self._abbrev_numbers
+        i = bisect.bisect_left(starts, offset)
+        if i >= len(starts) or starts[i] != offset:
+            return _abbrev_entries_bytes(self.abbrev, offset)
+        data = self.abbrev
+        out = []
+        while True:
+            code = values[i]
+            if code == 0:
+                break
+            tag = values[i + 1]
+            if values[i + 2] >= 0x80 or starts[i + 3] != starts[i + 2] + 1:
+                return _abbrev_entries_bytes(self.abbrev, offset)
+            children = values[i + 2] != 0
+            i += 3
+            attrs = []
+            while True:
+                at = values[i]
+                form = values[i + 1]
+                i += 2
+                if at == 0 and form == 0:
+                    break
+                implicit = 0
+                if form == F_IMPLICIT_CONST:
+                    implicit = sleb(data, starts[i])[0]
+                    i += 1
+                attrs.append((at, form, implicit))
+            out.append((code, tag, children, attrs))
+        return out
 
     def _read_unit_die(self, unit: Unit) -> None:
         if unit.die_start >= unit.end:
@@ -445,6 +469,75 @@ def fixed_form_size(form: int, address_size: int, offset_size: int, version: int
     return -1
 
 
+_FORM_SIZES: dict[tuple[int, int, int], Callable[[int], int]] = {}
+
+
+def _form_sizes(address_size: int, offset_size: int, version: int) -> Callable[[int], int]:
+    """fixed_form_size for one (address size, offset size, version), memoized per form."""
+    key = (address_size, offset_size, version)
+    got = _FORM_SIZES.get(key)
+    if got is None:
+        memo: dict[int, int] = {}
+
+        def size(form: int) -> int:
+            s = memo.get(form)
+            if s is None:
+                s = memo[form] = fixed_form_size(form, address_size, offset_size, version)
+            return s
+
+        got = _FORM_SIZES[key] = size
+    return got
+
+
+def _leb_numbers(data: bytes) -> tuple[list[int], list[int]]:
+    """Start offsets and unsigned values of the LEB128 numbers that make up ``data`` (an incomplete number
+    at the end is left out)."""
+    raw = np.frombuffer(data, np.uint8)
+    ends = np.flatnonzero(raw < 0x80)
+    starts = np.zeros(len(ends), np.int64)
+    starts[1:] = ends[:-1] + 1
+    lengths = ends - starts + 1
+    values = raw[ends].astype(np.uint64)
+    long = np.flatnonzero(lengths > 1)
+    if len(long):
+        first = starts[long]
+        acc = np.zeros(len(long), np.uint64)
+        for k in range(8):
+            use = lengths[long] > k
+            byte = raw[np.minimum(first + k, len(raw) - 1)].astype(np.uint64) & np.uint64(0x7F)
+            acc |= np.where(use, byte << np.uint64(7 * k), np.uint64(0))
+        values[long] = acc
+    out = values.tolist()
+    for i in np.flatnonzero(lengths > 8).tolist():  # wider than 56 bits: Python integers
+        out[i] = uleb(data, int(starts[i]))[0]
+    return starts.tolist(), out
+
+
+def _abbrev_entries_bytes(data: bytes, offset: int) -> list[tuple[int, int, bool, list[tuple[int, int, int]]]]:
+    """The abbreviation table at ``offset`` read byte by byte (see DebugInfo._abbrev_entries)."""
+    out = []
+    pos = offset
+    while True:
+        code, pos = uleb(data, pos)
+        if code == 0:
+            break
+        tag, pos = uleb(data, pos)
+        children = data[pos] != 0
+        pos += 1
+        attrs = []
+        while True:
+            at, pos = uleb(data, pos)
+            form, pos = uleb(data, pos)
+            if at == 0 and form == 0:
+                break
+            implicit = 0
+            if form == F_IMPLICIT_CONST:
+                implicit, pos = sleb(data, pos)
+            attrs.append((at, form, implicit))
+        out.append((code, tag, children, attrs))
+    return out
+
+
 def read_attrs(dw: DebugInfo, unit: Unit, ab: Abbrev, pos: int) -> tuple[dict[int, tuple[int, int]], int]:
     """All attributes of one DIE as {attribute: (form, value)}; strings stay as offsets/indices except
     inline DW_FORM_string (decoded). References are made absolute (.debug_info offsets)."""
@@ -544,13 +637,18 @@ CONTAINER_TAGS = frozenset({TAG_COMPILE_UNIT, TAG_PARTIAL_UNIT, TAG_SUBPROGRAM, 
 
 
 def walk_unit(dw: DebugInfo, unit: Unit, wanted: frozenset[int],
-              visit: Callable[[int, int, int, Abbrev, dict[int, tuple[int, int]]], None]) -> None:
-    """Call ``visit(offset, depth, parent_offset, abbrev, attrs)`` for each DIE whose tag is in ``wanted``.
+              visit: Callable[[int, int, int, Abbrev, dict[int, tuple[int, int]]], None],
+              decoded: frozenset[int] | None = None) -> None:
+    """Call ``visit(offset, depth, parent_offset, abbrev, attrs)`` for each DIE whose tag is in ``decoded``
+    (default: ``wanted``).
 
     Subtrees of tags outside CONTAINER_TAGS are skipped (through DW_AT_sibling
     when present). ``parent_offset`` is the nearest enclosing DIE whose tag is
-    wanted (-1 at the top).
+    wanted (-1 at the top); wanted DIEs outside ``decoded`` only serve as such
+    parents and their attributes are not decoded.
     """
+    if decoded is None:
+        decoded = wanted
     data = dw.info
     abbrevs = unit.abbrevs
     end = unit.end
@@ -588,8 +686,11 @@ def walk_unit(dw: DebugInfo, unit: Unit, wanted: frozenset[int],
             tag = ab.tag
             parent = wanted_stack[-1]
             if tag in wanted:
-                attrs, pos = read_attrs(dw, unit, ab, pos)
-                visit(offset, depth, parent, ab, attrs)
+                if tag in decoded:
+                    attrs, pos = read_attrs(dw, unit, ab, pos)
+                    visit(offset, depth, parent, ab, attrs)
+                else:
+                    pos = skip_attrs(data, unit, ab, pos)
                 parent = offset
             elif tag not in containers and ab.has_children:
                 # Jump over the whole subtree when the sibling pointer is at a known place.

@@ -124,8 +124,6 @@ def read_inlines(dw: DebugInfo, unit_files: dict[int, list[str]], demangle: Call
 
         def visit(offset: int, _depth: int, parent: int, ab: Abbrev, attrs: dict[int, tuple[int, int]],
                   unit: Unit = unit, ufiles: list[str] = ufiles) -> None:
-            if ab.tag != TAG_INLINED_SUBROUTINE:
-                return
             ranges = dw.die_ranges(unit, attrs)
             p = node_of.get(parent, -1)
             idx = len(parents)
@@ -144,7 +142,8 @@ def read_inlines(dw: DebugInfo, unit_files: dict[int, list[str]], demangle: Call
                 his.append(hi)
                 rnode.append(idx)
 
-        walk_unit(dw, unit, frozenset({TAG_SUBPROGRAM, TAG_INLINED_SUBROUTINE}), visit)
+        walk_unit(dw, unit, frozenset({TAG_SUBPROGRAM, TAG_INLINED_SUBROUTINE}), visit,
+                  frozenset({TAG_INLINED_SUBROUTINE}))
 
     lo = np.array(los, np.uint64)
     hi = np.array(his, np.uint64)

@@ -422,6 +422,33 @@ class ModuleBuilder:
         self._rscope.extend([row] * len(ranges))
         return row
 
+    def add_statements(self, parent: int, lines: list[int], ranges: list[list[tuple[int, int]]]) -> None:
+        """Several ``S`` under one parent, one per line, each with its ranges (``add_statement`` in bulk:
+        the columns grow by whole lists)."""
+        cols = self._cols
+        n = len(lines)
+        row = len(cols["kind"])
+        cols["kind"].extend([S] * n)
+        cols["flags"].extend([HAS_V] * n)
+        cols["parent"].extend([parent] * n)
+        cols["line"].extend(lines)
+        absent = [NONE] * n
+        for name in ("id", "file", "name", "link", "sym", "target", "device"):
+            cols[name].extend(absent)
+        lo, hi, rscope = self._lo, self._hi, self._rscope
+        for rs in ranges:
+            if len(rs) == 1:
+                a, b = rs[0]
+                lo.append(a)
+                hi.append(b)
+                rscope.append(row)
+            else:
+                for a, b in rs:
+                    lo.append(a)
+                    hi.append(b)
+                rscope.extend([row] * len(rs))
+            row += 1
+
     def extend_ranges(self, row: int, lo: list[int], hi: list[int]) -> None:
         if self._rscope and self._rscope[-1] > row:
             raise ValueError("ranges must be added in document order")

@@ -400,9 +400,9 @@ class Emitter:
                 by_line[st.line] = [(st.vma, st.vma + st.length)]
             else:
                 got.append((st.vma, st.vma + st.length))
-        add = self.out.add_statement
-        for line in sorted(by_line):
-            add(parent, line, merge_ranges(by_line[line]))
+        if by_line:
+            lines = sorted(by_line)
+            self.out.add_statements(parent, lines, [merge_ranges(by_line[line]) for line in lines])
         for st in sorted(calls, key=lambda s: (s.line, s.vma)):
             self.out.add(C, parent, line=st.line, ranges=[(st.vma, st.end)], target=st.target, device=self.device)
 
