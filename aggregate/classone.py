@@ -83,16 +83,23 @@ class ProfileOutput:
 
 
 def store(out: ProfileOutput, sinks: Sinks, allocate: Callable[[str, int], int]) -> None:
-    """Write a profile's pending blobs at offsets from ``allocate`` (an MPI rank, for its workers)."""
-    if out.pending is None:
-        return
-    pms, aside = out.pending
-    out.pms_offset = allocate("pms", len(pms))
-    _pwrite(sinks.pms_path, out.pms_offset, pms)
+    """Write a profile's pending blobs at offsets from ``allocate``."""
+    if out.pending is not None:
+        out.pms_offset, out.aside_offset = store_blobs(out.pending, sinks, allocate)
+        out.pending = None
+
+
+def store_blobs(blobs: tuple[bytes, bytes], sinks: Sinks, allocate: Callable[[str, int], int]) -> tuple[int, int]:
+    """Write (PMS blob, aside blob) at offsets from ``allocate`` (an MPI rank, for its workers); the offsets
+    (0 for an empty aside blob)."""
+    pms, aside = blobs
+    pms_offset = allocate("pms", len(pms))
+    _pwrite(sinks.pms_path, pms_offset, pms)
+    aside_offset = 0
     if aside:
-        out.aside_offset = allocate("aside", len(aside))
-        _pwrite(sinks.aside_path, out.aside_offset, aside)
-    out.pending = None
+        aside_offset = allocate("aside", len(aside))
+        _pwrite(sinks.aside_path, aside_offset, aside)
+    return pms_offset, aside_offset
 
 
 def _pwrite(path: str, offset: int, data: bytes) -> None:

@@ -79,10 +79,11 @@ class ScratchProfiles:
         idx = np.frombuffer(raw, CTX_INDEX)
         return idx["ctxId"].astype(np.uint32), idx["startIndex"].astype(np.int64)
 
-    def value_slice(self, p: int, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-        raw = os.pread(self.fd, (hi - lo) * SZ_VALUE, int(self.place.pms_offset[p - 1]) + lo * SZ_VALUE)
-        vals = np.frombuffer(raw, VALUE)
-        return vals["metricId"].astype(np.uint16), vals["value"].astype(np.float64)
+    def read_slices(self, at: np.ndarray, nbytes: np.ndarray) -> bytes:
+        """The byte slices [at, at + nbytes) of the scratch file, joined: one ``pread`` each, and nothing
+        else per slice (the callers decode the joined bytes in one go)."""
+        fd = self.fd
+        return b"".join([os.pread(fd, n, a) for a, n in zip(at.tolist(), nbytes.tolist(), strict=True) if n])
 
     def blob(self, p: int) -> bytes:
         return os.pread(self.fd, int(self.place.pms_size[p]), int(self.place.pms_offset[p]))
@@ -97,31 +98,36 @@ class ScratchProfiles:
         return out
 
 
-def read_aside(path: str, place: Placement, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                                         np.ndarray]:
-    """Aside entries of every profile for contexts lo..hi: (ctx, key, profile index, value)."""
-    if not os.path.getsize(path):
-        z = np.zeros(0, np.int64)
-        return z, z, z, np.zeros(0)
-    parts = []
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        for p in np.flatnonzero(place.n_aside).tolist():
-            raw = os.pread(fd, int(place.n_aside[p]) * ASIDE.itemsize, int(place.aside_offset[p]))
-            rec = np.frombuffer(raw, ASIDE)
-            i0, i1 = np.searchsorted(rec["ctx"], [lo, hi])
-            if i1 > i0:
-                parts.append((rec[i0:i1].copy(), p + 1))  # a copy: the view would keep the whole blob
-    finally:
-        os.close(fd)
-    if not parts:
-        z = np.zeros(0, np.int64)
-        return z, z, z, np.zeros(0)
-    ctx = np.concatenate([s["ctx"] for s, _ in parts]).astype(np.int64)
-    key = np.concatenate([s["key"] for s, _ in parts]).astype(np.int64)
-    prof = np.concatenate([np.full(len(s), p, np.int64) for s, p in parts])
-    val = np.concatenate([s["value"] for s, _ in parts])
-    return ctx, key, prof, val
+class AsideBlobs:
+    """The aside scratch file, read by context range: each blob's positions of a group's context bounds come
+    from one reading of it, then each range reads only its slice of every blob."""
+
+    def __init__(self, path: str, place: Placement) -> None:
+        self.place = place
+        self.has = np.flatnonzero(place.n_aside) if os.path.getsize(path) else np.zeros(0, np.int64)
+        self.fd = os.open(path, os.O_RDONLY)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def positions(self, bounds: np.ndarray) -> np.ndarray:
+        """[blobs with entries, len(bounds)] entry positions of each context bound."""
+        out = np.zeros((len(self.has), len(bounds)), np.int64)
+        for k, p in enumerate(self.has.tolist()):
+            raw = os.pread(self.fd, int(self.place.n_aside[p]) * ASIDE.itemsize, int(self.place.aside_offset[p]))
+            out[k] = np.searchsorted(np.frombuffer(raw, ASIDE)["ctx"], bounds)
+        return out
+
+    def read(self, at_lo: np.ndarray, at_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Entries at_lo..at_hi of every blob: (ctx, key, profile index, value)."""
+        n = at_hi - at_lo
+        start = self.place.aside_offset[self.has] + at_lo * ASIDE.itemsize
+        fd = self.fd
+        raw = b"".join([os.pread(fd, int(k) * ASIDE.itemsize, int(a))
+                        for a, k in zip(start.tolist(), n.tolist(), strict=True) if k])
+        rec = np.frombuffer(raw, ASIDE)
+        prof = np.repeat(self.has + 1, n)
+        return rec["ctx"].astype(np.int64), rec["key"].astype(np.int64), prof.astype(np.int64), rec["value"].copy()
 
 
 @dataclass(frozen=True)
@@ -169,30 +175,41 @@ def _runs(*cols: np.ndarray) -> np.ndarray:
 def gather(src: ScratchProfiles, lo: int, hi: int, at_lo: np.ndarray, at_hi: np.ndarray) -> cctdb.RangeValues:
     """Every profile's values for contexts lo..hi, sorted by (context, metric id, profile).
 
-    ``at_lo``/``at_hi``: each profile's index positions of ``lo`` and ``hi``. Columns are allocated
-    once at their final size and filled profile by profile (in canonical order, so a stable sort by
-    (context, metric id) keeps each series in profile order).
+    ``at_lo``/``at_hi``: each profile's index positions of ``lo`` and ``hi``. Per profile only its two
+    slices are read (its context index entries, with the next entry where there is one to say where the
+    values end, and the values); the bytes of all profiles are decoded together, in canonical profile
+    order, so a stable sort by (context, metric id) keeps each series in profile order.
     """
-    slices = []
-    total = 0
-    for p in np.flatnonzero(at_hi > at_lo).tolist():
-        i0, i1 = int(at_lo[p]), int(at_hi[p])
-        cids, cstarts = src.ctx_index(p, i0, i1 + 1 if i1 < src.place.n_ctxs[p - 1] else i1)
-        v0 = int(cstarts[0])
-        v1 = int(cstarts[i1 - i0]) if len(cstarts) > i1 - i0 else int(src.n_values[p])
-        slices.append((p, cids[: i1 - i0], cstarts[: i1 - i0], v0, v1))
-        total += v1 - v0
-    ctx = np.empty(total, np.uint32)
-    mid = np.empty(total, np.uint16)
-    prof = np.empty(total, np.uint32)
-    val = np.empty(total, np.float64)
-    at = 0
-    for p, cids, cstarts, v0, v1 in slices:
-        m, v = src.value_slice(p, v0, v1)
-        n = v1 - v0
-        ctx[at:at + n] = np.repeat(cids, np.diff(np.append(cstarts, v1)))
-        mid[at:at + n], val[at:at + n], prof[at:at + n] = m, v, p
-        at += n
+    place = src.place
+    ps = np.flatnonzero(at_hi > at_lo)
+    if not len(ps):
+        return cctdb.RangeValues(np.zeros(0, np.uint32), np.zeros(0, np.uint16), np.zeros(0, np.uint32),
+                                 np.zeros(0, np.float64))
+    i0, i1 = at_lo[ps], at_hi[ps]
+    n_ctxs = place.n_ctxs[ps - 1]
+    more = (i1 < n_ctxs).astype(np.int64)  # one entry past the range says where its values end
+    n_read = i1 - i0 + more
+    index_at = place.pms_offset[ps - 1] + (place.n_values[ps - 1] * SZ_VALUE + 3) // 4 * 4
+    idx = np.frombuffer(src.read_slices(index_at + i0 * CTX_INDEX.itemsize, n_read * CTX_INDEX.itemsize),
+                        CTX_INDEX)
+    cids = idx["ctxId"].astype(np.uint32)
+    starts = idx["startIndex"].astype(np.int64)
+    seg = np.concatenate([[0], np.cumsum(n_read)])[:-1]  # where each profile's entries begin in idx
+    v0 = starts[seg]
+    v1 = np.where(more == 1, starts[np.minimum(seg + i1 - i0, len(starts) - 1)], place.n_values[ps - 1])
+    keep = np.ones(len(idx), bool)
+    keep[(seg + n_read - 1)[more == 1]] = False  # the extra entries
+    cids, starts = cids[keep], starts[keep]
+    # each kept entry's value count: up to the next kept entry of its profile, or the profile's v1
+    ends = np.append(starts[1:], 0)
+    last = np.cumsum(i1 - i0) - 1
+    ends[last] = v1
+    n_vals = v1 - v0
+    vals = np.frombuffer(src.read_slices(place.pms_offset[ps - 1] + v0 * SZ_VALUE, n_vals * SZ_VALUE), VALUE)
+    ctx = np.repeat(cids, ends - starts)
+    mid = vals["metricId"].astype(np.uint16)
+    val = vals["value"].astype(np.float64)
+    prof = np.repeat(ps.astype(np.uint32), n_vals)
     key = (ctx.astype(np.int64) << 16) | mid
     order = np.argsort(key, kind="stable")
     del key
@@ -316,9 +333,12 @@ def transpose_ranges(pms_path: str, aside_path: str, cct_path: str, place: Place
     """Write cct.db's blocks for the consecutive context ranges ``bounds[i]..bounds[i+1]`` and return
     each range's summary values. Every profile's context index is read once for the whole group."""
     src = ScratchProfiles(pms_path, place)
+    aside = AsideBlobs(aside_path, place)
     fd = os.open(cct_path, os.O_WRONLY)
     try:
-        pos = src.positions(np.asarray(bounds, np.int64))
+        edges = np.asarray(bounds, np.int64)
+        pos = src.positions(edges)
+        apos = aside.positions(edges)
         out = []
         for k in range(len(bounds) - 1):
             lo, hi = bounds[k], bounds[k + 1]
@@ -329,8 +349,9 @@ def transpose_ranges(pms_path: str, aside_path: str, cct_path: str, place: Place
                 n = os.pwrite(fd, view, at)
                 view, at = view[n:], at + n
             del data
-            out.append(summarize(vals, read_aside(aside_path, place, lo, hi), plan))
+            out.append(summarize(vals, aside.read(apos[:, k], apos[:, k + 1]), plan))
         return out
     finally:
         os.close(fd)
+        aside.close()
         src.close()

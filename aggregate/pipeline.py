@@ -286,9 +286,40 @@ def run_phase1(inputs: Inputs, env: discover.Phase1Env, jobs: int, progress: Pro
 # -- phase 2 ----------------------------------------------------------------------------------------------
 
 
-def phase2_task(shared: tuple[classtwo.ClassTwo, classone.Sinks, bool], index: int) -> classone.ProfileOutput:
+def phase2_task(shared: tuple[classtwo.ClassTwo, classone.Sinks, bool], batch: list[int]
+                ) -> tuple[Phase2State, list[tuple[int, tuple[bytes, bytes]]]]:
+    """Class 1 for a batch of profiles, their facts folded into one state where they are computed (one
+    small message per batch, not per profile: with per-profile tasks the hand-offs between a pool's
+    workers and its parent cost as much as the profiles). Blobs a worker could not place come back as
+    (profile, blobs) for its rank to store."""
     c2, sinks, traces = shared
-    return classone.process_profile(c2, index, sinks, traces=traces)
+    state = Phase2State.empty(c2)
+    pending = []
+    for index in batch:
+        o = classone.process_profile(c2, index, sinks, traces=traces)
+        if o.pending is not None:
+            pending.append((index, o.pending))
+            o.pending = None
+        state.add(o)
+    return state, pending
+
+
+def phase2_batches(costs: list[int], workers: int) -> list[list[int]]:
+    """Profiles largest first, cut into batches of about equal cost, a dozen per worker of all ranks (few
+    enough to keep the hand-offs cheap, enough to balance the load by size)."""
+    order = sorted(range(len(costs)), key=lambda i: (-costs[i], i))
+    if not order:
+        return []
+    target = max(1.0, sum(costs) / (12 * max(1, workers)))
+    batches: list[list[int]] = [[]]
+    acc = 0.0
+    for i in order:
+        if batches[-1] and acc + costs[i] > target:
+            batches.append([])
+            acc = 0.0
+        batches[-1].append(i)
+        acc += costs[i]
+    return batches
 
 
 # -- phase 3 ----------------------------------------------------------------------------------------------
@@ -529,19 +560,21 @@ def write_database(c2: classtwo.ClassTwo, tmp: str, jobs: int, options: Options,
 
 def phase2_share(c2: classtwo.ClassTwo, sinks: classone.Sinks, allocate: Callable[[str, int], int], jobs: int,
                  traces: bool, progress: Progress | None, transport: Transport) -> Phase2State:
-    """Class 1 for this rank's share of the profiles (largest first), with ``jobs`` workers."""
-    n = len(c2.profiles)
+    """Class 1 for this rank's share of the profiles (batches handed out largest first), with ``jobs``
+    workers."""
+    batches = phase2_batches([p.input.size + p.input.trace_size for p in c2.profiles], jobs * transport.size)
     state = Phase2State.empty(c2)
-    costs = [p.input.size + p.input.trace_size for p in c2.profiles]
-    order = sorted(range(n), key=lambda i: (-costs[i], i))
     done = 0
-    with LocalPool(min(jobs, n) or 1, shared=(c2, sinks, traces)) as pool:
-        for _, o in run_shared(pool, phase2_task, transport.tasks("phase 2", n), lambda k: (order[k],), _ahead(jobs)):
-            classone.store(o, sinks, allocate)  # blobs a worker could not place (an MPI rank's workers)
-            state.add(o)
-            done += 1
+    with LocalPool(min(jobs, len(batches)) or 1, shared=(c2, sinks, traces)) as pool:
+        for k, (part, pending) in run_shared(pool, phase2_task, transport.tasks("phase 2", len(batches)),
+                                             lambda k: (batches[k],), _ahead(jobs)):
+            for index, blobs in pending:  # blobs a worker could not place (an MPI rank's workers)
+                place = part.place
+                place.pms_offset[index], place.aside_offset[index] = classone.store_blobs(blobs, sinks, allocate)
+            state.merge(part)
+            done += len(batches[k])
             if progress is not None:
-                progress.advance()
+                progress.advance(len(batches[k]))
     state.done_by[transport.rank] = done
     return state
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import filecmp
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from hpcsa.aggregate.compare import compare_databases
@@ -101,3 +102,23 @@ def test_reductions_do_not_depend_on_grouping(hpctoolkit_data: Path, tmp_path: P
     for name in ("ctx_values", "ctx_bits", "trace_count"):
         assert np.array_equal(getattr(whole, name), getattr(parts[1], name)), name
     assert np.array_equal(whole.cct_layout().offsets, parts[1].cct_layout().offsets)
+
+
+@pytest.mark.parametrize("workers", [1, 2, 6])
+def test_phase2_batches_partition_profiles_largest_first(workers: int) -> None:
+    """Phase-2 batches: every profile exactly once, largest first (ties by profile number), each batch at
+    most about 1/12 of a worker's share unless a single profile is larger, and enough batches to balance."""
+    from hpcsa.aggregate.pipeline import phase2_batches
+
+    rng = np.random.default_rng(workers)
+    costs = [int(c) for c in rng.integers(1, 1000, 500)] + [50_000]  # one giant profile
+    batches = phase2_batches(costs, workers)
+    flat = [i for b in batches for i in b]
+    assert sorted(flat) == list(range(len(costs)))
+    assert flat == sorted(range(len(costs)), key=lambda i: (-costs[i], i))
+    target = sum(costs) / (12 * workers)
+    for b in batches:
+        assert len(b) == 1 or sum(costs[i] for i in b) <= target
+    assert batches[0] == [len(costs) - 1]
+    assert len(batches) >= min(len(costs), 12 * workers) // 2
+    assert phase2_batches([], workers) == []
