@@ -91,7 +91,7 @@ class ScratchProfiles:
     def positions(self, bounds: np.ndarray) -> np.ndarray:
         """[profiles + 1, len(bounds)] index positions of each context bound in each profile's index
         (row 0, the summary, is empty): one reading of every index for a whole group of ranges."""
-        out = np.zeros((len(self), len(bounds)), np.int64)
+        out = np.zeros((len(self), len(bounds)), np.uint32)  # 4 bytes x profiles x ranges of the group
         for p in range(1, len(self)):
             ctx_ids, _ = self.ctx_index(p)
             out[p] = np.searchsorted(ctx_ids, bounds)
@@ -112,7 +112,7 @@ class AsideBlobs:
 
     def positions(self, bounds: np.ndarray) -> np.ndarray:
         """[blobs with entries, len(bounds)] entry positions of each context bound."""
-        out = np.zeros((len(self.has), len(bounds)), np.int64)
+        out = np.zeros((len(self.has), len(bounds)), np.uint32)
         for k, p in enumerate(self.has.tolist()):
             raw = os.pread(self.fd, int(self.place.n_aside[p]) * ASIDE.itemsize, int(self.place.aside_offset[p]))
             out[k] = np.searchsorted(np.frombuffer(raw, ASIDE)["ctx"], bounds)
@@ -120,8 +120,9 @@ class AsideBlobs:
 
     def read(self, at_lo: np.ndarray, at_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Entries at_lo..at_hi of every blob: (ctx, key, profile index, value)."""
-        n = at_hi - at_lo
-        start = self.place.aside_offset[self.has] + at_lo * ASIDE.itemsize
+        lo = at_lo.astype(np.int64)
+        n = at_hi.astype(np.int64) - lo
+        start = self.place.aside_offset[self.has] + lo * ASIDE.itemsize
         fd = self.fd
         raw = b"".join([os.pread(fd, int(k) * ASIDE.itemsize, int(a))
                         for a, k in zip(start.tolist(), n.tolist(), strict=True) if k])
@@ -185,7 +186,7 @@ def gather(src: ScratchProfiles, lo: int, hi: int, at_lo: np.ndarray, at_hi: np.
     if not len(ps):
         return cctdb.RangeValues(np.zeros(0, np.uint32), np.zeros(0, np.uint16), np.zeros(0, np.uint32),
                                  np.zeros(0, np.float64))
-    i0, i1 = at_lo[ps], at_hi[ps]
+    i0, i1 = at_lo[ps].astype(np.int64), at_hi[ps].astype(np.int64)
     n_ctxs = place.n_ctxs[ps - 1]
     more = (i1 < n_ctxs).astype(np.int64)  # one entry past the range says where its values end
     n_read = i1 - i0 + more

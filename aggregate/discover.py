@@ -68,9 +68,9 @@ class Phase1Env:
         return bool(self.graphs_by_key or self.graphs_by_name)
 
 
-@dataclass
+@dataclass(slots=True)
 class ProfileFacts:
-    """The class-2 facts of one profile (small: no values)."""
+    """The class-2 facts of one profile (small: no values; slots, as there is one per profile)."""
 
     input: ProfileInput
     id_tuple: np.ndarray          # hpcrun ID_ELEMENT rows (kind with interpretation bits, physical, logical)

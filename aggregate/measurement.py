@@ -19,7 +19,7 @@ _HAS_CALLS = re.compile(rb'<LM\b[^>]*?\bhas-calls="([^"]*)"')
 HEAD_BYTES = 1 << 18  # the LM tag follows the inline DTD, a few KB into the file
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ProfileInput:
     """One profile: its ``.hpcrun`` file, its ``.hpctrace`` (or None), their sizes and directory."""
 
