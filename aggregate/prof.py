@@ -18,6 +18,8 @@ from .workers import default_jobs
 
 
 def register(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = (f"{parser.epilog or ''}\n  mpiexec -n 4 hpcsa prof prog.m -o prog.d -j 8   "
+                     "# over MPI (pip install 'hpcsa[mpi]'): 4 ranks of 8 workers, the same database")
     parser.add_argument("measurements", metavar="MEASDIR", nargs="+",
                         help="measurement directories (or .hpcrun files); their structs/ are used")
     parser.add_argument("-o", "--output", metavar="DB",

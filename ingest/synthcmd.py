@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import time
 
 from hpcsa.errors import HpcsaError
@@ -53,6 +52,6 @@ def run(args: argparse.Namespace) -> int:
     kinds = f"{r.threads} CPU threads" + (f", {r.streams} GPU streams" if r.streams else "")
     print(f"hpcsa synth: {r.profiles} profiles ({kinds}; {r.ranks} ranks), {r.metrics} metrics, "
           f"{r.program_contexts} program contexts, {r.bytes / 1e6:.1f} MB; densities: contexts "
-          f"{r.context_density:.1f}%, metrics {r.metric_density:.1f}% -> {os.path.relpath(r.path)} "
+          f"{r.context_density:.1f}%, metrics {r.metric_density:.1f}% -> {args.output} "
           f"in {time.monotonic() - start:.2f} s")
     return 0
