@@ -82,13 +82,6 @@ def prof_cmd(meas: Path, out: Path, jobs: int, ranks: int = 0) -> list[str]:
     return [str(MPIEXEC), "-n", str(ranks), *cmd] if ranks else cmd
 
 
-def best(cmd: list[str], repeat: int) -> tuple[float, int, str]:
-    """Best wall time of ``repeat`` unwatched runs; peak memory from one more run, sampled every 20 ms."""
-    runs = [measure(cmd, None) for _ in range(repeat)]
-    _, peak, _ = measure(cmd, 0.02)
-    return min(r[0] for r in runs), peak, runs[-1][2]
-
-
 def sizes(db: Path) -> dict[str, float]:
     from hpcsa.views.experiment import open_experiment
     from hpcsa.views.stats import database_stats
@@ -123,7 +116,7 @@ def in_process(meas: Path, out: Path, jobs: int) -> dict[str, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--record", action="store_true")
-    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--sizes", default="256,1024,4096")
     ap.add_argument("--mpi-phases", nargs=3, metavar=("MEAS", "OUT", "JOBS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -143,11 +136,17 @@ def main() -> None:
                 out = tmp / "out.d"
                 row = {"set": kind, "profiles": n, "input": g.bytes, "ctx_density": g.context_density,
                        "metric_density": g.metric_density}
-                for name, jobs, ranks in (("j1", 1, 0), ("j2", 2, 0), ("mpi2", 1, 2)):
-                    wall, peak, err = best(prof_cmd(meas, out, jobs, ranks), args.repeat)
-                    row[name] = (wall, peak)
-                    print(f"{kind} {n}: {name} {wall:.2f} s, {peak / MIB:.0f} MiB  [{err.strip().splitlines()[-1]}]",
-                          flush=True)
+                configs = (("j1", 1, 0), ("j2", 2, 0), ("mpi2", 1, 2))
+                walls: dict[str, list[float]] = {name: [] for name, _, _ in configs}
+                for _ in range(args.repeat):  # interleaved, so that a slow spell of the machine hits all alike
+                    for name, jobs, ranks in configs:
+                        walls[name].append(measure(prof_cmd(meas, out, jobs, ranks), None)[0])
+                for name, jobs, ranks in configs:
+                    _, peak, err = measure(prof_cmd(meas, out, jobs, ranks), 0.02)
+                    row[name] = (min(walls[name]), peak)
+                    print(f"{kind} {n}: {name} {row[name][0]:.2f} s (runs: "
+                          f"{', '.join(f'{w:.2f}' for w in walls[name])}), {peak / MIB:.0f} MiB  "
+                          f"[{err.strip().splitlines()[-1]}]", flush=True)
                 row.update(sizes(out))
                 rows.append(row)
                 shutil.rmtree(out)
@@ -180,7 +179,7 @@ def main() -> None:
     lines = [
         "# `hpcsa prof` at scale: one process and MPI ranks",
         "",
-        f"`benchmarks/bench_prof_scale.py --repeat {args.repeat} --sizes {args.sizes}` (best of {args.repeat}; "
+        f"`benchmarks/bench_prof_scale.py --repeat {args.repeat} --sizes {args.sizes}` (best of {args.repeat} interleaved runs; "
         f"Python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}, "
         f"{os.cpu_count()} CPUs shared with other engineers: load average {load0[0]:.1f} at the start, "
         f"{load1[0]:.1f} at the end, so times are upper bounds). Inputs from `hpcsa synth` (structure "

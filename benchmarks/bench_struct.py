@@ -6,6 +6,9 @@ Binaries (small to large):
 * ``inlines+loops-x86_64-gcc12-dr`` — HPCToolkit's test binary (../shared/data; skipped when absent);
 * ``synth.so`` — built here with ``gcc -g -O2`` from C code this script generates (loops, inlined
   helpers, switches, calls: the shapes hpcstruct handles), in benchmarks/work/;
+* ``synthxx.so`` — built here with ``g++ -g -O2`` from C++ this script generates: translation units that
+  instantiate standard containers and algorithms for many record types, so that DWARF is dominated by
+  templates and deep inline trees (over 10 MB of .debug_info), in benchmarks/work/;
 * ``/usr/bin/python3.11d`` — Debian's debug interpreter (package python3.11-dbg: 10 MB of .debug_info;
   ``apt-get install python3.11-dbg``, or ``--install`` lets this script run apt-get). Real hpcstruct needs
   about 4.1 s and 720 MiB for it with -j 2 on this machine kind (issue 4).
@@ -37,6 +40,7 @@ DATA = Path(os.environ.get("HPCSA_SHARED_DATA", ROOT.parent / "shared" / "data")
 WORK = ROOT / "benchmarks" / "work"
 PYTHON_DBG = Path("/usr/bin/python3.11d")
 SYNTH_FUNCTIONS = 1500
+SYNTHXX_UNITS, SYNTHXX_TYPES = 4, 24  # translation units, record types per unit
 
 WRAPPER = ("import resource, subprocess, sys, time\n"
            "t = time.perf_counter()\n"
@@ -108,6 +112,61 @@ def build_synth() -> Path:
     return out
 
 
+def synthxx_unit(unit: int, types: int) -> str:
+    """One C++ translation unit: per record type, a map, a vector, a sort, a string stream and a lambda
+    (each instantiated for that type, inlined at -O2)."""
+    parts = ["#include <algorithm>\n#include <map>\n#include <unordered_map>\n#include <sstream>\n"
+             "#include <string>\n#include <vector>\n#include <functional>\n#include <numeric>\n"]
+    for t in range(types):
+        name = f"Rec{unit}_{t}"
+        parts.append(f"""
+struct {name} {{ int key; double value; std::string label; bool operator<(const {name} &o) const {{
+    return key < o.key; }} }};
+double run_{name}(int n, int seed) {{
+    std::vector<{name}> v;
+    std::map<int, {name}> by_key;
+    std::unordered_map<std::string, double> totals;
+    for (int i = 0; i < n; i++) {{
+        {name} r{{(i * {t + 3} + seed) % 97, i * 0.5, std::to_string(i % {t + 2})}};
+        v.push_back(r);
+        by_key[r.key] = r;
+        totals[r.label] += r.value;
+    }}
+    std::sort(v.begin(), v.end());
+    std::stable_sort(v.begin(), v.end(), [](const {name} &a, const {name} &b) {{ return a.value > b.value; }});
+    std::ostringstream os;
+    for (const auto &kv : by_key) os << kv.first << ':' << kv.second.label << ';';
+    std::function<double(double)> f = [&](double x) {{ return x + totals.size() + os.str().size(); }};
+    return std::accumulate(v.begin(), v.end(), 0.0, [&](double acc, const {name} &r) {{ return f(acc) + r.value; }});
+}}
+""")
+    return "".join(parts)
+
+
+def build_synthxx() -> Path:
+    """The large generated binary (C++ templates: > 10 MB of .debug_info), compiled once per source text."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    out = WORK / "synthxx.so"
+    sources = [WORK / f"synthxx{u}.cc" for u in range(SYNTHXX_UNITS)]
+    texts = [synthxx_unit(u, SYNTHXX_TYPES) for u in range(SYNTHXX_UNITS)]
+    if out.is_file() and all(p.is_file() and p.read_text() == t for p, t in zip(sources, texts, strict=True)):
+        return out
+    if shutil.which("g++") is None:
+        raise SystemExit("g++ is needed to build the synthetic C++ binary")
+    for p, t in zip(sources, texts, strict=True):
+        p.write_text(t)
+    print(f"building {out} from {SYNTHXX_UNITS} generated C++ units (about a minute per unit and core) ...",
+          file=sys.stderr)
+    objects = [p.with_suffix(".o") for p in sources]
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        for r in pool.map(lambda so: subprocess.run(["g++", "-g", "-O2", "-fPIC", "-c", "-o", str(so[1]), str(so[0])]),
+                          zip(sources, objects, strict=True)):
+            r.check_returncode()
+    subprocess.run(["g++", "-shared", "-o", str(out), *map(str, objects)], check=True)
+    return out
+
+
 def debug_info_size(path: Path) -> int:
     from hpcsa.structure.elf import open_elf
     sec = open_elf(path).section_named(".debug_info")
@@ -146,6 +205,7 @@ def main() -> int:
     if small.exists():
         binaries.append(("small: inlines+loops-x86_64-gcc12-dr", small))
     binaries.append((f"medium: synth.so ({SYNTH_FUNCTIONS} generated functions)", build_synth()))
+    binaries.append((f"large, generated: synthxx.so ({SYNTHXX_UNITS} C++ units of STL templates)", build_synthxx()))
     if PYTHON_DBG.exists():
         binaries.append(("large: /usr/bin/python3.11d", PYTHON_DBG))
     else:
