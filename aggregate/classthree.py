@@ -36,6 +36,11 @@ LEX = SCOPE_ORDER.index("lex_aware")
 #: Bytes of cct.db per range: fixed, so ranges do not depend on the number of workers; small, because a
 #: range's gathered values and their sort take about 15 times its size in memory.
 RANGE_BYTES = 1 << 20
+#: Bytes for the positions of range bounds in every profile's index, per pass over the ranges (see
+#: transpose_ranges); small enough to be lost in the rest, large enough for one pass below ~4,000 profiles.
+POSITIONS_BYTES = 4 << 20
+#: Records read at least from a region when looking for range bounds.
+MIN_READ = 64
 
 
 @dataclass
@@ -48,6 +53,29 @@ class Placement:
     pms_size: np.ndarray
     aside_offset: np.ndarray
     n_aside: np.ndarray
+
+
+def bound_positions(fd: int, offsets: np.ndarray, counts: np.ndarray, rec: np.dtype, field: str,
+                    bounds: np.ndarray, start: np.ndarray | None, share: float) -> np.ndarray:
+    """[regions, len(bounds)] positions of ``bounds`` among the records of each file region (``counts``
+    records of type ``rec`` at ``offsets``, sorted by ``field``), reading each region only from ``start``
+    (the positions of ``bounds[0]``, when known) to just past ``bounds[-1]``: a guess of ``share`` of the
+    rest, 25 % more, doubled until it reaches the last bound."""
+    out = np.zeros((len(offsets), len(bounds)), np.uint32)  # 4 bytes x regions x bounds: a pass of ranges
+    size = rec.itemsize
+    last = bounds[-1]
+    begin = np.zeros(len(offsets), np.int64) if start is None else start.astype(np.int64)
+    for k, (off, n, c0) in enumerate(zip(offsets.tolist(), counts.tolist(), begin.tolist(), strict=True)):
+        want = min(n - c0, int((n - c0) * share * 1.25) + MIN_READ)
+        keys = np.zeros(0, rec[field])
+        while True:
+            raw = os.pread(fd, want * size, off + (c0 + len(keys)) * size)
+            keys = np.concatenate([keys, np.frombuffer(raw, rec)[field]])
+            if c0 + len(keys) >= n or (len(keys) and keys[-1] >= last):
+                break
+            want = min(n - c0 - len(keys), 2 * want)
+        out[k] = c0 + np.searchsorted(keys, bounds)
+    return out
 
 
 class ScratchProfiles:
@@ -88,13 +116,14 @@ class ScratchProfiles:
     def blob(self, p: int) -> bytes:
         return os.pread(self.fd, int(self.place.pms_size[p]), int(self.place.pms_offset[p]))
 
-    def positions(self, bounds: np.ndarray) -> np.ndarray:
-        """[profiles + 1, len(bounds)] index positions of each context bound in each profile's index
-        (row 0, the summary, is empty): one reading of every index for a whole group of ranges."""
-        out = np.zeros((len(self), len(bounds)), np.uint32)  # 4 bytes x profiles x ranges of the group
-        for p in range(1, len(self)):
-            ctx_ids, _ = self.ctx_index(p)
-            out[p] = np.searchsorted(ctx_ids, bounds)
+    def positions(self, bounds: np.ndarray, start: np.ndarray | None = None, share: float = 1.0) -> np.ndarray:
+        """[profiles + 1, len(bounds)] index positions of each context bound in each profile's index (row 0,
+        the summary, is empty); see :func:`bound_positions`."""
+        out = np.zeros((len(self), len(bounds)), np.uint32)
+        place = self.place
+        at = place.pms_offset + (place.n_values * SZ_VALUE + 3) // 4 * 4
+        out[1:] = bound_positions(self.fd, at, place.n_ctxs, CTX_INDEX, "ctxId", bounds,
+                                  None if start is None else start[1:], share)
         return out
 
 
@@ -110,13 +139,10 @@ class AsideBlobs:
     def close(self) -> None:
         os.close(self.fd)
 
-    def positions(self, bounds: np.ndarray) -> np.ndarray:
-        """[blobs with entries, len(bounds)] entry positions of each context bound."""
-        out = np.zeros((len(self.has), len(bounds)), np.uint32)
-        for k, p in enumerate(self.has.tolist()):
-            raw = os.pread(self.fd, int(self.place.n_aside[p]) * ASIDE.itemsize, int(self.place.aside_offset[p]))
-            out[k] = np.searchsorted(np.frombuffer(raw, ASIDE)["ctx"], bounds)
-        return out
+    def positions(self, bounds: np.ndarray, start: np.ndarray | None = None, share: float = 1.0) -> np.ndarray:
+        """[blobs with entries, len(bounds)] entry positions of each context bound (:func:`bound_positions`)."""
+        return bound_positions(self.fd, self.place.aside_offset[self.has], self.place.n_aside[self.has], ASIDE,
+                               "ctx", bounds, start, share)
 
     def read(self, at_lo: np.ndarray, at_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Entries at_lo..at_hi of every blob: (ctx, key, profile index, value)."""
@@ -332,25 +358,35 @@ def _aside_only(b_ctx: np.ndarray, b_metric: np.ndarray, a_ctx: np.ndarray, a_me
 def transpose_ranges(pms_path: str, aside_path: str, cct_path: str, place: Placement, layout: cctdb.CctLayout,
                      plan: StatPlan, bounds: list[int]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Write cct.db's blocks for the consecutive context ranges ``bounds[i]..bounds[i+1]`` and return
-    each range's summary values. Every profile's context index is read once for the whole group."""
+    each range's summary values.
+
+    Where the range bounds fall in each profile's context index is found in passes over the ranges, each
+    reading every index from where the last pass ended to just past its own last bound; a pass covers as
+    many ranges as fit 4 bytes per profile and bound in POSITIONS_BYTES (all of them, up to a few thousand
+    profiles), so that memory does not grow with profiles x ranges, the square of the profiles."""
     src = ScratchProfiles(pms_path, place)
     aside = AsideBlobs(aside_path, place)
     fd = os.open(cct_path, os.O_WRONLY)
+    per_pass = max(1, POSITIONS_BYTES // (4 * (len(place.n_values) + 1)) - 1)
+    n_ctx = layout.n_ctxs
     try:
-        edges = np.asarray(bounds, np.int64)
-        pos = src.positions(edges)
-        apos = aside.positions(edges)
         out = []
-        for k in range(len(bounds) - 1):
-            lo, hi = bounds[k], bounds[k + 1]
-            vals = gather(src, lo, hi, pos[:, k], pos[:, k + 1])
-            data = cctdb.encode_blocks(layout, lo, hi, vals)
-            view, at = memoryview(data), int(layout.offsets[lo])
-            while view:
-                n = os.pwrite(fd, view, at)
-                view, at = view[n:], at + n
-            del data
-            out.append(summarize(vals, aside.read(apos[:, k], apos[:, k + 1]), plan))
+        pos = apos = None
+        for first in range(0, len(bounds) - 1, per_pass):
+            edges = np.asarray(bounds[first:first + per_pass + 1], np.int64)
+            share = (edges[-1] - edges[0]) / max(1, n_ctx - edges[0])  # of the contexts left: a guess
+            pos = src.positions(edges, None if pos is None else pos[:, -1], share)
+            apos = aside.positions(edges, None if apos is None else apos[:, -1], share)
+            for k in range(len(edges) - 1):
+                lo, hi = int(edges[k]), int(edges[k + 1])
+                vals = gather(src, lo, hi, pos[:, k], pos[:, k + 1])
+                data = cctdb.encode_blocks(layout, lo, hi, vals)
+                view, at = memoryview(data), int(layout.offsets[lo])
+                while view:
+                    n = os.pwrite(fd, view, at)
+                    view, at = view[n:], at + n
+                del data
+                out.append(summarize(vals, aside.read(apos[:, k], apos[:, k + 1]), plan))
         return out
     finally:
         os.close(fd)

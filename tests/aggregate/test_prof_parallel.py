@@ -122,3 +122,34 @@ def test_phase2_batches_partition_profiles_largest_first(workers: int) -> None:
     assert batches[0] == [len(costs) - 1]
     assert len(batches) >= min(len(costs), 12 * workers) // 2
     assert phase2_batches([], workers) == []
+
+
+def test_transpose_in_many_small_passes_gives_the_same_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:
+    """cct.db and the summary do not depend on how the contexts are cut into ranges, nor on how many passes
+    over the profiles' indexes find the range bounds (one range per pass here, each pass reading every index
+    only from where the last one ended), nor on a first guess of how far to read that is far too short."""
+    from hpcsa.aggregate import classthree, pipeline
+    from hpcsa.aggregate.measurement import find_inputs
+    from hpcsa.ingest.synth import SynthSpec, generate
+
+    meas = tmp_path / "app.m"
+    generate(meas, SynthSpec.preset("gpu", 24, contexts=600, samples=20, seed=5), jobs=1)
+    ref = tmp_path / "ref.d"
+    pipeline.run(find_inputs([str(meas)]), pipeline.Options(output=str(ref), jobs=1, progress=False))
+    monkeypatch.setattr(classthree, "RANGE_BYTES", 2048)
+    monkeypatch.setattr(classthree, "POSITIONS_BYTES", 8)
+    monkeypatch.setattr(classthree, "MIN_READ", 1)
+    real = classthree.bound_positions
+    passes = []
+
+    def short_guess(*args: object) -> np.ndarray:
+        passes.append(1)
+        return real(*args[:-1], 0.0)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(classthree, "bound_positions", short_guess)
+    small = tmp_path / "small.d"
+    pipeline.run(find_inputs([str(meas)]), pipeline.Options(output=str(small), jobs=1, progress=False))
+    assert len(passes) > 10
+    for name in ("meta.db", "profile.db", "cct.db", "trace.db"):
+        assert filecmp.cmp(ref / name, small / name, shallow=False), name
