@@ -66,17 +66,12 @@ class ContextValues:
         return len(self.values)
 
     def value_metric_ids(self) -> np.ndarray:
-        counts = np.diff(np.append(self.starts, len(self.values)))
-        return np.repeat(self.metric_ids, counts)
+        return dbf.run_keys(self.metric_ids, self.starts, len(self.values))
 
     def get(self, metric_id: int) -> dict[int, float]:
         """profile index -> value for one metric."""
-        i = int(np.searchsorted(self.metric_ids, metric_id))
-        if i == len(self.metric_ids) or int(self.metric_ids[i]) != metric_id:
-            return {}
-        end = int(self.starts[i + 1]) if i + 1 < len(self.starts) else len(self.values)
-        sl = slice(int(self.starts[i]), end)
-        return dict(zip(self.prof_indices[sl].tolist(), self.values[sl].tolist(), strict=True))
+        sl = dbf.run_of(self.metric_ids, self.starts, len(self.values), metric_id)
+        return {} if sl is None else dict(zip(self.prof_indices[sl].tolist(), self.values[sl].tolist(), strict=True))
 
 
 @dataclass

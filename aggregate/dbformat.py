@@ -171,3 +171,17 @@ def check_pointer(blob: Blob, ptr: int, lo: int, hi: int, what: str) -> None:
     """``ptr`` must lie in [lo, hi) (a section); the message names what it points at."""
     if not lo <= ptr < hi:
         raise FormatError(blob.path, f"{what} pointer {ptr:#x} lies outside its section [{lo:#x}, {hi:#x})")
+
+
+def run_keys(keys: np.ndarray, starts: np.ndarray, total: int) -> np.ndarray:
+    """The key of every item of a sparse list stored as runs (``keys[i]`` owns items ``starts[i]`` up to the
+    next start, the last run up to ``total``): profile.db's values by context, cct.db's by metric."""
+    return np.repeat(keys, np.diff(np.append(starts, total)))
+
+
+def run_of(keys: np.ndarray, starts: np.ndarray, total: int, key: int) -> slice | None:
+    """The items of ``key`` in such a list (keys sorted), or None when it has none."""
+    i = int(np.searchsorted(keys, key))
+    if i == len(keys) or int(keys[i]) != key:
+        return None
+    return slice(int(starts[i]), int(starts[i + 1]) if i + 1 < len(starts) else total)

@@ -71,17 +71,12 @@ class ProfileValues:
 
     def value_ctx_ids(self) -> np.ndarray:
         """The context id of every value (aligned with ``metric_ids`` and ``values``)."""
-        counts = np.diff(np.append(self.starts, len(self.values)))
-        return np.repeat(self.ctx_ids, counts)
+        return dbf.run_keys(self.ctx_ids, self.starts, len(self.values))
 
     def get(self, ctx_id: int) -> dict[int, float]:
         """metric id -> value for one context (empty if it has none)."""
-        i = int(np.searchsorted(self.ctx_ids, ctx_id))
-        if i == len(self.ctx_ids) or int(self.ctx_ids[i]) != ctx_id:
-            return {}
-        end = int(self.starts[i + 1]) if i + 1 < len(self.starts) else len(self.values)
-        sl = slice(int(self.starts[i]), end)
-        return dict(zip(self.metric_ids[sl].tolist(), self.values[sl].tolist(), strict=True))
+        sl = dbf.run_of(self.ctx_ids, self.starts, len(self.values), ctx_id)
+        return {} if sl is None else dict(zip(self.metric_ids[sl].tolist(), self.values[sl].tolist(), strict=True))
 
     @classmethod
     def empty(cls) -> ProfileValues:
