@@ -27,7 +27,6 @@ import numpy as np
 
 from hpcsa.aggregate import cctdb
 from hpcsa.aggregate.profiledb import CTX_INDEX, SZ_VALUE, VALUE
-from hpcsa.binfmt import align
 
 from .classone import ASIDE, ASIDE_NOLOOPS
 from .metrictable import SCOPE_ORDER, MetricTable
@@ -94,18 +93,10 @@ class ScratchProfiles:
     def close(self) -> None:
         os.close(self.fd)
 
-    def _index_at(self, p: int) -> int:
-        return int(self.place.pms_offset[p - 1]) + align(int(self.place.n_values[p - 1]) * SZ_VALUE, 4)
-
-    def ctx_index(self, p: int, i0: int = 0, i1: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(context ids, value starts) of entries i0..i1 of profile p's context index."""
-        n = 0 if p == 0 else int(self.place.n_ctxs[p - 1])
-        i1 = n if i1 is None else i1
-        if i1 <= i0:
-            return np.zeros(0, np.uint32), np.zeros(0, np.int64)
-        raw = os.pread(self.fd, (i1 - i0) * CTX_INDEX.itemsize, self._index_at(p) + i0 * CTX_INDEX.itemsize)
-        idx = np.frombuffer(raw, CTX_INDEX)
-        return idx["ctxId"].astype(np.uint32), idx["startIndex"].astype(np.int64)
+    def index_offsets(self, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """Where the context index of each profile's blob starts (after its values, 4-aligned)."""
+        place = self.place
+        return place.pms_offset[rows] + (place.n_values[rows] * SZ_VALUE + 3) // 4 * 4
 
     def read_slices(self, at: np.ndarray, nbytes: np.ndarray) -> bytes:
         """The byte slices [at, at + nbytes) of the scratch file, joined: one ``pread`` each, and nothing
@@ -120,9 +111,7 @@ class ScratchProfiles:
         """[profiles + 1, len(bounds)] index positions of each context bound in each profile's index (row 0,
         the summary, is empty); see :func:`bound_positions`."""
         out = np.zeros((len(self), len(bounds)), np.uint32)
-        place = self.place
-        at = place.pms_offset + (place.n_values * SZ_VALUE + 3) // 4 * 4
-        out[1:] = bound_positions(self.fd, at, place.n_ctxs, CTX_INDEX, "ctxId", bounds,
+        out[1:] = bound_positions(self.fd, self.index_offsets(), self.place.n_ctxs, CTX_INDEX, "ctxId", bounds,
                                   None if start is None else start[1:], share)
         return out
 
@@ -216,7 +205,7 @@ def gather(src: ScratchProfiles, lo: int, hi: int, at_lo: np.ndarray, at_hi: np.
     n_ctxs = place.n_ctxs[ps - 1]
     more = (i1 < n_ctxs).astype(np.int64)  # one entry past the range says where its values end
     n_read = i1 - i0 + more
-    index_at = place.pms_offset[ps - 1] + (place.n_values[ps - 1] * SZ_VALUE + 3) // 4 * 4
+    index_at = src.index_offsets(ps - 1)
     idx = np.frombuffer(src.read_slices(index_at + i0 * CTX_INDEX.itemsize, n_read * CTX_INDEX.itemsize),
                         CTX_INDEX)
     cids = idx["ctxId"].astype(np.uint32)
