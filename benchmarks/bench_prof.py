@@ -175,8 +175,9 @@ def main() -> None:
               "is about 1 ms of a CPU profile) and hashes its calling-context paths; phase 2 reads the CCT and "
               "values again (a lean reader), finds the nodes in the union, propagates (a few vectorized "
               "gathers) and writes its blob and trace line (~1.5 ms per profile); phase 3 reads the blobs "
-              "back per 1 MB context range. Peak memory is flat in the number of profiles: the coordinator "
-              "holds class 2/3 state and a few integers per profile, a worker one profile or one range.", "",
+              "back per 1 MB context range, profiles batched per task. Peak memory grows little with the number "
+              "of profiles (compare the rows): the coordinator holds class 2/3 state and a few integers per "
+              "profile, a worker one batch of profiles or one range.", "",
               f"cProfile of `-j 1` on {sets[-1][0]}, by own time:", "", "```",
               *[ln for ln in top.getvalue().splitlines() if ln.strip()][:28], "```"]
     text_out = "\n".join(lines) + "\n"
