@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
                 raise HpcsaError(args.measurement, f"samples name load module {lm_id}, which is not in the "
                                  "load map")
             graph, source = structures.graph(path)
-            samples = ctx.samples.get(lm_id)
+            samples = ctx.all_samples(lm_id)
             if samples is None:
                 continue
             kernels = ctx.kernels.get(lm_id, {})

@@ -32,10 +32,34 @@ class LaunchContext:
     kernel_nodes: dict[int, dict[int, int]] = field(default_factory=dict)  # lm_id -> {entry: CCT id}
     samples: dict[int, PcSamples] = field(default_factory=dict)  # lm_id -> flat PC samples
     sample_nodes: dict[int, np.ndarray] = field(default_factory=dict)  # lm_id -> CCT id per sample row
+    kernel_values: dict[int, dict[int, np.ndarray]] = field(default_factory=dict)  # lm_id -> {entry: row}
+    weight: int | None = None                                    # column of GINS, if it has values
 
     @property
     def modules(self) -> list[int]:
         return sorted(set(self.kernels) | set(self.samples))
+
+    def all_samples(self, lm_id: int) -> PcSamples | None:
+        """The module's PC samples with those hpcrun keeps on its kernel nodes: a sample at a kernel's
+        entry pc is the kernel node's own (same load module and pc under the placeholder), stored beside
+        ``GKER:COUNT``. Only the columns that are sample metrics (the weight, and any column with a value
+        in a sample row of this launch context) are taken from the kernel node. For showing a launch
+        context whole; the aggregation leaves these values on the kernel node, where hpcprof has them."""
+        flat = self.samples.get(lm_id)
+        entries = self.kernel_values.get(lm_id, {})
+        sample_cols = np.zeros(len(self.metrics), bool)
+        for s in self.samples.values():
+            sample_cols |= (s.values != 0).any(axis=0)
+        if self.weight is not None:
+            sample_cols[self.weight] = True
+        rows = [(e, np.where(sample_cols, v, 0.0)) for e, v in sorted(entries.items()) if (v[sample_cols] != 0).any()]
+        if not rows:
+            return flat
+        pcs = np.array([e for e, _ in rows], np.uint64)
+        vals = np.array([v for _, v in rows])
+        if flat is not None:
+            pcs, vals = np.concatenate([flat.pcs, pcs]), np.concatenate([flat.values, vals])
+        return PcSamples(pcs, vals, weight=self.weight)
 
 
 def launch_contexts(prof: HpcrunProfile) -> list[LaunchContext]:
@@ -79,7 +103,7 @@ def launch_contexts(prof: HpcrunProfile) -> list[LaunchContext]:
     pcs = cct["lm_ip"][rows].astype(np.uint64)
     par = parent[rows]
 
-    out: dict[int, LaunchContext] = {int(h): LaunchContext(int(h), used) for h in holders}
+    out: dict[int, LaunchContext] = {int(h): LaunchContext(int(h), used, weight=weight) for h in holders}
     for i in np.flatnonzero(unwound).tolist():
         ctx = out[int(par[i])]
         entry, module = int(pcs[i]), int(lm[i])
@@ -87,6 +111,8 @@ def launch_contexts(prof: HpcrunProfile) -> list[LaunchContext]:
         per = ctx.kernels.setdefault(module, {})
         per[entry] = per.get(entry, 0.0) + launches
         ctx.kernel_nodes.setdefault(module, {})[entry] = int(nodes[i])
+        kv = ctx.kernel_values.setdefault(module, {})
+        kv[entry] = kv[entry] + dense[i] if entry in kv else dense[i].copy()
     sample_rows = np.flatnonzero(~unwound)
     if len(sample_rows):
         key = np.lexsort((lm[sample_rows], par[sample_rows]))

@@ -25,7 +25,7 @@ from hpcsa.ingest.hpcrun import (
 KERNEL = placeholder_code("GPUKernl")
 
 
-def profile() -> HpcrunProfile:
+def profile(entry_gins: float = 0.0) -> HpcrunProfile:
     # id, parent, lm_id, lm_ip, flags (bit 0: unwound)
     nodes = [
         (1, 0, 1, 0x10, 1),        # CPU frame
@@ -43,7 +43,7 @@ def profile() -> HpcrunProfile:
     cct = records(CCT_NODE, len(nodes), **{k: [n[i] for n in nodes] for i, k in
                                             enumerate(("id", "parent", "lm_id", "lm_ip", "flags"))})
     metrics = [MetricDesc("GINS"), MetricDesc("GKER:COUNT", val_fmt=VAL_FMT_INT), MetricDesc("GINS:STL_ANY")]
-    triples = [(4, 1, 7), (5, 0, 3), (5, 2, 1.5), (6, 0, 1), (10, 0, 2), (10, 2, 5), (11, 0, 4), (12, 0, 99)]
+    triples = [(4, 1, 7), *([(4, 0, entry_gins)] if entry_gins else []), (5, 0, 3), (5, 2, 1.5), (6, 0, 1), (10, 0, 2), (10, 2, 5), (11, 0, 4), (12, 0, 99)]
     vals, index = pack_values(np.array([t[0] for t in triples]), np.array([t[1] for t in triples]),
                               np.array([t[2] for t in triples], float), metrics, cct["id"])
     return HpcrunProfile(header={}, loadmap=[LoadModule(1, "/bin/app"), LoadModule(5, "a.gpubin"),
@@ -85,3 +85,48 @@ def test_columns_are_only_the_metrics_with_values():
     first, _ = launch_contexts(prof)
     assert first.metrics.tolist() == [1, 2, 3]
     assert first.samples[5].weight == 0 and first.kernels == {5: {0x100: 7.0}}
+
+
+def test_samples_at_a_kernel_entry_are_shown_with_the_flat_ones(tmp_path: Path):
+    """hpcrun keeps a sample at a kernel's entry pc on the kernel node (same module and pc under the
+    placeholder, unwound = 1, beside GKER:COUNT). ``all_samples`` adds it to the flat samples, in the sample
+    metrics' columns only (GINS and the columns sample rows use; not GKER:COUNT), so that a display of the
+    launch context holds every sample: here 3 + 2.5 GINS in gpubin 5."""
+    from hpcsa.gpucct.model import CallGraph
+    from hpcsa.gpucct.reconstruct import reconstruct
+
+    path = tmp_path / "p.hpcrun"
+    write_hpcrun(path, profile(entry_gins=2.5))
+    first, second = launch_contexts(read_hpcrun(path))
+    assert first.samples[5].pcs.tolist() == [0x110]  # what the aggregation reconstructs is unchanged
+    assert first.kernels == {5: {0x100: 7.0}}
+    both = first.all_samples(5)
+    assert both is not None and both.weight == 0
+    assert sorted(zip(both.pcs.tolist(), both.values.tolist(), strict=True)) == [(0x100, [2.5, 0, 0]),
+                                                                                 (0x110, [3, 0, 1.5])]
+    assert first.all_samples(6) is first.samples[6]  # no kernel node in gpubin 6
+    assert second.all_samples(5) is second.samples[5]  # its kernel node holds no samples
+    rec = reconstruct(CallGraph([]), both, first.kernels[5])
+    assert rec.totals()[0] == 5.5
+
+
+def test_a_kernel_with_only_entry_samples_is_shown() -> None:
+    """Without the flat sample of gpubin 5 under the first placeholder, its kernel's entry samples are all
+    there is to show."""
+    first, _ = launch_contexts(profile_without_node(5, entry_gins=2.5))
+    assert 5 not in first.samples
+    only = first.all_samples(5)
+    assert only is not None and only.pcs.tolist() == [0x100] and only.values[:, 0].tolist() == [2.5]
+
+
+def profile_without_node(node: int, entry_gins: float) -> HpcrunProfile:
+    prof = profile(entry_gins)
+    vnode = prof.value_nodes()
+    keep_vals = vnode != node
+    values = prof.values[keep_vals]
+    nodes = vnode[keep_vals]
+    prof.cct = prof.cct[prof.cct["id"] != node]
+    vals, index = pack_values(nodes.astype(np.int64), values["metric"].astype(np.int64), prof.value_floats()[keep_vals],
+                              prof.metrics, prof.cct["id"])
+    prof.values, prof.index = vals, index
+    return prof

@@ -135,21 +135,27 @@ def test_cli_shows_the_reconstructed_tree(hpctoolkit_data: Path):
     assert out.count("<recursion: ") == 2
     assert "call 0x3150 in" in out and "call 0x31b0 in" in out and "call 0x2e50 in" in out
     assert "<unknown caller>" not in out
-    assert "161 sample pcs placed (0 under <unknown caller>)" in proc.stderr
-    explicit = run_cli("gpucct", str(main_profile(meas)), "-S",
-                       str(meas / "structs" / f"{GPUBIN}.gpubin-gpucfg-yes.hpcstruct"), "--pcs", check=True)
     prof = read_hpcrun(main_profile(meas))
     (ctx,) = launch_contexts(prof)
-    (s,) = ctx.samples.values()
+    (lm,) = ctx.samples
+    flat = ctx.samples[lm]
+    s = ctx.all_samples(lm)  # the flat samples and the one hpcrun kept on the kernel node (kernmain's entry)
+    assert s is not None and len(s.pcs) == len(flat.pcs) + 1 == 162
+    assert "162 sample pcs placed (0 under <unknown caller>)" in proc.stderr
+    explicit = run_cli("gpucct", str(main_profile(meas)), "-S",
+                       str(meas / "structs" / f"{GPUBIN}.gpubin-gpucfg-yes.hpcstruct"), "--pcs", check=True)
     # One line per placed point: pcs of kernmain and heart once, pcs below heart's two calls twice.
     g = call_graph_from_module(read_hpcstruct(meas / "structs" / f"{GPUBIN}.gpubin-gpucfg-yes.hpcstruct")
                                .modules[0])
     entry = np.array([f.entry for f in g.functions])[g.function_of(s.pcs)]
     once = int(np.count_nonzero((entry == KERNMAIN) | (entry == HEART)))
-    assert explicit.stdout.count(". 0x") == once + 2 * (161 - once)
-    # GINS at the root frame (inclusive) is the flat total of the file's samples.
+    assert explicit.stdout.count(". 0x") == once + 2 * (162 - once)
+    # GINS at the root frame (inclusive) is every GINS value the file holds: nothing dropped, nothing added.
+    gins = [m.name for m in prof.metrics].index("GINS")
+    in_file = prof.value_floats()[prof.values["metric"] == gins].sum()
     root_line = next(ln for ln in out.splitlines() if ln.rstrip().endswith("<gpu kernel>"))
-    assert float(root_line.split()[0]) == pytest.approx(s.values[:, s.weight].sum(), rel=1e-5)
+    assert float(root_line.split()[0]) == pytest.approx(in_file, rel=1e-5)
+    assert in_file > flat.values[:, flat.weight].sum()
 
 
 def test_cli_without_structure_files(hpctoolkit_data: Path, tmp_path: Path):
@@ -158,7 +164,7 @@ def test_cli_without_structure_files(hpctoolkit_data: Path, tmp_path: Path):
     copy.write_bytes(src.read_bytes())  # no structs/ next to it
     proc = run_cli("gpucct", str(copy), check=True)
     assert "call graph: none found" in proc.stdout
-    assert "161 sample pcs placed (161 under <unknown caller>)" in proc.stderr
+    assert "162 sample pcs placed (162 under <unknown caller>)" in proc.stderr
 
 
 def test_cli_bad_inputs_are_one_line_errors(hpctoolkit_data: Path, tmp_path: Path):
