@@ -58,6 +58,10 @@ from hpcsa.structure.tree import (
 )
 
 UNKNOWN_PROC = "<unknown procedure>"
+#: Extent of a procedure whose entry lies in no code section (a corrupt section or symbol table: none of the
+#: real test binaries has one). There is no code to cover, and taking the next entry or the symbol's size
+#: as its end let a damaged file make statements over gigabytes.
+OUTSIDE_CODE_EXTENT = 20
 UNKNOWN_LINK = "<unknown link>"
 DWARF_SECTIONS = (".debug_info", ".debug_abbrev", ".debug_str", ".debug_line_str", ".debug_str_offsets",
                   ".debug_addr", ".debug_ranges", ".debug_rnglists", ".debug_line")
@@ -394,7 +398,7 @@ class StructureBuilder:
             vma_str = f"0x{vma:x}"
             if sym is not None:
                 region = self.image.code_region(sym.addr)
-                sym_end = min(sym.end, region.end) if region else sym.end
+                sym_end = min(sym.end, region.end) if region else min(sym.end, sym.addr + OUTSIDE_CODE_EXTENT)
                 filenm = self.unknown_base
                 line = 0
                 got = self.proc_line(sym.addr, sym_end)
@@ -433,10 +437,12 @@ class StructureBuilder:
                 end = entries[k + 1]
                 if region is not None and vma < reg_end < end:
                     end = reg_end
+                elif region is None:
+                    end = min(end, vma + OUTSIDE_CODE_EXTENT)
             elif region is not None and vma < reg_end:
                 end = reg_end
             else:
-                end = vma + 20
+                end = vma + OUTSIDE_CODE_EXTENT
             if end - vma <= 32 and not link.lower().endswith("@plt"):
                 link += "@plt"
                 pretty += "@plt"
