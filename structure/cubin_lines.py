@@ -34,6 +34,10 @@ DW_LNE_end_sequence = 1
 DW_LNE_set_address = 2
 DW_LNE_define_file = 3
 DW_LNE_NVIDIA_inlined_call = 0x90
+#: The address register wraps as a 64-bit target address does; a row stores the line register held
+#: within what the tables keep (a damaged program can advance either past any machine integer).
+ADDRESS_MASK = (1 << 64) - 1
+LINE_MAX = 2**31 - 1
 
 
 class LineTableError(Exception):
@@ -77,7 +81,7 @@ def read_cubin_lines(debug_line: bytes, debug_str: bytes | None, demangle: Calla
         unit_files[pos] = files
         pos = unit_end
     prog = LineProgram(list(file_id) or [""], np.array(addr, np.uint64), np.array(file, np.int32),
-                       np.array(line, np.int64).clip(0, 2**31 - 1).astype(np.int32), np.array(end_seq, np.bool_))
+                       np.array(line, np.int32), np.array(end_seq, np.bool_))
     return CubinLines(build_line_map([prog]), nodes.table(addr, end_seq, node_of_row), unit_files, notes)
 
 
@@ -211,12 +215,13 @@ def _decode_unit(data: bytes, pos: int, comp_dir: str, addr: list[int], file: li
             sub = data[p]
             nxt = p + n
             if sub == DW_LNE_end_sequence:
+                a, row_line = a & ADDRESS_MASK, min(max(ln, 0), LINE_MAX)
                 addr.append(a)
                 file.append(remap[f] if 0 <= f < len(remap) else 0)
-                line.append(ln)
+                line.append(row_line)
                 end_seq.append(True)
                 node_of_row.append(-1)
-                rows.append((f, ln, -1))
+                rows.append((f, row_line, -1))
                 a, f, ln, node = 0, 1, 1, -1
                 seq_first = len(addr)
             elif sub == DW_LNE_set_address:
@@ -254,10 +259,11 @@ def _decode_unit(data: bytes, pos: int, comp_dir: str, addr: list[int], file: li
             for _ in range(std_lengths[op - 1] if op - 1 < len(std_lengths) else 0):
                 _, p = uleb(data, p)
         if emit:
+            a, row_line = a & ADDRESS_MASK, min(max(ln, 0), LINE_MAX)
             addr.append(a)
             file.append(remap[f] if 0 <= f < len(remap) else 0)
-            line.append(ln)
+            line.append(row_line)
             end_seq.append(False)
             node_of_row.append(node)
-            rows.append((f, ln, node))
+            rows.append((f, row_line, node))
     return end, files

@@ -111,6 +111,23 @@ def test_unreadable_line_unit_is_a_note_not_an_error():
     assert len(got.lines.lo) == 0 and got.notes and "unreadable" in got.notes[0]
 
 
+def test_line_and_address_registers_pushed_past_machine_integers():
+    """A damaged program can advance the line past 2^63 and the address past 2^64 (found by fuzzing a
+    cubin): the address wraps as a 64-bit target address does, the line is held at the largest the tables
+    store, and the rows around them stay as they are."""
+    program = (set_address(0x100) + ADV_LINE + sleb(9) + COPY                    # 0x100 l10
+               + ADV_PC + uleb(0x10) + ADV_LINE + sleb(1 << 70) + COPY          # 0x110, line past 2^63
+               + ADV_LINE + sleb(-(1 << 70)) + ADV_PC + uleb(0x10) + COPY       # 0x120 l10 again
+               + ADV_PC + uleb(0x10) + ext(1, b"")                              # end at 0x130
+               + set_address(0xFFFF_FFFF_FFFF_FFF0) + ADV_LINE + sleb(4) + COPY  # 0xfff...f0 l5
+               + ADV_PC + uleb(0x20) + ext(1, b""))                             # end: wraps to 0x10
+    got = read_cubin_lines(line_unit(program, 0), b"", demangle)
+    assert got.notes == []
+    lm = got.lines
+    rows = [(int(a), int(b), int(ln)) for a, b, ln in zip(lm.lo, lm.hi, lm.line, strict=True)]
+    assert rows[:3] == [(0x100, 0x110, 10), (0x110, 0x120, 2**31 - 1), (0x120, 0x130, 10)]
+
+
 # -- nvdisasm listings --------------------------------------------------------------------------------
 
 LISTING = """
