@@ -77,6 +77,12 @@ def bound_positions(fd: int, offsets: np.ndarray, counts: np.ndarray, rec: np.dt
     return out
 
 
+def read_slices(fd: int, at: np.ndarray, nbytes: np.ndarray) -> bytes:
+    """The byte slices [at, at + nbytes) of a scratch file, joined: one ``pread`` each, and nothing else per
+    slice (the callers decode the joined bytes in one go)."""
+    return b"".join([os.pread(fd, int(n), int(a)) for a, n in zip(at.tolist(), nbytes.tolist(), strict=True) if n])
+
+
 class ScratchProfiles:
     """The scratch PMS file read like a profile.db (profile 0, the summary, is empty), slice by slice with
     ``pread`` (never mapped: only what a range needs is in memory)."""
@@ -98,12 +104,6 @@ class ScratchProfiles:
         place = self.place
         return place.pms_offset[rows] + (place.n_values[rows] * SZ_VALUE + 3) // 4 * 4
 
-    def read_slices(self, at: np.ndarray, nbytes: np.ndarray) -> bytes:
-        """The byte slices [at, at + nbytes) of the scratch file, joined: one ``pread`` each, and nothing
-        else per slice (the callers decode the joined bytes in one go)."""
-        fd = self.fd
-        return b"".join([os.pread(fd, n, a) for a, n in zip(at.tolist(), nbytes.tolist(), strict=True) if n])
-
     def blob(self, p: int) -> bytes:
         return os.pread(self.fd, int(self.place.pms_size[p]), int(self.place.pms_offset[p]))
 
@@ -117,8 +117,8 @@ class ScratchProfiles:
 
 
 class AsideBlobs:
-    """The aside scratch file, read by context range: each blob's positions of a group's context bounds come
-    from one reading of it, then each range reads only its slice of every blob."""
+    """The aside scratch file, read by context range: where a pass's context bounds fall in each blob is found
+    once per pass (:func:`bound_positions`), then each range reads only its slice of every blob."""
 
     def __init__(self, path: str, place: Placement) -> None:
         self.place = place
@@ -137,10 +137,7 @@ class AsideBlobs:
         """Entries at_lo..at_hi of every blob: (ctx, key, profile index, value)."""
         lo = at_lo.astype(np.int64)
         n = at_hi.astype(np.int64) - lo
-        start = self.place.aside_offset[self.has] + lo * ASIDE.itemsize
-        fd = self.fd
-        raw = b"".join([os.pread(fd, int(k) * ASIDE.itemsize, int(a))
-                        for a, k in zip(start.tolist(), n.tolist(), strict=True) if k])
+        raw = read_slices(self.fd, self.place.aside_offset[self.has] + lo * ASIDE.itemsize, n * ASIDE.itemsize)
         rec = np.frombuffer(raw, ASIDE)
         prof = np.repeat(self.has + 1, n)
         return rec["ctx"].astype(np.int64), rec["key"].astype(np.int64), prof.astype(np.int64), rec["value"].copy()
@@ -206,7 +203,7 @@ def gather(src: ScratchProfiles, lo: int, hi: int, at_lo: np.ndarray, at_hi: np.
     more = (i1 < n_ctxs).astype(np.int64)  # one entry past the range says where its values end
     n_read = i1 - i0 + more
     index_at = src.index_offsets(ps - 1)
-    idx = np.frombuffer(src.read_slices(index_at + i0 * CTX_INDEX.itemsize, n_read * CTX_INDEX.itemsize),
+    idx = np.frombuffer(read_slices(src.fd, index_at + i0 * CTX_INDEX.itemsize, n_read * CTX_INDEX.itemsize),
                         CTX_INDEX)
     cids = idx["ctxId"].astype(np.uint32)
     starts = idx["startIndex"].astype(np.int64)
@@ -221,7 +218,7 @@ def gather(src: ScratchProfiles, lo: int, hi: int, at_lo: np.ndarray, at_hi: np.
     last = np.cumsum(i1 - i0) - 1
     ends[last] = v1
     n_vals = v1 - v0
-    vals = np.frombuffer(src.read_slices(place.pms_offset[ps - 1] + v0 * SZ_VALUE, n_vals * SZ_VALUE), VALUE)
+    vals = np.frombuffer(read_slices(src.fd, place.pms_offset[ps - 1] + v0 * SZ_VALUE, n_vals * SZ_VALUE), VALUE)
     ctx = np.repeat(cids, ends - starts)
     mid = vals["metricId"].astype(np.uint16)
     val = vals["value"].astype(np.float64)
