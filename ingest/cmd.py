@@ -14,13 +14,17 @@ from hpcsa.progress import Progress
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("sources", metavar="SOURCE", nargs="*",
                         help="Nsight Systems or nvprof SQLite export, rocpd SQLite (rocprofv3), rocprof v1 "
-                        "results.db, rocprofv3 CSV files, unitrace text outputs, CUPTI PC-sampling file, or a "
+                        "results.db, rocprofv3 CSV files, rocprofv2 text traces, PyTorch profiler (Kineto) JSON, "
+                        "unitrace text outputs, CUPTI PC-sampling file, or a "
                         "directory of them (recognised by content)")
     parser.add_argument("-o", "--output", metavar="MEASDIR", help="measurement directory to write")
     parser.add_argument("--binary", metavar="FILE", action="append", default=[],
                         help="executable, fatbin or cubin/code object holding the GPU code of the run: its code "
                         "is matched to the records (CUPTI cubin CRC, module, kernel symbol) and written to "
                         "gpubins/, so kernels and PC samples land at real offsets (repeatable)")
+    parser.add_argument("--no-ranges", action="store_true",
+                        help="do not turn NVTX / roctx / PyTorch record_function ranges into <range> frames above "
+                        "the API calls made inside them")
     parser.add_argument("--stall-table", action="store_true",
                         help="print the vendor stall reason -> hpcrun stall class table (markdown) and exit")
 
@@ -46,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
         attach_binaries(traces, args.binary)
     out = os.path.abspath(args.output)
     with atomic_dir(out) as tmp:
-        summary = write_measurement(traces, tmp)
-    sources = ", ".join(t.source for t in traces)
+        summary = write_measurement(traces, tmp, ranges=not args.no_ranges)
+    sources = ", ".join(dict.fromkeys(t.source for t in traces))
     note = f"; {summary.unattributed} operation(s) whose API call is not in the source" if summary.unattributed \
         else ""
     progress.finish(f"hpcsa ingest: {args.output}: {summary.line()} from {sources}{note}")

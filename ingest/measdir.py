@@ -67,10 +67,18 @@ class Summary:
     samples: int = 0
     unattributed: int = 0  # ops with a correlation id whose API call is not in the source
     gpubins: int = 0
+    api_calls: int = 0  # calls written as CPU contexts of a source with no GPU operations
+    ranged_calls: int = 0  # API calls placed below user ranges
+    range_contexts: int = 0  # range paths written as contexts of a source with no GPU operations
 
     def line(self) -> str:
         ops = ", ".join(f"{n} {k}" for k, n in self.ops.items() if n)
         extra = f", {self.samples} PC-sample records" if self.samples else ""
+        if self.ranged_calls:
+            extra += f", {self.ranged_calls} API call(s) inside user ranges"
+        if self.api_calls or self.range_contexts:
+            extra += (f" (no GPU activity records: the CPU contexts of {self.api_calls} API call(s) and "
+                      f"{self.range_contexts} range(s))")
         return (f"{self.threads} CPU thread(s), {self.streams} GPU stream(s): {ops or 'no GPU operations'}"
                 f"{extra}")
 
@@ -209,6 +217,9 @@ class ProcessWriter:
         if stack >= 0 and tr.stacks[stack]:
             frames = []
             for fr in tr.stacks[stack]:
+                if fr.module == M.API_FRAME:  # the call itself, below frames a stack got (e.g. ranges)
+                    frames.append(self._api_node(fr.symbol))
+                    continue
                 lm = self.modules.id(fr.module)
                 self.modules.name(fr.module, fr.ip, fr.symbol)
                 frames.append((lm, fr.ip))
@@ -316,6 +327,34 @@ class ProcessWriter:
             n = int(ops["count"][ops["kind"] == kind].sum())
             summary.ops[name] = summary.ops.get(name, 0) + n
         summary.samples += len(samples)
+        self._write_names()
+
+    def write_calls_only(self, summary: Summary) -> None:
+        """A process with API calls and no GPU operations: per thread, the contexts of its calls."""
+        from hpcsa.ingest.ranges import range_paths
+
+        apis = self.trace.apis[self.trace.apis["process"] == self.pid]
+        paths = range_paths(self.trace, self.pid)
+        main_tid = self._main_thread(np.concatenate([apis["thread"], np.array(list(paths), np.int64)]))
+        tids = np.where(apis["thread"] >= 0, apis["thread"], main_tid)
+        order = sorted(set(tids.tolist()) | {t if t >= 0 else main_tid for t in paths},
+                       key=lambda t: (t != main_tid, t))
+        for index, tid in enumerate(order):
+            cct = Cct()
+            root = self._thread_root(cct, index)
+            mine = apis[tids == tid]
+            for stk, nm in _groups(mine["stack"], mine["name"])[0]:
+                cct.path(root, self._api_frames(stk, nm))
+            mine_paths = paths.get(tid, set()) | (paths.get(-1, set()) if tid == main_tid else set())
+            summary.range_contexts += len(mine_paths)
+            for path in sorted(mine_paths, key=lambda p: [(f.module, f.ip) for f in p]):
+                cct.path(root, [(self.modules.id(f.module), f.ip) for f in path])
+                for f in path:
+                    self.modules.name(f.module, f.ip, f.symbol)
+            self._emit(cct, index, np.zeros(0, np.uint32), np.zeros(0, np.uint16), np.zeros(0),
+                       self._id_tuple([(THREAD, index)]), 0, 0, tid, trace_flags=0, trace=None, summary=summary)
+        summary.threads += len(order)
+        summary.api_calls += len(apis)
         self._write_names()
 
     def _main_thread(self, thread: np.ndarray) -> int:
@@ -604,20 +643,30 @@ def write_gpubins(trace: M.GpuTrace, outdir: str) -> dict[int, tuple[str, dict[s
     return out
 
 
-def write_measurement(traces: list[M.GpuTrace], outdir: str) -> Summary:
-    """Write all traces into ``outdir`` (an existing, empty directory)."""
+def write_measurement(traces: list[M.GpuTrace], outdir: str, ranges: bool = True) -> Summary:
+    """Write all traces into ``outdir`` (an existing, empty directory); with ``ranges``, the user ranges
+    (NVTX, roctx, ``record_function``) become ``<range>`` frames above the calls made inside them."""
+    from hpcsa.ingest.ranges import apply_ranges
+
     summary = Summary()
     pc = any(len(t.samples) or len(t.sample_info) for t in traces)
     implicit = any(bool(np.any(t.ops["implicit"])) for t in traces)
     metrics = metric_table(pc, implicit)
     used: set[str] = set()
     for tr in traces:
+        if ranges:
+            summary.ranged_calls += apply_ranges(tr)
         M.join_launches(tr)
         bins = write_gpubins(tr, outdir)
         summary.gpubins += len(bins)
         pids = sorted(set(tr.ops["process"].tolist()) | set(tr.samples["process"].tolist()))
+        if not pids and (len(tr.apis) or (ranges and len(tr.ranges))):
+            # API records only (e.g. a HIP API trace without activity records): the calls' CPU contexts.
+            for pid in sorted(set(tr.apis["process"].tolist()) | set(tr.ranges["process"].tolist())):
+                ProcessWriter(tr, int(pid), outdir, metrics, used, bins).write_calls_only(summary)
+            continue
         if not pids:
-            raise HpcsaError(tr.path, "no GPU operations or PC samples in this source; nothing to ingest")
+            raise HpcsaError(tr.path, "no GPU operations, PC samples or API calls in this source; nothing to ingest")
         for pid in pids:
             ProcessWriter(tr, int(pid), outdir, metrics, used, bins).write(summary)
     return summary

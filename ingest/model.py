@@ -11,6 +11,7 @@ on columns; only names, call stacks and code objects are Python objects.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -69,6 +70,10 @@ SAMPLE_DTYPE = np.dtype([
 that symbol's entry, ``stall`` a class index of :data:`STALL_CLASSES` (or :data:`NO_STALL_INFO`);
 ``samples`` counts all samples and ``stall_samples`` those stalled for that reason. ``op`` (the kernel
 launch, index into ops) is filled by :func:`join_launches`."""
+
+RANGE_DTYPE = np.dtype([("process", "i8"), ("thread", "i8"), ("start", "i8"), ("end", "i8"), ("name", "i4")])
+"""One user range (NVTX push/pop or start/end, roctx, PyTorch ``record_function``): ``thread`` -1 for a
+range of the whole process (a start/end range ended on another thread); ``name`` indexes strings."""
 
 SAMPLE_INFO_DTYPE = np.dtype([("process", "i8"), ("corr", "u8"), ("total", "u8"), ("dropped", "u8"),
                               ("period", "u8")])
@@ -151,6 +156,8 @@ class GpuTrace:
     processes: dict[int, ProcessInfo] = field(default_factory=dict)
     api_domain: str = "gpu"  # module name for API calls without a call stack, e.g. "CUDA"
     devices: dict[tuple[int, int], dict[str, float]] = field(default_factory=dict)  # (pid, device) -> props
+    ranges: np.ndarray = field(default_factory=lambda: empty(RANGE_DTYPE))
+    range_domain: str = "ranges"  # module name of range frames, e.g. "NVTX"
     _index: dict[str, int] = field(default_factory=dict, repr=False)
 
     def intern(self, text: str) -> int:
@@ -170,6 +177,16 @@ class GpuTrace:
     def symbol(self, sym: KernelSymbol) -> int:
         self.symbols.append(sym)
         return len(self.symbols) - 1
+
+
+#: Module of a stack frame that stands for the API call itself (the writer places it like a call without
+#: a stack); used where a stack gets frames above the call but the source has no frame for the call.
+API_FRAME = "<api call>"
+
+
+def named_address(name: str, span: int = 16) -> int:
+    """A stable address for a named frame of a synthetic module (the same name, the same address)."""
+    return span * (1 + int(hashlib.md5(name.encode("utf-8", "surrogateescape")).hexdigest()[:12], 16))
 
 
 def pair_keys(a_hi: np.ndarray, a_lo: np.ndarray, b_hi: np.ndarray, b_lo: np.ndarray

@@ -9,6 +9,7 @@ A directory stands for the files in it.
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable
 
@@ -17,6 +18,8 @@ from hpcsa.ingest import model as M
 from hpcsa.ingest.sqlsrc import SQLITE_MAGIC, Db
 
 CUPTI_UTIL = "cupti-pcsampling-util"
+#: Sources read one file at a time: kind -> (module, what the file is).
+FILE_READERS = {"kineto": ("kineto", "PyTorch profiler (Kineto) trace"), "rocprofv2": ("rocprofv2", "rocprofv2 trace")}
 
 
 def _head(path: str, n: int = 4096) -> bytes:
@@ -42,17 +45,22 @@ def classify(path: str) -> str:
             return _classify_db(db)
         finally:
             db.close()
-    from hpcsa.ingest import cuptiutil, rocprofv3, unitrace
+    from hpcsa.ingest import cuptiutil, kineto, rocprofv2, rocprofv3, unitrace
 
     if cuptiutil.looks_like(head):
         return CUPTI_UTIL
+    if kineto.looks_like(path, head):
+        return "kineto"
     text = head.decode("utf-8", errors="replace")
     if rocprofv3.looks_like(text):
         return "rocprofv3-csv"
     if unitrace.looks_like(text):
         return "unitrace"
+    if rocprofv2.looks_like(path, head):
+        return "rocprofv2"
     raise FormatError(path, "not a GPU-record source hpcsa recognises (Nsight Systems or nvprof SQLite, "
-                      "rocpd SQLite, rocprof v1 results.db, rocprofv3 CSV, unitrace text, CUPTI PC-sampling file)")
+                      "rocpd SQLite, rocprof v1 results.db, rocprofv3 CSV, rocprofv2 text, unitrace text, "
+                      "PyTorch profiler/Kineto JSON, CUPTI PC-sampling file)")
 
 
 def _classify_db(db: Db) -> str:
@@ -112,6 +120,10 @@ def read_sources(paths: list[str], skip_unknown_in_dirs: bool = True) -> list[M.
         elif kind == CUPTI_UTIL:
             with corrupt_input(f, "CUPTI PC-sampling file"):
                 traces.append(cuptiutil.read(f))
+        elif kind in FILE_READERS:
+            module, what = FILE_READERS[kind]
+            with corrupt_input(f, what):
+                traces.append(importlib.import_module(f"hpcsa.ingest.{module}").read(f))
     if csvs:
         with corrupt_input(csvs[0] if len(csvs) == 1 else os.path.dirname(csvs[0]) or csvs[0],
                            "rocprofv3 CSV output"):
