@@ -83,13 +83,14 @@ def read(db: Db) -> M.GpuTrace:
         epoch = int(rows[0][0] or 0) if rows else 0
     tr = M.GpuTrace(source=f"nsys-sqlite schema {version}" + (f" (Nsight Systems {product})" if product else ""),
                     path=db.path, clock="session-relative ns + utcEpochNs" if epoch else "session-relative ns",
-                    api_domain="CUDA")
+                    api_domain="CUDA", range_domain="NVTX")
     strings = _strings(db)
     _processes(db, tr)
     _apis(db, tr, strings, epoch)
     ops = [_kernels(db, tr, strings, epoch), _memcpys(db, epoch), _memsets(db, epoch), _syncs(db, tr, epoch)]
     tr.ops = np.concatenate([o for o in ops if o is not None]) if any(o is not None for o in ops) else tr.ops
     _devices(db, tr)
+    _nvtx_ranges(db, tr, strings, epoch)
     template = tr.processes.pop(-1)
     for pid in set(tr.ops["process"].tolist()) - set(tr.processes):
         tr.processes[pid] = M.ProcessInfo(pid, host=template.host)
@@ -346,3 +347,37 @@ def _devices(db: Db, tr: M.GpuTrace) -> None:
         props = {k: float(v or 0) for (k, _), v in zip(have, row[1:], strict=True)}
         for pid in pids:
             tr.devices[(pid, int(row[0] or 0))] = props
+
+
+def _nvtx_range_types(db: Db) -> tuple[set[int], set[int]]:
+    """NVTX_EVENTS event types of push/pop and of start/end ranges (from the export's enum table where present;
+    the documented values otherwise: 59/70 push/pop, 60/71 start/end, the second of each imported NVTXT)."""
+    push, start = {59, 70}, {60, 71}
+    if db.has("ENUM_NSYS_EVENT_TYPE"):
+        rows = db.execute("SELECT id, name FROM ENUM_NSYS_EVENT_TYPE")
+        push = {int(i) for i, n in rows if str(n).endswith("PushPopRange")} or push
+        start = {int(i) for i, n in rows if str(n).endswith("StartEndRange")} or start
+    return push, start
+
+
+def _nvtx_ranges(db: Db, tr: M.GpuTrace, strings: np.ndarray, epoch: int) -> None:
+    """NVTX push/pop ranges (per thread) and start/end ranges (per thread when they end on the thread that
+    started them, else the whole process); ranges never ended are left out."""
+    t = "NVTX_EVENTS"
+    if not db.has(t):
+        return
+    push, start = _nvtx_range_types(db)
+    types = ", ".join(str(x) for x in sorted(push | start))
+    c = db.columns_of(f'SELECT start, "end", eventType, COALESCE(globalTid, 0), '
+                      f'COALESCE({db.col(t, "endGlobalTid", "NULL")}, globalTid, 0), COALESCE(text, \'\'), '
+                      f'COALESCE({db.col(t, "textId", "NULL")}, -1) FROM {t} '
+                      f'WHERE eventType IN ({types}) AND "end" IS NOT NULL AND "end" >= start',
+                      ["start", "end", "type", "gtid", "end_gtid", "text", "text_id"])
+    n = len(c["start"])
+    if not n:
+        return
+    names = np.where(c["text_id"] >= 0, _str(strings, c["text_id"]), c["text"]) if n else c["text"]
+    tid = c["gtid"] & 0xFFFFFF
+    whole = np.isin(c["type"], list(start)) & (c["end_gtid"] != c["gtid"])
+    tr.ranges = M.table(M.RANGE_DTYPE, n, process=(c["gtid"] >> 24) & 0xFFFFFF, thread=np.where(whole, -1, tid),
+                        start=c["start"] + epoch, end=c["end"] + epoch, name=tr.intern_many(list(names)))

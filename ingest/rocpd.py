@@ -49,6 +49,16 @@ def waits_as_sync_ops(tr: M.GpuTrace) -> np.ndarray | None:
                    start=a["start"], end=a["end"], sub=api_kind[rows])
 
 
+def marker_ranges(tr: M.GpuTrace, markers: np.ndarray) -> np.ndarray:
+    """roctx marker-API records (rocprofv3's ``MARKER_*`` domains) as ranges: those with a duration
+    (``roctxRangePush``/``Pop`` on their thread; ``roctxRangeStart``/``Stop``, recorded with thread 0, for the
+    whole process); marks (zero length) and the control/naming calls are not ranges."""
+    rows = markers[markers["end"] > markers["start"]]
+    return M.table(M.RANGE_DTYPE, len(rows), process=rows["process"],
+                   thread=np.where(rows["thread"] > 0, rows["thread"], -1), start=rows["start"], end=rows["end"],
+                   name=rows["name"])
+
+
 def read(db: Db) -> M.GpuTrace:
     meta = dict(db.execute("SELECT tag, value FROM rocpd_metadata"))
     try:
@@ -58,14 +68,20 @@ def read(db: Db) -> M.GpuTrace:
     if schema not in SUPPORTED_SCHEMAS:
         raise UnsupportedError(db.path, f"rocpd schema_version {meta.get('schema_version')!r} is not supported "
                                f"(hpcsa reads {', '.join(map(str, SUPPORTED_SCHEMAS))})")
-    tr = M.GpuTrace(source=f"rocpd schema {schema}", path=db.path, clock="CLOCK_BOOTTIME ns", api_domain="HIP")
+    tr = M.GpuTrace(source=f"rocpd schema {schema}", path=db.path, clock="CLOCK_BOOTTIME ns", api_domain="HIP",
+                    range_domain="roctx")
     tid = "COALESCE((SELECT t.tid FROM rocpd_info_thread t WHERE t.id = x.tid), x.tid)"
-    c = db.columns_of(f"SELECT x.pid, {tid}, s.string, x.start, x.\"end\", e.stack_id FROM rocpd_region x "
-                      "JOIN rocpd_event e ON e.id = x.event_id JOIN rocpd_string s ON s.id = x.name_id",
-                      ["pid", "tid", "name", "start", "end", "corr"])
+    c = db.columns_of(f"SELECT x.pid, {tid}, s.string, x.start, x.\"end\", e.stack_id, "
+                      "COALESCE((SELECT k.string FROM rocpd_string k WHERE k.id = e.category_id), '') "
+                      "FROM rocpd_region x JOIN rocpd_event e ON e.id = x.event_id "
+                      "JOIN rocpd_string s ON s.id = x.name_id",
+                      ["pid", "tid", "name", "start", "end", "corr", "category"])
     n = len(c["pid"])
     tr.apis = M.table(M.API_DTYPE, n, process=c["pid"], thread=c["tid"], name=tr.intern_many(c["name"]) if n else 0,
                       start=c["start"], end=c["end"], corr=c["corr"])
+    markers = np.array([str(k).startswith("MARKER_") for k in c["category"]], bool)
+    tr.ranges = marker_ranges(tr, tr.apis[markers])
+    tr.apis = tr.apis[~markers]
     agent = {int(a): (str(t), int(ti)) for a, t, ti in db.execute(
         "SELECT id, type, type_index FROM rocpd_info_agent")}
     parts = [_kernels(db, tr, agent, tid), _copies(db, agent, tid), _allocations(db, agent, tid)]

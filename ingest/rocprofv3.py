@@ -22,7 +22,7 @@ import numpy as np
 
 from hpcsa.errors import FormatError
 from hpcsa.ingest import model as M
-from hpcsa.ingest.rocpd import waits_as_sync_ops
+from hpcsa.ingest.rocpd import marker_ranges, waits_as_sync_ops
 from hpcsa.ingest.stalls import stall_class
 
 KERNEL_COLS = {"Kernel_Name", "Correlation_Id", "Start_Timestamp", "End_Timestamp", "Grid_Size_X"}
@@ -83,9 +83,10 @@ def _load(path: str) -> dict[str, list[str]]:
 
 def read(paths: list[str]) -> M.GpuTrace | None:
     """One trace from the CSV files of one run; None when they hold only summaries (stats, agents...)."""
-    tr = M.GpuTrace(source="rocprofv3 csv", path=paths[0], clock="CLOCK_BOOTTIME ns", api_domain="HIP")
+    tr = M.GpuTrace(source="rocprofv3 csv", path=paths[0], clock="CLOCK_BOOTTIME ns", api_domain="HIP",
+                    range_domain="roctx")
     tables = [(p, _load(p)) for p in paths]
-    api_parts, op_parts, pcs = [], [], []
+    api_parts, op_parts, pcs, marker_parts = [], [], [], []
     for p, t in tables:
         cols = set(t)
         if KERNEL_COLS <= cols:
@@ -95,6 +96,7 @@ def read(paths: list[str]) -> M.GpuTrace | None:
         elif API_COLS <= cols:
             n = len(t["Function"])
             pid = _ints(p, t["Process_Id"], "Process_Id") if "Process_Id" in t else np.full(n, _pid_of(p))
+            marker_parts.append(np.array([d.startswith("MARKER_") for d in t["Domain"]], bool))
             api_parts.append(M.table(M.API_DTYPE, n, process=pid, thread=_ints(p, t["Thread_Id"], "Thread_Id"),
                                      name=tr.intern_many(t["Function"]) if n else 0,
                                      start=_ints(p, t["Start_Timestamp"], "Start_Timestamp"),
@@ -108,6 +110,9 @@ def read(paths: list[str]) -> M.GpuTrace | None:
         return None
     if api_parts:
         tr.apis = np.concatenate(api_parts)
+        markers = np.concatenate(marker_parts)
+        tr.ranges = marker_ranges(tr, tr.apis[markers])
+        tr.apis = tr.apis[~markers]
     pids = np.unique(tr.apis["process"]) if len(tr.apis) else np.zeros(0, np.int64)
     default_pid = int(pids[0]) if len(pids) == 1 else None
     ops = [_ops(kind, p, t, tr, default_pid) for kind, p, t in op_parts]
