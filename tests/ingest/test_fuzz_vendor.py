@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 from hpcsa.ingest.sources import read_sources
@@ -29,6 +30,21 @@ def test_fuzz_vendor_records(shared_data, tmp_path):
     sources = _sources(shared_data)
     counts = fuzz_reader(_read, sources, tmp_path, "")
     assert counts["error"] > 0
+
+
+def test_fuzz_kineto_and_rocprofv2(shared_data, tmp_path):
+    """The PyTorch profiler and rocprofv2 readers: real traces, gzip as stored and decompressed (so that most
+    mutations reach the JSON parser and the event handling rather than the gzip check)."""
+    rec = shared_data / "gpu-records"
+    sources = sorted(rec.glob("*/kineto-*/*.json.gz")) + sorted((rec / "amd" / "rocprofv2-golden-traces").glob("*.txt"))
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for gz in sorted(rec.glob("*/kineto-*/*.json.gz")):
+        target = plain / gz.name[: -len(".gz")]
+        target.write_bytes(gzip.decompress(gz.read_bytes()))
+        sources.append(target)
+    counts = fuzz_reader(_read, sources, tmp_path, "")
+    assert counts["error"] > 0 and counts["ok"] > 0
 
 
 def test_fuzz_fixture_records(tmp_path):
