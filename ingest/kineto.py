@@ -24,7 +24,7 @@ import gzip
 import json
 import re
 import zlib
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 import numpy as np
 
@@ -93,13 +93,18 @@ def to_ns(value: object) -> int:
         return value * 1000
     if not isinstance(value, str):
         raise ValueError(f"time value {value!r}")
+    whole, dot, frac = value.partition(".")
+    if dot and whole.lstrip("-").isdigit() and frac.isdigit() and len(whole) < 16:
+        # The common form, exact without Decimal: round half up at the nanosecond.
+        ns = int(whole.lstrip("-")) * 1000 + int((frac + "000")[:3]) + (frac[3:4] >= "5")
+        return -ns if whole.startswith("-") else ns
     try:
         us = Decimal(value)
     except InvalidOperation:
         raise ValueError(f"time value {value!r} is not a number") from None
     if not us.is_finite() or abs(us) >= _MAX_US:
         raise ValueError(f"time value {value!r} is out of range")
-    return int((us * 1000).to_integral_value())
+    return int((us * 1000).to_integral_value(rounding=ROUND_HALF_UP))
 
 
 def _int(value: object, default: int = -1) -> int:
@@ -213,7 +218,10 @@ def _stacks(tr: M.GpuTrace, ev: _Events) -> None:
     fr = list(zip(*ev.frames, strict=True))
     f_pid, f_tid = np.array(fr[0], np.int64), np.array(fr[1], np.int64)
     f_start, f_end = np.array(fr[4], np.int64), np.array(fr[5], np.int64)
-    frames = [M.Frame(mod, M.named_address(name), name) for mod, name in zip(fr[2], fr[3], strict=True)]
+    # Events with the same module and name are the same frame: stacks are interned by frame content.
+    kinds = {(mod, name): i for i, (mod, name) in enumerate(sorted(set(zip(fr[2], fr[3], strict=True))))}
+    frames = [M.Frame(mod, M.named_address(name), name) for mod, name in kinds]
+    frame_of = np.array([kinds[(m, n)] for m, n in zip(fr[2], fr[3], strict=True)], np.int64)
     apis = tr.apis
     made: dict[tuple[tuple[int, ...], int], int] = {}
     keys = np.stack([apis["process"], apis["thread"]], axis=1)
@@ -229,7 +237,7 @@ def _stacks(tr: M.GpuTrace, ev: _Events) -> None:
         uniq, u_inv = np.unique(np.stack([seg, apis["name"][calls]], axis=1), axis=0, return_inverse=True)
         out = np.full(len(uniq), -1, np.int64)
         for ui, (s, name) in enumerate(uniq.tolist()):
-            open_ = tuple(int(mine_f[k]) for k in sets[s])
+            open_ = tuple(int(frame_of[mine_f[k]]) for k in sets[s])
             if not open_:
                 continue
             if (open_, name) not in made:

@@ -62,7 +62,7 @@ def apply_ranges(trace: M.GpuTrace) -> int:
     rg = rg[rg["end"] >= rg["start"]]
     new_stack = apis["stack"].copy()
     made: dict[tuple[int, tuple[int, ...], int], int] = {}
-    frames_of = [range_frame(trace, int(n)) for n in rg["name"].tolist()]
+    frame_of: dict[int, M.Frame] = {}  # by name: ranges of one name are one frame
     changed = 0
     keys = np.stack([apis["process"], apis["thread"]], axis=1)
     threads, inv = np.unique(keys, axis=0, return_inverse=True)
@@ -79,14 +79,15 @@ def apply_ranges(trace: M.GpuTrace) -> int:
         uniq, u_inv = np.unique(keys_c, axis=0, return_inverse=True)
         out = np.empty(len(uniq), np.int64)
         for ui, (s, old, name) in enumerate(uniq.tolist()):
-            open_ = tuple(int(mine_r[r]) for r in sets[s])
+            open_ = tuple(int(rg["name"][mine_r[r]]) for r in sets[s])
             if not open_:
                 out[ui] = old
                 continue
             key = (old, open_, name if old < 0 else -1)
             if key not in made:
                 below = trace.stacks[old] if old >= 0 else (M.Frame(M.API_FRAME, 0, trace.strings[name]),)
-                trace.stacks.append(tuple(frames_of[r] for r in open_) + tuple(below))
+                above = tuple(frame_of.get(n) or frame_of.setdefault(n, range_frame(trace, n)) for n in open_)
+                trace.stacks.append(above + tuple(below))
                 made[key] = len(trace.stacks) - 1
             out[ui] = made[key]
         got = out[u_inv.reshape(-1)]
