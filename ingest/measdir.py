@@ -42,7 +42,7 @@ from hpcsa.ingest.hpcrun import (
     write_hpcrun,
 )
 from hpcsa.ingest.hpctrace import FLAG_CALL_TRACE, HpctraceFile, make_records, write_hpctrace
-from hpcsa.ingest.names import safe_name, write_names
+from hpcsa.ingest.names import safe_name, write_names_files
 
 PH = {name: placeholder_code(code) for name, code in {
     "primary": "^Primary", "main": "| Main  ", "thread": "| Thread", "noact": "NoActvty",
@@ -199,8 +199,10 @@ class ProcessWriter:
     """Builds and writes every file of one process of one trace."""
 
     def __init__(self, trace: M.GpuTrace, pid: int, outdir: str, metrics: list[MetricDesc],
-                 used: set[str], gpubins: dict[int, tuple[str, dict[str, int]]]) -> None:
+                 used: set[str], gpubins: dict[int, tuple[str, dict[str, int]]],
+                 names: dict[str, dict[str, tuple[set[int], int]]] | None = None) -> None:
         self.trace, self.pid, self.outdir, self.metrics = trace, pid, outdir, metrics
+        self.names = names if names is not None else {}  # module -> procedures, shared by the processes
         self.mid = metric_ids(metrics)
         self.used = used
         self.gpubins = gpubins  # code object id -> (loadmap path, {symbol: entry offset})
@@ -614,15 +616,16 @@ class ProcessWriter:
         summary.files.append(path)
 
     def _write_names(self) -> None:
-        """Procedure names of this process's synthetic and absent modules, for hpcprof."""
-        if not self.modules.names:
-            return
-        structs = os.path.join(self.outdir, "structs")
-        os.makedirs(structs, exist_ok=True)
+        """Procedure names of this process's synthetic and absent modules, for hpcprof: merged over the
+        processes of the measurement (hpcprof takes one structure file per module path)."""
         for module, procs in self.modules.names.items():
-            digest = hashlib.md5(module.encode("utf-8", "surrogateescape")).hexdigest()[:10]
-            base = f"{safe_name(os.path.basename(module) or module, 50)}-{self.pid}-{digest}"
-            write_names(structs, module, procs, base)
+            merged = self.names.setdefault(module, {})
+            for name, (addrs, span) in procs.items():
+                if name in merged:
+                    merged[name][0].update(addrs)
+                else:
+                    merged[name] = (set(addrs), span)
+
 
 
 def write_gpubins(trace: M.GpuTrace, outdir: str) -> dict[int, tuple[str, dict[str, int]]]:
@@ -653,6 +656,7 @@ def write_measurement(traces: list[M.GpuTrace], outdir: str, ranges: bool = True
     implicit = any(bool(np.any(t.ops["implicit"])) for t in traces)
     metrics = metric_table(pc, implicit)
     used: set[str] = set()
+    names: dict[str, dict[str, tuple[set[int], int]]] = {}
     for tr in traces:
         if ranges:
             summary.ranged_calls += apply_ranges(tr)
@@ -663,10 +667,11 @@ def write_measurement(traces: list[M.GpuTrace], outdir: str, ranges: bool = True
         if not pids and (len(tr.apis) or (ranges and len(tr.ranges))):
             # API records only (e.g. a HIP API trace without activity records): the calls' CPU contexts.
             for pid in sorted(set(tr.apis["process"].tolist()) | set(tr.ranges["process"].tolist())):
-                ProcessWriter(tr, int(pid), outdir, metrics, used, bins).write_calls_only(summary)
+                ProcessWriter(tr, int(pid), outdir, metrics, used, bins, names).write_calls_only(summary)
             continue
         if not pids:
             raise HpcsaError(tr.path, "no GPU operations, PC samples or API calls in this source; nothing to ingest")
         for pid in pids:
-            ProcessWriter(tr, int(pid), outdir, metrics, used, bins).write(summary)
+            ProcessWriter(tr, int(pid), outdir, metrics, used, bins, names).write(summary)
+    write_names_files(names, outdir)
     return summary

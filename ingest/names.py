@@ -11,6 +11,7 @@ with the structure package's model and writer, so it is a regular 4.9 file.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 
@@ -40,3 +41,15 @@ def write_names(struct_dir: str, module_path: str, procedures: dict[str, tuple[s
     path = os.path.join(struct_dir, (file_name or safe_name(module_path)) + ".hpcstruct")
     write_hpcstruct(path, sf)
     return path
+
+
+
+def write_names_files(names: dict[str, dict[str, tuple[set[int], int]]], outdir: str) -> None:
+    """``structs/<module>-<md5>.hpcstruct`` naming the procedures of each synthetic or absent module."""
+    if not names:
+        return
+    structs = os.path.join(outdir, "structs")
+    os.makedirs(structs, exist_ok=True)
+    for module in sorted(names):
+        digest = hashlib.md5(module.encode("utf-8", "surrogateescape")).hexdigest()[:10]
+        write_names(structs, module, names[module], f"{safe_name(os.path.basename(module) or module, 50)}-{digest}")

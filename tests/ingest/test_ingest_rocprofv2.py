@@ -121,3 +121,15 @@ def test_malformed_record_one_line(tmp_path: Path) -> None:
     bad.write_text("Domain(HIP_API_DOMAIN), Function(hipMalloc), Start_Timestamp(12x), End_Timestamp(3)\n")
     proc = run_cli("ingest", str(bad), "-o", str(tmp_path / "o.m"))
     assert_one_line_error(proc, str(bad))
+
+
+def test_directory_of_processes_names_every_kernel(golden: Path, tmp_path: Path) -> None:
+    """Several processes' kernels share the synthetic kernel module: one names file serves them all, so every
+    kernel of the view has its name (hpcprof takes one structure file per module path)."""
+    run_cli("ingest", str(golden), "-o", str(tmp_path / "g.m"), check=True)
+    run_cli("prof", str(tmp_path / "g.m"), "-o", str(tmp_path / "g.d"), check=True)
+    out = run_cli("view", str(tmp_path / "g.d"), "-m", "GKER (sec)", "--depth", "5", check=True).stdout
+    names = {re.search(r"Kernel_Name\(\"(.*?)\"\)", ln).group(1) for f in golden.glob("*.txt")
+             for ln in f.read_text().splitlines() if ln.startswith("Dispatch_ID(")}
+    assert names == {"vectoradd_float", "add"}
+    assert all(f"→ {n}" in out for n in names) and "GPU kernels]+0x" not in out
