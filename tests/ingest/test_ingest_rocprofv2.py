@@ -127,6 +127,7 @@ def test_directory_of_processes_names_every_kernel(golden: Path, tmp_path: Path)
     """Several processes' kernels share the synthetic kernel module: one names file serves them all, so every
     kernel of the view has its name (hpcprof takes one structure file per module path)."""
     run_cli("ingest", str(golden), "-o", str(tmp_path / "g.m"), check=True)
+    run_cli("struct", str(tmp_path / "g.m"), check=True)  # the whole pipeline: ingest, struct, prof, view
     run_cli("prof", str(tmp_path / "g.m"), "-o", str(tmp_path / "g.d"), check=True)
     out = run_cli("view", str(tmp_path / "g.d"), "-m", "GKER (sec)", "--depth", "5", check=True).stdout
     names = {re.search(r"Kernel_Name\(\"(.*?)\"\)", ln).group(1) for f in golden.glob("*.txt")
