@@ -59,10 +59,9 @@ def _open_head(path: str, head: bytes) -> bytes:
 def looks_like(path: str, head: bytes) -> bool:
     """A Kineto trace: a JSON object with ``traceEvents`` and Kineto's ``schemaVersion`` or device table."""
     text = _open_head(path, head).lstrip()[:4096].decode("utf-8", errors="replace")
-    if not text.startswith("{"):
+    if not text.startswith("{") or '"traceEvents"' not in text:
         return False
-    return '"traceEvents"' in text and ('"schemaVersion"' in text or '"deviceProperties"' in text) \
-        or ('"traceEvents"' in text and ('"cuda_runtime"' in text or '"cpu_op"' in text))
+    return any(mark in text for mark in ('"schemaVersion"', '"deviceProperties"', '"cuda_runtime"', '"cpu_op"'))
 
 
 def _load(path: str) -> dict:

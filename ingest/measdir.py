@@ -77,8 +77,9 @@ class Summary:
         if self.ranged_calls:
             extra += f", {self.ranged_calls} API call(s) inside user ranges"
         if self.api_calls or self.range_contexts:
-            extra += (f" (no GPU activity records: the CPU contexts of {self.api_calls} API call(s) and "
-                      f"{self.range_contexts} range(s))")
+            parts = [f"{n} {what}" for n, what in ((self.api_calls, "API call(s)"), (self.range_contexts,
+                                                                                      "range context(s)")) if n]
+            extra += f" (API records only: the CPU contexts of {' and '.join(parts)})"
         return (f"{self.threads} CPU thread(s), {self.streams} GPU stream(s): {ops or 'no GPU operations'}"
                 f"{extra}")
 
