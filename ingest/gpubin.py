@@ -1,5 +1,6 @@
 """GPU code objects (NVIDIA cubins, AMD HSA code objects): function entry offsets, and finding them
-inside a user's executable or fatbin for ``--binary``.
+inside a user's executable, library, fatbin or offload bundle (compressed or not) for ``--binary`` and
+``hpcsa struct``.
 
 Offsets follow HPCToolkit's convention for GPU binaries: a relocatable cubin's
 functions live at their section's file offset plus the symbol value (hpcrun and
@@ -10,11 +11,16 @@ object's at the symbol's virtual address.
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
+from hpcsa.ingest import fatbin, offload_bundle
+
 ELF_MAGIC = b"\x7fELF"
+CONTAINER_SECTIONS = (".nv_fatbin", ".hip_fatbin")
+CODEC_NAMES = {"zstd": "zstd", "lz4": "LZ4", "zlib": "zlib"}
 
 
 def entry_offsets(data: bytes) -> dict[str, int]:
@@ -39,9 +45,70 @@ def entry_offsets(data: bytes) -> dict[str, int]:
         return {}
 
 
+@dataclass(frozen=True)
+class DeviceImage:
+    """A GPU code object found in a file, decompressed."""
+
+    data: bytes
+    origin: str     # how it was stored: "sm_80 cubin in a zstd-compressed fatbin entry", ...
+
+
+def device_images(data: bytes | memoryview, path: str) -> list[DeviceImage]:
+    """The GPU ELF images in a file: the file itself if it is one; the ELF entries of an NVIDIA fatbin
+    (compressed or not) and the code objects of a clang offload bundle (plain or ``CCOB``) when the file is
+    one or a host ELF holds them in ``.nv_fatbin`` / ``.hip_fatbin``; and any GPU ELF embedded whole.
+    A damaged container raises :class:`~hpcsa.errors.FormatError` naming ``path``; duplicates are dropped."""
+    head = bytes(data[:24])
+    if is_gpu_elf(head):
+        return [DeviceImage(bytes(data), "file")]
+    found: list[DeviceImage] = []
+    if head.startswith(fatbin.MAGIC_BYTES):
+        found += _fatbin_images(data, path, 0, len(data))
+    elif head.startswith((offload_bundle.MAGIC, offload_bundle.CCOB_MAGIC)):
+        found += _bundle_images(data, path, 0, len(data))
+    elif head.startswith(ELF_MAGIC):
+        for name, (start, end) in _container_sections(data).items():
+            found += (_fatbin_images if name == ".nv_fatbin" else _bundle_images)(data, path, start, end)
+    raw = bytes(data)
+    found += [DeviceImage(e, "embedded whole") for e in embedded_elves(raw) if is_gpu_elf(e)]
+    seen: set[bytes] = set()
+    out = []
+    for img in found:
+        if img.data not in seen:
+            seen.add(img.data)
+            out.append(img)
+    return out
+
+
+def _fatbin_images(data: bytes | memoryview, path: str, start: int, end: int) -> list[DeviceImage]:
+    return [DeviceImage(e.data, f"sm_{e.arch} cubin from a fatbin entry"
+                        + (f" ({CODEC_NAMES[e.codec]}-compressed)" if e.codec else ""))
+            for e in fatbin.read_all(data, path, start, end) if is_gpu_elf(e.data)]
+
+
+def _bundle_images(data: bytes | memoryview, path: str, start: int, end: int) -> list[DeviceImage]:
+    return [DeviceImage(e.data, f"{e.triple} code object from {'a ' + e.container if e.codec else 'an offload'} "
+                        "bundle")
+            for e in offload_bundle.read_all(data, path, start, end) if is_gpu_elf(e.data)]
+
+
+def _container_sections(data: bytes | memoryview) -> dict[str, tuple[int, int]]:
+    """``.nv_fatbin`` and ``.hip_fatbin`` of a host ELF: name -> (file offset, end)."""
+    try:
+        elf = ELFFile(io.BytesIO(bytes(data)))
+        out = {}
+        for sec in elf.iter_sections():
+            if sec.name in CONTAINER_SECTIONS and sec["sh_type"] != "SHT_NOBITS":
+                start, size = int(sec["sh_offset"]), int(sec["sh_size"])
+                if start + size <= len(data):
+                    out[sec.name] = (start, start + size)
+        return out
+    except (ELFError, ValueError, KeyError, IndexError, OSError, AssertionError):
+        return {}
+
+
 def embedded_elves(data: bytes) -> list[bytes]:
-    """The ELF images inside a file: itself if it is one GPU ELF, else every ELF found in it (fatbins and
-    host executables embed cubins/code objects whole; each is cut at its section-header table end)."""
+    """Every ELF image found whole in ``data`` (each cut at its section-header table end)."""
     if is_gpu_elf(data):
         return [data]  # a cubin or code object file: the whole file is the image
     out = []
