@@ -24,6 +24,9 @@ def register(parser: argparse.ArgumentParser) -> None:
                         "(default: $HPCSA_STRUCT_CACHE)")
     parser.add_argument("--all-modules", action="store_true",
                         help="MEASDIR: also binaries without samples")
+    parser.add_argument("--device-code", action="store_true",
+                        help="BINARY: also the GPU code a host executable or library embeds (.nv_fatbin, "
+                        ".hip_fatbin; compressed or not), one <LM gpubins/MD5.gpubin> per code object")
     parser.add_argument("--force", action="store_true", help="MEASDIR: redo binaries whose results are cached")
 
 
@@ -56,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from hpcsa.structure.model import C, L, P, S
 
     progress = Progress(f"hpcsa struct: {target}")
-    result = analyze_binary(target, lm_name=args.name, jobs=args.jobs)
+    result = analyze_binary(target, lm_name=args.name, jobs=args.jobs, device_code=args.device_code)
     out = args.output or os.path.basename(target) + ".hpcstruct"
     write_hpcstruct(out, result.structure)
     warnings, notes = split_notes(result.notes)
@@ -64,7 +67,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"hpcsa: warning: {target}: {w}", file=sys.stderr)
     for note in notes:
         print(f"hpcsa: note: {target}: {note}", file=sys.stderr)
-    m = result.module
-    progress.finish(f"hpcsa struct: {out}: {m.count(P)} procedures, {m.count(L)} loops, "
-                    f"{m.count(S) + m.count(C)} statements")
+    mods = result.structure.modules
+    more = f" in {len(mods)} load modules" if len(mods) > 1 else ""
+    progress.finish(f"hpcsa struct: {out}: {sum(m.count(P) for m in mods)} procedures, "
+                    f"{sum(m.count(L) for m in mods)} loops, {sum(m.count(S) + m.count(C) for m in mods)} "
+                    f"statements{more}")
     return 0
