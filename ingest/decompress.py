@@ -20,6 +20,8 @@ import zstandard
 
 # No GPU code object comes near this; a header declaring more is corrupt, not big.
 MAX_IMAGE = 1 << 32
+# A byte of LZ4 input adds at most 255 bytes of match length (LZ4 Block Format Description).
+LZ4_MAX_RATIO = 255
 
 
 class CodecError(ValueError):
@@ -33,18 +35,26 @@ def _check_size(size: int) -> None:
 
 def zstd(data: bytes, size: int) -> bytes:
     _check_size(size)
-    try:  # a stream reader never holds more than it is asked for, whatever the frame header claims
+    pieces, got = [], 0
+    try:  # read in pieces: memory follows the data's real output, not a (maybe corrupt) declared size
         with zstandard.ZstdDecompressor().stream_reader(data) as reader:
-            out = reader.read(size + 1)
+            while got <= size:
+                piece = reader.read(min(size + 1 - got, 1 << 20))
+                if not piece:
+                    break
+                pieces.append(piece)
+                got += len(piece)
+        out = b"".join(pieces)
     except zstandard.ZstdError as exc:
         raise CodecError(f"zstd data is corrupt ({exc})") from None
-    if len(out) < size:
-        raise CodecError(f"zstd data is truncated ({len(out)} of {size} bytes decompressed)")
     return _exact(out, size, "zstd")
 
 
 def lz4_block(data: bytes, size: int) -> bytes:
     _check_size(size)
+    if size > LZ4_MAX_RATIO * len(data) + 16:  # the output buffer is allocated whole: refuse the impossible
+        raise CodecError(f"{len(data)} bytes of LZ4 block data cannot decompress to the {size} bytes the header "
+                         f"says (LZ4 expands at most {LZ4_MAX_RATIO}-fold)")
     try:
         out = lz4.block.decompress(data, uncompressed_size=size)
     except lz4.block.LZ4BlockError as exc:
@@ -70,7 +80,8 @@ def _exact(out: bytes, size: int, codec: str) -> bytes:
     if len(out) > size:
         raise CodecError(f"{codec} data decompresses to more than the {size} bytes the header says")
     if len(out) < size:
-        raise CodecError(f"{codec} data decompresses to {len(out)} bytes, the header says {size}")
+        raise CodecError(f"{codec} data ends after {len(out)} of the {size} bytes the header says; truncated or "
+                         "corrupt")
     return out
 
 
