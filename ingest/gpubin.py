@@ -11,6 +11,7 @@ object's at the symbol's virtual address.
 from __future__ import annotations
 
 import io
+import struct
 from dataclasses import dataclass
 
 from elftools.common.exceptions import ELFError
@@ -21,6 +22,9 @@ from hpcsa.ingest import fatbin, offload_bundle
 ELF_MAGIC = b"\x7fELF"
 CONTAINER_SECTIONS = (".nv_fatbin", ".hip_fatbin")
 CODEC_NAMES = {"zstd": "zstd", "lz4": "LZ4", "zlib": "zlib"}
+# What pyelftools raises on damaged ELF bytes (a lookup of a section far past the end overflows a seek).
+_ELF_DAMAGE = (ELFError, ValueError, KeyError, IndexError, OSError, AssertionError, OverflowError,
+               struct.error)
 
 
 def entry_offsets(data: bytes) -> dict[str, int]:
@@ -41,7 +45,7 @@ def entry_offsets(data: bytes) -> dict[str, int]:
                 base = target["sh_offset"] if target["sh_addr"] == 0 else 0
                 out.setdefault(sym.name, base + sym["st_value"])
         return out
-    except (ELFError, ValueError, KeyError, IndexError, OSError):
+    except _ELF_DAMAGE:
         return {}
 
 
@@ -103,7 +107,7 @@ def _container_sections(data: bytes | memoryview) -> dict[str, tuple[int, int]]:
                 if start + size <= len(data):
                     out[sec.name] = (start, start + size)
         return out
-    except (ELFError, ValueError, KeyError, IndexError, OSError, AssertionError):
+    except _ELF_DAMAGE:
         return {}
 
 
@@ -133,7 +137,7 @@ def _elf_size(data: bytes, pos: int) -> int:
             if sec["sh_type"] != "SHT_NOBITS":
                 end = max(end, sec["sh_offset"] + sec["sh_size"])
         return end if 0 < end <= len(data) - pos else 0
-    except (ELFError, ValueError, KeyError, IndexError, OSError, AssertionError):
+    except _ELF_DAMAGE:
         return 0
 
 
