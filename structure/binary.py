@@ -46,6 +46,9 @@ class BinaryStructure:
 
     structure: StructureFile
     notes: list[str] = field(default_factory=list)
+    #: With ``device_code``: the structure of each GPU code object a host binary embeds, one file each
+    #: (hpcstruct's ``<md5>.gpubin-gpucfg-yes.hpcstruct``, one ``<LM gpubins/<md5>.gpubin>``), keyed by md5.
+    device: dict[str, StructureFile] = field(default_factory=dict)
 
     @property
     def module(self) -> Module:
@@ -77,8 +80,8 @@ def analyze_binary(path: str | os.PathLike[str], lm_name: str | None = None, job
                    device_code: bool = False) -> BinaryStructure:
     """Recover the structure of the ELF binary at ``path``; ``lm_name`` is the path written in ``<LM n>``
     (default: the binary's real path). A fatbin or offload bundle (compressed or not) is analysed through
-    the GPU code objects inside it; with ``device_code``, those a host binary embeds are added as
-    ``<LM>``s of their own (:mod:`hpcsa.structure.device_code`)."""
+    the GPU code objects inside it; with ``device_code``, those a host binary embeds are analysed too, each
+    into a structure file of its own (``BinaryStructure.device``; :mod:`hpcsa.structure.device_code`)."""
     path = os.fspath(path)
     name = lm_name if lm_name is not None else os.path.realpath(path)
     if device_code_mod.is_container(path):
@@ -101,16 +104,19 @@ def analyze_binary(path: str | os.PathLike[str], lm_name: str | None = None, job
         # file) must still end in one line; the exception type helps a bug report.
         raise FormatError(path, f"could not be analysed: inconsistent contents ({type(exc).__name__}: "
                           f"{exc})") from None
-    modules = [module]
     containers = device_code_mod.embedded_sections([s.name for s in image.sections])
+    device: dict[str, StructureFile] = {}
     if device_code:
         extra, more = device_code_mod.embedded_modules(path, jobs, _analyze_gpu_file)
-        modules += extra
+        for m in extra:
+            device[device_code_mod.gpubin_md5(m.path)] = _result([m], []).structure
         notes = notes + more
     elif containers:
-        notes = notes + [f"holds GPU code in {', '.join(containers)}; hpcsa struct --device-code adds the "
-                         "structure of its code objects"]
-    return _result(modules, notes)
+        notes = notes + [f"holds GPU code in {', '.join(containers)}; hpcsa struct --device-code also writes "
+                         "the structure of its code objects"]
+    result = _result([module], notes)
+    result.device = device
+    return result
 
 
 def _result(modules: list[Module], notes: list[str]) -> BinaryStructure:

@@ -4,10 +4,11 @@ compressed), and the ``.nv_fatbin`` / ``.hip_fatbin`` sections of host executabl
 A container file (``hpcsa struct app.fatbin``, or a ``gpubins/`` file that holds one) is analysed through
 the GPU ELF images inside it, decompressed (:func:`hpcsa.ingest.gpubin.device_images`): one image keeps
 the load-module name the file would have had; several get one ``<LM>`` each. Images embedded in a host
-binary are added to its structure file on request (``hpcsa struct --device-code``). Every image that does
-not keep the caller's name is named ``gpubins/<md5>.gpubin`` by the MD5 of its (decompressed) bytes, the
-name hpcrun gives a GPU binary it saw loaded, so ``hpcsa prof`` matches it to a measurement's ``gpubins/``
-file with the same content.
+binary are analysed on request (``hpcsa struct --device-code``), each into a structure file of its own
+beside the host's, as hpcstruct names a GPU binary's (``<md5>.gpubin-gpucfg-yes.hpcstruct``). Every image
+that does not keep the caller's name is named ``gpubins/<md5>.gpubin`` by the MD5 of its (decompressed)
+bytes, the name hpcrun gives a GPU binary it saw loaded, so ``hpcsa prof`` matches it to a measurement's
+``gpubins/`` file with the same content (``-S`` takes these files; so does a measurement's ``structs/``).
 
 The GPU builders run external disassemblers on a file, so each image is written to a private temporary
 directory first; errors name the container and the image.
@@ -41,6 +42,16 @@ def is_container(path: str) -> bool:
 
 def gpubin_name(data: bytes) -> str:
     return f"gpubins/{hashlib.md5(data).hexdigest()}.gpubin"
+
+
+def gpubin_md5(name: str) -> str:
+    """The MD5 in a name made by :func:`gpubin_name`."""
+    return os.path.basename(name).removesuffix(".gpubin")
+
+
+def structure_file_name(md5: str) -> str:
+    """hpcstruct's name for the structure file of a GPU binary (what ``hpcsa struct MEASDIR`` writes too)."""
+    return f"{md5}.gpubin-gpucfg-yes.hpcstruct"
 
 
 def read_images(path: str) -> list[DeviceImage]:

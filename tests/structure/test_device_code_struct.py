@@ -59,18 +59,52 @@ def _lm_blocks(xml: str) -> dict[str, str]:
                                                  ("libcallgraph-cuda.so", "cuda")])
 def test_device_code_of_a_host_library(tmp_path: Path, library: str, plain: str | None) -> None:
     host_only, err = _struct(tmp_path, GPU / library, "host.hpcstruct")
-    assert len(_lm_blocks(host_only)) == 1
     assert "--device-code" in err
-    both, err = _struct(tmp_path, GPU / library, "both.hpcstruct", "--device-code")
-    blocks = _lm_blocks(both)
+    assert not list(tmp_path.glob("*.gpubin-gpucfg-yes.hpcstruct"))
+    out = tmp_path / "with"
+    out.mkdir()
+    host, err = _struct(out, GPU / library, "host.hpcstruct", "--device-code")
+    assert host == host_only  # the host's own structure file is the same with or without its device code
     code = CODE_OBJECT if plain is None else _nvidia_cubin(tmp_path, library)
-    name = f"gpubins/{hashlib.md5(code.read_bytes()).hexdigest()}.gpubin"
-    assert name in blocks
-    want, _ = _struct(tmp_path, code, "gpu.hpcstruct", "--name", name)
-    assert blocks[name] == _lm_blocks(want)[name]
-    # The host module is the same with or without its device code.
-    host = next(iter(_lm_blocks(host_only)))
-    assert blocks[host] == _lm_blocks(host_only)[host]
+    md5 = hashlib.md5(code.read_bytes()).hexdigest()
+    want, _ = _struct(tmp_path, code, "gpu.hpcstruct", "--name", f"gpubins/{md5}.gpubin")
+    assert (out / f"{md5}.gpubin-gpucfg-yes.hpcstruct").read_text() == want
+    # Every code object it embeds gets one (the CUDA library also has a code-less sm_75 cubin).
+    names = sorted(p.name for p in out.glob("*.gpubin-gpucfg-yes.hpcstruct"))
+    images = device_images((GPU / library).read_bytes(), library)
+    assert names == sorted(f"{hashlib.md5(i.data).hexdigest()}.gpubin-gpucfg-yes.hpcstruct" for i in images)
+
+
+def test_prof_places_gpu_code_of_a_compressed_bundle(tmp_path: Path) -> None:
+    """ingest --binary HOST-LIBRARY, struct --device-code HOST-LIBRARY, prof -S: the database equals the
+    one made from the plain code object and its structure file."""
+    import sqlite3
+
+    from hpcsa.aggregate.compare import compare_databases
+
+    src = tmp_path / "run.sqlite"
+    shutil.copy(FIXTURES / "ingest" / "tiny-nsys.sqlite", src)
+    con = sqlite3.connect(src)
+    con.execute("UPDATE StringIds SET value = 'kernel_calls' WHERE value = '_Z5saxpyifPfS_'")
+    con.commit()
+    con.close()
+    md5 = hashlib.md5(CODE_OBJECT.read_bytes()).hexdigest()
+    dbs = []
+    for label, binary, struct_args in [
+            ("compressed", GPU / "libcallgraph-hip.so", ["--device-code"]),
+            ("plain", CODE_OBJECT, ["--name", f"gpubins/{md5}.gpubin"])]:
+        work = tmp_path / label
+        work.mkdir()
+        run_cli("ingest", str(src), "--binary", str(binary), "-o", str(work / "m"), check=True)
+        run_cli("struct", str(binary), "-o", str(work / "b.hpcstruct"), *struct_args, check=True)
+        gpu = work / f"{md5}.gpubin-gpucfg-yes.hpcstruct"
+        if label == "plain":
+            (work / "b.hpcstruct").rename(gpu)
+        run_cli("prof", str(work / "m"), "-S", str(gpu), "-o", str(work / "db"), check=True)
+        dbs.append(work / "db")
+    assert compare_databases(str(dbs[0]), str(dbs[1])).same
+    meta = (dbs[0] / "meta.db").read_bytes()
+    assert b"callgraph.cl" in meta  # the kernel got its source file from the structure
 
 
 def test_compressed_gpubin_of_a_measurement(tmp_path: Path) -> None:
