@@ -106,25 +106,30 @@ def read_container(data: bytes | memoryview, path: str, offset: int = 0, kinds: 
     while pos < end:
         if pos + 16 > end:
             raise fail(f"entry header at {pos:#x} is truncated")
-        hsize = int.from_bytes(bytes(data[pos + 4:pos + 8]), "little")
-        psize = int.from_bytes(bytes(data[pos + 8:pos + 16]), "little")
+        e = _entry_header(data, pos, end)
+        hsize, psize = int(e["header_size"]), int(e["payload_size"])
         if hsize < 16 or pos + hsize + psize > end:
             raise fail(f"entry at {pos:#x} ({hsize}-byte header, {psize}-byte payload) runs past the container "
                        f"end {end:#x}; truncated or corrupt")
-        kind = int.from_bytes(bytes(data[pos:pos + 2]), "little")
-        if kind in kinds:
-            out.append(_entry(data, pos, hsize, psize, fail))
+        if int(e["kind"]) in kinds:
+            out.append(_entry(data, pos, e, fail))
         pos += hsize + psize
     return out, end
 
 
-def _entry(data: bytes | memoryview, pos: int, hsize: int, psize: int, fail: Callable[[str], FormatError]
-           ) -> FatbinEntry:
+def _entry_header(data: bytes | memoryview, pos: int, end: int) -> np.void:
+    """The entry header at ``pos``; fields past a shorter header than :data:`ENTRY` read as zero."""
+    raw = bytearray(data[pos:min(pos + ENTRY.itemsize, end)])
+    raw += bytes(ENTRY.itemsize - len(raw))
+    at = ENTRY.fields["header_size"][1]  # needed first: it says how much of the 64 bytes is header
+    hsize = int.from_bytes(raw[at:at + 4], "little")
     if hsize < ENTRY.itemsize:
-        raw = bytes(data[pos:pos + hsize]) + bytes(ENTRY.itemsize - hsize)  # short headers: no sizes, flags
-    else:
-        raw = bytes(data[pos:pos + ENTRY.itemsize])
-    e = np.frombuffer(raw, ENTRY, 1)[0]
+        raw[max(hsize, 16):] = bytes(ENTRY.itemsize - max(hsize, 16))
+    return np.frombuffer(bytes(raw), ENTRY, 1)[0]
+
+
+def _entry(data: bytes | memoryview, pos: int, e: np.void, fail: Callable[[str], FormatError]) -> FatbinEntry:
+    hsize, psize = int(e["header_size"]), int(e["payload_size"])
     payload = bytes(data[pos + hsize:pos + hsize + psize])
     try:
         codec = _codec(int(e["flags"]))

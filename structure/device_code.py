@@ -85,7 +85,9 @@ def image_modules(path: str, images: list[DeviceImage], names: list[str], jobs: 
     notes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="hpcsa-device-code-") as tmp:
         for img, name in zip(images, names, strict=True):
-            local = os.path.join(tmp, os.path.basename(name) if name.endswith(".gpubin") else "image.gpubin")
+            # Named as the load module, as if that file had been given: code without line information goes
+            # to the file "[<basename>]", as hpcstruct writes it.
+            local = os.path.join(tmp, os.path.basename(name) or "image.gpubin")
             with open(local, "wb") as fh:
                 fh.write(img.data)
             try:
