@@ -2,8 +2,8 @@
 
 * zstd (``zstandard``): NVIDIA fatbin entries of CUDA 12.8+ toolkits' default and ``size``/``balance``
   compression modes, and clang offload bundles (``CCOB``, method 1);
-* LZ4 block format (``lz4.block``): the older LZ-style codec of NVIDIA fatbin entries, still written by
-  ``--compress-mode=speed``;
+* LZ4 block format (``lz4.block``): NVIDIA fatbin entries of ``--compress-mode=speed`` (and, by the flag
+  they share, the LZ-style compression of older toolkits);
 * zlib (Python's ``zlib``): clang offload bundles (``CCOB``, method 0).
 
 Every function returns exactly ``size`` bytes or raises :class:`CodecError` with one line saying what is

@@ -9,8 +9,10 @@ checked as follows (``tests/ingest/test_device_code.py`` repeats every check whe
   source name and options) and its payload, padded to 8 bytes. A host ELF's ``.nv_fatbin`` holds one or
   more containers back to back.
 * Entry flags: bit 0x2000 marks a payload compressed in the LZ4 *block* format (no frame; what
-  ``--compress-mode=speed`` writes, and the "LZ-style" codec of older toolkits), bit 0x8000 one
-  compressed as a zstd frame (the default, ``size`` and ``balance`` modes of CUDA 13). Then the u32 at
+  ``--compress-mode=speed`` writes), bit 0x8000 one compressed as a zstd frame (the default, ``size`` and
+  ``balance`` modes of CUDA 13). Bit 0x2000 is also the flag of the "LZ-style" compression of older
+  toolkits (``-Xfatbin=-compress-all`` before zstd); public reimplementations of its decoder decode the
+  LZ4 block format, and it is read as such here, but no older toolkit's output was at hand to check. Then the u32 at
   +0x10 is the exact compressed length (the payload is padded past it) and the u64 at +0x38 the
   uncompressed length.
 * Verified: for ``callgraph.cu`` built with ``nvcc -fatbin -arch=sm_80 -lineinfo -Xfatbin=-compress-all``
