@@ -70,11 +70,15 @@ def device_images(data: bytes | memoryview, path: str) -> list[DeviceImage]:
         found += _fatbin_images(data, path, 0, len(data))
     elif head.startswith((offload_bundle.MAGIC, offload_bundle.CCOB_MAGIC)):
         found += _bundle_images(data, path, 0, len(data))
-    elif head.startswith(ELF_MAGIC):
-        for name, (start, end) in _container_sections(data).items():
+    else:
+        # A host ELF's containers are read by their layout; its other bytes are searched for whole GPU ELFs
+        # (the ELF magic inside a container is a plain entry already found, or bytes of a compressed one).
+        sections = _container_sections(data) if head.startswith(ELF_MAGIC) else {}
+        for name, (start, end) in sections.items():
             found += (_fatbin_images if name == ".nv_fatbin" else _bundle_images)(data, path, start, end)
-    raw = bytes(data)
-    found += [DeviceImage(e, "embedded whole") for e in embedded_elves(raw) if is_gpu_elf(e)]
+        raw = bytes(data)
+        found += [DeviceImage(e, "embedded whole")
+                  for e in embedded_elves(raw, sorted(sections.values())) if is_gpu_elf(e)]
     seen: set[bytes] = set()
     out = []
     for img in found:
@@ -111,13 +115,18 @@ def _container_sections(data: bytes | memoryview) -> dict[str, tuple[int, int]]:
         return {}
 
 
-def embedded_elves(data: bytes) -> list[bytes]:
-    """Every ELF image found whole in ``data`` (each cut at its section-header table end)."""
+def embedded_elves(data: bytes, skip: list[tuple[int, int]] | None = None) -> list[bytes]:
+    """Every ELF image found whole in ``data`` (each cut at its section-header table end), outside the
+    sorted ``(start, end)`` ranges of ``skip``."""
     if is_gpu_elf(data):
         return [data]  # a cubin or code object file: the whole file is the image
     out = []
     pos = data.find(ELF_MAGIC)
     while pos >= 0:
+        inside = next((end for start, end in skip or [] if start <= pos < end), None)
+        if inside is not None:
+            pos = data.find(ELF_MAGIC, inside)
+            continue
         size = _elf_size(data, pos)
         if size:
             out.append(data[pos:pos + size])
@@ -128,7 +137,7 @@ def embedded_elves(data: bytes) -> list[bytes]:
 def _elf_size(data: bytes, pos: int) -> int:
     """The extent of an ELF image starting at ``pos`` (end of its section or program header data)."""
     try:
-        elf = ELFFile(io.BytesIO(data[pos:]))
+        elf = ELFFile(_Window(data, pos))  # type: ignore[arg-type]
         end = max(elf["e_shoff"] + elf["e_shnum"] * elf["e_shentsize"],
                   elf["e_phoff"] + elf["e_phnum"] * elf["e_phentsize"])
         for seg in elf.iter_segments():
@@ -139,6 +148,28 @@ def _elf_size(data: bytes, pos: int) -> int:
         return end if 0 < end <= len(data) - pos else 0
     except _ELF_DAMAGE:
         return 0
+
+
+class _Window:
+    """A read-only stream over ``data[pos:]`` that copies only what is read (a host binary may hold many
+    ELF magics; slicing the rest of it at each would be quadratic)."""
+
+    def __init__(self, data: bytes, pos: int) -> None:
+        self.data, self.base, self.off = data, pos, 0
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        size = len(self.data) - self.base
+        self.off = max(0, offset if whence == 0 else self.off + offset if whence == 1 else size + offset)
+        return self.off
+
+    def tell(self) -> int:
+        return self.off
+
+    def read(self, n: int | None = -1) -> bytes:
+        start = min(self.base + self.off, len(self.data))
+        end = len(self.data) if n is None or n < 0 else min(len(self.data), start + n)
+        self.off = end - self.base
+        return self.data[start:end]
 
 
 def is_gpu_elf(data: bytes) -> bool:

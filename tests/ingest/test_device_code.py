@@ -252,3 +252,13 @@ def test_binary_option_places_kernels_in_decompressed_code(tmp_path: Path, binar
     got = _kernel_offsets(tmp_path / "c", code)
     assert got == _kernel_offsets(tmp_path / "p", code)
     assert len(got) == 2 and got[0] > 0
+
+
+def test_gpu_elves_embedded_whole_are_found_outside_containers() -> None:
+    """Code objects stored as is in a host file (no fatbin or bundle) are cut out at their own extent."""
+    a = (GPU / "callgraph-sm75-lineinfo.cubin").read_bytes()
+    b = (GPU / "callgraph-gfx90a-O2.co").read_bytes()
+    host = (GPU / "libcallgraph-hip.so").read_bytes()  # a host ELF first, its bundle in .hip_fatbin
+    blob = host + b"\x7fELF junk" + a + bytes(5) + b + bytes(3)
+    assert [i.data for i in device_images(blob, "blob")] == [b, a]
+    assert [i.origin for i in device_images(blob, "blob")][1] == "embedded whole"
