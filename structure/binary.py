@@ -112,8 +112,8 @@ def analyze_binary(path: str | os.PathLike[str], lm_name: str | None = None, job
             device[device_code_mod.gpubin_md5(m.path)] = _result([m], []).structure
         notes = notes + more
     elif containers:
-        notes = notes + [f"holds GPU code in {', '.join(containers)}; hpcsa struct --device-code also writes "
-                         "the structure of its code objects"]
+        notes = notes + [f"holds GPU code in {', '.join(containers)}; its structure comes from a measurement's "
+                         "gpubins/, or from hpcsa struct --device-code on this binary"]
     result = _result([module], notes)
     result.device = device
     return result
