@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from hpcsa.errors import HpcsaError
 from hpcsa.ingest import model as M
-from hpcsa.ingest.gpubin import device_images, entry_offsets
+from hpcsa.ingest.gpubin import device_images, entry_offsets, ptx_entries
 
 
 def load_images(paths: list[str]) -> list[tuple[str, bytes, dict[str, int]]]:
@@ -28,6 +28,9 @@ def load_images(paths: list[str]) -> list[tuple[str, bytes, dict[str, int]]]:
         except OSError as exc:
             raise HpcsaError(path, f"cannot read: {exc.strerror or exc}") from None
         found = device_images(data, path)
+        if not found and ptx_entries(data, path):
+            raise HpcsaError(path, "holds only PTX, no cubin: the CUDA driver compiled it when the program ran; "
+                             "give the cubin instead (hpcrun's gpubins/, or a build with -arch=sm_XX)")
         if not found:
             raise HpcsaError(path, "holds no NVIDIA or AMD GPU code (no cubin or code object ELF inside, "
                              "compressed or not)")

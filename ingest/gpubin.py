@@ -88,6 +88,15 @@ def device_images(data: bytes | memoryview, path: str) -> list[DeviceImage]:
     return out
 
 
+def ptx_entries(data: bytes | memoryview, path: str) -> int:
+    """How many PTX entries the fatbins of a fatbin file or host ELF hold (for saying why a file that has
+    GPU code has no code object: PTX is compiled by the driver at run time)."""
+    head = bytes(data[:4])
+    spans = [(0, len(data))] if head == fatbin.MAGIC_BYTES else \
+        [v for k, v in _container_sections(data).items() if k == ".nv_fatbin"] if head == ELF_MAGIC else []
+    return sum(len(fatbin.read_all(data, path, a, b, kinds=(fatbin.KIND_PTX,))) for a, b in spans)
+
+
 def _fatbin_images(data: bytes | memoryview, path: str, start: int, end: int) -> list[DeviceImage]:
     return [DeviceImage(e.data, f"sm_{e.arch} cubin from a fatbin entry"
                         + (f" ({CODEC_NAMES[e.codec]}-compressed)" if e.codec else ""))

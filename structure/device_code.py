@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from hpcsa.errors import FormatError, HpcsaError
 from hpcsa.ingest import fatbin, offload_bundle
-from hpcsa.ingest.gpubin import CONTAINER_SECTIONS, DeviceImage, device_images
+from hpcsa.ingest.gpubin import CONTAINER_SECTIONS, DeviceImage, device_images, ptx_entries
 from hpcsa.structure.model import Module
 
 CONTAINER_MAGICS = (fatbin.MAGIC_BYTES, offload_bundle.MAGIC, offload_bundle.CCOB_MAGIC)
@@ -67,7 +67,11 @@ def container_modules(path: str, lm_name: str, jobs: int, analyze: Analyze) -> t
     """The modules of the GPU images in a fatbin or offload-bundle file."""
     images = read_images(path)
     if not images:
-        raise FormatError(path, "a fatbin or offload bundle with no NVIDIA or AMD GPU code object inside")
+        with open(path, "rb") as fh:
+            ptx = ptx_entries(fh.read(), path)
+        raise FormatError(path, "a fatbin with only PTX, no cubin (the CUDA driver compiles it when the program "
+                          "runs; its structure comes from the cubin, e.g. hpcrun's gpubins/)" if ptx else
+                          "a fatbin or offload bundle with no NVIDIA or AMD GPU code object inside")
     single = len(images) == 1
     return image_modules(path, images, [lm_name] if single else [gpubin_name(i.data) for i in images], jobs,
                          analyze)

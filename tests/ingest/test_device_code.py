@@ -262,3 +262,11 @@ def test_gpu_elves_embedded_whole_are_found_outside_containers() -> None:
     blob = host + b"\x7fELF junk" + a + bytes(5) + b + bytes(3)
     assert [i.data for i in device_images(blob, "blob")] == [b, a]
     assert [i.origin for i in device_images(blob, "blob")][1] == "embedded whole"
+
+
+def test_ptx_only_fatbin_says_so(tmp_path: Path) -> None:
+    ptx = tmp_path / "jit.fatbin"
+    ptx.write_bytes(fatbin.build([(fatbin.KIND_PTX, 80, b".version 9.0\n.target sm_80\n", "zstd")]))
+    assert device_images(ptx.read_bytes(), str(ptx)) == []
+    proc = run_cli("ingest", str(NSYS), "--binary", str(ptx), "-o", str(tmp_path / "m"))
+    assert_one_line_error(proc, "holds only PTX")

@@ -132,4 +132,9 @@ def test_damaged_container_is_one_line(tmp_path: Path) -> None:
     from hpcsa.ingest import fatbin
 
     empty.write_bytes(fatbin.build([(fatbin.KIND_PTX, 80, b"// no code\n", "zstd")]))
-    assert_one_line_error(run_cli("struct", str(empty), "-o", str(tmp_path / "y.hpcstruct")), "no NVIDIA or AMD")
+    assert_one_line_error(run_cli("struct", str(empty), "-o", str(tmp_path / "y.hpcstruct")), "only PTX")
+    bundle = tmp_path / "host-only.bundle"
+    from hpcsa.ingest import offload_bundle
+
+    bundle.write_bytes(offload_bundle.build([("host-x86_64-unknown-linux-gnu", b"")]))
+    assert_one_line_error(run_cli("struct", str(bundle), "-o", str(tmp_path / "z.hpcstruct")), "no NVIDIA or AMD")
