@@ -1,7 +1,9 @@
 """``hpcsa ingest --binary FILE``: the user's GPU code matched to the records.
 
-A binary may be a cubin or AMD code object, a fatbin, or a host executable
-with GPU code embedded; every GPU ELF image inside it is a candidate. An image
+A binary may be a cubin or AMD code object, a fatbin, a clang offload bundle,
+or a host executable or library with GPU code embedded; every GPU ELF image
+inside it is a candidate, compressed fatbin entries and ``CCOB`` bundles
+decompressed (:func:`~hpcsa.ingest.gpubin.device_images`). An image
 is matched to a record's kernel symbols when it defines them (by name, the one
 identity every source records), and to a code object id when the source names a
 module the image is the only candidate for. Matched images are carried as the
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 from hpcsa.errors import HpcsaError
 from hpcsa.ingest import model as M
-from hpcsa.ingest.gpubin import embedded_elves, entry_offsets, is_gpu_elf
+from hpcsa.ingest.gpubin import device_images, entry_offsets, ptx_entries
 
 
 def load_images(paths: list[str]) -> list[tuple[str, bytes, dict[str, int]]]:
@@ -25,10 +27,14 @@ def load_images(paths: list[str]) -> list[tuple[str, bytes, dict[str, int]]]:
                 data = fh.read()
         except OSError as exc:
             raise HpcsaError(path, f"cannot read: {exc.strerror or exc}") from None
-        found = [e for e in embedded_elves(data) if is_gpu_elf(e)]
+        found = device_images(data, path)
+        if not found and ptx_entries(data, path):
+            raise HpcsaError(path, "holds only PTX, no cubin: the CUDA driver compiled it when the program ran; "
+                             "give the cubin instead (hpcrun's gpubins/, or a build with -arch=sm_XX)")
         if not found:
-            raise HpcsaError(path, "holds no NVIDIA or AMD GPU code (no cubin or code object ELF inside)")
-        images += [(path, e, entry_offsets(e)) for e in found]
+            raise HpcsaError(path, "holds no NVIDIA or AMD GPU code (no cubin or code object ELF inside, "
+                             "compressed or not)")
+        images += [(path, e.data, entry_offsets(e.data)) for e in found]
     return images
 
 

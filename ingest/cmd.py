@@ -19,7 +19,8 @@ def register(parser: argparse.ArgumentParser) -> None:
                         "directory of them (recognised by content)")
     parser.add_argument("-o", "--output", metavar="MEASDIR", help="measurement directory to write")
     parser.add_argument("--binary", metavar="FILE", action="append", default=[],
-                        help="executable, fatbin or cubin/code object holding the GPU code of the run: its code "
+                        help="executable, library, fatbin, offload bundle or cubin/code object holding the GPU code "
+                        "of the run (compressed fatbin entries and CCOB bundles are decompressed): its code "
                         "is matched to the records (CUPTI cubin CRC, module, kernel symbol) and written to "
                         "gpubins/, so kernels and PC samples land at real offsets (repeatable)")
     parser.add_argument("--no-ranges", action="store_true",

@@ -21,6 +21,7 @@ from elftools.common.exceptions import DWARFError, ELFError
 
 from hpcsa.errors import FormatError, UnsupportedError
 from hpcsa.ingest.demangle import demangle
+from hpcsa.structure import device_code as device_code_mod
 from hpcsa.structure.build import build_module
 from hpcsa.structure.elf import (
     EM_AMDGPU,
@@ -45,6 +46,9 @@ class BinaryStructure:
 
     structure: StructureFile
     notes: list[str] = field(default_factory=list)
+    #: With ``device_code``: the structure of each GPU code object a host binary embeds, one file each
+    #: (hpcstruct's ``<md5>.gpubin-gpucfg-yes.hpcstruct``, one ``<LM gpubins/<md5>.gpubin>``), keyed by md5.
+    device: dict[str, StructureFile] = field(default_factory=dict)
 
     @property
     def module(self) -> Module:
@@ -72,28 +76,58 @@ def gpu_builder(machine: int, path: str) -> Callable[[ElfImage, str, int], tuple
     return builder  # type: ignore[no-any-return]
 
 
-def analyze_binary(path: str | os.PathLike[str], lm_name: str | None = None, jobs: int = 1) -> BinaryStructure:
+def analyze_binary(path: str | os.PathLike[str], lm_name: str | None = None, jobs: int = 1,
+                   device_code: bool = False) -> BinaryStructure:
     """Recover the structure of the ELF binary at ``path``; ``lm_name`` is the path written in ``<LM n>``
-    (default: the binary's real path)."""
+    (default: the binary's real path). A fatbin or offload bundle (compressed or not) is analysed through
+    the GPU code objects inside it; with ``device_code``, those a host binary embeds are analysed too, each
+    into a structure file of its own (``BinaryStructure.device``; :mod:`hpcsa.structure.device_code`)."""
     path = os.fspath(path)
-    image = open_elf(path)
     name = lm_name if lm_name is not None else os.path.realpath(path)
+    if device_code_mod.is_container(path):
+        modules, notes = device_code_mod.container_modules(path, name, jobs, _analyze_gpu_file)
+        return _result(modules, notes)
+    image = open_elf(path)
     machine = image.machine
     if machine in GPU_BUILDERS:
         module, notes = gpu_builder(machine, path)(image, name, jobs)
-    else:
-        require_x86_64(image)  # anything else is refused, naming its architecture
-        if image.elf.header["e_type"] == "ET_REL":
-            raise UnsupportedError(path, "a relocatable object file (.o): its code has no addresses yet; "
-                                   "analyse the executable or shared library it is linked into")
-        try:
-            module, notes = build_module(image, demangle, name, jobs=jobs)
-        except (IndexError, KeyError, ValueError, OverflowError, struct.error, capstone.CsError, ELFError,
-                DWARFError, AssertionError) as exc:  # pyelftools asserts on some malformed sections
-            # Inputs that pass the header checks but are inconsistent deeper down (a fuzzed or damaged
-            # file) must still end in one line; the exception type helps a bug report.
-            raise FormatError(path, f"could not be analysed: inconsistent contents ({type(exc).__name__}: "
-                              f"{exc})") from None
-    sf = StructureFile(modules=[module])
+        return _result([module], notes)
+    require_x86_64(image)  # anything else is refused, naming its architecture
+    if image.elf.header["e_type"] == "ET_REL":
+        raise UnsupportedError(path, "a relocatable object file (.o): its code has no addresses yet; "
+                               "analyse the executable or shared library it is linked into")
+    try:
+        module, notes = build_module(image, demangle, name, jobs=jobs)
+    except (IndexError, KeyError, ValueError, OverflowError, struct.error, capstone.CsError, ELFError,
+            DWARFError, AssertionError) as exc:  # pyelftools asserts on some malformed sections
+        # Inputs that pass the header checks but are inconsistent deeper down (a fuzzed or damaged
+        # file) must still end in one line; the exception type helps a bug report.
+        raise FormatError(path, f"could not be analysed: inconsistent contents ({type(exc).__name__}: "
+                          f"{exc})") from None
+    containers = device_code_mod.embedded_sections([s.name for s in image.sections])
+    device: dict[str, StructureFile] = {}
+    if device_code:
+        extra, more = device_code_mod.embedded_modules(path, jobs, _analyze_gpu_file)
+        for m in extra:
+            device[device_code_mod.gpubin_md5(m.path)] = _result([m], []).structure
+        notes = notes + more
+    elif containers:
+        notes = notes + [f"holds GPU code in {', '.join(containers)}; its structure comes from a measurement's "
+                         "gpubins/, or from hpcsa struct --device-code on this binary"]
+    result = _result([module], notes)
+    result.device = device
+    return result
+
+
+def _result(modules: list[Module], notes: list[str]) -> BinaryStructure:
+    sf = StructureFile(modules=modules)
     renumber(sf)
     return BinaryStructure(sf, notes)
+
+
+def _analyze_gpu_file(path: str, lm_name: str, jobs: int) -> tuple[Module, list[str]]:
+    """One GPU code object taken out of a container (a cubin or AMD code object file)."""
+    image = open_elf(path)
+    if image.machine not in GPU_BUILDERS:
+        raise FormatError(path, f"a {machine_name(image.machine)} ELF where a GPU code object was expected")
+    return gpu_builder(image.machine, path)(image, lm_name, jobs)

@@ -24,6 +24,10 @@ def register(parser: argparse.ArgumentParser) -> None:
                         "(default: $HPCSA_STRUCT_CACHE)")
     parser.add_argument("--all-modules", action="store_true",
                         help="MEASDIR: also binaries without samples")
+    parser.add_argument("--device-code", action="store_true",
+                        help="BINARY: also the GPU code a host executable or library embeds (.nv_fatbin, "
+                        ".hip_fatbin; compressed or not): one MD5.gpubin-gpucfg-yes.hpcstruct per code object, "
+                        "beside OUT, for <LM gpubins/MD5.gpubin>")
     parser.add_argument("--force", action="store_true", help="MEASDIR: redo binaries whose results are cached")
 
 
@@ -56,15 +60,23 @@ def run(args: argparse.Namespace) -> int:
     from hpcsa.structure.model import C, L, P, S
 
     progress = Progress(f"hpcsa struct: {target}")
-    result = analyze_binary(target, lm_name=args.name, jobs=args.jobs)
+    result = analyze_binary(target, lm_name=args.name, jobs=args.jobs, device_code=args.device_code)
     out = args.output or os.path.basename(target) + ".hpcstruct"
     write_hpcstruct(out, result.structure)
+    from hpcsa.structure.device_code import structure_file_name
+
+    for md5, sf in sorted(result.device.items()):
+        write_hpcstruct(os.path.join(os.path.dirname(os.path.abspath(out)), structure_file_name(md5)), sf)
     warnings, notes = split_notes(result.notes)
     for w in warnings:
         print(f"hpcsa: warning: {target}: {w}", file=sys.stderr)
     for note in notes:
         print(f"hpcsa: note: {target}: {note}", file=sys.stderr)
-    m = result.module
-    progress.finish(f"hpcsa struct: {out}: {m.count(P)} procedures, {m.count(L)} loops, "
-                    f"{m.count(S) + m.count(C)} statements")
+    mods = result.structure.modules + [m for sf in result.device.values() for m in sf.modules]
+    more = f" in {len(mods)} load modules" if len(mods) > 1 else ""
+    if result.device:
+        more += f" (GPU code: {len(result.device)} more structure file(s) beside it)"
+    progress.finish(f"hpcsa struct: {out}: {sum(m.count(P) for m in mods)} procedures, "
+                    f"{sum(m.count(L) for m in mods)} loops, {sum(m.count(S) + m.count(C) for m in mods)} "
+                    f"statements{more}")
     return 0
