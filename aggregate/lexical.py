@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import lzma
 import os
+import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -335,6 +336,7 @@ class Agreement:
     address in the binary."""
 
     procedures: int = 0
+    named: int = 0  # neither PLT stubs nor code hpcstruct names by its address (``targ<hex>``)
     checked: int = 0
     found: int = 0
 
@@ -343,6 +345,8 @@ class Agreement:
         return self.checked > 0 and self.found >= WITNESS_AGREEMENT * self.checked
 
     def describe(self) -> str:
+        if not self.checked:
+            return f"none of the {self.named} named procedures of its structure file is a symbol of it"
         return (f"{self.found} of the {self.checked} procedures of its structure file that name a symbol of "
                 f"it are at their address ({self.procedures - self.checked} of {self.procedures} not checkable: "
                 "PLT stubs, unnamed code, names it has no symbol for)")
@@ -367,6 +371,9 @@ def _symbols_of(file: str) -> dict[str, set[int]] | None:
     return names
 
 
+_TARG = re.compile(r"targ[0-9a-f]+")
+
+
 def agrees_with_structure(file: str, witness: Module) -> Agreement:
     """Compare a binary's function symbols with a structure file of the measured binary: a procedure is
     checkable when its link name (``ln``, else its name) is a function symbol of the binary, and found when
@@ -381,13 +388,15 @@ def agrees_with_structure(file: str, witness: Module) -> Agreement:
     for entry, row in zip(procs["entry"].tolist(), procs["scope"].tolist(), strict=True):
         out.procedures += 1
         link = witness.text(int(scopes["link"][row]))
+        name = witness.text(int(scopes["name"][row])) or ""
+        name = name.rsplit(" [", 1)[0] if name.endswith("]") else name  # hpcstruct appends " [library]"
+        if (link or name).endswith("@plt") or _TARG.fullmatch(link or name) or not (link or name) \
+                or name.startswith("<unknown"):
+            continue
+        out.named += 1
         if link:
-            if link.endswith("@plt"):
-                continue
             addrs = names.get(link.split("@", 1)[0])
         else:
-            name = witness.text(int(scopes["name"][row])) or ""
-            name = name.rsplit(" [", 1)[0] if name.endswith("]") else name  # hpcstruct appends " [library]"
             if by_pretty is None:
                 by_pretty = {}
                 for raw, a in names.items():
@@ -426,7 +435,7 @@ def trusted_binary(info: ModuleInfo, warn: list[str], witness: Module | None = N
         agreement = agrees_with_structure(file, witness)
         if agreement.agrees:
             return file
-        if agreement.checked:
+        if agreement.named:
             warn.append(f"{file}: not the measured binary: {agreement.describe()}; its contexts stay instructions")
             return None
     warn.append(f"{file}: no structure file for this load module; its symbols are read from the binary at "
