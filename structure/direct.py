@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hpcsa.errors import HpcsaError
+from hpcsa.structure.build import _dwarf_sections
 from hpcsa.structure.dwarf import (
     AT_ABSTRACT_ORIGIN,
     AT_CALL_FILE,
@@ -69,7 +70,7 @@ from hpcsa.structure.dwarf import (
     walk_unit,
 )
 from hpcsa.structure.dwarf_lines import LineProgram, read_program
-from hpcsa.structure.elf import ElfImage, open_elf
+from hpcsa.structure.elf import open_elf
 from hpcsa.structure.model import GUARD_NAME, A, F, Module, ModuleBuilder, P
 
 AT_ENTRY_PC = 0x52
@@ -77,8 +78,6 @@ ADDRESS_FORMS = frozenset({F_ADDR, F_ADDRX, F_ADDRX1, F_ADDRX2, F_ADDRX3, F_ADDR
 #: libdw's walk descends into these (hpcprof's ``dwarfwalk``): C++ member functions defined in a class too.
 DIRECT_CONTAINERS = CONTAINER_TAGS | frozenset({0x02, 0x13, 0x22, 0x03})  # class, structure, with_stmt, entry
 UNKNOWN_FILE = "???"  # hpcprof's file for an inlined call whose DW_AT_call_file is unusable
-DWARF_SECTIONS = (".debug_info", ".debug_abbrev", ".debug_str", ".debug_line_str", ".debug_str_offsets",
-                  ".debug_addr", ".debug_ranges", ".debug_rnglists", ".debug_line")
 
 
 @dataclass
@@ -124,19 +123,6 @@ class _Node:
     ranges: list[tuple[int, int]]
 
 
-def _sections(image: ElfImage, notes: list[str]) -> dict[str, bytes]:
-    out = {}
-    for name in DWARF_SECTIONS:
-        try:
-            raw = image.section_bytes(name)
-        except HpcsaError as exc:
-            notes.append(exc.problem)
-            raw = None
-        if raw is not None:
-            out[name] = raw
-    return out
-
-
 def _file_name(plain: str, comp_dir: str | None) -> str:
     return plain if plain.startswith("/") or not comp_dir else os.path.join(comp_dir, plain)
 
@@ -154,6 +140,7 @@ class _Reader:
         self.line_rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # addr, file id, line
         self.files: dict[str, int] = {}  # file -> id, in the order of first use
         self.notes: list[str] = []
+        self._origins: dict[int, list[tuple[Unit, dict[int, tuple[int, int]]]]] = {}
 
     def file_id(self, name: str) -> int:
         return self.files.setdefault(name, len(self.files))
@@ -200,7 +187,8 @@ class _Reader:
             name = self.name(chain)
             entry = self.entry_pc(unit, attrs)
             decl = self.integrated(chain, AT_DECL_FILE)
-            file = self.file_at(unit, files, int(decl[1][1])) if decl is not None else None
+            file = self.file_at(unit, files, decl[1][1]) if decl is not None and isinstance(decl[1][1], int) \
+                else None
             dline = self.integrated(chain, AT_DECL_LINE)
             line = int(dline[1][1]) if dline is not None and isinstance(dline[1][1], int) else 0
             origin = attrs.get(AT_ABSTRACT_ORIGIN)
@@ -214,7 +202,7 @@ class _Reader:
             call_file, call_line = "", 0
             if inlined:
                 cf = attrs.get(AT_CALL_FILE)
-                got = self.file_at(unit, files, int(cf[1])) if cf is not None and isinstance(cf[1], int) else None
+                got = self.file_at(unit, files, cf[1]) if cf is not None and isinstance(cf[1], int) else None
                 call_file = got if got is not None else UNKNOWN_FILE
                 cl = attrs.get(AT_CALL_LINE)
                 call_line = int(cl[1]) if cl is not None and isinstance(cl[1], int) else 0
@@ -228,6 +216,9 @@ class _Reader:
                      ) -> list[tuple[Unit, dict[int, tuple[int, int]]]]:
         """The DIE and those its DW_AT_abstract_origin / DW_AT_specification lead to (libdw's
         ``dwarf_attr_integrate``)."""
+        first = attrs.get(AT_ABSTRACT_ORIGIN) or attrs.get(AT_SPECIFICATION)
+        if first is not None and _is_ref(first[0]) and first[1] in self._origins:
+            return [(unit, attrs)] + self._origins[first[1]]  # many instances share one origin
         chain: list[tuple[Unit, dict[int, tuple[int, int]]]] = [(unit, attrs)]
         seen = {offset}
         cur = attrs
@@ -244,6 +235,8 @@ class _Reader:
                 break
             chain.append((found[0], found[2]))
             cur = found[2]
+        if first is not None and _is_ref(first[0]):
+            self._origins[first[1]] = chain[1:]
         return chain
 
     @staticmethod
@@ -342,12 +335,12 @@ def read_direct(path: str | os.PathLike[str], demangle: Callable[[str], str]) ->
     empty when it has none. Raises HpcsaError when ``path`` is not a readable ELF file."""
     image = open_elf(path)
     notes: list[str] = []
-    sections = _sections(image, notes)
+    sections = _dwarf_sections(image, notes)
     debug_file = None
     if ".debug_info" not in sections and image.debug_link:
         debug_file = image.debug_link
         try:
-            sections = _sections(open_elf(debug_file), notes)
+            sections = _dwarf_sections(open_elf(debug_file), notes)
         except HpcsaError as exc:
             notes.append(f"separate debug file unusable: {exc}")
             sections = {}
