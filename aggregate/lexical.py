@@ -37,13 +37,16 @@ import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from hpcsa.errors import HpcsaError
 from hpcsa.ingest.demangle import demangle
-from hpcsa.structure.direct import DirectStructure
 from hpcsa.structure.model import Module
+
+if TYPE_CHECKING:
+    from hpcsa.structure.direct import DirectStructure
 
 # Scope kinds (their order is the order of sibling contexts).
 UNKNOWN_KIND, PLACEHOLDER, FUNCTION, LOOP, LINE, POINT = 0, 1, 2, 3, 4, 5
@@ -481,9 +484,8 @@ class Classifier:
         binary = self.binaries.get(module)
         if binary is not None:
             return binary.expand(offs, path)
-        for table in (self.kernels.get(module),):
-            if table is None:
-                continue
+        table = self.kernels.get(module)
+        if table is not None:
             out = []
             for off, i in zip(offs.tolist(), table.lookup(offs).tolist(), strict=True):
                 if i < 0:
