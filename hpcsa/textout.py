@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 import io
+import re
 import sys
 
 ERRORS = "hpcsa-escape"
@@ -37,6 +38,21 @@ codecs.register_error(ERRORS, _escape)
 def escape(text: str) -> str:
     """``text`` with what UTF-8 cannot encode written as escapes (for strings put into files)."""
     return text.encode("utf-8", ERRORS).decode("utf-8")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _json_escape(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\\\u{code:04x}"
+
+
+def json_safe(text: str) -> str:
+    """JSON text (from ``json.dumps(..., ensure_ascii=False)``) with each lone surrogate, which can only
+    stand inside a string literal there, replaced by an escaped backslash and ``xNN``: the string then
+    reads ``\\xNN``, as every other output of hpcsa shows the byte, and the file stays valid UTF-8 JSON."""
+    return text if text.isascii() else _SURROGATE.sub(_json_escape, text)
 
 
 def escape_streams() -> None:

@@ -8,6 +8,7 @@ over a real pipe or a real file, as a shell redirection gives them; a non-UTF-8 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -17,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from hpcsa.cli import main
-from hpcsa.textout import escape
+from hpcsa.structure.hpcstruct import read_hpcstruct
+from hpcsa.textout import escape, json_safe
+from tests.conftest import FIXTURES
 from tests.fuzzing import EXAMPLES, mutate
 
 MODULE = b"/usr/lib/x86_64-linux-gnu/libgomp.so.1.0.0"
@@ -54,6 +57,8 @@ def run_to(kind: str, args: list[str], tmp: Path) -> tuple[int, bytes, bytes]:
 def test_escape_writes_the_original_byte():
     assert escape("a\udcffb\udc80") == "a\\xffb\\x80"
     assert escape("plain ü") == "plain ü"
+    text = json_safe(json.dumps({"n": "lib\udcff ü"}, ensure_ascii=False))
+    assert json.loads(text) == {"n": "lib\\xff ü"}  # valid JSON that reads as hpcsa prints the byte
 
 
 def _non_utf8_measurement(hpctoolkit_data: Path, tmp: Path) -> Path:
@@ -87,6 +92,35 @@ def test_commands_print_non_utf8_names_escaped(hpctoolkit_data, tmp_path, kind):
         out.decode("utf-8")  # strictly UTF-8: no surrogate slipped through
         if args[0] in ("dump", "view") and "callers" not in args:
             assert want in out, args
+    status, out, _ = run_to(kind, ["view", str(db), "--format", "json", "--depth", "20"], tmp_path)
+    assert status == 0 and any("libg\\xffmp.so" in t for t in _strings(json.loads(out)))
+    status, _, err = run_to(kind, ["export-trace", str(db), "--output", str(tmp_path / "t.json")], tmp_path)
+    assert status == 0, err
+    json.loads((tmp_path / "t.json").read_bytes())  # strictly UTF-8 and valid JSON
+
+
+def test_struct_writes_a_non_utf8_symbol_name_escaped(tmp_path):
+    """A symbol name with a byte that is not UTF-8: the structure file is written, valid, and readable."""
+    lib = tmp_path / "libodd.so"
+    raw = (FIXTURES / "structure" / "sample.so").read_bytes()
+    assert b"dispatch\x00" in raw
+    lib.write_bytes(raw.replace(b"dispatch\x00", b"dis\xffatch\x00"))
+    out = tmp_path / "libodd.hpcstruct"
+    status, _, err = run_to("file", ["struct", str(lib), "-o", str(out)], tmp_path)
+    assert status == 0, err
+    names = {n for m in read_hpcstruct(out).modules for n in m.strings}
+    # Either escaped or replaced (the ELF reader decodes symbol names with U+FFFD): never lost, never a crash.
+    assert any(n.startswith(("dis\\xffatch", "dis\ufffdatch")) for n in names), sorted(names)[:20]
+
+
+def _strings(doc: object) -> list[str]:
+    if isinstance(doc, str):
+        return [doc]
+    if isinstance(doc, dict):
+        return [t for k, v in doc.items() for t in _strings(k) + _strings(v)]
+    if isinstance(doc, list):
+        return [t for v in doc for t in _strings(v)]
+    return []
 
 
 def _fuzz_sources(hpctoolkit_data: Path) -> list[tuple[str, Path]]:
