@@ -104,7 +104,7 @@ def build_classifier(raw: rawtree.RawNodes, structs: list[tuple[str | None, Modu
             witness = _witness(ref, witnesses or [])
             file = lx.trusted_binary(lx.ModuleInfo(ref.key, ref.path, ref.measdir), warnings, witness)
             if file is not None:
-                syms = lx.read_binary_symbols(file, ref.path)
+                syms = lx.read_binary(file, ref.path, warnings)
                 if syms is not None:
                     cls.binaries[ref.key] = syms
                     cls.read_from.append(file)

@@ -14,11 +14,13 @@ lines, then the instruction itself — from, in order of preference:
 3. the binary itself, read at its recorded path (hpcprof's
    DirectClassification), but only when hpcsa can trust it is the measured
    one: files named by their content hash (``vdso/<md5>.vdso``,
-   ``gpubins/<md5>.gpubin``) are checked against it; any other binary is used
-   with a warning that it may be a different build. Only its ELF symbols are
-   used for now: DWARF functions, inlining and lines would come from
-   ``hpcsa.structure`` when it offers a loop-free DWARF reader
-   (:func:`read_binary_symbols` is the seam).
+   ``gpubins/<md5>.gpubin``) are checked against it, other binaries against a
+   structure file of the measured binary when there is one
+   (:func:`agrees_with_structure`), else used with a warning that they may be
+   a different build. Its DWARF (functions, inlined calls, lines; no loops:
+   :mod:`hpcsa.structure.direct`, also from a separate debug file) comes
+   first, its ELF symbols cover the addresses DWARF does not
+   (:func:`read_binary`).
 
 Scopes are plain tuples ordered by kind, so contexts can be sorted by path:
 ``UNKNOWN``, ``(PLACEHOLDER, code)``, ``(FUNCTION, name, module, offset, file, line)``,
@@ -31,15 +33,20 @@ from __future__ import annotations
 import hashlib
 import lzma
 import os
+import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from hpcsa.errors import HpcsaError
 from hpcsa.ingest.demangle import demangle
 from hpcsa.structure.model import Module
+
+if TYPE_CHECKING:
+    from hpcsa.structure.direct import DirectStructure
 
 # Scope kinds (their order is the order of sibling contexts).
 UNKNOWN_KIND, PLACEHOLDER, FUNCTION, LOOP, LINE, POINT = 0, 1, 2, 3, 4, 5
@@ -224,12 +231,68 @@ class BinarySymbols:
         return ((None, function_scope(self.names[index], self.path, int(self.starts[index]))),)
 
 
-def read_binary_symbols(file: str, display_path: str) -> BinarySymbols | None:
-    """The seam for the fallback without structure files: ELF function symbols of ``file``.
+class DirectExpander(StructExpander):
+    """Expansion through the loop-free structure read from a binary's DWARF (hpcprof's direct
+    classification): like a structure file's, but functions carry what hpcprof merged over their DWARF
+    instances (entry, declaration file and line, also for inlined ones), and an address with no line row
+    gets no line context."""
 
-    hpcprof also reads DWARF (functions, inlining, lines; no loops); that needs a
-    DWARF-only reader from ``hpcsa.structure``, which does not exist yet.
-    """
+    def __init__(self, direct: DirectStructure, display_path: str) -> None:
+        super().__init__(direct.module, display_path)
+        self.direct = direct
+
+    def chain(self, leaf: int) -> tuple[tuple[Step, ...], int]:
+        got = self._chains.get(leaf)
+        if got is not None:
+            return got
+        steps: list[Step] = []
+        into: int | None = None
+        funcs, function_of = self.direct.functions, self.direct.function_of
+        for s in self.module.lexical_path(leaf):
+            line = -1 if s.line is None else int(s.line)
+            if s.kind == "function":
+                fn = funcs[int(function_of[s.scope])]
+                scope = function_scope(fn.name, self.path, fn.offset, fn.file or "",
+                                       fn.line if fn.file is not None else -1)
+            elif s.scope == leaf and s.line is None:
+                continue  # no line row holds the address
+            else:
+                scope = (LINE, s.file or "", line)
+            steps.append((into, scope))
+            into = INLINED_CALL if s.relation == "inlined_call" else LEXICAL
+        out = (tuple(steps), LEXICAL if into is None else into)
+        self._chains[leaf] = out
+        return out
+
+
+@dataclass
+class BinaryExpander:
+    """A binary read in place of its structure file: DWARF first, ELF symbols for the rest."""
+
+    dwarf: DirectExpander | None
+    symbols: BinarySymbols | None
+
+    def expand(self, offs: np.ndarray, path: str) -> list[tuple[Step, ...]]:
+        n = len(offs)
+        leaves = self.dwarf.lookup(offs) if self.dwarf is not None and self.dwarf.has_data \
+            else np.full(n, -1, np.int64)
+        syms = self.symbols.lookup(offs) if self.symbols is not None else np.full(n, -1, np.int64)
+        out: list[tuple[Step, ...]] = []
+        for off, leaf, i in zip(offs.tolist(), leaves.tolist(), syms.tolist(), strict=True):
+            if leaf >= 0:
+                assert self.dwarf is not None
+                chain, into = self.dwarf.chain(leaf)
+                out.append(chain + ((into, point_scope(path, off)),))
+            elif i >= 0:
+                assert self.symbols is not None
+                out.append(self.symbols.steps(i) + ((LEXICAL, point_scope(path, off)),))
+            else:
+                out.append(((None, point_scope(path, off)),))
+        return out
+
+
+def read_binary_symbols(file: str, display_path: str) -> BinarySymbols | None:
+    """ELF function symbols of ``file`` (``.symtab``, else ``.dynsym``), None when it is not a readable ELF."""
     from hpcsa.structure.elf import open_elf
 
     try:
@@ -243,32 +306,110 @@ def read_binary_symbols(file: str, display_path: str) -> BinarySymbols | None:
     return BinarySymbols(starts, ends, names, display_path)
 
 
-#: Share of a structure file's named procedures the binary must have, at the same address, to be trusted.
+def read_binary(file: str, display_path: str, warn: list[str] | None = None) -> BinaryExpander | None:
+    """What hpcprof reads from a binary without a structure file: functions, inlined calls and lines from
+    its DWARF (or its separate debug file), and its ELF symbols. None when ``file`` is not a readable ELF."""
+    from hpcsa.structure.direct import read_direct
+
+    symbols = read_binary_symbols(file, display_path)
+    if symbols is None:
+        return None
+    try:
+        direct = read_direct(file, demangle)
+    except HpcsaError as exc:
+        if warn is not None:
+            warn.append(f"{file}: DWARF not read ({exc.problem})")
+        return BinaryExpander(None, symbols)
+    if warn is not None:
+        warn += [f"{file}: {note}" for note in direct.notes]
+    dwarf = DirectExpander(direct, display_path) if len(direct.module) else None
+    return BinaryExpander(dwarf, symbols)
+
+
+#: Share of the checkable procedures of a structure file that must be at their address in a binary for it
+#: to be taken as the measured one.
 WITNESS_AGREEMENT = 0.9
 
 
-def agrees_with_structure(file: str, witness: Module) -> tuple[int, int]:
-    """(procedures checked, procedures found) comparing a binary's symbols with a structure file of the
-    measured binary: a procedure is found when the binary has a function symbol of that name at its entry."""
+@dataclass
+class Agreement:
+    """What an identity check compared: procedures of the structure file (``procedures``), those that
+    can be checked (named by a function symbol of the binary or of its separate debug file: PLT stubs,
+    hpcstruct's ``targ<addr>`` names and names the binary has no symbol for cannot) and those at their
+    address in the binary."""
+
+    procedures: int = 0
+    named: int = 0  # neither PLT stubs nor code hpcstruct names by its address (``targ<hex>``)
+    checked: int = 0
+    found: int = 0
+
+    @property
+    def agrees(self) -> bool:
+        return self.checked > 0 and self.found >= WITNESS_AGREEMENT * self.checked
+
+    def describe(self) -> str:
+        if not self.checked:
+            return f"none of the {self.named} named procedures of its structure file is a symbol of it"
+        return (f"{self.found} of the {self.checked} procedures of its structure file that name a symbol of "
+                f"it are at their address ({self.procedures - self.checked} of {self.procedures} not checkable: "
+                "PLT stubs, unnamed code, names it has no symbol for)")
+
+
+def _symbols_of(file: str) -> dict[str, set[int]] | None:
+    """Function symbols (raw names) of a binary and of its separate debug file, if any."""
     from hpcsa.structure.elf import open_elf
 
     try:
-        funcs = open_elf(file).functions
+        image = open_elf(file)
+        names = image.symbol_addresses()
     except HpcsaError:
-        return 1, 0
-    names_at: dict[int, set[str]] = {}
-    for f in funcs:
-        names_at.setdefault(f.addr, set()).update(demangle(n) for n in f.names)
+        return None
+    link = image.debug_link
+    if link:
+        try:
+            for name, addrs in open_elf(link).symbol_addresses().items():
+                names.setdefault(name, set()).update(addrs)
+        except HpcsaError:
+            pass
+    return names
+
+
+_TARG = re.compile(r"targ[0-9a-f]+")
+
+
+def agrees_with_structure(file: str, witness: Module) -> Agreement:
+    """Compare a binary's function symbols with a structure file of the measured binary: a procedure is
+    checkable when its link name (``ln``, else its name) is a function symbol of the binary, and found when
+    one such symbol is at the procedure's entry."""
+    out = Agreement()
+    names = _symbols_of(file)
+    if names is None:
+        return out
+    by_pretty: dict[str, set[int]] | None = None
     procs = witness.procedures
-    checked = found = 0
+    scopes = witness.scopes
     for entry, row in zip(procs["entry"].tolist(), procs["scope"].tolist(), strict=True):
-        name = witness.text(int(witness.scopes["name"][row])) or ""
-        if not name or name.startswith("<unknown procedure>"):
+        out.procedures += 1
+        link = witness.text(int(scopes["link"][row]))
+        name = witness.text(int(scopes["name"][row])) or ""
+        name = name.rsplit(" [", 1)[0] if name.endswith("]") else name  # hpcstruct appends " [library]"
+        if (link or name).endswith("@plt") or _TARG.fullmatch(link or name) or not (link or name) \
+                or name.startswith("<unknown"):
             continue
-        base = name.rsplit(" [", 1)[0] if name.endswith("]") else name  # hpcstruct appends " [library]"
-        checked += 1
-        found += base in names_at.get(entry, ()) or name in names_at.get(entry, ())
-    return checked, found
+        out.named += 1
+        if link:
+            addrs = names.get(link.split("@", 1)[0])
+        else:
+            if by_pretty is None:
+                by_pretty = {}
+                for raw, a in names.items():
+                    by_pretty.setdefault(demangle(raw), set()).update(a)
+            addrs = by_pretty.get(name)
+        if addrs is None:
+            continue
+        out.checked += 1
+        out.found += entry in addrs
+    return out
 
 
 def trusted_binary(info: ModuleInfo, warn: list[str], witness: Module | None = None) -> str | None:
@@ -294,13 +435,12 @@ def trusted_binary(info: ModuleInfo, warn: list[str], witness: Module | None = N
             return None
         return file
     if witness is not None:
-        checked, found = agrees_with_structure(file, witness)
-        if checked and found < WITNESS_AGREEMENT * checked:
-            warn.append(f"{file}: not the measured binary ({found} of {checked} procedures of its structure "
-                        "file are at their address in it); its contexts stay instructions")
-            return None
-        if checked:
+        agreement = agrees_with_structure(file, witness)
+        if agreement.agrees:
             return file
+        if agreement.named:
+            warn.append(f"{file}: not the measured binary: {agreement.describe()}; its contexts stay instructions")
+            return None
     warn.append(f"{file}: no structure file for this load module; its symbols are read from the binary at "
                 "the recorded path, which may not be the measured build (run hpcstruct on the measurement "
                 "to be sure)")
@@ -320,7 +460,7 @@ class Classifier:
     display: dict[str, str] = field(default_factory=dict)
     structs: dict[str, StructExpander] = field(default_factory=dict)
     kernels: dict[str, KernelSymbols] = field(default_factory=dict)
-    binaries: dict[str, BinarySymbols] = field(default_factory=dict)
+    binaries: dict[str, BinaryExpander] = field(default_factory=dict)
     read_from: list[str] = field(default_factory=list)  # the binary files behind ``binaries``
 
     def expand(self, module: str, offsets: Iterable[int]) -> list[tuple[Step, ...]]:
@@ -341,9 +481,11 @@ class Classifier:
                     chain, into = st.chain(leaf)
                     out.append(chain + ((into, point_scope(path, off)),))
             return out
-        for table in (self.kernels.get(module), self.binaries.get(module)):
-            if table is None:
-                continue
+        binary = self.binaries.get(module)
+        if binary is not None:
+            return binary.expand(offs, path)
+        table = self.kernels.get(module)
+        if table is not None:
             out = []
             for off, i in zip(offs.tolist(), table.lookup(offs).tolist(), strict=True):
                 if i < 0:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from hpcsa import __version__
 from hpcsa.errors import HpcsaError
+from hpcsa.textout import escape_streams
 
 # name -> (module, one-line summary, example). Stages add their subcommand here.
 SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
@@ -71,6 +72,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    escape_streams()  # names that are not UTF-8 are printed escaped, never as a traceback
     parser, parsers = build_parser()
     # Let each subcommand declare its own options before parsing.
     command = next((a for a in argv if not a.startswith("-")), None)

@@ -11,6 +11,7 @@ import yaml
 
 from hpcsa.errors import HpcsaError
 from hpcsa.sniff import identify
+from hpcsa.textout import escape
 
 # kind -> "module:function" returning plain data (dicts, lists, numbers, strings) for YAML.
 DUMPERS: dict[str, str] = {
@@ -57,6 +58,8 @@ class _Dumper(_BASE):  # type: ignore[misc,valid-type]
 
 
 def _str_presenter(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
+    if not data.isascii():
+        data = escape(data)  # libyaml encodes by itself: a byte that was not UTF-8 would raise there
     style = "|" if "\n" in data else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
 

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import BinaryIO
 
 from hpcsa.errors import HpcsaError
+from hpcsa.textout import ERRORS
 
 
 def _tmp_name(final: str, kind: str) -> str:
@@ -66,7 +67,8 @@ def atomic_file(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[Bina
     remove_stale_partials(final)
     tmp = _tmp_name(final, "partial")
     try:
-        with open(tmp, mode) as fh:
+        text = {} if "b" in mode else {"encoding": "utf-8", "errors": ERRORS}  # a non-UTF-8 name: \\xNN
+        with open(tmp, mode, **text) as fh:  # type: ignore[call-overload]
             yield fh  # type: ignore[misc]
             fh.flush()
         os.replace(tmp, final)

@@ -638,7 +638,7 @@ CONTAINER_TAGS = frozenset({TAG_COMPILE_UNIT, TAG_PARTIAL_UNIT, TAG_SUBPROGRAM, 
 
 def walk_unit(dw: DebugInfo, unit: Unit, wanted: frozenset[int],
               visit: Callable[[int, int, int, Abbrev, dict[int, tuple[int, int]]], None],
-              decoded: frozenset[int] | None = None) -> None:
+              decoded: frozenset[int] | None = None, containers: frozenset[int] = CONTAINER_TAGS) -> None:
     """Call ``visit(offset, depth, parent_offset, abbrev, attrs)`` for each DIE whose tag is in ``decoded``
     (default: ``wanted``).
 
@@ -657,7 +657,6 @@ def walk_unit(dw: DebugInfo, unit: Unit, wanted: frozenset[int],
     # Per open level: offset of the nearest wanted ancestor, and whether this level is being skipped.
     wanted_stack = [-1]
     skip_until_depth = -1  # while >= 0, ignore DIEs deeper than this depth
-    containers = CONTAINER_TAGS
     try:
         while pos < end:
             offset = pos

@@ -53,6 +53,10 @@ class LineProgram:
     file: np.ndarray       # i4 per row: index into files
     line: np.ndarray       # i4 per row
     end_seq: np.ndarray    # bool per row: the row ends a sequence
+    #: Per file index, the name as libdw's ``dwarf_filesrc`` gives it: directory entry + "/" + name, the
+    #: directory as the table records it (DWARF < 5: entry 0 is the unit's DW_AT_comp_dir), not joined to
+    #: the compilation directory. hpcprof reads a binary without a structure file by these names.
+    plain_files: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -86,6 +90,13 @@ def _join(directory: str | None, name: str) -> str:
     if not directory or name.startswith("/"):
         return name
     return os.path.join(directory, name)
+
+
+def _plain(directory: str | None, name: str) -> str:
+    """libdw's file name: ``directory/name`` for a relative name, the directory used as recorded."""
+    if not directory or name.startswith("/"):
+        return name
+    return f"{directory}/{name}"
 
 
 def _read_entry_format(data: bytes, pos: int) -> tuple[list[tuple[int, int]], int]:
@@ -196,19 +207,25 @@ def _read_program(dw: DebugInfo, data: bytes, offset: int, unit: Unit | None) ->
             dirs[0] = _join(comp_dir, dirs[0])
         dirs = [d if d.startswith("/") or not comp_dir else _join(comp_dir, d) for d in dirs]
         files = [_join(dirs[di] if di < len(dirs) else None, name) for name, di in files_raw]
+        raw_dirs = [d for d, _ in dirs_raw]
+        plain = [_plain(raw_dirs[di] if di < len(raw_dirs) else None, name) for name, di in files_raw]
     else:
         dirs = [comp_dir or ""]
+        raw_dirs = [comp_dir or ""]
         while data[pos] != 0:
             d, pos = cstring(data, pos)
             dirs.append(d if d.startswith("/") or not comp_dir else _join(comp_dir, d))
+            raw_dirs.append(d)
         pos += 1
         files = [""]  # file numbers start at 1
+        plain = [""]
         while data[pos] != 0:
             name, pos = cstring(data, pos)
             di, pos = uleb(data, pos)
             _, pos = uleb(data, pos)
             _, pos = uleb(data, pos)
             files.append(_join(dirs[di] if di < len(dirs) else None, name))
+            plain.append(_plain(raw_dirs[di] if di < len(raw_dirs) else None, name))
         pos += 1
     # Per special opcode: address and line advance.
     addr_adv = [0] * 256
@@ -312,9 +329,10 @@ def _read_program(dw: DebugInfo, data: bytes, offset: int, unit: Unit | None) ->
                 _, pos = uleb(data, pos)
     if extra_files:
         files = files + extra_files
+        plain = plain + extra_files
     return LineProgram(files, np.array(rows_addr, np.uint64), np.array(rows_file, np.int32),
                        np.array(rows_line, np.int64).clip(0, 2**31 - 1).astype(np.int32),
-                       np.array(rows_end, np.bool_))
+                       np.array(rows_end, np.bool_), plain)
 
 
 def build_line_map(programs: list[LineProgram]) -> LineMap:

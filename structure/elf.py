@@ -285,6 +285,23 @@ class ElfImage:
                 f.size = max(0, min(nxt, sec.end) - f.addr)
         return funcs
 
+    def symbol_addresses(self) -> dict[str, set[int]]:
+        """Name (symbol version dropped) -> addresses of every defined function symbol of ``.symtab`` and
+        ``.dynsym``, also in files whose code is absent (separate debug files): for identity checks."""
+        out: dict[str, set[int]] = {}
+        for table_name in (".symtab", ".dynsym"):
+            table = self._symbol_table(table_name)
+            if table is None:
+                continue
+            syms, strtab = table
+            kind = syms["info"] & 0xF
+            keep = ((kind == STT_FUNC) | (kind == STT_GNU_IFUNC)) & (syms["shndx"] != SHN_UNDEF)
+            for off, addr in zip(syms["name"][keep].tolist(), syms["value"][keep].tolist(), strict=True):
+                end = strtab.find(b"\0", off)
+                name = strtab[off:end if end >= 0 else len(strtab)].decode("utf-8", "surrogateescape")
+                out.setdefault(name.split("@", 1)[0], set()).add(int(addr))
+        return out
+
     @cached_property
     def plt_names(self) -> dict[int, str]:
         """PLT stub address -> name of the function it binds (from JUMP_SLOT relocations)."""

@@ -44,6 +44,7 @@ from hpcsa.structure.model import (
     S,
     StructureFile,
 )
+from hpcsa.textout import ERRORS
 
 VERSION = "4.9"
 READABLE_VERSIONS = ("4.7", "4.8", "4.9")  # same elements; 4.9 added LM has-calls
@@ -571,7 +572,7 @@ def write_hpcstruct(path: str | os.PathLike[str], sf: StructureFile) -> None:
     """Write ``sf`` as a 4.9 structure file; the file appears under ``path`` only when complete."""
     with atomic_file(path, "wb") as fh:
         for chunk in render(sf):
-            fh.write(chunk.encode("utf-8"))
+            fh.write(chunk.encode("utf-8", ERRORS))  # a name that was not UTF-8 is written as \\xNN
 
 
 __all__ = ["VERSION", "READABLE_VERSIONS", "iter_modules", "read_hpcstruct", "write_hpcstruct", "render",

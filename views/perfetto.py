@@ -20,6 +20,7 @@ import numpy as np
 
 from hpcsa.errors import HpcsaError
 from hpcsa.fileio import atomic_file
+from hpcsa.textout import json_safe
 from hpcsa.views import tree as T
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ def export_trace(exp: Experiment, path: str | os.PathLike[str], max_depth: int =
         if tid is not None:
             obj["tid"] = tid
         obj["args"] = args
-        return json.dumps(obj, ensure_ascii=False)
+        return json_safe(json.dumps(obj, ensure_ascii=False))
 
     for slot, line in zip(slots, lines, strict=True):
         prof = int(tdb.prof_index[slot])
@@ -104,7 +105,7 @@ def export_trace(exp: Experiment, path: str | os.PathLike[str], max_depth: int =
             seg_rows, start, stop = seg_rows[keep], ts[change][keep], seg_end[keep]
             for r in np.unique(seg_rows).tolist():
                 if r not in name_json:
-                    name_json[r] = (f'"name":{json.dumps(td.label(r), ensure_ascii=False)},'
+                    name_json[r] = (f'"name":{json_safe(json.dumps(td.label(r), ensure_ascii=False))},'
                                     f'"cat":"{T.KIND_NAME[int(exp.cct.kind[r])]}","ph":"X"')
             tail = f',"pid":{pid},"tid":{prof},"args":{{"ctx_id":'
             ctx = exp.cct.ctx_id[seg_rows]
@@ -114,7 +115,8 @@ def export_trace(exp: Experiment, path: str | os.PathLike[str], max_depth: int =
             counts["slices"] += len(seg_rows)
     for name, pid in processes.items():
         events.append(meta("process_name", pid, None, {"name": name}))
-    other = json.dumps({"database": exp.path, "title": exp.title, "time_origin_ns": t0}, ensure_ascii=False)
+    other = json_safe(json.dumps({"database": exp.path, "title": exp.title, "time_origin_ns": t0},
+                                 ensure_ascii=False))
     with atomic_file(path, "w") as fh:
         fh.write('{"traceEvents":[\n')
         fh.write(",\n".join(events))

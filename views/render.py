@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from hpcsa.textout import json_safe
 from hpcsa.views.forest import Forest
 from hpcsa.views.metrics import Column
 
@@ -198,7 +199,7 @@ def render_json(table: Table) -> str:
         doc["hot_path"] = {"metric": col.name, "threshold": table.threshold,
                            "nodes": [{"label": table.forest.label(n), "value": _num(v[n]), **table.forest.info(n)}
                                      for n in table.hot_path]}
-    return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+    return json_safe(json.dumps(doc, indent=1, ensure_ascii=False)) + "\n"
 
 
 def render_csv(table: Table) -> str:
