@@ -1,0 +1,438 @@
+"""``hpcsa blame``: idleness, overhead and GPU idle blame from a database's traces, as new metrics.
+
+The database is read as it is (contexts, profiles, traces unchanged); every process is swept over its trace
+lines (:mod:`hpcsa.views.blamesweep`) with the states given by the rules (:mod:`hpcsa.views.blamerules`),
+and the charges become new metrics of the thread and stream profiles, written with the four propagation
+scopes (point, function, lex_aware, execution) and the source's summary statistics through the same writer
+as ``hpcsa aggregate-threads`` (:func:`hpcsa.views.dbwrite.write_database`):
+
+===============================  ====================================================================
+``CPU WORK (sec)``               time a thread worked in the context (overhead included)
+``CPU IDLENESS (sec)``           idle time of other threads this context is responsible for (dt I/W)
+``CPU OVERHEAD (sec)``           time in the OpenMP runtime's own code (part of the work)
+``CPU WAIT (sec)``               time the thread itself waited in the context
+``GPU IDLE (sec)``               a GPU's idle time, at the root of its first stream profile
+``GPU IDLE BLAME (sec)``         GPU idle time blamed on the CPU context; split into the classes
+``GPU IDLE BLAME:SYNC (sec)``    ... the CPU waited in a GPU synchronisation call
+``GPU IDLE BLAME:LAUNCH (sec)``  ... the CPU was in a launch or copy API
+``GPU IDLE BLAME:CPU (sec)``     ... the CPU ran other code
+===============================  ====================================================================
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hpcsa.aggregate import metadb, metricsyaml
+from hpcsa.aggregate.profiledb import ProfileValues, id_tuple
+from hpcsa.errors import HpcsaError
+from hpcsa.progress import Progress
+from hpcsa.views import tree as T
+from hpcsa.views.blamerules import CLASS_NAMES, Rules, classify_rows, frame_decisions
+from hpcsa.views.blamesweep import Acc, Line, ProcessResult, sweep_process
+from hpcsa.views.dbwrite import Profile, write_database
+from hpcsa.views.experiment import Experiment
+
+WORK_M, IDLENESS_M, OVERHEAD_M, WAIT_M = "CPU WORK (sec)", "CPU IDLENESS (sec)", "CPU OVERHEAD (sec)", "CPU WAIT (sec)"
+GPU_IDLE_M, BLAME_M = "GPU IDLE (sec)", "GPU IDLE BLAME (sec)"
+CLASS_METRICS = ("GPU IDLE BLAME:CPU (sec)", "GPU IDLE BLAME:SYNC (sec)", "GPU IDLE BLAME:LAUNCH (sec)")
+METRICS = (WORK_M, IDLENESS_M, OVERHEAD_M, WAIT_M, GPU_IDLE_M, BLAME_M, *CLASS_METRICS)
+DESCRIPTIONS = {
+    WORK_M: "time threads worked in this context (runtime overhead included)",
+    IDLENESS_M: "idle time of the process's other threads charged to this context while it worked (dt*I/W)",
+    OVERHEAD_M: "time in the OpenMP runtime's own code (parallelisation overhead)",
+    WAIT_M: "time threads waited in this context (barriers, MPI waits, GPU synchronisation, locks)",
+    GPU_IDLE_M: "time a GPU ran no operation on any stream, within its first-to-last operation",
+    BLAME_M: "GPU idle time blamed on the CPU context the process's threads were in",
+    CLASS_METRICS[0]: "GPU idle blame while the CPU ran other code (CPU-bound)",
+    CLASS_METRICS[1]: "GPU idle blame while the CPU waited in a GPU synchronisation call",
+    CLASS_METRICS[2]: "GPU idle blame while the CPU was in a launch or copy API (launch-bound)",
+}
+NS = 1e9
+
+
+@dataclass
+class GpuSummary:
+    process: str
+    gpu: str
+    streams: list[int]
+    span_ns: int
+    busy_ns: int
+    idle_ns: int
+    blame_s: dict[str, float]
+    unattributed_s: float
+
+    @property
+    def busy_share(self) -> float:
+        return self.busy_ns / self.span_ns if self.span_ns else 0.0
+
+
+@dataclass
+class ProcessSummary:
+    process: str
+    threads: list[int]
+    span_ns: int
+    work_s: float
+    idleness_s: float
+    overhead_s: float
+    wait_s: float
+    unattributed_idleness_s: float
+
+    @property
+    def efficiency(self) -> float:
+        total = self.work_s + self.idleness_s
+        return self.work_s / total if total else 0.0
+
+
+@dataclass
+class BlameResult:
+    """What ``hpcsa blame`` computed: per process and GPU totals, and per-context totals for the report."""
+
+    processes: list[ProcessSummary] = field(default_factory=list)
+    gpus: list[GpuSummary] = field(default_factory=list)
+    by_context: dict[str, dict[int, float]] = field(default_factory=dict)  # metric -> ctx id -> seconds
+
+
+# -- processes, GPUs and lines --------------------------------------------------------------------------
+
+
+def _line(exp: Experiment, slot: dict[int, int], index: int) -> Line | None:
+    tdb = exp.db.trace
+    if tdb is None or index not in slot or tdb.n_elements()[slot[index]] == 0:
+        return None
+    return Line(index, tdb.trace(slot[index]))
+
+
+def _split_runs(members: list, lines: dict[int, Line | None]) -> list[list]:
+    """Split profiles whose identifier tuples repeat (processes without an MPI rank, e.g. several runs into one
+    measurement directory) into processes: each traced thread joins the first thread (lowest THREAD id) that
+    started last before it; untraced profiles join the first process."""
+    seen: set = set()
+    if all((key := tuple(sorted(p.ids.items()))) not in seen and not seen.add(key) for p in members):
+        return [members]
+    cpu = [p for p in members if not p.gpu]
+    first_id = min((p.ids.get("THREAD", 0) for p in cpu), default=0)
+    anchors = sorted((lines[p.index].span[0], p.index) for p in cpu
+                     if p.ids.get("THREAD", 0) == first_id and lines.get(p.index) is not None)
+    if len(anchors) < 2:
+        return [members]
+    starts = np.array([a[0] for a in anchors], np.int64)
+    groups: list[list] = [[] for _ in anchors]
+    for p in members:
+        ln = lines.get(p.index)
+        k = 0 if ln is None else max(0, int(np.searchsorted(starts, ln.span[0], "right")) - 1)
+        groups[k].append(p)
+    return groups
+
+
+def _layout(exp: Experiment) -> list[tuple[str, list[Line], list[int], list[tuple[tuple, list[Line]]]]]:
+    """Per process: (label, CPU lines with elements, all CPU profiles, GPUs with their stream lines)."""
+    tdb = exp.db.trace
+    slot = {} if tdb is None else {int(p): k for k, p in enumerate(tdb.prof_index.tolist())}
+    lines = {p.index: _line(exp, slot, p.index) for p in exp.profiles}
+    by: dict[tuple, list] = {}
+    for p in sorted(exp.profiles, key=lambda p: (p.process, tuple(sorted(p.ids.items())), p.index)):
+        by.setdefault(p.process, []).append(p)
+    out = []
+    for process, members in sorted(by.items()):
+        label = " ".join(f"{k.lower()} {v}" for k, v in process) or "process"
+        runs = _split_runs(members, lines)
+        for k, group in enumerate(runs):
+            cpu, cpu_all, gpus = [], [], {}
+            for p in group:
+                line = lines[p.index]
+                if p.gpu:
+                    dev = (("GPUDEVICE", p.ids["GPUDEVICE"]) if "GPUDEVICE" in p.ids
+                           else ("GPUCONTEXT", p.ids.get("GPUCONTEXT", 0)))
+                    if line is not None:
+                        gpus.setdefault(dev, []).append(line)
+                else:
+                    cpu_all.append(p.index)
+                    if line is not None:
+                        cpu.append(line)
+            name = f"{label} (run {k + 1} of {len(runs)})" if len(runs) > 1 else label
+            out.append((name, cpu, cpu_all, sorted(gpus.items())))
+    return out
+
+
+def state_lookup(exp: Experiment, rules: Rules) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """ctx ids -> (state, GPU class) under the rules; ids without a row are application work."""
+    c = exp.cct
+    fn = exp.meta.functions
+    fs, fc = frame_decisions(rules, fn.names, exp.meta.modules, fn.module)
+    state, klass = classify_rows(c.parent, c.levels, c.function, c.kind == T.FUNCTION, fs, fc)
+    size = int(c.ctx_id.max(initial=0)) + 1
+    by_state = np.zeros(size, np.int8)
+    by_class = np.zeros(size, np.int8)
+    by_state[c.ctx_id] = state
+    by_class[c.ctx_id] = klass
+
+    def lookup(ctx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ok = ctx < size
+        at = np.where(ok, ctx, 0)
+        return np.where(ok, by_state[at], 0), np.where(ok, by_class[at], 0)
+    return lookup
+
+
+# -- integer charges to per-profile point values --------------------------------------------------------
+
+
+def _values(pos: np.ndarray, den: np.ndarray, ctx: np.ndarray, num: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sum num / den / 1e9 per (position, context); each term rounded once or twice, terms added exactly."""
+    term = num.astype(np.float64) / (np.maximum(den, 1).astype(np.float64) * NS)
+    key = (pos << 32) | ctx
+    order = np.argsort(key, kind="stable")
+    key, term = key[order], term[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64)
+    out = term[starts].copy()
+    sizes = np.diff(np.r_[starts, len(key)])
+    for i in np.flatnonzero(sizes > 1):
+        out[i] = math.fsum(term[starts[i]:starts[i] + sizes[i]].tolist())
+    uk = key[starts]
+    return uk >> 32, uk & 0xFFFFFFFF, out
+
+
+def _acc_values(acc: Acc) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    pos, den, ctx, num = acc.items()
+    return _values(pos, den, ctx, num)
+
+
+def _charges(res: ProcessResult, cpu_all: list[int], add: Callable[[int, str, int, float], None],
+             add_many: Callable[[np.ndarray, str, np.ndarray, np.ndarray], None]) -> None:
+    profiles = np.array(res.threads, np.int64)
+    for metric, acc in ((WORK_M, res.work), (OVERHEAD_M, res.overhead), (WAIT_M, res.wait),
+                        (IDLENESS_M, res.idleness)):
+        pos, ctx, val = _acc_values(acc)
+        add_many(profiles[pos] if len(pos) else pos, metric, ctx, val)
+    if res.unattributed_idleness_ns:
+        add(res.threads[0], IDLENESS_M, 0, res.unattributed_idleness_ns / NS)
+    for g in res.gpus:
+        add(g.streams[0], GPU_IDLE_M, 0, g.idle_ns / NS)
+        items = [g.blame[c].items() for c in range(3)]
+        for c, (pos, den, ctx, num) in enumerate(items):
+            p, cx, val = _values(pos, den, ctx, num)
+            add_many(profiles[p] if len(p) else p, CLASS_METRICS[c], cx, val)
+        pos, den, ctx, num = (np.concatenate(x) for x in zip(*items, strict=True))
+        p, cx, val = _values(pos, den, ctx, num)
+        add_many(profiles[p] if len(p) else p, BLAME_M, cx, val)
+        if g.unattributed_ns:
+            owner = cpu_all[0] if cpu_all else g.streams[0]
+            add(owner, BLAME_M, 0, g.unattributed_ns / NS)
+            add(owner, CLASS_METRICS[0], 0, g.unattributed_ns / NS)
+
+
+# -- propagation into the four scopes ---------------------------------------------------------------------
+
+
+def propagate_sparse(cct: T.CCT, rows: np.ndarray, values: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The scopes of point values at some rows (values: rows x metrics), walking up only their ancestors:
+    scope -> (rows, values). Root and entry rows get execution (and their own point value) only."""
+    n_m = values.shape[1]
+    src = np.arange(len(rows))
+    cur = rows.astype(np.int64)
+    lex_ok = np.ones(len(rows), bool)
+    nl_ok = np.ones(len(rows), bool)
+    pairs: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {"execution": [], "function": [], "noloops": []}
+    lexical = cct.relation == T.LEXICAL
+    loop = cct.kind == T.LOOP
+    while len(cur):
+        pairs["execution"].append((cur, src))
+        pairs["function"].append((cur[lex_ok], src[lex_ok]))
+        pairs["noloops"].append((cur[nl_ok], src[nl_ok]))
+        nl_ok = nl_ok & lexical[cur] & ~loop[cur]
+        lex_ok = lex_ok & lexical[cur]
+        par = cct.parent[cur]
+        keep = par >= 0
+        cur, src, lex_ok, nl_ok = par[keep], src[keep], lex_ok[keep], nl_ok[keep]
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for scope, parts in pairs.items():
+        r = np.concatenate([p[0] for p in parts])
+        s = np.concatenate([p[1] for p in parts])
+        order = np.argsort(r, kind="stable")
+        r, s = r[order], s[order]
+        starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]]) if len(r) else np.zeros(0, np.int64)
+        summed = np.add.reduceat(values[s], starts, axis=0) if len(r) else np.zeros((0, n_m))
+        out[scope] = (r[starts], summed)
+    fr, fv = out["function"]
+    nr, nv = out["noloops"]
+    lex_v = fv.copy()
+    at = np.searchsorted(nr, fr)
+    is_loop = loop[fr]
+    lex_v[is_loop] = nv[np.minimum(at, len(nr) - 1)][is_loop] if len(nr) else 0.0
+    out["lex_aware"] = (fr, lex_v)
+    del out["noloops"]
+    out["point"] = (rows, values)
+    top = (cct.kind == T.ROOT) | (cct.kind == T.ENTRY)
+    for scope in ("function", "lex_aware"):
+        r, v = out[scope]
+        out[scope] = (r[~top[r]], v[~top[r]])
+    return out
+
+
+def _profile_triples(exp: Experiment, point: dict[str, tuple[list, list]], prop: dict[tuple[str, str], int]
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """New (ctx id, metric id, value) triples of one profile from its point charges per metric."""
+    cct = exp.cct
+    names = [m for m in METRICS if m in point]
+    if not names:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+    ctx = np.concatenate([np.asarray(point[m][0], np.int64) for m in names])
+    rows_all = cct.row_of(ctx)
+    if (rows_all < 0).any():
+        raise HpcsaError(exp.path, f"trace.db names context {int(ctx[rows_all < 0][0])}, which meta.db lacks")
+    rows, inv = np.unique(rows_all, return_inverse=True)
+    mat = np.zeros((len(rows), len(names)))
+    k = 0
+    for j, m in enumerate(names):
+        n = len(point[m][0])
+        np.add.at(mat[:, j], inv[k:k + n], np.asarray(point[m][1], np.float64))
+        k += n
+    scopes = propagate_sparse(cct, rows, mat)
+    out_c, out_m, out_v = [], [], []
+    for scope, (r, v) in scopes.items():
+        for j, m in enumerate(names):
+            nz = v[:, j] != 0
+            out_c.append(cct.ctx_id[r[nz]])
+            out_m.append(np.full(int(nz.sum()), prop[(m, scope)], np.int64))
+            out_v.append(v[nz, j])
+    return np.concatenate(out_c), np.concatenate(out_m), np.concatenate(out_v)
+
+
+# -- the new database -------------------------------------------------------------------------------------
+
+
+def _new_meta(meta: metadb.MetaDB) -> tuple[metadb.MetaDB, dict[tuple[str, str], int]]:
+    have = {m.name for m in meta.metrics}
+    if have & set(METRICS):
+        raise HpcsaError(meta.path, f"the database already has blame metrics ({sorted(have & set(METRICS))[0]}); "
+                         "run hpcsa blame on the database it was made from")
+    kinds: dict[int, list[tuple[str, int]]] = {}
+    if meta.metrics:
+        for s in meta.metrics[0].summaries:
+            kinds.setdefault(s.scope, []).append((s.formula, s.combine))
+    next_prop = 1 + max((i.prop_metric_id for m in meta.metrics for i in m.scope_insts), default=-1)
+    next_stat = 1 + max((s.stat_metric_id for m in meta.metrics for s in m.summaries), default=-1)
+    scope_names = [s.name for s in meta.scopes]
+    prop: dict[tuple[str, str], int] = {}
+    metrics = list(meta.metrics)
+    for name in METRICS:
+        insts, sums = [], []
+        for s, sname in enumerate(scope_names):
+            insts.append(metadb.ScopeInstance(s, next_prop))
+            prop[(name, sname)] = next_prop
+            next_prop += 1
+            for formula, combine in kinds.get(s, [("$$", 0)]):
+                sums.append(metadb.Summary(s, formula, combine, next_stat))
+                next_stat += 1
+        metrics.append(metadb.Metric(name, insts, sums))
+    if next_prop > 65535 or next_stat > 65535:
+        raise HpcsaError(meta.path, "too many metrics to add the blame metrics (metric ids are 16-bit)")
+    missing = {"point", "function", "lex_aware", "execution"} - set(scope_names)
+    if missing:
+        raise HpcsaError(meta.path, f"meta.db lacks the propagation scope(s) {sorted(missing)}")
+    new = metadb.MetaDB(title=meta.title, description=meta.description, id_names=list(meta.id_names),
+                        scopes=list(meta.scopes), metrics=metrics, modules=list(meta.modules),
+                        module_flags=meta.module_flags, files=list(meta.files), file_flags=meta.file_flags,
+                        functions=meta.functions, contexts=meta.contexts)
+    return new, prop
+
+
+def _taxonomy(exp: Experiment, meta: metadb.MetaDB) -> metricsyaml.MetricsTaxonomy:
+    names = [s.name for s in meta.scopes]
+    combine = {0: "sum", 1: "min", 2: "max"}
+    if exp.db.metrics is not None:
+        doc = dict(exp.db.metrics.document)
+        inputs, roots = list(doc.get("inputs") or []), list(doc.get("roots") or [])
+    else:
+        old = metricsyaml.standard_taxonomy([metricsyaml.MetricSpec(m.name, m.name) for m in exp.meta.metrics])
+        doc = {"version": metricsyaml.VERSION}
+        inputs, roots = list(old.inputs), list(old.roots)
+    for m in meta.metrics[len(exp.meta.metrics):]:
+        by_scope: dict[str, Any] = {}
+        for s in m.summaries:
+            inp = metricsyaml.Input(m.name, names[s.scope], s.formula, combine[s.combine])
+            inputs.append(inp)
+            if s.formula == "$$" and s.combine == 0:
+                by_scope[names[s.scope]] = inp
+        formula: dict[str, Any] = {"inclusive": {"standard": by_scope["execution"]},
+                                   "exclusive": {"custom": by_scope["lex_aware"], "standard": by_scope["function"]}}
+        roots.append({"name": m.name, "description": DESCRIPTIONS[m.name],
+                      "variants": {"Sum": {"render": ["number", "percent"], "formula": formula}}})
+    doc["inputs"], doc["roots"] = inputs, roots
+    return metricsyaml.MetricsTaxonomy(doc)
+
+
+def blame(exp: Experiment, out_path: str | os.PathLike[str] | None, rules: Rules, *, chunk: int = 1 << 20,
+          over_run: bool = False, progress: Progress | None = None) -> BlameResult:
+    """Sweep every process; write the database with the new metrics to ``out_path`` (unless None)."""
+    if exp.db.trace is None:
+        raise HpcsaError(exp.path, "the database has no trace.db (measure with hpcrun -t, or ingest vendor "
+                         "records, and keep traces in hpcsa prof)")
+    lookup = state_lookup(exp, rules)
+    result = BlameResult(by_context={m: {} for m in METRICS})
+    point: dict[int, dict[str, tuple[list, list]]] = {}
+
+    def add(profile: int, metric: str, ctx: int, value: float) -> None:
+        add_many(np.array([profile]), metric, np.array([ctx]), np.array([value]))
+
+    def add_many(profiles: np.ndarray, metric: str, ctx: np.ndarray, val: np.ndarray) -> None:
+        for p in np.unique(profiles).tolist():
+            sel = profiles == p
+            c, v = point.setdefault(p, {}).setdefault(metric, ([], []))
+            c.extend(ctx[sel].tolist())
+            v.extend(val[sel].tolist())
+        per = result.by_context[metric]
+        for cx, v in zip(ctx.tolist(), val.tolist(), strict=True):
+            per[cx] = per.get(cx, 0.0) + v
+
+    layout = _layout(exp)
+    for label, cpu, cpu_all, gpus in layout:
+        res = sweep_process(cpu, gpus, lookup, chunk=chunk, over_run=over_run)
+        _charges(res, cpu_all, add, add_many)
+        span = res.span[1] - res.span[0] if res.span else 0
+        tot = {m: math.fsum(v for p in res.threads for v in point.get(p, {}).get(m, ([], []))[1])
+               for m in (WORK_M, IDLENESS_M, OVERHEAD_M, WAIT_M)}
+        if res.threads:
+            result.processes.append(ProcessSummary(label, res.threads, span, tot[WORK_M], tot[IDLENESS_M],
+                                                   tot[OVERHEAD_M], tot[WAIT_M], res.unattributed_idleness_ns / NS))
+        for g in res.gpus:
+            blames = {}
+            for c, name in enumerate(CLASS_NAMES):
+                pos, den, ctx, num = g.blame[c].items()
+                blames[name] = math.fsum((num / (np.maximum(den, 1) * NS)).tolist())
+            result.gpus.append(GpuSummary(label, f"{g.key[0].lower()} {g.key[1]}", g.streams, g.span[1] - g.span[0],
+                                          g.busy_ns, g.idle_ns, blames, g.unattributed_ns / NS))
+        if progress is not None:
+            progress.advance(len(cpu) + sum(len(x) for _, x in gpus))
+    if out_path is not None:
+        _write(exp, out_path, point)
+    return result
+
+
+def _write(exp: Experiment, out_path: str | os.PathLike[str], point: dict[int, dict[str, tuple[list, list]]]) -> None:
+    meta, prop = _new_meta(exp.meta)
+    pdb = exp.db.profiles
+    written = []
+    for i in range(1, len(pdb)):
+        old = pdb.profile(i)
+        c, m, v = _profile_triples(exp, point.get(i, {}), prop)
+        if len(c):
+            values = ProfileValues.from_triples(
+                np.concatenate([old.value_ctx_ids().astype(np.int64), c]),
+                np.concatenate([old.metric_ids.astype(np.int64), m]), np.concatenate([old.values, v]))
+        else:
+            values = old
+        tup = pdb.id_tuple(i)
+        written.append(Profile(tup if tup is not None else id_tuple([]), values))
+    tdb = exp.db.trace
+    traces = [(int(tdb.prof_index[k]), tdb.trace(k)) for k in range(len(tdb))] if tdb is not None else []
+    time_range = (tdb.min_timestamp, tdb.max_timestamp) if tdb is not None else None
+    write_database(out_path, meta, written, n_ctx_ids=exp.db.n_ctx_ids(), taxonomy=_taxonomy(exp, meta),
+                   traces=traces, time_range=time_range)
