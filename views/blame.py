@@ -25,6 +25,7 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -185,16 +186,21 @@ def state_lookup(exp: Experiment, rules: Rules) -> Callable[[np.ndarray], tuple[
 
 def _values(pos: np.ndarray, den: np.ndarray, ctx: np.ndarray, num: np.ndarray
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Sum num / den / 1e9 per (position, context); each term rounded once or twice, terms added exactly."""
-    term = num.astype(np.float64) / (np.maximum(den, 1).astype(np.float64) * NS)
+    """Sum num / den / 1e9 per (position, context), rounded once: a single term by one float division
+    (exact operands below 2^53), several terms as an exact fraction."""
+    den = np.maximum(den, 1)
     key = (pos << 32) | ctx
     order = np.argsort(key, kind="stable")
-    key, term = key[order], term[order]
+    key, num, den = key[order], num[order], den[order]
     starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64)
-    out = term[starts].copy()
+    out = num[starts].astype(np.float64) / (den[starts].astype(np.float64) * NS)
     sizes = np.diff(np.r_[starts, len(key)])
-    for i in np.flatnonzero(sizes > 1):
-        out[i] = math.fsum(term[starts[i]:starts[i] + sizes[i]].tolist())
+    big = np.abs(num[starts]) >= 1 << 53
+    for i in np.flatnonzero((sizes > 1) | big):
+        a, b = int(starts[i]), int(starts[i] + sizes[i])
+        total = sum((Fraction(int(n), int(d)) for n, d in zip(num[a:b].tolist(), den[a:b].tolist(), strict=True)),
+                    Fraction(0))
+        out[i] = float(total / 10**9)
     uk = key[starts]
     return uk >> 32, uk & 0xFFFFFFFF, out
 
