@@ -122,8 +122,9 @@ def _segments(line: np.ndarray, a: int, b: int, busy_only: bool = False
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The line's segments clipped to [a, b): (start, end, ctx id); absent time has ctx 0."""
     ts = line["timestamp"]
-    lo = int(np.searchsorted(ts, a, "left"))
-    hi = int(np.searchsorted(ts, b, "left"))
+    # search with the array's own type: a Python int against uint64 would be compared as float64
+    lo = int(np.searchsorted(ts, np.asarray(a, ts.dtype), "left"))
+    hi = int(np.searchsorted(ts, np.asarray(b, ts.dtype), "left"))
     n = len(ts)
     sl = line[lo:hi]
     starts = np.empty(hi - lo + 1, np.int64)
