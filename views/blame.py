@@ -56,6 +56,7 @@ DESCRIPTIONS = {
     CLASS_METRICS[2]: "GPU idle blame while the CPU was in a launch or copy API (launch-bound)",
 }
 NS = 1e9
+SCOPES = ("point", "function", "lex_aware", "execution")
 
 
 @dataclass
@@ -210,105 +211,133 @@ def _acc_values(acc: Acc) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return _values(pos, den, ctx, num)
 
 
-def _charges(res: ProcessResult, cpu_all: list[int], add: Callable[[int, str, int, float], None],
-             add_many: Callable[[np.ndarray, str, np.ndarray, np.ndarray], None]) -> None:
+class Charges:
+    """Point charges of every profile as numpy chunks: (profile index, metric index in METRICS, ctx id, seconds)."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def add(self, profiles: np.ndarray | int, metric: str, ctx: np.ndarray | int, val: np.ndarray | float) -> None:
+        val = np.atleast_1d(np.asarray(val, np.float64))
+        if not len(val):
+            return
+        n = len(val)
+        self.parts.append((np.broadcast_to(np.asarray(profiles, np.int64), n).copy(),
+                           np.full(n, METRICS.index(metric), np.int64),
+                           np.broadcast_to(np.asarray(ctx, np.int64), n).copy(), val))
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """All charges, duplicates (profile, metric, ctx) summed, sorted by profile, metric and ctx."""
+        if not self.parts:
+            z = np.zeros(0, np.int64)
+            return z, z, z, np.zeros(0)
+        p, m, c, v = (np.concatenate(x) for x in zip(*self.parts, strict=True))
+        key = (p << 40) | (m << 32) | c
+        uk, inv = np.unique(key, return_inverse=True)
+        if len(uk) < len(key):
+            v = np.bincount(inv, weights=v, minlength=len(uk))
+        else:
+            v = v[np.argsort(key, kind="stable")]
+        self.parts = [(uk >> 40, (uk >> 32) & 0xFF, uk & 0xFFFFFFFF, v)]
+        return self.parts[0]
+
+    def totals(self, metric: str, profiles: list[int], first: int = 0) -> float:
+        """The exact-summed (fsum) charges of one metric over some profiles, from chunk ``first`` on."""
+        m = METRICS.index(metric)
+        want = np.asarray(profiles, np.int64)
+        return math.fsum(v for p, mm, _, vals in self.parts[first:] for v in vals[(mm == m) & np.isin(p, want)].tolist())
+
+    def by_context(self) -> dict[str, dict[int, float]]:
+        p, m, c, v = self.arrays()
+        out: dict[str, dict[int, float]] = {}
+        for j, name in enumerate(METRICS):
+            sel = m == j
+            uc, inv = np.unique(c[sel], return_inverse=True)
+            out[name] = dict(zip(uc.tolist(), np.bincount(inv, weights=v[sel], minlength=len(uc)).tolist(),
+                                 strict=True))
+        return out
+
+
+def _charges(res: ProcessResult, cpu_all: list[int], charges: Charges) -> None:
     profiles = np.array(res.threads, np.int64)
     for metric, acc in ((WORK_M, res.work), (OVERHEAD_M, res.overhead), (WAIT_M, res.wait),
                         (IDLENESS_M, res.idleness)):
         pos, ctx, val = _acc_values(acc)
-        add_many(profiles[pos] if len(pos) else pos, metric, ctx, val)
+        charges.add(profiles[pos] if len(pos) else pos, metric, ctx, val)
     if res.unattributed_idleness_ns:
-        add(res.threads[0], IDLENESS_M, 0, res.unattributed_idleness_ns / NS)
+        charges.add(res.threads[0], IDLENESS_M, 0, res.unattributed_idleness_ns / NS)
     for g in res.gpus:
-        add(g.streams[0], GPU_IDLE_M, 0, g.idle_ns / NS)
+        charges.add(g.streams[0], GPU_IDLE_M, 0, g.idle_ns / NS)
         items = [g.blame[c].items() for c in range(3)]
         for c, (pos, den, ctx, num) in enumerate(items):
             p, cx, val = _values(pos, den, ctx, num)
-            add_many(profiles[p] if len(p) else p, CLASS_METRICS[c], cx, val)
+            charges.add(profiles[p] if len(p) else p, CLASS_METRICS[c], cx, val)
         pos, den, ctx, num = (np.concatenate(x) for x in zip(*items, strict=True))
         p, cx, val = _values(pos, den, ctx, num)
-        add_many(profiles[p] if len(p) else p, BLAME_M, cx, val)
+        charges.add(profiles[p] if len(p) else p, BLAME_M, cx, val)
         if g.unattributed_ns:
             owner = cpu_all[0] if cpu_all else g.streams[0]
-            add(owner, BLAME_M, 0, g.unattributed_ns / NS)
-            add(owner, CLASS_METRICS[0], 0, g.unattributed_ns / NS)
+            charges.add(owner, BLAME_M, 0, g.unattributed_ns / NS)
+            charges.add(owner, CLASS_METRICS[0], 0, g.unattributed_ns / NS)
 
 
 # -- propagation into the four scopes ---------------------------------------------------------------------
 
 
-def propagate_sparse(cct: T.CCT, rows: np.ndarray, values: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """The scopes of point values at some rows (values: rows x metrics), walking up only their ancestors:
-    scope -> (rows, values). Root and entry rows get execution (and their own point value) only."""
-    n_m = values.shape[1]
+def _group(key: np.ndarray, src: np.ndarray, val: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    order = np.argsort(key, kind="stable")
+    key, src = key[order], src[order]
+    if not len(key):
+        return key, np.zeros(0)
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    return key[starts], np.add.reduceat(val[src], starts)
+
+
+def propagate_batch(cct: T.CCT, prof: np.ndarray, rows: np.ndarray, met: np.ndarray, val: np.ndarray
+                    ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The four scopes of point charges (profile, row, metric, value; unique keys), walking up only the
+    charged rows' ancestors: scope -> (keys, values) with key = (profile * rows + row) * 16 + metric.
+
+    execution: every ancestor; function: up to and including the enclosing procedure frame (lexical edges
+    only); lex_aware: as function, but a loop leaves out its nested loops. The global root and entry points
+    keep execution (and their own point charge) only, as hpcprof writes them."""
+    n_rows = len(cct)
+    base = prof * n_rows
     src = np.arange(len(rows))
     cur = rows.astype(np.int64)
     lex_ok = np.ones(len(rows), bool)
     nl_ok = np.ones(len(rows), bool)
-    pairs: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {"execution": [], "function": [], "noloops": []}
+    parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {"execution": [], "function": [], "noloops": []}
     lexical = cct.relation == T.LEXICAL
     loop = cct.kind == T.LOOP
     while len(cur):
-        pairs["execution"].append((cur, src))
-        pairs["function"].append((cur[lex_ok], src[lex_ok]))
-        pairs["noloops"].append((cur[nl_ok], src[nl_ok]))
+        k = (base[src] + cur) * 16 + met[src]
+        parts["execution"].append((k, src))
+        parts["function"].append((k[lex_ok], src[lex_ok]))
+        parts["noloops"].append((k[nl_ok], src[nl_ok]))
         nl_ok = nl_ok & lexical[cur] & ~loop[cur]
         lex_ok = lex_ok & lexical[cur]
         par = cct.parent[cur]
         keep = par >= 0
         cur, src, lex_ok, nl_ok = par[keep], src[keep], lex_ok[keep], nl_ok[keep]
-    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for scope, parts in pairs.items():
-        r = np.concatenate([p[0] for p in parts])
-        s = np.concatenate([p[1] for p in parts])
-        order = np.argsort(r, kind="stable")
-        r, s = r[order], s[order]
-        starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]]) if len(r) else np.zeros(0, np.int64)
-        summed = np.add.reduceat(values[s], starts, axis=0) if len(r) else np.zeros((0, n_m))
-        out[scope] = (r[starts], summed)
-    fr, fv = out["function"]
-    nr, nv = out["noloops"]
-    lex_v = fv.copy()
-    at = np.searchsorted(nr, fr)
-    is_loop = loop[fr]
-    lex_v[is_loop] = nv[np.minimum(at, len(nr) - 1)][is_loop] if len(nr) else 0.0
-    out["lex_aware"] = (fr, lex_v)
-    del out["noloops"]
-    out["point"] = (rows, values)
+    out = {scope: _group(np.concatenate([x[0] for x in ps]), np.concatenate([x[1] for x in ps]), val)
+           for scope, ps in parts.items()}
+    fk, fv = out["function"]
+    nk, nv = out.pop("noloops")
+    row_of_key = (fk // 16) % n_rows
+    is_loop = loop[row_of_key]
+    at = np.minimum(np.searchsorted(nk, fk), max(len(nk) - 1, 0))
+    found = (nk[at] == fk) if len(nk) else np.zeros(len(fk), bool)
+    lex = fv.copy()
+    lex[is_loop] = np.where(found[is_loop], nv[at[is_loop]] if len(nk) else 0.0, 0.0)
+    out["lex_aware"] = (fk, lex)
     top = (cct.kind == T.ROOT) | (cct.kind == T.ENTRY)
     for scope in ("function", "lex_aware"):
-        r, v = out[scope]
-        out[scope] = (r[~top[r]], v[~top[r]])
+        k, v = out[scope]
+        keep = ~top[(k // 16) % n_rows]
+        out[scope] = (k[keep], v[keep])
+    out["point"] = _group((base + rows) * 16 + met, np.arange(len(rows)), val)
     return out
-
-
-def _profile_triples(exp: Experiment, point: dict[str, tuple[list, list]], prop: dict[tuple[str, str], int]
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """New (ctx id, metric id, value) triples of one profile from its point charges per metric."""
-    cct = exp.cct
-    names = [m for m in METRICS if m in point]
-    if not names:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
-    ctx = np.concatenate([np.asarray(point[m][0], np.int64) for m in names])
-    rows_all = cct.row_of(ctx)
-    if (rows_all < 0).any():
-        raise HpcsaError(exp.path, f"trace.db names context {int(ctx[rows_all < 0][0])}, which meta.db lacks")
-    rows, inv = np.unique(rows_all, return_inverse=True)
-    mat = np.zeros((len(rows), len(names)))
-    k = 0
-    for j, m in enumerate(names):
-        n = len(point[m][0])
-        np.add.at(mat[:, j], inv[k:k + n], np.asarray(point[m][1], np.float64))
-        k += n
-    scopes = propagate_sparse(cct, rows, mat)
-    out_c, out_m, out_v = [], [], []
-    for scope, (r, v) in scopes.items():
-        for j, m in enumerate(names):
-            nz = v[:, j] != 0
-            out_c.append(cct.ctx_id[r[nz]])
-            out_m.append(np.full(int(nz.sum()), prop[(m, scope)], np.int64))
-            out_v.append(v[nz, j])
-    return np.concatenate(out_c), np.concatenate(out_m), np.concatenate(out_v)
 
 
 # -- the new database -------------------------------------------------------------------------------------
@@ -381,55 +410,75 @@ def blame(exp: Experiment, out_path: str | os.PathLike[str] | None, rules: Rules
     if exp.db.trace is None:
         raise HpcsaError(exp.path, "the database has no trace.db (measure with hpcrun -t, or ingest vendor "
                          "records, and keep traces in hpcsa prof)")
+    meta, prop = _new_meta(exp.meta) if out_path is not None else (exp.meta, {})
     lookup = state_lookup(exp, rules)
-    result = BlameResult(by_context={m: {} for m in METRICS})
-    point: dict[int, dict[str, tuple[list, list]]] = {}
-
-    def add(profile: int, metric: str, ctx: int, value: float) -> None:
-        add_many(np.array([profile]), metric, np.array([ctx]), np.array([value]))
-
-    def add_many(profiles: np.ndarray, metric: str, ctx: np.ndarray, val: np.ndarray) -> None:
-        for p in np.unique(profiles).tolist():
-            sel = profiles == p
-            c, v = point.setdefault(p, {}).setdefault(metric, ([], []))
-            c.extend(ctx[sel].tolist())
-            v.extend(val[sel].tolist())
-        per = result.by_context[metric]
-        for cx, v in zip(ctx.tolist(), val.tolist(), strict=True):
-            per[cx] = per.get(cx, 0.0) + v
-
-    layout = _layout(exp)
-    for label, cpu, cpu_all, gpus in layout:
+    result = BlameResult()
+    charges = Charges()
+    for label, cpu, cpu_all, gpus in _layout(exp):
         res = sweep_process(cpu, gpus, lookup, chunk=chunk, over_run=over_run)
-        _charges(res, cpu_all, add, add_many)
+        first = len(charges.parts)
+        _charges(res, cpu_all, charges)
         span = res.span[1] - res.span[0] if res.span else 0
-        tot = {m: math.fsum(v for p in res.threads for v in point.get(p, {}).get(m, ([], []))[1])
-               for m in (WORK_M, IDLENESS_M, OVERHEAD_M, WAIT_M)}
         if res.threads:
+            tot = {m: charges.totals(m, res.threads, first) for m in (WORK_M, IDLENESS_M, OVERHEAD_M, WAIT_M)}
             result.processes.append(ProcessSummary(label, res.threads, span, tot[WORK_M], tot[IDLENESS_M],
                                                    tot[OVERHEAD_M], tot[WAIT_M], res.unattributed_idleness_ns / NS))
         for g in res.gpus:
             blames = {}
             for c, name in enumerate(CLASS_NAMES):
-                pos, den, ctx, num = g.blame[c].items()
+                _, den, _, num = g.blame[c].items()
                 blames[name] = math.fsum((num / (np.maximum(den, 1) * NS)).tolist())
             result.gpus.append(GpuSummary(label, f"{g.key[0].lower()} {g.key[1]}", g.streams, g.span[1] - g.span[0],
                                           g.busy_ns, g.idle_ns, blames, g.unattributed_ns / NS))
         if progress is not None:
-            progress.advance(len(cpu) + sum(len(x) for _, x in gpus))
+            progress.advance(len(cpu_all) + sum(len(x) for _, x in gpus))
+    result.by_context = charges.by_context()
     if out_path is not None:
-        _write(exp, out_path, point)
+        _write(exp, out_path, meta, prop, charges)
     return result
 
 
-def _write(exp: Experiment, out_path: str | os.PathLike[str], point: dict[int, dict[str, tuple[list, list]]]) -> None:
-    meta, prop = _new_meta(exp.meta)
+def _new_values(exp: Experiment, prop: dict[tuple[str, str], int], prof: np.ndarray, met: np.ndarray,
+                ctx: np.ndarray, val: np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """profile -> (ctx ids, metric ids, values) of the new metrics in all four scopes, for a batch of charges."""
+    rows = exp.cct.row_of(ctx)
+    if (rows < 0).any():
+        raise HpcsaError(exp.path, f"trace.db names context {int(ctx[rows < 0][0])}, which meta.db lacks")
+    scope_ids = {sc: np.array([prop[(m, sc)] for m in METRICS], np.int64) for sc in SCOPES}
+    n_rows = len(exp.cct)
+    keys, mids, vals = [], [], []
+    for scope, (k, v) in propagate_batch(exp.cct, prof, rows, met, val).items():
+        keys.append(k)
+        mids.append(scope_ids[scope][k % 16])
+        vals.append(v)
+    k, mid, v = np.concatenate(keys), np.concatenate(mids), np.concatenate(vals)
+    p = k // 16 // n_rows
+    order = np.argsort(p, kind="stable")
+    k, mid, v, p = k[order], mid[order], v[order], p[order]
+    cut = np.flatnonzero(np.r_[True, p[1:] != p[:-1]]) if len(p) else np.zeros(0, np.int64)
+    bounds = np.r_[cut, len(p)]
+    return {int(p[a]): (exp.cct.ctx_id[(k[a:b] // 16) % n_rows], mid[a:b], v[a:b])
+            for a, b in zip(bounds[:-1], bounds[1:], strict=True)}
+
+
+def _write(exp: Experiment, out_path: str | os.PathLike[str], meta: metadb.MetaDB, prop: dict[tuple[str, str], int],
+           charges: Charges, batch: int = 1 << 18) -> None:
     pdb = exp.db.profiles
+    prof, met, ctx, val = charges.arrays()
+    # batches of whole profiles with about ``batch`` charges each
+    cuts = np.flatnonzero(np.r_[True, prof[1:] != prof[:-1]]) if len(prof) else np.zeros(0, np.int64)
+    new: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    start = 0
+    while start < len(prof):
+        stop = int(cuts[np.searchsorted(cuts, start + batch, "right") - 1]) if len(cuts) else len(prof)
+        stop = len(prof) if stop <= start else stop
+        new.update(_new_values(exp, prop, prof[start:stop], met[start:stop], ctx[start:stop], val[start:stop]))
+        start = stop
     written = []
     for i in range(1, len(pdb)):
         old = pdb.profile(i)
-        c, m, v = _profile_triples(exp, point.get(i, {}), prop)
-        if len(c):
+        if i in new:
+            c, m, v = new.pop(i)
             values = ProfileValues.from_triples(
                 np.concatenate([old.value_ctx_ids().astype(np.int64), c]),
                 np.concatenate([old.metric_ids.astype(np.int64), m]), np.concatenate([old.values, v]))
