@@ -23,21 +23,22 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
 from hpcsa.aggregate import metadb, metricsyaml
-from hpcsa.aggregate.profiledb import ProfileValues, id_tuple
+from hpcsa.aggregate.profiledb import ProfileDB, ProfileValues, id_tuple
 from hpcsa.errors import HpcsaError
 from hpcsa.progress import Progress
 from hpcsa.views import tree as T
 from hpcsa.views.blamerules import CLASS_NAMES, Rules, classify_rows, frame_decisions
 from hpcsa.views.blamesweep import Acc, Line, ProcessResult, sweep_process
-from hpcsa.views.dbwrite import Profile, write_database
+from hpcsa.views.dbwrite import summary_profile, write_database
 from hpcsa.views.experiment import Experiment
 
 WORK_M, IDLENESS_M, OVERHEAD_M, WAIT_M = "CPU WORK (sec)", "CPU IDLENESS (sec)", "CPU OVERHEAD (sec)", "CPU WAIT (sec)"
@@ -462,7 +463,7 @@ def _new_values(exp: Experiment, prop: dict[tuple[str, str], int], prof: np.ndar
 
 
 def _write(exp: Experiment, out_path: str | os.PathLike[str], meta: metadb.MetaDB, prop: dict[tuple[str, str], int],
-           charges: Charges, batch: int = 1 << 18) -> None:
+           charges: Charges, batch: int = 1 << 15) -> None:
     pdb = exp.db.profiles
     prof, met, ctx, val = charges.arrays()
     # batches of whole profiles with about ``batch`` charges each
@@ -474,20 +475,54 @@ def _write(exp: Experiment, out_path: str | os.PathLike[str], meta: metadb.MetaD
         stop = len(prof) if stop <= start else stop
         new.update(_new_values(exp, prop, prof[start:stop], met[start:stop], ctx[start:stop], val[start:stop]))
         start = stop
-    written = []
-    for i in range(1, len(pdb)):
-        old = pdb.profile(i)
-        if i in new:
-            c, m, v = new.pop(i)
-            values = ProfileValues.from_triples(
-                np.concatenate([old.value_ctx_ids().astype(np.int64), c]),
-                np.concatenate([old.metric_ids.astype(np.int64), m]), np.concatenate([old.values, v]))
-        else:
-            values = old
-        tup = pdb.id_tuple(i)
-        written.append(Profile(tup if tup is not None else id_tuple([]), values))
+    n_old = len(exp.meta.metrics)
+    new_only = SimpleNamespace(metrics=meta.metrics[n_old:])
+    added = summary_profile(new_only, [ProfileValues.from_triples(*t) for t in new.values()])  # type: ignore[arg-type]
+    old_sum = exp.summary
+    summary = ProfileValues.from_triples(
+        np.concatenate([old_sum.value_ctx_ids().astype(np.int64), added.value_ctx_ids().astype(np.int64)]),
+        np.concatenate([old_sum.metric_ids.astype(np.int64), added.metric_ids.astype(np.int64)]),
+        np.concatenate([old_sum.values, added.values]))
+    written = _LazyProfiles(pdb, new)
     tdb = exp.db.trace
     traces = [(int(tdb.prof_index[k]), tdb.trace(k)) for k in range(len(tdb))] if tdb is not None else []
     time_range = (tdb.min_timestamp, tdb.max_timestamp) if tdb is not None else None
     write_database(out_path, meta, written, n_ctx_ids=exp.db.n_ctx_ids(), taxonomy=_taxonomy(exp, meta),
-                   traces=traces, time_range=time_range)
+                   traces=traces, time_range=time_range, summary=summary)
+
+
+class _LazyProfile:
+    """A profile of the new database: its identifier tuple now, its values (old plus new) when written."""
+
+    def __init__(self, pdb: ProfileDB, index: int, new: tuple[np.ndarray, np.ndarray, np.ndarray] | None) -> None:
+        self.pdb, self.index, self.new = pdb, index, new
+        tup = pdb.id_tuple(index)
+        self.id_tuple = tup if tup is not None else id_tuple([])
+
+    @property
+    def values(self) -> ProfileValues:
+        old = self.pdb.profile(self.index)
+        if self.new is None:
+            return old
+        c, m, v = self.new
+        return ProfileValues.from_triples(np.concatenate([old.value_ctx_ids().astype(np.int64), c]),
+                                          np.concatenate([old.metric_ids.astype(np.int64), m]),
+                                          np.concatenate([old.values, v]))
+
+
+class _LazyProfiles(Sequence):
+    """Profiles 1.. of the new database, each read (and merged with its new values) only when written."""
+
+    def __init__(self, pdb: ProfileDB, new: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]) -> None:
+        self.pdb, self.new = pdb, new
+
+    def __len__(self) -> int:
+        return len(self.pdb) - 1
+
+    def __getitem__(self, k):  # type: ignore[no-untyped-def]
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        if not -len(self) <= k < len(self):
+            raise IndexError(k)
+        i = k % len(self) + 1
+        return _LazyProfile(self.pdb, i, self.new.get(i))
