@@ -105,11 +105,19 @@ class BlameResult:
 # -- processes, GPUs and lines --------------------------------------------------------------------------
 
 
-def _line(exp: Experiment, slot: dict[int, int], index: int) -> Line | None:
+def _line(exp: Experiment, slot: dict[int, int], index: int, step: int = 1 << 20) -> Line | None:
+    """Profile ``index``'s trace line (memory-mapped), checked to be in time order a slice at a time."""
     tdb = exp.db.trace
     if tdb is None or index not in slot or tdb.n_elements()[slot[index]] == 0:
         return None
-    return Line(index, tdb.trace(slot[index]))
+    line = tdb.trace(slot[index])
+    ts = line["timestamp"]
+    for a in range(0, len(ts), step):
+        part = ts[max(a - 1, 0):a + step]
+        if (part[1:] < part[:-1]).any():
+            raise HpcsaError(tdb.path, f"the trace line of profile {index} is not in time order "
+                             f"(near record {a + int(np.flatnonzero(part[1:] < part[:-1])[0])})")
+    return Line(index, line)
 
 
 def _split_runs(members: list, lines: dict[int, Line | None]) -> list[list]:

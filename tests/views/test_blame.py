@@ -235,5 +235,15 @@ def test_bad_input(tmp_path: Path) -> None:
     again = run_cli("blame", str(tmp_path / "b.d"), "-o", str(tmp_path / "c.d"))
     assert_one_line_error(again, "b.d")
     assert not (tmp_path / "c.d").exists()
+    # a trace line out of time order: swap the first two records of the line in place
+    from hpcsa.aggregate.tracedb import TraceDB
+    tdb = TraceDB(src / "trace.db")
+    at = int(tdb.p_start[0])
+    del tdb
+    raw = bytearray((src / "trace.db").read_bytes())
+    raw[at:at + 24] = raw[at + 12:at + 24] + raw[at:at + 12]
+    (src / "trace.db").write_bytes(bytes(raw))
+    assert_one_line_error(run_cli("blame", str(src), "-o", str(tmp_path / "e.d")), "trace.db")
+    assert not (tmp_path / "e.d").exists()
     (src / "trace.db").unlink()
     assert_one_line_error(run_cli("blame", str(src), "-o", str(tmp_path / "d.d")), "src.d")
