@@ -113,6 +113,29 @@ def test_gpu_fed_by_a_thread_that_sleeps_between_launches(tmp_path: Path) -> Non
     assert exp.total(GPU_IDLE_M) == pytest.approx(ns(6), rel=1e-15)
 
 
+def test_gpu_idle_over_the_whole_run(tmp_path: Path) -> None:
+    cpu = {(None, 0): [(0, "launch"), (1, "sleep"), (5, "launch"), (6, "sleep"), (10, "launch"), (11, "compute")]}
+    gpu = {(None, 1, 0): [(1, "kernel"), (3, "none"), (6, "kernel"), (8, "none"), (11, "kernel"), (13, "none")]}
+    plant, res, exp, prof = run_blame(tmp_path, cpu, gpu, over_run=True)
+    (g,) = res.gpus
+    # the run spans [0, 13): [0, 1) is idle too, while the thread launches the first kernel
+    assert (g.span_ns, g.busy_ns, g.idle_ns) == (13, 6, 7)
+    assert point(exp, prof[(None, 0)], LAUNCH_M) == {plant.ctx["launch"]: ns(3)}
+    # [11, 13): the GPU runs past the CPU's last record: nothing idle there to blame
+
+
+def test_no_thread_present_is_unattributed_idleness(tmp_path: Path) -> None:
+    cpu = {(None, 0): [(0, "compute"), (5, "compute")], (None, 1): [(10, "compute"), (15, "compute")]}
+    plant, res, exp, prof = run_blame(tmp_path, cpu)
+    a, b = prof[(None, 0)], prof[(None, 1)]
+    # [0,5): a works for both; [5,10): nobody: 2 x 5 at the root of the first thread; [10,15): b works for both
+    assert point(exp, a, IDLENESS_M) == {plant.ctx["compute"]: ns(5), 0: ns(10)}
+    assert point(exp, b, IDLENESS_M) == {plant.ctx["compute"]: ns(5)}
+    (p,) = res.processes
+    assert (p.span_ns, p.unattributed_idleness_s) == (15, ns(10))
+    assert p.efficiency == pytest.approx(10 / 30, rel=1e-15)
+
+
 def test_thread_that_synchronises_after_each_kernel(tmp_path: Path) -> None:
     cpu = {(None, 0): [(0, "launch"), (1, "sync"), (4, "launch"), (5, "sync"), (8, "compute"), (9, "compute")]}
     gpu = {(None, 1, 0): [(1, "kernel"), (3, "none"), (5, "kernel"), (7, "none")]}
