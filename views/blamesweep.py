@@ -248,44 +248,55 @@ def sweep_process(cpu: Sequence[Line], gpus: Sequence[tuple[tuple, Sequence[Line
     all_hi = max([s[1] for s in spans] + [g.span[1] for g in res.gpus])
     all_lines = list(cpu) + [ln for _, lines in gpus for ln in lines]
     bounds = window_bounds(all_lines, all_lo, all_hi, chunk)
-    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-        _window(res, cpu, gpus, state_of, a, b, T)
+    todo = list(zip(bounds[:-1], bounds[1:], strict=True))[::-1]
+    while todo:
+        a, b = todo.pop()
+        mid = _window(res, cpu, gpus, state_of, a, b, T, max_pieces=4 * chunk)
+        if mid is not None:  # too many pieces: the halves, earlier first
+            todo += [(mid, b), (a, mid)]
     return res
 
 
 def _window(res: ProcessResult, cpu: Sequence[Line], gpus: Sequence[tuple[tuple, Sequence[Line]]],
-            state_of: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]], a: int, b: int, T: int) -> None:
-    # GPU idle intervals of this window
-    idles = []
+            state_of: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]], a: int, b: int, T: int,
+            max_pieces: int) -> int | None:
+    """Charge the moments [a, b); or, when cutting the segments at every change of W and P would make more
+    than ``max_pieces`` pieces (many threads changing state often), charge nothing and return a time to
+    split the window at."""
+    busies, idles = [], []
     for g, (_, lines) in zip(res.gpus, gpus, strict=True):
         busy = _busy_union(lines, a, b)
         lo, hi = max(a, g.span[0]), min(b, g.span[1])
-        busy_in = np.clip(busy, lo, hi) if hi > lo else np.zeros((0, 2), np.int64)
-        g.busy_ns += int((busy_in[:, 1] - busy_in[:, 0]).sum())
-        idle = _complement(busy, lo, hi)
-        g.idle_ns += int((idle[:, 1] - idle[:, 0]).sum())
-        idles.append(idle)
+        busies.append(np.clip(busy, lo, hi) if hi > lo else np.zeros((0, 2), np.int64))
+        idles.append(_complement(busy, lo, hi))
     parts = [_segments(ln.elements, a, b) for ln in cpu]
+    if parts:
+        pos = np.concatenate([np.full(len(p[0]), i, np.int64) for i, p in enumerate(parts)])
+        starts = np.concatenate([p[0] for p in parts])
+        ends = np.concatenate([p[1] for p in parts])
+        ctx = np.concatenate([p[2] for p in parts])
+        state, klass = state_of(ctx)
+        state = np.where(ctx == 0, ABSENT, state)
+        working = (state == WORK) | (state == OVERHEAD)
+        present = working | (state == IDLE)
+        edges = np.concatenate([np.asarray(res.span, np.int64), *[idle.ravel() for idle in idles]])
+        times, W, P = _runs(starts, ends, working.astype(np.int64), present.astype(np.int64), a, b, edges)
+        n_pieces = int((np.searchsorted(times, ends, "left") - np.searchsorted(times, starts, "right") + 1).sum())
+        if n_pieces > max_pieces and b - a > 1 and len(times) > 2:
+            return int(times[len(times) // 2])
+    for g, busy_in, idle in zip(res.gpus, busies, idles, strict=True):
+        g.busy_ns += int((busy_in[:, 1] - busy_in[:, 0]).sum())
+        g.idle_ns += int((idle[:, 1] - idle[:, 0]).sum())
     if not parts:
         for g, idle in zip(res.gpus, idles, strict=True):
             g.unattributed_ns += int((idle[:, 1] - idle[:, 0]).sum())
-        return
-    pos = np.concatenate([np.full(len(p[0]), i, np.int64) for i, p in enumerate(parts)])
-    starts = np.concatenate([p[0] for p in parts])
-    ends = np.concatenate([p[1] for p in parts])
-    ctx = np.concatenate([p[2] for p in parts])
-    state, klass = state_of(ctx)
-    state = np.where(ctx == 0, ABSENT, state)
-    working = (state == WORK) | (state == OVERHEAD)
-    present = working | (state == IDLE)
+        return None
     dur = ends - starts
     res.work.add(pos[working], 0, ctx[working], dur[working])
     ov = state == OVERHEAD
     res.overhead.add(pos[ov], 0, ctx[ov], dur[ov])
     wt = state == IDLE
     res.wait.add(pos[wt], 0, ctx[wt], dur[wt])
-    edges = np.concatenate([np.asarray(res.span, np.int64), *[idle.ravel() for idle in idles]])
-    times, W, P = _runs(starts, ends, working.astype(np.int64), present.astype(np.int64), a, b, edges)
     seg, run, dt = _explode(starts, ends, times)
     w, p = W[run], P[run]
     s_work, s_idle = working[seg], state[seg] == IDLE
@@ -309,3 +320,4 @@ def _window(res: ProcessResult, cpu: Sequence[Line], gpus: Sequence[tuple[tuple,
             g.blame[c].add(pos[seg[sel]], den[sel], ctx[seg[sel]], dt[sel])
         lost = idle_run & (p == 0) & (pos[seg] == 0)
         g.unattributed_ns += int(dt[lost].sum())
+    return None
