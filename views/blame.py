@@ -17,6 +17,10 @@ as ``hpcsa aggregate-threads`` (:func:`hpcsa.views.dbwrite.write_database`):
 ``GPU IDLE BLAME:LAUNCH (sec)``  ... the CPU was in a launch or copy API
 ``GPU IDLE BLAME:CPU (sec)``     ... the CPU ran other code
 ===============================  ====================================================================
+
+Idleness while no thread of a process was present, and GPU idle time while no traced CPU thread ran (vendor
+records carry no CPU trace), go to the global root (context 0) of the process's first CPU profile (class CPU),
+so that per process work + idleness = threads x span and, per GPU, blame = idle time.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ DESCRIPTIONS = {
     IDLENESS_M: "idle time of the process's other threads charged to this context while it worked (dt*I/W)",
     OVERHEAD_M: "time in the OpenMP runtime's own code (parallelisation overhead)",
     WAIT_M: "time threads waited in this context (barriers, MPI waits, GPU synchronisation, locks)",
-    GPU_IDLE_M: "time a GPU ran no operation on any stream, within its first-to-last operation",
+    GPU_IDLE_M: "time a GPU ran no operation on any stream, within its first-to-last operation (or the run)",
     BLAME_M: "GPU idle time blamed on the CPU context the process's threads were in",
     CLASS_METRICS[0]: "GPU idle blame while the CPU ran other code (CPU-bound)",
     CLASS_METRICS[1]: "GPU idle blame while the CPU waited in a GPU synchronisation call",
