@@ -74,10 +74,17 @@ class GpuSummary:
     idle_ns: int
     blame_s: dict[str, float]
     unattributed_s: float
+    run_ns: int = 0
 
     @property
     def busy_share(self) -> float:
+        """Busy time over the GPU's span (first to last operation, or the run with --gpu-idle-over run)."""
         return self.busy_ns / self.span_ns if self.span_ns else 0.0
+
+    @property
+    def busy_share_of_run(self) -> float:
+        """Busy time over the wall time of the process's run (its CPU and GPU lines together)."""
+        return self.busy_ns / self.run_ns if self.run_ns else 0.0
 
 
 @dataclass
@@ -442,7 +449,8 @@ def blame(exp: Experiment, out_path: str | os.PathLike[str] | None, rules: Rules
                 _, den, _, num = g.blame[c].items()
                 blames[name] = math.fsum((num / (np.maximum(den, 1) * NS)).tolist())
             result.gpus.append(GpuSummary(label, f"{g.key[0].lower()} {g.key[1]}", g.streams, g.span[1] - g.span[0],
-                                          g.busy_ns, g.idle_ns, blames, g.unattributed_ns / NS))
+                                          g.busy_ns, g.idle_ns, blames, g.unattributed_ns / NS,
+                                          g.run[1] - g.run[0]))
         if progress is not None:
             progress.advance(len(cpu_all) + sum(len(x) for _, x in gpus))
     result.by_context = charges.by_context()

@@ -53,6 +53,7 @@ def to_json(exp: Experiment, result: BlameResult, top: int) -> str:
                        "parallel_efficiency": p.efficiency} for p in result.processes],
         "gpus": [{"process": g.process, "gpu": g.gpu, "stream_profiles": g.streams, "span_s": g.span_ns / 1e9,
                   "busy_s": g.busy_ns / 1e9, "idle_s": g.idle_ns / 1e9, "busy_share": g.busy_share,
+                  "run_s": g.run_ns / 1e9, "busy_share_of_run": g.busy_share_of_run,
                   "blame_s": g.blame_s, "unattributed_blame_s": g.unattributed_s} for g in result.gpus],
         "top": {metric: top_contexts(exp, result, metric, top) for metric, _ in TOP_SECTIONS},
     }
@@ -78,13 +79,14 @@ def to_text(exp: Experiment, result: BlameResult, top: int) -> str:
         out.append("")
     if result.gpus:
         out.append("GPUs: busy share of their span (first to last operation) and blame of the idle time")
-        out.append(f"  {'process':<20} {'gpu':<14} {'span s':>10} {'busy':>7} {'idle s':>10} "
+        out.append(f"  {'process':<20} {'gpu':<14} {'span s':>10} {'busy':>7} {'of run':>7} {'idle s':>10} "
                    + " ".join(f"{c + ' s':>10}" for c in CLASS_NAMES) + f" {'no CPU s':>10}")
         for g in result.gpus:
             out.append(f"  {g.process:<20} {g.gpu:<14} {_s(g.span_ns / 1e9):>10} {g.busy_share:>6.1%} "
+                       f"{g.busy_share_of_run:>6.1%} "
                        f"{_s(g.idle_ns / 1e9):>10} " + " ".join(f"{_s(g.blame_s[c]):>10}" for c in CLASS_NAMES)
                        + f" {_s(g.unattributed_s):>10}")
-        out.append("  (cpu: the CPU ran other code; sync: it waited in a GPU synchronisation call; launch: it was "
+        out.append("  (busy: of the GPU's span; of run: of the wall time of its process's traces; cpu: the CPU ran other code; sync: it waited in a GPU synchronisation call; launch: it was "
                    "in a launch or copy API; no CPU: no traced CPU thread was running)")
         out.append("")
     for metric, title in TOP_SECTIONS:

@@ -98,6 +98,7 @@ class GpuResult:
     key: tuple
     streams: list[int]  # profile indices
     span: tuple[int, int]
+    run: tuple[int, int] = (0, 0)  # the process's whole run: its CPU lines and GPU lines together
     busy_ns: int = 0
     idle_ns: int = 0
     unattributed_ns: int = 0
@@ -246,6 +247,8 @@ def sweep_process(cpu: Sequence[Line], gpus: Sequence[tuple[tuple, Sequence[Line
     if all_lo is None:
         return res
     all_hi = max([s[1] for s in spans] + [g.span[1] for g in res.gpus])
+    for g in res.gpus:
+        g.run = (all_lo, all_hi)
     all_lines = list(cpu) + [ln for _, lines in gpus for ln in lines]
     bounds = window_bounds(all_lines, all_lo, all_hi, chunk)
     todo = list(zip(bounds[:-1], bounds[1:], strict=True))[::-1]

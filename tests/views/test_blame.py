@@ -102,6 +102,7 @@ def test_gpu_fed_by_a_thread_that_sleeps_between_launches(tmp_path: Path) -> Non
     plant, res, exp, prof = run_blame(tmp_path, cpu, gpu)
     (g,) = res.gpus
     assert (g.span_ns, g.busy_ns, g.idle_ns) == (12, 6, 6)
+    assert g.run_ns == 13 and g.busy_share_of_run == 6 / 13  # the CPU's first record at 0, the GPU's last at 13
     t, s = prof[(None, 0)], prof[(None, 1, 0)]
     # idle [3,6): sleeping 3..5 (other CPU code), launching 5..6; idle [8,11): sleeping 8..10, launching 10..11
     assert point(exp, t, CPU_M) == {plant.ctx["sleep"]: ns(4)}
