@@ -424,7 +424,7 @@ def _taxonomy(exp: Experiment, meta: metadb.MetaDB) -> metricsyaml.MetricsTaxono
     return metricsyaml.MetricsTaxonomy(doc)
 
 
-def blame(exp: Experiment, out_path: str | os.PathLike[str] | None, rules: Rules, *, chunk: int = 1 << 20,
+def blame(exp: Experiment, out_path: str | os.PathLike[str] | None, rules: Rules, *, chunk: int = 1 << 17,
           over_run: bool = False, progress: Progress | None = None) -> BlameResult:
     """Sweep every process; write the database with the new metrics to ``out_path`` (unless None)."""
     if exp.db.trace is None:

@@ -25,8 +25,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu-idle-over", choices=("gpu", "run"), default="gpu",
                         help="GPU idleness within the GPU's first to last operation (gpu, default) or within the "
                         "whole run of its process (run)")
-    parser.add_argument("--chunk", type=int, default=1 << 20, metavar="N",
-                        help="trace elements per sweep window (bounds memory; default 1048576)")
+    parser.add_argument("--chunk", type=int, default=1 << 17, metavar="N",
+                        help="trace elements per sweep window (bounds memory; default 131072)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -225,7 +225,7 @@ def _idle_mask(times: np.ndarray, idle: np.ndarray) -> np.ndarray:
 
 
 def sweep_process(cpu: Sequence[Line], gpus: Sequence[tuple[tuple, Sequence[Line]]],
-                  state_of: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]], *, chunk: int = 1 << 20,
+                  state_of: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]], *, chunk: int = 1 << 17,
                   over_run: bool = False) -> ProcessResult:
     """Sweep one process (see the module docstring). ``state_of(ctx ids)`` gives (state, GPU class)."""
     T = len(cpu)
