@@ -46,6 +46,8 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
               "hpcsa stats app.d"),
     "export-trace": ("hpcsa.views.tracecmd", "write trace.db as Perfetto/Chrome trace JSON",
                      "hpcsa export-trace app.d -o app-trace.json"),
+    "blame": ("hpcsa.views.blamecmd", "idleness, overhead and GPU idle blame from traces, as new metrics and a report",
+              "hpcsa blame app.d -o app-blame.d"),
 }
 
 EPILOG_HEAD = "examples:\n"
