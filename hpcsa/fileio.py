@@ -25,6 +25,12 @@ def _tmp_name(final: str, kind: str) -> str:
     return os.path.join(parent, f".{base}.{kind}-{os.getpid()}-{os.urandom(3).hex()}")
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -98,6 +104,9 @@ def atomic_dir(path: str | os.PathLike[str], replace: bool = True) -> Iterator[s
         raise HpcsaError(path, "already exists (remove it or choose another name)")
     remove_stale_partials(final)
     tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(final)}.partial-{os.getpid()}-", dir=parent)
+    # mkdtemp makes the directory private (0700); the finished output gets the
+    # mode any directory made by the user would get (0777 less the umask).
+    os.chmod(tmp, 0o777 & ~_umask())
     try:
         yield tmp
         if os.path.lexists(final):

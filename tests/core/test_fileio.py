@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -67,3 +68,13 @@ def test_stale_partials_of_dead_writers_are_removed(tmp_path):
     names = sorted(os.listdir(tmp_path))
     assert f".db.partial-{proc.pid}-abc" not in names
     assert live.name in names and "db" in names
+
+
+def test_atomic_dir_gets_the_umask_mode_not_mkdtemp_private_mode(tmp_path):
+    old = os.umask(0o027)
+    try:
+        with atomic_dir(tmp_path / "out.d") as tmp:
+            (Path(tmp) / "f").write_text("x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "out.d").stat().st_mode & 0o777 == 0o750
