@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import os
 from collections import defaultdict
 from collections.abc import Iterator
@@ -111,7 +112,7 @@ class ContextNames:
         tree = meta.contexts
         assert tree is not None
         fn = meta.functions
-        mods, files = meta.modules, meta.files
+        mods, files = meta.modules, [_original_path(meta, i) for i in range(len(meta.files))]
 
         def function_key(i: int) -> tuple[Any, ...] | None:
             if i < 0:
@@ -154,6 +155,15 @@ class ContextNames:
         if module is not None:
             parts.append(f"{os.path.basename(module) or module}+{offset:#x}")
         return f"-{rel}> [{lex}] {' '.join(parts)}"
+
+
+def _original_path(meta: metadb.MetaDB, i: int) -> str:
+    """A source file's own path: a copy in the database (``src/<path>``, flagged copied) names its original."""
+    path = meta.files[i]
+    flags = getattr(meta, "file_flags", None)
+    if flags is not None and i < len(flags) and int(flags[i]) & 1 and path.startswith("src/"):
+        return path[len("src"):]
+    return path
 
 
 @dataclass
@@ -351,22 +361,48 @@ def _id_tuple_key(db: Database, i: int) -> tuple[Any, ...] | None:
 
 
 def _match_profiles(a: Database, b: Database, out: Comparison) -> dict[int, int]:
-    def index(db: Database) -> dict[Any, int]:
-        got: dict[Any, int] = {}
+    """Pair profiles by identifier tuple.
+
+    Several runs written into one measurement directory (no MPI rank) give
+    profiles with the same identifier tuple; within such a group, profiles are
+    paired by the start of their traces, then by their values (the sum of each
+    metric, to 12 significant digits),
+    so equal databases compare equal whatever their profile order.
+    """
+    def index(db: Database) -> dict[Any, list[int]]:
+        got: dict[Any, list[int]] = defaultdict(list)
         for i in range(len(db.profiles)):
-            key = "summary" if db.profiles.is_summary(i) else _id_tuple_key(db, i)
-            if key in got:
-                out.add("profile", "", f"two profiles with identifier {key}")
-            got[key] = i
+            got["summary" if db.profiles.is_summary(i) else _id_tuple_key(db, i)].append(i)
         return got
 
     ia, ib = index(a), index(b)
+    pairs: dict[int, int] = {}
     for key in sorted(set(ia) | set(ib), key=repr):
-        if key not in ib:
-            out.add("profile", "", f"profile {key} is missing from the second database")
-        elif key not in ia:
-            out.add("profile", "", f"profile {key} is only in the second database")
-    return {ia[k]: ib[k] for k in ia if k in ib}
+        la, lb = ia.get(key, []), ib.get(key, [])
+        if len(la) != len(lb):
+            out.add("profile", "", f"{len(la)} profile(s) with identifier {key} in the first database, "
+                                   f"{len(lb)} in the second")
+        if len(la) > 1 and len(lb) > 1:
+            la = sorted(la, key=lambda i: (_fingerprint(a, i), i))
+            lb = sorted(lb, key=lambda i: (_fingerprint(b, i), i))
+        pairs.update(zip(la, lb, strict=False))
+    return pairs
+
+
+def _fingerprint(db: Database, i: int) -> tuple[Any, ...]:
+    """What tells apart profiles of one identifier: when their trace starts, then their values."""
+    start = -1
+    if db.trace is not None:
+        slots = np.flatnonzero(db.trace.prof_index == i)
+        if len(slots):
+            line = db.trace.trace(int(slots[0]))
+            start = int(line["timestamp"][0]) if len(line) else -1
+    keys = _metric_keys(db.meta, db.profiles.is_summary(i))
+    p = db.profiles.profile(i)
+    sums: dict[str, list[float]] = defaultdict(list)
+    for m, v in zip(p.metric_ids.tolist(), p.values.tolist(), strict=True):
+        sums[repr(keys.get(m, ("metric id", m)))].append(v)
+    return (start, tuple(sorted((k, float(f"{math.fsum(v):.12g}")) for k, v in sums.items())))
 
 
 def _metric_keys(meta: metadb.MetaDB, summary: bool) -> dict[int, tuple[Any, ...]]:

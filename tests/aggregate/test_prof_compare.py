@@ -155,3 +155,22 @@ def test_diff_command(small: tuple[Path, Path], tmp_path: Path) -> None:
     assert "100 ULP" in diff.stdout
     bad = run_cli("diff", str(ref), str(tmp_path / "nowhere.d"))
     assert_one_line_error(bad, "nowhere.d")
+
+
+def test_runs_sharing_identifiers_pair_by_trace_start_and_copied_sources_name_their_originals(
+        shared_data: Path, tmp_path: Path) -> None:
+    """64 runs written into one measurement directory give 64 profiles per identifier tuple; hpcprof
+    copied the sources (``src/<path>``, flagged copied), hpcsa finds none here. Real hpcprof's database
+    and hpcsa's must still compare equal, profile by profile, trace by trace."""
+    from tests.aggregate.profcheck import build
+
+    extra = shared_data / "hpctoolkit-extra"
+    if not (extra / "meas-cxx1024").is_dir():
+        pytest.skip("hpctoolkit-extra/meas-cxx1024 is not available")
+    ref = extra / "db-cxx1024"
+    assert compare_databases(ref, ref).same
+    ours = tmp_path / "cxx.d"
+    build(extra / "meas-cxx1024", ours, jobs=2)
+    cmp = compare_databases(ref, ours, limit=20)
+    assert cmp.same, [str(d) for d in cmp.differences]
+    assert cmp.compared_trace_elements == 31_000 and cmp.matched_contexts >= 590
