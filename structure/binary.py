@@ -10,10 +10,11 @@ that starts with ``warning:`` says the result is degraded (e.g. no disassembler:
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import capstone
@@ -30,7 +31,8 @@ from hpcsa.structure.elf import (
     open_elf,
     require_x86_64,
 )
-from hpcsa.structure.model import Module, StructureFile, renumber
+from hpcsa.structure.hpcstruct import write_hpcstruct
+from hpcsa.structure.model import C, L, Module, P, S, StructureFile, renumber
 
 # ELF machine -> "module:function" building a Module for GPU binaries.
 GPU_BUILDERS: dict[int, str] = {
@@ -82,18 +84,60 @@ def analyze_binary(path: str | os.PathLike[str], lm_name: str | None = None, job
     if machine in GPU_BUILDERS:
         module, notes = gpu_builder(machine, path)(image, name, jobs)
     else:
-        require_x86_64(image)  # anything else is refused, naming its architecture
-        if image.elf.header["e_type"] == "ET_REL":
-            raise UnsupportedError(path, "a relocatable object file (.o): its code has no addresses yet; "
-                                   "analyse the executable or shared library it is linked into")
-        try:
+        _require_cpu_binary(image, path)
+        with _one_line_errors(path):
             module, notes = build_module(image, demangle, name, jobs=jobs)
-        except (IndexError, KeyError, ValueError, OverflowError, struct.error, capstone.CsError, ELFError,
-                DWARFError, AssertionError) as exc:  # pyelftools asserts on some malformed sections
-            # Inputs that pass the header checks but are inconsistent deeper down (a fuzzed or damaged
-            # file) must still end in one line; the exception type helps a bug report.
-            raise FormatError(path, f"could not be analysed: inconsistent contents ({type(exc).__name__}: "
-                              f"{exc})") from None
     sf = StructureFile(modules=[module])
     renumber(sf)
     return BinaryStructure(sf, notes)
+
+
+@dataclass
+class WrittenStructure:
+    """What :func:`write_structure` wrote: scopes by kind (hpcsa.structure.model's codes) and notes."""
+
+    counts: dict[int, int]
+    notes: list[str] = field(default_factory=list)
+
+
+def write_structure(path: str | os.PathLike[str], outputs: list[str], lm_name: str | None = None,
+                    jobs: int = 1) -> WrittenStructure:
+    """Write the structure file of the binary at ``path`` to each of ``outputs`` (the same bytes as
+    ``write_hpcstruct`` of :func:`analyze_binary`'s result). x86-64 binaries are rendered straight from their
+    procedure groups, in ``jobs`` processes (:mod:`hpcsa.structure.textbuild`), never assembled as a Module."""
+    path = os.fspath(path)
+    image = open_elf(path)
+    if image.machine in GPU_BUILDERS:
+        result = analyze_binary(path, lm_name, jobs)
+        for out in outputs:
+            write_hpcstruct(out, result.structure)
+        m = result.module
+        return WrittenStructure({k: m.count(k) for k in (P, L, S, C)}, result.notes)
+    from hpcsa.structure.textbuild import build_text
+
+    name = lm_name if lm_name is not None else os.path.realpath(path)
+    _require_cpu_binary(image, path)
+    with _one_line_errors(path):
+        text, notes = build_text(image, demangle, name, jobs=jobs)
+    for out in outputs:
+        text.write(out)
+    return WrittenStructure(dict(text.counts), notes)
+
+
+def _require_cpu_binary(image: ElfImage, path: str) -> None:
+    require_x86_64(image)  # anything else is refused, naming its architecture
+    if image.elf.header["e_type"] == "ET_REL":
+        raise UnsupportedError(path, "a relocatable object file (.o): its code has no addresses yet; "
+                               "analyse the executable or shared library it is linked into")
+
+
+@contextlib.contextmanager
+def _one_line_errors(path: str) -> Iterator[None]:
+    try:
+        yield
+    except (IndexError, KeyError, ValueError, OverflowError, struct.error, capstone.CsError, ELFError,
+            DWARFError, AssertionError) as exc:  # pyelftools asserts on some malformed sections
+        # Inputs that pass the header checks but are inconsistent deeper down (a fuzzed or damaged
+        # file) must still end in one line; the exception type helps a bug report.
+        raise FormatError(path, f"could not be analysed: inconsistent contents ({type(exc).__name__}: "
+                          f"{exc})") from None

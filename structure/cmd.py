@@ -51,20 +51,18 @@ def run(args: argparse.Namespace) -> int:
         progress.finish(report.summary(os.path.abspath(target)))
         return 2 if report.failed and not report.written and not report.cached else 0
 
-    from hpcsa.structure.binary import analyze_binary, split_notes
-    from hpcsa.structure.hpcstruct import write_hpcstruct
+    from hpcsa.structure.binary import split_notes, write_structure
     from hpcsa.structure.model import C, L, P, S
 
     progress = Progress(f"hpcsa struct: {target}")
-    result = analyze_binary(target, lm_name=args.name, jobs=args.jobs)
     out = args.output or os.path.basename(target) + ".hpcstruct"
-    write_hpcstruct(out, result.structure)
+    result = write_structure(target, [out], lm_name=args.name, jobs=args.jobs)
     warnings, notes = split_notes(result.notes)
     for w in warnings:
         print(f"hpcsa: warning: {target}: {w}", file=sys.stderr)
     for note in notes:
         print(f"hpcsa: note: {target}: {note}", file=sys.stderr)
-    m = result.module
-    progress.finish(f"hpcsa struct: {out}: {m.count(P)} procedures, {m.count(L)} loops, "
-                    f"{m.count(S) + m.count(C)} statements")
+    n = result.counts
+    progress.finish(f"hpcsa struct: {out}: {n.get(P, 0)} procedures, {n.get(L, 0)} loops, "
+                    f"{n.get(S, 0) + n.get(C, 0)} statements")
     return 0
