@@ -19,10 +19,10 @@ The output is byte-identical to ``render`` of ``build_module``'s module, whateve
 from __future__ import annotations
 
 import collections
-import concurrent.futures
 import contextlib
 import gc
 import multiprocessing.connection
+import multiprocessing.process
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -52,6 +52,7 @@ from hpcsa.structure.model import ModuleBuilder
 LM_ID = 2                 # ids as hpcsa.structure.model.renumber gives them to a file of one module
 CHUNKS_PER_JOB = 8        # chunks per process: small enough to even out, big enough to batch numpy work
 MIN_CHUNK_BLOCKS = 2000
+SMALL_CODE = 256 << 10    # bytes of code below which starting processes costs more than it saves
 
 Key = tuple[str, int]     # (file, group start): a procedure group
 
@@ -96,7 +97,8 @@ def gc_paused() -> Iterator[None]:
 def build_text(image: ElfImage, demangle: Callable[[str], str], lm_name: str | None = None,
                jobs: int = 1) -> tuple[StructureText, list[str]]:
     """The structure file of an x86-64 binary as text, and notes on missing or unreadable debug information."""
-    ctx = _build._fork_context() if jobs > 1 else None
+    small = sum(sec.size for sec in image.code_sections) < SMALL_CODE
+    ctx = _build._fork_context() if jobs > 1 and not small else None
     with gc_paused():
         if ctx is None:
             source = read_source_info(image, demangle)
@@ -110,10 +112,12 @@ def build_text(image: ElfImage, demangle: Callable[[str], str], lm_name: str | N
             return StructureText(sb.lm_name, _weave(layout, texts), counts), source.notes
         _build._FORK_STATE.update(image=image, demangle=demangle)
         try:
-            with concurrent.futures.ProcessPoolExecutor(1, mp_context=ctx) as pool:
-                pending = pool.submit(_build._source_worker)
+            reader = _start(ctx, _source_worker)
+            try:
                 code, funcs, names = discover_functions(image)
-                source = pending.result()
+                source = _receive(reader[1], "source")
+            finally:
+                _stop(*reader)
             sb = StructureBuilder(image, source, demangle, lm_name)
             sb.code = code
             files = sb.skeleton(funcs, names)
@@ -219,6 +223,33 @@ def _chunk_worker(conn: multiprocessing.connection.Connection) -> None:
         conn.close()
 
 
+def _source_worker(conn: multiprocessing.connection.Connection) -> None:
+    """A forked process: read the debug information and send it."""
+    try:
+        conn.send(("source", _build._source_worker()))
+    except BaseException as exc:  # noqa: BLE001 - handed to the parent, which raises it
+        conn.send(("error", exc))
+    finally:
+        conn.close()
+
+
+def _start(ctx: object, target: Callable[[multiprocessing.connection.Connection], None]
+           ) -> tuple[multiprocessing.process.BaseProcess, multiprocessing.connection.Connection]:
+    """A forked process running ``target`` with its end of a pipe; returns the process and this end."""
+    mine, theirs = ctx.Pipe()  # type: ignore[attr-defined]
+    proc = ctx.Process(target=target, args=(theirs,), daemon=True)  # type: ignore[attr-defined]
+    proc.start()
+    theirs.close()
+    return proc, mine
+
+
+def _stop(proc: multiprocessing.process.BaseProcess, conn: multiprocessing.connection.Connection) -> None:
+    conn.close()
+    proc.join(timeout=5)
+    if proc.is_alive():
+        proc.terminate()
+
+
 def _receive(conn: multiprocessing.connection.Connection, what: str) -> object:
     try:
         tag, payload = conn.recv()
@@ -238,11 +269,7 @@ def _parallel_parts(sb: StructureBuilder, files: dict[str, dict[int, Group]], fu
     workers = []
     try:
         for _ in range(jobs - 1):
-            mine, theirs = ctx.Pipe()  # type: ignore[attr-defined]
-            proc = ctx.Process(target=_chunk_worker, args=(theirs,), daemon=True)  # type: ignore[attr-defined]
-            proc.start()
-            theirs.close()
-            workers.append((proc, mine))
+            workers.append(_start(ctx, _chunk_worker))
         parts = _take_chunks(sb, files, chunks, counter)
         sizes = {k: len(p) for k, p in parts.items()}
         for _proc, conn in workers:
@@ -258,7 +285,4 @@ def _parallel_parts(sb: StructureBuilder, files: dict[str, dict[int, Group]], fu
         return _weave(layout, texts), counts
     finally:
         for proc, conn in workers:
-            conn.close()
-            proc.join(timeout=5)
-            if proc.is_alive():
-                proc.terminate()
+            _stop(proc, conn)
