@@ -45,28 +45,36 @@ PYTHON_DBG = Path("/usr/bin/python3.11d")
 SYNTH_FUNCTIONS = 1500
 SYNTHXX_UNITS, SYNTHXX_TYPES = 4, 24  # translation units, record types per unit
 
+# Commands run as an installed package does, with its bytecode cached (a development shell that sets
+# PYTHONDONTWRITEBYTECODE would have every run compile hpcsa's modules again, about 0.2 s).
+RUN_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 WRAPPER = ("import resource, subprocess, sys, time\n"
            "t = time.perf_counter()\n"
            "p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)\n"
            "dt = time.perf_counter() - t\n"
            "sys.stderr.write(p.stderr.decode(errors='replace')[-2000:] if p.returncode else '')\n"
-           "print(p.returncode, dt, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+           "r = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+           "print(p.returncode, dt, r.ru_maxrss, r.ru_utime + r.ru_stime)\n")
 
 
-def measure(cmd: list[str], repeat: int, before: Callable[[], None] | None = None) -> tuple[float, float, float]:
-    """Median and best wall seconds of ``repeat`` runs, and the median peak RSS (MiB). ``before`` runs before
-    each run, untimed (e.g. to remove a cache)."""
-    walls, rss_all = [], []
+def measure(cmd: list[str], repeat: int, before: Callable[[], None] | None = None
+            ) -> tuple[float, float, float, float]:
+    """Median and best wall seconds of ``repeat`` runs, the median peak RSS (MiB) and the median CPU seconds
+    (user + system, all processes: what load on the machine inflates least). ``before`` runs before each
+    run, untimed (e.g. to remove a cache)."""
+    walls, rss_all, cpus = [], [], []
     for _ in range(repeat):
         if before is not None:
             before()
-        out = subprocess.run([sys.executable, "-c", WRAPPER, *cmd], capture_output=True, text=True, check=True)
-        rc, wall, rss = out.stdout.split()
+        out = subprocess.run([sys.executable, "-c", WRAPPER, *cmd], capture_output=True, text=True, check=True,
+                             env=RUN_ENV)
+        rc, wall, rss, cpu = out.stdout.split()
         if int(rc) != 0:
             raise SystemExit(f"{' '.join(cmd)} failed ({rc}):\n{out.stderr}")
         walls.append(float(wall))
         rss_all.append(int(rss) / 1024)
-    return statistics.median(walls), min(walls), statistics.median(rss_all)
+        cpus.append(float(cpu))
+    return statistics.median(walls), min(walls), statistics.median(rss_all), statistics.median(cpus)
 
 
 def synth_source(n: int) -> str:
@@ -254,7 +262,7 @@ def main() -> int:
             j1 = measure([*hpcsa, "struct", str(path), "-j", "1", "-o", str(out)], args.repeat)
             readelf = shutil.which("readelf")
             re_ = measure([readelf, "--debug-dump=decodedline", str(path)], args.repeat) if readelf \
-                else (float("nan"),) * 3
+                else (float("nan"),) * 4
             rows.append((label, path.stat().st_size, debug_info_size(path), j2, j1, re_))
             print(rows[-1], file=sys.stderr)
             if path == PYTHON_DBG:
@@ -284,26 +292,29 @@ def main() -> int:
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}; load average at the end "
         f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (a shared machine: other work ran beside it, so the "
         f"medians carry its noise; the best run shows what an idle machine gives). Median (best) of "
-        f"{args.repeat} runs; memory = median peak resident set of the largest process.",
+        f"{args.repeat} runs; memory = median peak resident set of the largest process; Python bytecode cached, "
+        f"as an installed package runs.",
         "",
         HPCSTRUCT_NOTE,
         "",
-        "| binary | file size | .debug_info | hpcsa struct -j 2 | memory | hpcsa struct -j 1 | memory "
+        "Wall: median (best); CPU: median user + system seconds of all processes.",
+        "",
+        "| binary | file size | .debug_info | hpcsa struct -j 2 | CPU | memory | hpcsa struct -j 1 | CPU | memory "
         "| readelf decodedline | memory |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for label, size, dbg, j2, j1, re_ in rows:
         lines.append(f"| {label} | {size / 1e6:.1f} MB | {dbg / 1e6:.1f} MB | {j2[0]:.2f} s ({j2[1]:.2f}) "
-                     f"| {j2[2]:.0f} MiB | {j1[0]:.2f} s ({j1[1]:.2f}) | {j1[2]:.0f} MiB | {re_[0]:.2f} s "
-                     f"| {re_[2]:.0f} MiB |")
+                     f"| {j2[3]:.2f} s | {j2[2]:.0f} MiB | {j1[0]:.2f} s ({j1[1]:.2f}) | {j1[3]:.2f} s "
+                     f"| {j1[2]:.0f} MiB | {re_[0]:.2f} s | {re_[2]:.0f} MiB |")
     if meas_rows:
         lines += ["", "## A measurement directory", "",
                   "`hpcsa struct -j N MEASDIR` on a copy of meas-cxx1024 (1,024 thread profiles of a C++ OpenMP "
                   "program: the program, libc with Debian's debug info, libm, libgomp, libstdc++, libgcc_s, "
                   "ld.so), structs/ removed before each run:", "",
-                  "| -j | wall | memory (largest process) | structure files |", "|---:|---:|---:|---:|"]
-        for jobs, (med, best, rss), size in meas_rows:
-            lines.append(f"| {jobs} | {med:.2f} s ({best:.2f}) | {rss:.0f} MiB | {size / 1e6:.1f} MB |")
+                  "| -j | wall | CPU | memory (largest process) | structure files |", "|---:|---:|---:|---:|---:|"]
+        for jobs, (med, best, rss, cpu), size in meas_rows:
+            lines.append(f"| {jobs} | {med:.2f} s ({best:.2f}) | {cpu:.2f} s | {rss:.0f} MiB | {size / 1e6:.1f} MB |")
     lines += ["", "## Reading .hpcstruct XML", "",
               "| file | size | hpcsa reader | expat alone (no callbacks) | 23 MB at the reader's speed |",
               "|---|---:|---:|---:|---:|"]
