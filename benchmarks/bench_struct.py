@@ -291,7 +291,7 @@ def main() -> int:
         f"{' --only ' + ' '.join(args.only) if args.only else ''}` on {platform.machine()}, "
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}; load average at the end "
         f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (a shared machine: other work ran beside it, so the "
-        f"medians carry its noise; the best run shows what an idle machine gives). Median (best) of "
+        f"medians carry its noise and the best run is only the least disturbed one). Median (best) of "
         f"{args.repeat} runs; memory = median peak resident set of the largest process; Python bytecode cached, "
         f"as an installed package runs.",
         "",
