@@ -27,6 +27,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from hpcsa.errors import HpcsaError
 from hpcsa.fileio import atomic_file
 from hpcsa.structure import build as _build
 from hpcsa.structure.build import (
@@ -253,8 +254,8 @@ def _stop(proc: multiprocessing.process.BaseProcess, conn: multiprocessing.conne
 def _receive(conn: multiprocessing.connection.Connection, what: str) -> object:
     try:
         tag, payload = conn.recv()
-    except EOFError:
-        raise RuntimeError("a worker process of hpcsa struct ended without its result") from None
+    except EOFError:  # killed (out of memory, a signal): say so in one line
+        raise HpcsaError(None, "a worker process of hpcsa struct ended without its result") from None
     if tag == "error":
         raise payload  # type: ignore[misc]
     assert tag == what

@@ -5,12 +5,13 @@ to several, and a failure in a worker process ends as the one-line error of the 
 from __future__ import annotations
 
 import os
+import signal
 import time
 from pathlib import Path
 
 import pytest
 
-from hpcsa.errors import FormatError
+from hpcsa.errors import FormatError, HpcsaError
 from hpcsa.structure import textbuild
 from hpcsa.structure.binary import analyze_binary, write_structure
 from hpcsa.structure.build import StructureBuilder
@@ -83,5 +84,22 @@ def test_worker_failure_is_the_parents_one_line_error(tmp_path, many_chunks, mon
     monkeypatch.setattr(StructureBuilder, "fragments", fails_in_a_child)
     out = tmp_path / "out.hpcstruct"
     with pytest.raises(FormatError, match="damaged in a worker"):
+        write_structure(SAMPLE, [out], jobs=2)
+    assert not out.exists()
+
+
+def test_killed_worker_is_one_line_error(tmp_path, many_chunks, monkeypatch):
+    parent = os.getpid()
+    real = StructureBuilder.fragments
+
+    def dies_in_a_child(self, files, keys):
+        if os.getpid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(0.05)  # leave chunks to the worker
+        return real(self, files, keys)
+
+    monkeypatch.setattr(StructureBuilder, "fragments", dies_in_a_child)
+    out = tmp_path / "out.hpcstruct"
+    with pytest.raises(HpcsaError, match="worker process .* ended without its result"):
         write_structure(SAMPLE, [out], jobs=2)
     assert not out.exists()
