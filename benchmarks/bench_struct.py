@@ -14,11 +14,12 @@ Binaries (small to large):
   about 4.1 s and 720 MiB for it with -j 2 on this machine kind (issue 4).
 
 Each command runs in a fresh process under a small wrapper that reports the peak resident memory of its
-children (``ru_maxrss``; with -j 2 that is the largest single process); the best wall time of
-``--repeat`` runs is kept. The load average is recorded: the machine is shared, so take numbers taken
+children (``ru_maxrss``; with -j 2 that is the largest single process); the median and the best wall
+time of ``--repeat`` runs are kept. ``hpcsa struct MEASDIR`` is timed on a copy of the real measurement
+``hpctoolkit-extra/meas-cxx1024`` (../shared/data; skipped when absent). The load average is recorded: the machine is shared, so take numbers taken
 under load with care.
 
-    .venv/bin/python benchmarks/bench_struct.py [--record] [--repeat N] [--install]
+    .venv/bin/python benchmarks/bench_struct.py [--record] [--repeat N] [--only NAME ...] [--install]
 
 ``--record`` writes benchmarks/results/struct.md.
 """
@@ -29,10 +30,12 @@ import argparse
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,25 +45,36 @@ PYTHON_DBG = Path("/usr/bin/python3.11d")
 SYNTH_FUNCTIONS = 1500
 SYNTHXX_UNITS, SYNTHXX_TYPES = 4, 24  # translation units, record types per unit
 
+# Commands run as an installed package does, with its bytecode cached (a development shell that sets
+# PYTHONDONTWRITEBYTECODE would have every run compile hpcsa's modules again, about 0.2 s).
+RUN_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 WRAPPER = ("import resource, subprocess, sys, time\n"
            "t = time.perf_counter()\n"
            "p = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)\n"
            "dt = time.perf_counter() - t\n"
            "sys.stderr.write(p.stderr.decode(errors='replace')[-2000:] if p.returncode else '')\n"
-           "print(p.returncode, dt, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+           "r = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+           "print(p.returncode, dt, r.ru_maxrss, r.ru_utime + r.ru_stime)\n")
 
 
-def measure(cmd: list[str], repeat: int) -> tuple[float, float]:
-    """Best wall seconds and the peak RSS (MiB) of the best run."""
-    best = (float("inf"), 0.0)
+def measure(cmd: list[str], repeat: int, before: Callable[[], None] | None = None
+            ) -> tuple[float, float, float, float]:
+    """Median and best wall seconds of ``repeat`` runs, the median peak RSS (MiB) and the median CPU seconds
+    (user + system, all processes: what load on the machine inflates least). ``before`` runs before each
+    run, untimed (e.g. to remove a cache)."""
+    walls, rss_all, cpus = [], [], []
     for _ in range(repeat):
-        out = subprocess.run([sys.executable, "-c", WRAPPER, *cmd], capture_output=True, text=True, check=True)
-        rc, wall, rss = out.stdout.split()
+        if before is not None:
+            before()
+        out = subprocess.run([sys.executable, "-c", WRAPPER, *cmd], capture_output=True, text=True, check=True,
+                             env=RUN_ENV)
+        rc, wall, rss, cpu = out.stdout.split()
         if int(rc) != 0:
             raise SystemExit(f"{' '.join(cmd)} failed ({rc}):\n{out.stderr}")
-        if float(wall) < best[0]:
-            best = (float(wall), int(rss) / 1024)
-    return best
+        walls.append(float(wall))
+        rss_all.append(int(rss) / 1024)
+        cpus.append(float(cpu))
+    return statistics.median(walls), min(walls), statistics.median(rss_all), statistics.median(cpus)
 
 
 def synth_source(n: int) -> str:
@@ -192,40 +206,76 @@ def xml_speed(path: Path, repeat: int) -> tuple[float, float]:
     return size / best, size / best_expat
 
 
+MEAS_CXX = DATA / "hpctoolkit-extra" / "meas-cxx1024"
+MEAS_CXX_BINARY = DATA / "hpctoolkit-extra" / "bin" / "cxx-gcc-O2"
+HPCSTRUCT_NOTE = ("Real hpcstruct (HPCToolkit develop, Dyninst 13) on this machine kind, -j 2: python3.11d 3.4-4.1 s "
+                  "and 720 MiB; the whole meas-cxx1024 directory 12.8 s and 460 MB (its 8 binaries, libhpcrun.so "
+                  "included, which is absent here), libstdc++.so.6 alone 1.11 s.")
+
+
+def copy_measurement(tmp: Path) -> Path | None:
+    """meas-cxx1024 without its structs/, its program binary found through ``original-path`` (the run's
+    /opt/extra-out/bin/cxx-gcc-O2 is ``bin/cxx-gcc-O2`` under /opt/extra-out); the system libraries it
+    recorded (libc with Debian's debug info, libm, libgomp, libstdc++, libgcc_s, ld.so) are read in place."""
+    if not MEAS_CXX.is_dir() or not MEAS_CXX_BINARY.is_file():
+        return None
+    meas = tmp / "meas-cxx1024"
+    shutil.copytree(MEAS_CXX, meas, ignore=shutil.ignore_patterns("structs", "*.hpctrace", "*.log"))
+    (meas / "bin").mkdir()
+    shutil.copy2(MEAS_CXX_BINARY, meas / "bin")
+    (meas / "original-path").write_text("/opt/extra-out\n")
+    return meas
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--record", action="store_true")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", nargs="*", metavar="NAME", choices=("small", "synth", "synthxx", "python", "measdir"),
+                    help="measure only these (default: all; synthxx takes minutes of g++ to build)")
     ap.add_argument("--install", action="store_true", help="apt-get install python3.11-dbg if it is absent")
     args = ap.parse_args()
+    want = set(args.only or ("small", "synth", "synthxx", "python", "measdir"))
     if not PYTHON_DBG.exists() and args.install:
         subprocess.run(["apt-get", "install", "-y", "python3.11-dbg"], check=True)
     binaries: list[tuple[str, Path]] = []
     small = DATA / "hpctoolkit" / "bin" / "inlines+loops-x86_64-gcc12-dr"
-    if small.exists():
+    if small.exists() and "small" in want:
         binaries.append(("small: inlines+loops-x86_64-gcc12-dr", small))
-    binaries.append((f"medium: synth.so ({SYNTH_FUNCTIONS} generated functions)", build_synth()))
-    binaries.append((f"large, generated: synthxx.so ({SYNTHXX_UNITS} C++ units of STL templates)", build_synthxx()))
-    if PYTHON_DBG.exists():
+    if "synth" in want:
+        binaries.append((f"medium: synth.so ({SYNTH_FUNCTIONS} generated functions)", build_synth()))
+    if "synthxx" in want:
+        binaries.append((f"large, generated: synthxx.so ({SYNTHXX_UNITS} C++ units of STL templates)",
+                         build_synthxx()))
+    if PYTHON_DBG.exists() and "python" in want:
         binaries.append(("large: /usr/bin/python3.11d", PYTHON_DBG))
-    else:
+    elif "python" in want:
         print("python3.11d is absent: apt-get install python3.11-dbg (or run with --install)", file=sys.stderr)
     hpcsa = [sys.executable, "-m", "hpcsa"]
     rows = []
+    meas_rows = []
     struct_out: Path | None = None
     with tempfile.TemporaryDirectory() as tmp:
         for label, path in binaries:
             out = Path(tmp) / (path.name + ".hpcstruct")
-            t_h, m_h = measure([*hpcsa, "struct", str(path), "-j", "2", "-o", str(out)], args.repeat)
-            t_1, m_1 = measure([*hpcsa, "struct", str(path), "-j", "1", "-o", str(out)], args.repeat)
+            j2 = measure([*hpcsa, "struct", str(path), "-j", "2", "-o", str(out)], args.repeat)
+            j1 = measure([*hpcsa, "struct", str(path), "-j", "1", "-o", str(out)], args.repeat)
             readelf = shutil.which("readelf")
-            t_r, m_r = measure([readelf, "--debug-dump=decodedline", str(path)], args.repeat) if readelf \
-                else (float("nan"), float("nan"))
-            rows.append((label, path.stat().st_size, debug_info_size(path), t_h, m_h, t_1, m_1, t_r, m_r))
+            re_ = measure([readelf, "--debug-dump=decodedline", str(path)], args.repeat) if readelf \
+                else (float("nan"),) * 4
+            rows.append((label, path.stat().st_size, debug_info_size(path), j2, j1, re_))
             print(rows[-1], file=sys.stderr)
             if path == PYTHON_DBG:
                 struct_out = WORK / "python3.11d.hpcstruct"
+                WORK.mkdir(parents=True, exist_ok=True)
                 shutil.copy(out, struct_out)
+        meas = copy_measurement(Path(tmp)) if "measdir" in want else None
+        if meas is not None:
+            for jobs in (2, 1):
+                got = measure([*hpcsa, "struct", "-j", str(jobs), str(meas)], args.repeat,
+                              before=lambda: shutil.rmtree(meas / "structs", ignore_errors=True))
+                meas_rows.append((jobs, got, sum(p.stat().st_size for p in (meas / "structs").glob("*.hpcstruct"))))
+                print(meas_rows[-1], file=sys.stderr)
         xml_rows = []
         largest_real = DATA / "hpctoolkit" / "meas" / "loops-cputime-t.m" / "structs" / "libc-2.31.so.hpcstruct"
         for label, p in (("libc-2.31.so.hpcstruct (real, hpcstruct)", largest_real),
@@ -237,20 +287,35 @@ def main() -> int:
     lines = [
         "# hpcsa struct: speed and memory",
         "",
-        f"Recorded {time.strftime('%Y-%m-%d %H:%M')} by `benchmarks/bench_struct.py` on {platform.machine()}, "
+        f"Recorded {time.strftime('%Y-%m-%d %H:%M')} by `benchmarks/bench_struct.py --repeat {args.repeat}"
+        f"{' --only ' + ' '.join(args.only) if args.only else ''}` on {platform.machine()}, "
         f"{os.cpu_count()} CPUs, Python {platform.python_version()}; load average at the end "
-        f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (a shared machine: other work ran beside it). "
-        f"Best of {args.repeat} runs; memory = peak resident set of the largest process.",
+        f"{load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (a shared machine: other work ran beside it, so the "
+        f"medians carry its noise and the best run is only the least disturbed one). Median (best) of "
+        f"{args.repeat} runs; memory = median peak resident set of the largest process; Python bytecode cached, "
+        f"as an installed package runs.",
         "",
-        "| binary | file size | .debug_info | hpcsa struct -j 2 | memory | hpcsa struct -j 1 | memory "
+        HPCSTRUCT_NOTE,
+        "",
+        "Wall: median (best); CPU: median user + system seconds of all processes.",
+        "",
+        "| binary | file size | .debug_info | hpcsa struct -j 2 | CPU | memory | hpcsa struct -j 1 | CPU | memory "
         "| readelf decodedline | memory |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for label, size, dbg, t_h, m_h, t_1, m_1, t_r, m_r in rows:
-        lines.append(f"| {label} | {size / 1e6:.1f} MB | {dbg / 1e6:.1f} MB | {t_h:.2f} s | {m_h:.0f} MiB "
-                     f"| {t_1:.2f} s | {m_1:.0f} MiB | {t_r:.2f} s | {m_r:.0f} MiB |")
-    lines += ["", "Real hpcstruct on python3.11d (issue 4): about 4.1 s and 720 MiB with -j 2.", "",
-              "## Reading .hpcstruct XML", "",
+    for label, size, dbg, j2, j1, re_ in rows:
+        lines.append(f"| {label} | {size / 1e6:.1f} MB | {dbg / 1e6:.1f} MB | {j2[0]:.2f} s ({j2[1]:.2f}) "
+                     f"| {j2[3]:.2f} s | {j2[2]:.0f} MiB | {j1[0]:.2f} s ({j1[1]:.2f}) | {j1[3]:.2f} s "
+                     f"| {j1[2]:.0f} MiB | {re_[0]:.2f} s | {re_[2]:.0f} MiB |")
+    if meas_rows:
+        lines += ["", "## A measurement directory", "",
+                  "`hpcsa struct -j N MEASDIR` on a copy of meas-cxx1024 (1,024 thread profiles of a C++ OpenMP "
+                  "program: the program, libc with Debian's debug info, libm, libgomp, libstdc++, libgcc_s, "
+                  "ld.so), structs/ removed before each run:", "",
+                  "| -j | wall | CPU | memory (largest process) | structure files |", "|---:|---:|---:|---:|---:|"]
+        for jobs, (med, best, rss, cpu), size in meas_rows:
+            lines.append(f"| {jobs} | {med:.2f} s ({best:.2f}) | {cpu:.2f} s | {rss:.0f} MiB | {size / 1e6:.1f} MB |")
+    lines += ["", "## Reading .hpcstruct XML", "",
               "| file | size | hpcsa reader | expat alone (no callbacks) | 23 MB at the reader's speed |",
               "|---|---:|---:|---:|---:|"]
     for label, size, ours, bare in xml_rows:

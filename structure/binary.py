@@ -10,10 +10,11 @@ that starts with ``warning:`` says the result is degraded (e.g. no disassembler:
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import capstone
@@ -31,7 +32,8 @@ from hpcsa.structure.elf import (
     open_elf,
     require_x86_64,
 )
-from hpcsa.structure.model import Module, StructureFile, renumber
+from hpcsa.structure.hpcstruct import write_hpcstruct
+from hpcsa.structure.model import C, L, Module, P, S, StructureFile, renumber
 
 # ELF machine -> "module:function" building a Module for GPU binaries.
 GPU_BUILDERS: dict[int, str] = {
@@ -92,21 +94,21 @@ def analyze_binary(path: str | os.PathLike[str], lm_name: str | None = None, job
     if machine in GPU_BUILDERS:
         module, notes = gpu_builder(machine, path)(image, name, jobs)
         return _result([module], notes)
-    require_x86_64(image)  # anything else is refused, naming its architecture
-    if image.elf.header["e_type"] == "ET_REL":
-        raise UnsupportedError(path, "a relocatable object file (.o): its code has no addresses yet; "
-                               "analyse the executable or shared library it is linked into")
-    try:
+    _require_cpu_binary(image, path)
+    with _one_line_errors(path):
         module, notes = build_module(image, demangle, name, jobs=jobs)
-    except (IndexError, KeyError, ValueError, OverflowError, struct.error, capstone.CsError, ELFError,
-            DWARFError, AssertionError) as exc:  # pyelftools asserts on some malformed sections
-        # Inputs that pass the header checks but are inconsistent deeper down (a fuzzed or damaged
-        # file) must still end in one line; the exception type helps a bug report.
-        raise FormatError(path, f"could not be analysed: inconsistent contents ({type(exc).__name__}: "
-                          f"{exc})") from None
+    device, notes = _device_code(image, path, jobs, device_code, notes)
+    result = _result([module], notes)
+    result.device = device
+    return result
+
+
+def _device_code(image: ElfImage, path: str, jobs: int, wanted: bool, notes: list[str]
+                 ) -> tuple[dict[str, StructureFile], list[str]]:
+    """The structure files of the GPU code a host binary embeds (with ``wanted``), else a note that it has some."""
     containers = device_code_mod.embedded_sections([s.name for s in image.sections])
     device: dict[str, StructureFile] = {}
-    if device_code:
+    if wanted:
         extra, more = device_code_mod.embedded_modules(path, jobs, _analyze_gpu_file)
         for m in extra:
             device[device_code_mod.gpubin_md5(m.path)] = _result([m], []).structure
@@ -114,9 +116,7 @@ def analyze_binary(path: str | os.PathLike[str], lm_name: str | None = None, job
     elif containers:
         notes = notes + [f"holds GPU code in {', '.join(containers)}; its structure comes from a measurement's "
                          "gpubins/, or from hpcsa struct --device-code on this binary"]
-    result = _result([module], notes)
-    result.device = device
-    return result
+    return device, notes
 
 
 def _result(modules: list[Module], notes: list[str]) -> BinaryStructure:
@@ -131,3 +131,59 @@ def _analyze_gpu_file(path: str, lm_name: str, jobs: int) -> tuple[Module, list[
     if image.machine not in GPU_BUILDERS:
         raise FormatError(path, f"a {machine_name(image.machine)} ELF where a GPU code object was expected")
     return gpu_builder(image.machine, path)(image, lm_name, jobs)
+
+
+@dataclass
+class WrittenStructure:
+    """What :func:`write_structure` wrote: scopes by kind (hpcsa.structure.model's codes), notes, and the
+    structure files of the GPU code a host binary embeds (with ``device_code``), keyed by md5."""
+
+    counts: dict[int, int]
+    notes: list[str] = field(default_factory=list)
+    modules: int = 1
+    device: dict[str, StructureFile] = field(default_factory=dict)
+
+
+def write_structure(path: str | os.PathLike[str], outputs: list[str], lm_name: str | None = None,
+                    jobs: int = 1, device_code: bool = False) -> WrittenStructure:
+    """Write the structure file of the binary at ``path`` to each of ``outputs`` (the same bytes as
+    ``write_hpcstruct`` of :func:`analyze_binary`'s result). x86-64 binaries are rendered straight from their
+    procedure groups, in ``jobs`` processes (:mod:`hpcsa.structure.textbuild`), never assembled as a Module."""
+    path = os.fspath(path)
+    image = None if device_code_mod.is_container(path) else open_elf(path)
+    if image is None or image.machine in GPU_BUILDERS:
+        result = analyze_binary(path, lm_name, jobs)
+        for out in outputs:
+            write_hpcstruct(out, result.structure)
+        mods = result.structure.modules
+        return WrittenStructure({k: sum(m.count(k) for m in mods) for k in (P, L, S, C)}, result.notes,
+                                modules=len(mods))
+    from hpcsa.structure.textbuild import build_text
+
+    name = lm_name if lm_name is not None else os.path.realpath(path)
+    _require_cpu_binary(image, path)
+    with _one_line_errors(path):
+        text, notes = build_text(image, demangle, name, jobs=jobs)
+    for out in outputs:
+        text.write(out)
+    device, notes = _device_code(image, path, jobs, device_code, notes)
+    return WrittenStructure(dict(text.counts), notes, device=device)
+
+
+def _require_cpu_binary(image: ElfImage, path: str) -> None:
+    require_x86_64(image)  # anything else is refused, naming its architecture
+    if image.elf.header["e_type"] == "ET_REL":
+        raise UnsupportedError(path, "a relocatable object file (.o): its code has no addresses yet; "
+                               "analyse the executable or shared library it is linked into")
+
+
+@contextlib.contextmanager
+def _one_line_errors(path: str) -> Iterator[None]:
+    try:
+        yield
+    except (IndexError, KeyError, ValueError, OverflowError, struct.error, capstone.CsError, ELFError,
+            DWARFError, AssertionError) as exc:  # pyelftools asserts on some malformed sections
+        # Inputs that pass the header checks but are inconsistent deeper down (a fuzzed or damaged
+        # file) must still end in one line; the exception type helps a bug report.
+        raise FormatError(path, f"could not be analysed: inconsistent contents ({type(exc).__name__}: "
+                          f"{exc})") from None

@@ -473,6 +473,11 @@ class StructureBuilder:
         func = _FuncCtx(ctx, batch, k)
         entry = batch.entry_block[k]
         top = find_loops(func.successors(), entry)[0] if batch.cyclic[k] and entry >= 0 else []
+        if not top:  # what function_tree does without loops: every block in order under the root
+            root = TreeNode()
+            if func.starts:
+                func.add_runs(root, batch.block_ra[func.first], batch.block_rb[func.first + len(func.starts) - 1])
+            return root
         return function_tree(func, top, filenm)
 
     def add_gaps(self, filenm: str, group: Group, covered: list[tuple[int, int]], ctx: _GroupCtx) -> None:
@@ -486,6 +491,7 @@ class StructureBuilder:
         gaps = compute_gaps(covered, group.start, group.end)
         fid = strtab(filenm)
         fbase = strtab(basename(filenm))
+        stmts = []
         for lo, hi in gaps:
             vma = lo
             while vma < hi:
@@ -493,16 +499,15 @@ class StructureBuilder:
                 if got is not None:
                     end = min(got[2], hi)
                     f = got[0]
-                    self.add_stmt(root, ctx, vma, end - vma, strtab(f), strtab(basename(f)), got[1])
+                    stmts.append(Stmt(vma, end - vma, strtab(f), strtab(basename(f)), got[1]))
                 else:
                     end = min(vma + 4, hi)
-                    self.add_stmt(root, ctx, vma, end - vma, fid, fbase, leader.line)
+                    stmts.append(Stmt(vma, end - vma, fid, fbase, leader.line))
                 vma = end
-
-    def add_stmt(self, root: TreeNode, ctx: _GroupCtx, vma: int, length: int, file: int, base: int,
-                 line: int) -> None:
-        n = int(self.src.inlines.innermost(np.array([vma], np.uint64))[0])
-        root.descend(ctx.path_of(n)).stmts.append(Stmt(vma, length, file, base, line))
+        if stmts:  # gaps ascend, so their inline nodes come from one lookup
+            nodes = self.src.inlines.innermost(np.array([st.vma for st in stmts], np.uint64)).tolist()
+            for st, n in zip(stmts, nodes, strict=True):
+                root.descend(ctx.path_of(n)).stmts.append(st)
 
     def inline_path(self, node: int, strtab: StrTab) -> list[FLP]:
         return flp_path(((self.realpath(f) if f else "", line, name) for f, line, name in self.src.inlines.chain(node)),
@@ -760,18 +765,26 @@ class _FuncCtx:
 
     def add_block(self, root: TreeNode, bi: int) -> None:
         """File the statements of block ``bi`` (of this function) under their inline paths."""
+        i = self.first + bi
+        self.add_runs(root, self.batch.block_ra[i], self.batch.block_rb[i])
+
+    def add_runs(self, root: TreeNode, ra: int, rb: int) -> None:
+        """File the statements of runs ``ra .. rb - 1`` of the batch (consecutive blocks' runs are
+        consecutive) under their inline paths below ``root``."""
         group, b = self.group, self.batch
         paths, file_ids = group.paths, group.file_ids
         run_vma, run_len, run_inl, run_file, run_line = b.run_vma, b.run_len, b.run_inl, b.run_file, b.run_line
-        i = self.first + bi
-        for r in range(b.block_ra[i], b.block_rb[i]):
+        below: dict[int, TreeNode] = {}  # inline node -> its tree node under root
+        for r in range(ra, rb):
             node = root
             n = run_inl[r]
             if n >= 0:
-                path = paths.get(n)
-                if path is None:
-                    path = group.path_of(n)
-                node = root.descend(path)
+                node = below.get(n)  # type: ignore[assignment]
+                if node is None:
+                    path = paths.get(n)
+                    if path is None:
+                        path = group.path_of(n)
+                    node = below[n] = root.descend(path)
             f = run_file[r]
             ids = file_ids.get(f)
             if ids is None:

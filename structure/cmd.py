@@ -55,16 +55,14 @@ def run(args: argparse.Namespace) -> int:
         progress.finish(report.summary(os.path.abspath(target)))
         return 2 if report.failed and not report.written and not report.cached else 0
 
-    from hpcsa.structure.binary import analyze_binary, split_notes
+    from hpcsa.structure.binary import split_notes, write_structure
+    from hpcsa.structure.device_code import structure_file_name
     from hpcsa.structure.hpcstruct import write_hpcstruct
     from hpcsa.structure.model import C, L, P, S
 
     progress = Progress(f"hpcsa struct: {target}")
-    result = analyze_binary(target, lm_name=args.name, jobs=args.jobs, device_code=args.device_code)
     out = args.output or os.path.basename(target) + ".hpcstruct"
-    write_hpcstruct(out, result.structure)
-    from hpcsa.structure.device_code import structure_file_name
-
+    result = write_structure(target, [out], lm_name=args.name, jobs=args.jobs, device_code=args.device_code)
     for md5, sf in sorted(result.device.items()):
         write_hpcstruct(os.path.join(os.path.dirname(os.path.abspath(out)), structure_file_name(md5)), sf)
     warnings, notes = split_notes(result.notes)
@@ -72,11 +70,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"hpcsa: warning: {target}: {w}", file=sys.stderr)
     for note in notes:
         print(f"hpcsa: note: {target}: {note}", file=sys.stderr)
-    mods = result.structure.modules + [m for sf in result.device.values() for m in sf.modules]
-    more = f" in {len(mods)} load modules" if len(mods) > 1 else ""
+    n = dict(result.counts)
+    for sf in result.device.values():
+        for m in sf.modules:
+            for k in (P, L, S, C):
+                n[k] = n.get(k, 0) + m.count(k)
+    mods = result.modules + sum(len(sf.modules) for sf in result.device.values())
+    more = f" in {mods} load modules" if mods > 1 else ""
     if result.device:
         more += f" (GPU code: {len(result.device)} more structure file(s) beside it)"
-    progress.finish(f"hpcsa struct: {out}: {sum(m.count(P) for m in mods)} procedures, "
-                    f"{sum(m.count(L) for m in mods)} loops, {sum(m.count(S) + m.count(C) for m in mods)} "
-                    f"statements{more}")
+    progress.finish(f"hpcsa struct: {out}: {n.get(P, 0)} procedures, {n.get(L, 0)} loops, "
+                    f"{n.get(S, 0) + n.get(C, 0)} statements{more}")
     return 0

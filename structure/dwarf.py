@@ -115,6 +115,9 @@ def cstring(data: bytes, pos: int) -> tuple[str, int]:
 
 @dataclass
 class Abbrev:
+    """One abbreviation; tables share equal ones (:meth:`DebugInfo.abbrevs_at`), so ``code`` is its code in
+    the first table that had it (a table maps each of its codes to it)."""
+
     code: int
     tag: int
     has_children: bool
@@ -159,6 +162,9 @@ class DebugInfo:
         self.rnglists = sections.get(".debug_rnglists", b"")
         self.line = sections.get(".debug_line", b"")
         self._abbrev_cache: dict[int, dict[int, Abbrev]] = {}
+        # Abbreviations by content, shared by the tables of all units (with one address size, offset size
+        # and version): a binary of thousands of units repeats the same few hundred.
+        self._abbrev_shared: dict[tuple[int, int, int], dict[tuple[object, ...], Abbrev]] = {}
         self._abbrev_numbers: tuple[list[int], list[int]] | None = None
         self.units: list[Unit] = []
         if self.info:
@@ -221,8 +227,14 @@ class DebugInfo:
             raise DwarfError(f"corrupt .debug_abbrev at {offset:#x}") from exc
         table: dict[int, Abbrev] = {}
         sizes = _form_sizes(address_size, offset_size, version)
+        shared = self._abbrev_shared.setdefault((address_size, offset_size, version), {})
         for code, tag, children, attrs in entries:
-            ab = Abbrev(code, tag, children, attrs)
+            content = (tag, children, *attrs)
+            ab = shared.get(content)
+            if ab is not None:  # the same entry in another unit's table (most are): decoded once
+                table[code] = ab
+                continue
+            ab = shared[content] = Abbrev(code, tag, children, attrs)
             ab.plan = [(at, form, implicit, sizes(form)) for at, form, implicit in attrs]
             size = 0
             for at, form, _, fs in ab.plan:

@@ -13,6 +13,7 @@ address the last one wins).
 
 from __future__ import annotations
 
+import functools
 import os
 import struct
 from dataclasses import dataclass, field
@@ -86,6 +87,7 @@ class LineMap:
         return LineMap(z, z.copy(), np.zeros(0, np.int32), np.zeros(0, np.int32), [])
 
 
+@functools.lru_cache(maxsize=1 << 16)  # the same headers recur in the tables of thousands of units
 def _join(directory: str | None, name: str) -> str:
     if not directory or name.startswith("/"):
         return name

@@ -468,29 +468,56 @@ def quote(text: str) -> str:
     return text
 
 
+def lm_open_tag(id: int, path: str, has_calls: bool | None, has_v: bool) -> str:
+    """The ``<LM ...>`` start tag and its line end."""
+    calls = "1" if has_calls else "0"
+    v = ' v="{}"' if has_v else ""
+    return f'<LM i="{id}" n="{quote(path)}" has-calls="{calls}"{v}>\n'
+
+
+def lm_close_tag() -> str:
+    return "</LM>\n"
+
+
 def render_module(m: Module) -> Iterator[str]:
     """The ``<LM>`` element of one module, as text chunks."""
-    calls = "1" if m.has_calls else "0"
-    v = ' v="{}"' if m.has_v else ""
-    yield f'<LM i="{m.id}" n="{quote(m.path)}" has-calls="{calls}"{v}>\n'
-    quoted = [quote(s) for s in m.strings]
+    yield lm_open_tag(m.id, m.path, m.has_calls, m.has_v)
     sc = m.scopes
-    kinds = sc["kind"].tolist()
-    parents = sc["parent"].tolist()
-    ids = sc["id"].tolist()
-    lines = sc["line"].tolist()
-    files = sc["file"].tolist()
-    names = sc["name"].tolist()
-    links = sc["link"].tolist()
-    syms = sc["sym"].tolist()
-    targets = sc["target"].tolist()
-    devices = sc["device"].tolist()
-    flags = sc["flags"].tolist()
-    bounds = m.range_bounds.tolist()
-    lo = m.ranges["lo"].tolist()
-    hi = m.ranges["hi"].tolist()
-    texts = [f"[{a:#x}-{b:#x})" for a, b in zip(lo, hi, strict=True)]
+    cols = {name: sc[name].tolist() for name in ("kind", "flags", "parent", "id", "line", "file", "name", "link",
+                                                 "sym", "target", "device")}
+    yield from render_scopes(cols, m.strings, m.ranges["lo"].tolist(), m.ranges["hi"].tolist(),
+                             m.ranges["scope"].tolist())
+    yield lm_close_tag()
+
+
+def render_scopes(cols: dict[str, list[int]], strings: list[str], lo: list[int], hi: list[int],
+                  rscope: list[int], first_id: int | None = None) -> Iterator[str]:
+    """Scopes as XML elements, as text chunks: ``cols`` are the SCOPE columns as lists in document order
+    (parent -1: directly inside the enclosing element, which the caller writes), ``strings`` the strings
+    their file/name/link/device columns index, ``lo``/``hi``/``rscope`` their ``v`` ranges grouped by row.
+    Ids are the ``id`` column, or ``first_id + row`` (a part rendered before its module is assembled)."""
+    quoted = [quote(s) for s in strings]
+    kinds = cols["kind"]
+    parents = cols["parent"]
+    ids = cols["id"] if first_id is None else range(first_id, first_id + len(kinds))
+    lines = cols["line"]
+    files = cols["file"]
+    names = cols["name"]
+    links = cols["link"]
+    syms = cols["sym"]
+    targets = cols["target"]
+    devices = cols["device"]
+    flags = cols["flags"]
+    nr = len(rscope)
     n = len(kinds)
+    bounds = [0] * (n + 1)
+    j = 0
+    for row in range(n):  # ranges are grouped by row, rows ascending
+        while j < nr and rscope[j] < row:
+            j += 1
+        bounds[row] = j
+    bounds[n] = nr
+    texts = [f"[{a:#x}-{b:#x})" for a, b in zip(lo, hi, strict=True)]
     has_child = [False] * n
     for p in parents:
         if p >= 0:
@@ -554,18 +581,39 @@ def render_module(m: Module) -> Iterator[str]:
             out.clear()
     while open_rows:
         out.append(f"</{KIND_TAGS[kinds[open_rows.pop()]]}>\n")
-    out.append("</LM>\n")
-    yield "".join(out)
+    if out:
+        yield "".join(out)
+
+
+def file_open_tag(id: int, path: str) -> str:
+    """The start tag of an ``F`` whose children are rendered separately (:func:`render_scopes` of parts)."""
+    alone = "".join(render_scopes({"kind": [F], "flags": [0], "parent": [-1], "id": [id], "line": [-1],
+                                   "file": [0], "name": [-1], "link": [-1], "sym": [-1], "target": [-1],
+                                   "device": [-1]}, [path], [], [], []))
+    return alone[:-len(file_close_tag())]  # a childless F is written as start tag, line end, end tag
+
+
+def file_close_tag() -> str:
+    return f"</{KIND_TAGS[F]}>\n"
+
+
+def document_head(name: str | None, id: int = 0) -> Iterator[str]:
+    """What precedes the modules: the XML declaration, the DTD and the root start tag."""
+    yield '<?xml version="1.0"?>\n'
+    yield DTD
+    text = "" if name is None else f' n="{quote(name)}"'
+    yield f'<{ROOT} i="{id}" version="{VERSION}"{text}>\n'
+
+
+def document_tail() -> str:
+    return f"</{ROOT}>\n"
 
 
 def render(sf: StructureFile) -> Iterator[str]:
-    yield '<?xml version="1.0"?>\n'
-    yield DTD
-    name = "" if sf.name is None else f' n="{quote(sf.name)}"'
-    yield f'<{ROOT} i="{sf.id}" version="{VERSION}"{name}>\n'
+    yield from document_head(sf.name, sf.id)
     for m in sf.modules:
         yield from render_module(m)
-    yield f"</{ROOT}>\n"
+    yield document_tail()
 
 
 def write_hpcstruct(path: str | os.PathLike[str], sf: StructureFile) -> None:

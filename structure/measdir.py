@@ -142,13 +142,13 @@ def locate(measdir: str, original: str | None, recorded: str) -> str | None:
 
 def _analyze(path: str, recorded: str, output: str, cache_dir: str | None, md5: str) -> tuple[str, list[str]]:
     """Worker: analyse one binary and write its structure file (also into the shared cache)."""
-    from hpcsa.structure.binary import analyze_binary
+    from hpcsa.structure.binary import write_structure
 
-    result = analyze_binary(path, lm_name=recorded)
-    write_hpcstruct(output, result.structure)
+    result = write_structure(path, [output], lm_name=recorded)
     if cache_dir:
         with _suppress_os_errors():
-            write_hpcstruct(os.path.join(cache_dir, f"{md5}.hpcstruct"), result.structure)
+            with open(output, "rb") as fh:
+                write_file(os.path.join(cache_dir, f"{md5}.hpcstruct"), fh.read())
     return output, result.notes
 
 

@@ -471,6 +471,11 @@ class ModuleBuilder:
         self._hi.extend(part._hi)
         self._rscope.extend([r + offset for r in part._rscope])
 
+    def columns(self) -> tuple[dict[str, list[int]], list[str], list[int], list[int], list[int]]:
+        """The scopes added so far, uncopied: column lists, strings, and range lo, hi and row (for a writer
+        that renders a part without making a Module of it)."""
+        return self._cols, list(self._strings), self._lo, self._hi, self._rscope
+
     def finish(self) -> Module:
         n = len(self)
         scopes = np.empty(n, SCOPE)

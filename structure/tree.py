@@ -402,7 +402,8 @@ class Emitter:
                 got.append((st.vma, st.vma + st.length))
         if by_line:
             lines = sorted(by_line)
-            self.out.add_statements(parent, lines, [merge_ranges(by_line[line]) for line in lines])
+            merged = [by_line[line] for line in lines]
+            self.out.add_statements(parent, lines, [rs if len(rs) == 1 else merge_ranges(rs) for rs in merged])
         for st in sorted(calls, key=lambda s: (s.line, s.vma)):
             self.out.add(C, parent, line=st.line, ranges=[(st.vma, st.end)], target=st.target, device=self.device)
 

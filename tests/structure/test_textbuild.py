@@ -1,0 +1,105 @@
+"""The structure file written straight from procedure groups (hpcsa.structure.textbuild) is byte for byte what
+the module path writes (analyze_binary, then write_hpcstruct), in one process and when the groups are dealt
+to several, and a failure in a worker process ends as the one-line error of the parent."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from hpcsa.errors import FormatError, HpcsaError
+from hpcsa.structure import textbuild
+from hpcsa.structure.binary import analyze_binary, write_structure
+from hpcsa.structure.build import StructureBuilder
+from hpcsa.structure.hpcstruct import write_hpcstruct
+from hpcsa.structure.model import C, L, P, S
+from tests.conftest import FIXTURES, SHARED_DATA
+
+SAMPLE = FIXTURES / "structure" / "sample.so"
+
+
+def _binaries(shared: Path | None) -> list[Path]:
+    out = [SAMPLE]
+    if shared is not None:
+        big = shared / "hpctoolkit" / "bin" / "inlines+loops-x86_64-gcc12-dr"  # inline trees and loops
+        if big.exists():
+            out.append(big)
+    return out
+
+
+@pytest.fixture
+def many_chunks(monkeypatch):
+    """Every binary split, in chunks of a few blocks, whatever its size."""
+    monkeypatch.setattr(textbuild, "SMALL_CODE", 0)
+    monkeypatch.setattr(textbuild, "MIN_CHUNK_BLOCKS", 1)
+    monkeypatch.setattr(textbuild, "CHUNKS_PER_JOB", 50)
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 3])
+def test_text_is_the_module_rendered(tmp_path, jobs, many_chunks):
+    for binary in _binaries(SHARED_DATA if SHARED_DATA.is_dir() else None):
+        expected = tmp_path / "module.hpcstruct"
+        result = analyze_binary(binary, lm_name="/some/where/" + binary.name)
+        write_hpcstruct(expected, result.structure)
+        got = tmp_path / f"text-{jobs}.hpcstruct"
+        written = write_structure(binary, [got, tmp_path / "copy.hpcstruct"], lm_name="/some/where/" + binary.name,
+                                  jobs=jobs)
+        assert got.read_bytes() == expected.read_bytes(), binary
+        assert (tmp_path / "copy.hpcstruct").read_bytes() == expected.read_bytes()
+        m = result.module
+        assert {k: written.counts.get(k, 0) for k in (P, L, S, C)} == {k: m.count(k) for k in (P, L, S, C)}
+        assert written.notes == result.notes
+
+
+def test_chunks_cover_every_group_once(many_chunks):
+    from hpcsa.ingest.demangle import demangle
+    from hpcsa.structure.build import discover_functions, print_order, read_source_info
+    from hpcsa.structure.elf import open_elf
+
+    image = open_elf(str(SAMPLE))
+    sb = StructureBuilder(image, read_source_info(image, demangle), demangle)
+    sb.code, funcs, names = discover_functions(image)
+    files = sb.skeleton(funcs, names)
+    chunks = textbuild._chunks(files, funcs, 2)
+    keys = [k for chunk in chunks for k in chunk]
+    assert sorted(keys) == sorted(print_order(files))
+    assert len(keys) == len(set(keys))
+    assert len(chunks) > 2  # the sample has enough groups to be dealt in several chunks
+
+
+def test_worker_failure_is_the_parents_one_line_error(tmp_path, many_chunks, monkeypatch):
+    parent = os.getpid()
+    real = StructureBuilder.fragments
+
+    def fails_in_a_child(self, files, keys):
+        if os.getpid() != parent:
+            raise ValueError("damaged in a worker")
+        time.sleep(0.05)  # leave chunks to the worker
+        return real(self, files, keys)
+
+    monkeypatch.setattr(StructureBuilder, "fragments", fails_in_a_child)
+    out = tmp_path / "out.hpcstruct"
+    with pytest.raises(FormatError, match="damaged in a worker"):
+        write_structure(SAMPLE, [out], jobs=2)
+    assert not out.exists()
+
+
+def test_killed_worker_is_one_line_error(tmp_path, many_chunks, monkeypatch):
+    parent = os.getpid()
+    real = StructureBuilder.fragments
+
+    def dies_in_a_child(self, files, keys):
+        if os.getpid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(0.05)  # leave chunks to the worker
+        return real(self, files, keys)
+
+    monkeypatch.setattr(StructureBuilder, "fragments", dies_in_a_child)
+    out = tmp_path / "out.hpcstruct"
+    with pytest.raises(HpcsaError, match="worker process .* ended without its result"):
+        write_structure(SAMPLE, [out], jobs=2)
+    assert not out.exists()
