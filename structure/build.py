@@ -187,7 +187,9 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
     plt = image.plt_names
     plt_sections = [(s.addr, s.end) for s in code_secs if s.name.startswith(".plt")]
     names: dict[int, str] = {}
-    entries = set(extent)
+    # Every PLT stub is a function, as Dyninst makes one per JUMP_SLOT relocation: also the stubs called only
+    # from exception landing pads (_Unwind_Resume, __cxa_begin_catch), which no parsed call reaches.
+    entries = set(extent) | set(plt)
     e_entry = int(image.elf.header["e_entry"])
     if e_entry and image.has_interpreter and image.code_region(e_entry) is not None and e_entry not in entries:
         entries.add(e_entry)
