@@ -134,6 +134,7 @@ class CodeIndex:
         self.image = image
         self.operands: dict[int, str] = {}   # indirect jumps: operand text (jump tables)
         self.tables: dict[int, list[int]] = {}  # jump address -> resolved table targets (kept across rebuilds)
+        self.codeptr_functions: dict[int, object] = {}  # codeptr's decoded functions, by entry
         parts = [self._sweep(sec.addr, sec.end) for sec in image.code_sections]
         rows = np.concatenate(parts) if parts else np.zeros(0, CODE_ROW)
         self.restarts = np.array(sorted({a for a in restarts if image.code_region(a) is not None}), np.uint64)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import capstone
 import numpy as np
 
 if TYPE_CHECKING:
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
 Insn = tuple[int, int, str, str]   # capstone disasm_lite: address, size, mnemonic, operands
 
 MAX_ENTRIES = 4096
+FUNCTION_SCAN = 1 << 20        # functions larger than this are not decoded again to find a base register
+MAX_SLICE_STEPS = 20000        # instructions a backward slice may visit
+_MD = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
 _NO_FALLTHROUGH = frozenset({"jmp", "ljmp", "ret", "retf", "retfq", "hlt", "ud2", "ud1", "ud0", "int3"})
 # Mnemonics whose first operand is read, not written.
 _READS_FIRST = frozenset({"cmp", "test", "push", "bt", "ucomiss", "ucomisd", "comiss", "comisd", "ptest"})
@@ -80,19 +84,6 @@ def _memory(op: str) -> str | None:
     return op[op.index("[") + 1:op.rindex("]")]
 
 
-def _rip_lea(insn: Insn) -> int | None:
-    """The address that ``lea reg, [rip + disp]`` loads (None for any other instruction)."""
-    addr, size, mnem, op = insn
-    if mnem != "lea" or "[rip" not in op:
-        return None
-    mem = op[op.index("[") + 1:op.rindex("]")].replace(" ", "")
-    try:
-        disp = int(mem[3:], 0) if len(mem) > 3 else 0
-    except ValueError:
-        return None
-    return addr + size + disp
-
-
 def _straight_line(window: list[Insn]) -> list[Insn]:
     """The instructions of ``window`` (the code before a jump, in address order) after its last one that does
     not fall through (jmp, ret, hlt, ud2): what reaches the jump without a branch into it from elsewhere."""
@@ -128,20 +119,89 @@ def resolve_code_pointer_jump(code: CodeIndex, jmp_addr: int, ops: str, window: 
         return []
     base, _index, table = parsed
     if base is not None:
-        loaded = _base_value(window[:k], base)
+        loaded = _base_value(code, window[k][0] if k < len(window) else jmp_addr, base, lo, hi)
         if loaded is None:
             return []
         table += loaded
     return read_code_pointers(code.image, table, lo, hi)
 
 
-def _base_value(before: list[Insn], base: str) -> int | None:
-    """The table address that the last write to register ``base`` before the jump loads, when that write is
-    a ``lea base, [rip + table]`` on the straight-line path to the jump."""
-    for insn in reversed(before):
-        if _writes(insn, base):
-            return _rip_lea(insn)
-    return None
+def _constant(insn: Insn) -> int | None:
+    """The address a ``lea reg, [rip + disp]`` or ``mov reg, imm`` loads (None for any other instruction)."""
+    addr, size, mnem, op = insn
+    if mnem == "mov" and "," in op:
+        src = op.split(",", 1)[1].strip()
+        try:
+            return int(src, 0) if src.startswith("0x") or src.isdigit() else None
+        except ValueError:
+            return None
+    if mnem != "lea" or "[rip" not in op:
+        return None
+    mem = op[op.index("[") + 1:op.rindex("]")].replace(" ", "")
+    try:
+        disp = int(mem[3:], 0) if len(mem) > 3 else 0
+    except ValueError:
+        return None
+    return addr + size + disp
+
+
+class _FunctionCode:
+    """A function's instructions with operands, and who branches directly to each address."""
+
+    def __init__(self, code: CodeIndex, lo: int, hi: int) -> None:
+        self.insns: list[Insn] = list(_MD.disasm_lite(code.image.read(lo, hi - lo), lo))
+        self.index = {insn[0]: k for k, insn in enumerate(self.insns)}
+        self.preds: dict[int, list[int]] = {}
+        for k, (_a, _s, mnem, op) in enumerate(self.insns):
+            if mnem.startswith("j") and op.startswith("0x"):
+                self.preds.setdefault(int(op, 16), []).append(k)
+
+
+def _base_value(code: CodeIndex, jmp_addr: int, base: str, lo: int, hi: int) -> int | None:
+    """The table address in register ``base`` at the jump, as Dyninst's backward slice finds it while it
+    parses: the paths back from the jump through fall-through and direct branches (not through indirect
+    jumps, whose targets are what is being resolved) must meet writes to ``base`` that all load the same
+    constant address (``lea base, [rip + table]`` or ``mov base, imm``). A path that reaches the function's
+    entry first leaves the base unknown (None); one that reaches code entered only through indirect jumps
+    ends there. So a dispatch shared by all handlers and reached from the entry is resolved, while a
+    dispatch copied into each handler (reached only through the table) is not."""
+    if hi - lo > FUNCTION_SCAN:
+        return None
+    fc = code.codeptr_functions.get(lo)
+    if fc is None:
+        fc = code.codeptr_functions[lo] = _FunctionCode(code, lo, hi)
+    start = fc.index.get(jmp_addr)
+    if start is None:
+        return None
+    values: set[int] = set()
+    seen = {start}
+    work = [start]
+    steps = 0
+    while work:
+        k = work.pop()
+        while True:
+            steps += 1
+            if steps > MAX_SLICE_STEPS:
+                return None
+            for p in fc.preds.get(fc.insns[k][0], ()):
+                if p not in seen:
+                    seen.add(p)
+                    work.append(p)
+            if fc.insns[k][0] == lo:
+                return None       # the function's entry: the base is an argument, or unknown
+            if k == 0 or fc.insns[k - 1][2].rsplit(" ", 1)[-1] in _NO_FALLTHROUGH:
+                break             # a block entered by branches only (direct ones are followed above)
+            k -= 1
+            if _writes(fc.insns[k], base):
+                value = _constant(fc.insns[k])
+                if value is None:
+                    return None
+                values.add(value)
+                break
+            if k in seen:
+                break
+            seen.add(k)
+    return values.pop() if len(values) == 1 else None
 
 
 def read_code_pointers(image: ElfImage, table: int, lo: int, hi: int) -> list[int]:
