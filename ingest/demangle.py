@@ -3,16 +3,18 @@
 Demangling uses ``cxxfilt`` (PyPI), a thin binding of libstdc++'s ``abi::__cxa_demangle``: the demangler of
 ``c++filt`` and of GCC itself (libiberty's cp-demangle), so names read exactly as in every other GNU tool,
 and it is fast (no process per name). HPCToolkit demangles with libiberty's ``cplus_demangle`` and the
-options ``DMGL_PARAMS | DMGL_ANSI | DMGL_RET_DROP``: the same text, except that the return type which the
-Itanium C++ ABI mangles into template functions is not printed -- ``std::move<int&>(int&)``, not
-``std::remove_reference<int&>::type&& std::move<int&>(int&)``. :func:`drop_return_type` removes it from
-``__cxa_demangle``'s text. Clone suffixes (`` [clone .constprop.0]``) are kept. Names that are not
+options ``DMGL_PARAMS | DMGL_ANSI | DMGL_VERBOSE | DMGL_RET_DROP``: the same text, except that the return
+type which the Itanium C++ ABI mangles into template functions is not printed -- ``std::move<int&>(int&)``,
+not ``std::remove_reference<int&>::type&& std::move<int&>(int&)`` -- and the standard abbreviations are
+spelled out (``std::basic_string<char, std::char_traits<char>, std::allocator<char> >::_M_copy``, not
+``std::string::_M_copy``). :func:`drop_return_type` removes the return type from ``__cxa_demangle``'s text. Clone suffixes (`` [clone .constprop.0]``) are kept. Names that are not
 mangled, or that the demangler refuses, are returned unchanged; AMD kernel-descriptor names
 (``<name>.kd``) lose the suffix first.
 """
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 import cxxfilt
@@ -21,6 +23,15 @@ _OPEN = "(<[{"
 _CLOSE = ")>]}"
 # Operator names whose spelling holds bracket characters (longest first): they open or close nothing.
 _BRACKET_OPERATORS = ("<<=", ">>=", "<=>", "->*", "<<", ">>", "<=", ">=", "->", "()", "[]", "<", ">")
+# libiberty's standard substitutions that print differently with DMGL_VERBOSE (HPCToolkit sets it):
+# ``Ss`` is ``std::basic_string<char, std::char_traits<char>, std::allocator<char> >``, not ``std::string``.
+_VERBOSE = {
+    "string": "std::basic_string<char, std::char_traits<char>, std::allocator<char> >",
+    "istream": "std::basic_istream<char, std::char_traits<char> >",
+    "ostream": "std::basic_ostream<char, std::char_traits<char> >",
+    "iostream": "std::basic_iostream<char, std::char_traits<char> >",
+}
+_ABBREVIATED = re.compile(r"(?<![\w:])std::(string|istream|ostream|iostream)(?![\w])")
 _IDENT = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$")
 
 
@@ -37,9 +48,18 @@ def demangle_symbol(name: str) -> str:
     if not name.startswith("_Z"):
         return name
     try:
-        return drop_return_type(cxxfilt.demangle(name))
+        return drop_return_type(_spell_out(cxxfilt.demangle(name)))
     except (cxxfilt.InvalidName, UnicodeError):  # not a valid mangling, or bytes that are not UTF-8
         return name
+
+
+def _spell_out(text: str) -> str:
+    """The standard abbreviations written in full, as libiberty writes them with DMGL_VERBOSE (a ``>``
+    that closes a template argument list after one gets a space before it: ``hash<...<char> > >``)."""
+    def full(m: re.Match[str]) -> str:
+        out = _VERBOSE[m.group(1)]
+        return out + " " if text.startswith(">", m.end()) else out
+    return _ABBREVIATED.sub(full, text)
 
 
 def _skeleton(sig: str) -> str:

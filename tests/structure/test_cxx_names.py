@@ -176,3 +176,26 @@ def test_drop_return_type_by_hand():
     assert drop_return_type("A<int>::A<long>(long)") == "A<int>::A<long>(long)"
     assert drop_return_type("bool operator>(A, A)") == "bool operator>(A, A)"
     assert drop_return_type("void (*f<int>())()") == "void (*f<int>())()"
+
+
+def test_names_equal_real_hpcstruct_names(shared_data):
+    """Every (ln, n) pair that real hpcstruct wrote for the C++ programs and libstdc++ of hpctoolkit-extra:
+    our demangling of ln is n, once the ` [libstdc++.so.6.0.30]` that hpcstruct appends to the names of a
+    shared library's procedures is removed (PLT stubs are left out: their names are not demangling)."""
+    import html
+    import re
+
+    extra = shared_data / "hpctoolkit-extra"
+    files = sorted((extra / "struct").glob("cxx-*.hpcstruct")) + [extra / "meas-cxx1024" / "structs" /
+                                                                  "libstdc++.so.6.0.30.hpcstruct"]
+    if not all(f.is_file() for f in files):
+        pytest.skip(f"{extra} lacks the C++ structure files of real hpcstruct")
+    pairs = {}
+    for f in files:
+        for m in re.finditer(r'<P [^>]*n="([^"]*)" ln="([^"]*)"', f.read_text()):
+            link, name = html.unescape(m.group(2)), html.unescape(m.group(1))
+            if link.startswith("_Z") and "@plt" not in link:
+                pairs[link] = name.removesuffix(" [libstdc++.so.6.0.30]")
+    assert len(pairs) > 3000
+    wrong = [(link, name, demangle(link)) for link, name in pairs.items() if demangle(link) != name]
+    assert wrong == []
