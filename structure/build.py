@@ -725,15 +725,19 @@ class _FuncCtx:
         self.starts: list[int] = batch.start[first:first + batch.count[number]]
 
     def successors(self) -> list[list[int]]:
-        """Successor blocks of every block (all edge kinds)."""
+        """Successor blocks of every block (all edge kinds), in the order ParseAPI lists a block's edges,
+        which is the order its parser took them from its work list: a conditional branch's fall-through
+        before its taken target (work order cond_not_taken < cond_taken; an edge joins its source block's
+        target list only when the parser takes it, Parser::relink). The loop search visits them in this
+        order, and the nesting of irreducible loops, hence their lines, depends on it."""
         b, f = self.batch, self.first
         out = []
         for i in range(f, f + len(self.starts)):
             succs = []
+            if b.succ_b[i] >= 0:              # a conditional branch: not taken, then taken
+                succs.append(b.succ_b[i] - f)
             if b.succ_a[i] >= 0:
                 succs.append(b.succ_a[i] - f)
-            if b.succ_b[i] >= 0:
-                succs.append(b.succ_b[i] - f)
             table = b.tables.get(i)
             if table:
                 succs.extend(t - f for t in table)
