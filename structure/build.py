@@ -727,9 +727,10 @@ class _FuncCtx:
     def successors(self) -> list[list[int]]:
         """Successor blocks of every block (all edge kinds), in the order ParseAPI lists a block's edges,
         which is the order its parser took them from its work list: a conditional branch's fall-through
-        before its taken target (work order cond_not_taken < cond_taken; an edge joins its source block's
-        target list only when the parser takes it, Parser::relink). The loop search visits them in this
-        order, and the nesting of irreducible loops, hence their lines, depends on it."""
+        before its taken target (work order cond_not_taken < cond_taken), a jump table's targets by address
+        (equal order: lower target first); an edge joins its source block's target list only when the
+        parser takes it (Parser::relink). The loop search visits them in this order, and the nesting of
+        irreducible loops, hence their lines, depends on it. Blocks are numbered in address order."""
         b, f = self.batch, self.first
         out = []
         for i in range(f, f + len(self.starts)):
@@ -740,7 +741,7 @@ class _FuncCtx:
                 succs.append(b.succ_a[i] - f)
             table = b.tables.get(i)
             if table:
-                succs.extend(t - f for t in table)
+                succs.extend(sorted(t - f for t in table))
             out.append(succs)
         return out
 
