@@ -17,7 +17,7 @@ from hpcsa.structure.binary import analyze_binary
 from hpcsa.structure.compare import HEADER, compare
 from hpcsa.structure.elf import open_elf
 from hpcsa.structure.hpcstruct import read_hpcstruct, render
-from hpcsa.structure.model import L, S, StructureFile
+from hpcsa.structure.model import L, P, S, StructureFile
 
 
 def x86_binaries(hpctoolkit: Path) -> list[Path]:
@@ -136,3 +136,51 @@ def test_agreement_on_cxx_and_computed_goto_binaries(shared_data, capsys):
     with capsys.disabled():
         print("\n" + HEADER + "\n" + "\n".join(rows))
     assert not failures, "\n".join(failures)
+
+
+def _loop_paths(m, proc: str) -> tuple[int | None, list[tuple[int, ...]]]:
+    """The entry of procedure ``proc`` and, per loop of it, the header addresses of its enclosing loops and
+    its own (outermost first)."""
+    sc = m.scopes
+    entry, out = None, []
+    for row in range(len(sc)):
+        if int(sc["kind"][row]) == P and m.text(int(sc["name"][row])) == proc:
+            entry = m.ranges_of(row)[0][0]
+        if int(sc["kind"][row]) != L or m.text(int(sc["name"][int(m.procedure_of[row])])) != proc:
+            continue
+        path, r = [], row
+        while r >= 0 and int(sc["kind"][r]) != P:
+            if int(sc["kind"][r]) == L:
+                path.append(m.ranges_of(r)[0][0])
+            r = int(sc["parent"][r])
+        out.append(tuple(reversed(path)))
+    return entry, sorted(out)
+
+
+# Procedures of system libraries (no line information) whose irreducible loops nest differently when the
+# loop search visits a conditional branch's taken target before its fall-through (ParseAPI's order is the
+# fall-through first): with the other order each has a loop too many or too few against real hpcstruct.
+SYSTEM_LIBRARY_LOOPS = {
+    "libgomp.so.1.0.0": ["GOMP_taskgroup_end"],
+    "libstdc++.so.6.0.30": ["std::basic_istream<char, std::char_traits<char> >::ignore(long)",
+                            "std::basic_istream<char, std::char_traits<char> >::ignore(long, int)",
+                            "<unknown procedure> 0x183650"],
+}
+
+
+@pytest.mark.parametrize("library", sorted(SYSTEM_LIBRARY_LOOPS))
+def test_irreducible_loops_nest_as_in_hpcstruct_on_system_libraries(shared_data, library):
+    structs = shared_data / "hpctoolkit-extra" / "meas-cxx1024" / "structs"
+    if not (structs / f"{library}.hpcstruct").is_file():
+        pytest.skip(f"{structs} lacks real hpcstruct's {library}.hpcstruct")
+    ref = read_hpcstruct(structs / f"{library}.hpcstruct").modules[0]
+    if not Path(ref.path).is_file():
+        pytest.skip(f"{ref.path} (the measured {library}) is not installed here")
+    ours = analyze_binary(ref.path, lm_name=ref.path).module
+    for proc in SYSTEM_LIBRARY_LOOPS[library]:
+        name = f"{proc} [{library}]"
+        ref_entry, ref_loops = _loop_paths(ref, name)
+        entry, loops = _loop_paths(ours, name)
+        if entry != ref_entry:
+            pytest.skip(f"{ref.path} is another build than the measured one ({name} at {entry}, not {ref_entry})")
+        assert len(ref_loops) >= 2 and loops == ref_loops, name
