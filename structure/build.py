@@ -187,7 +187,9 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
     plt = image.plt_names
     plt_sections = [(s.addr, s.end) for s in code_secs if s.name.startswith(".plt")]
     names: dict[int, str] = {}
-    entries = set(extent)
+    # Every PLT stub is a function, as Dyninst makes one per JUMP_SLOT relocation: also the stubs called only
+    # from exception landing pads (_Unwind_Resume, __cxa_begin_catch), which no parsed call reaches.
+    entries = set(extent) | set(plt)
     e_entry = int(image.elf.header["e_entry"])
     if e_entry and image.has_interpreter and image.code_region(e_entry) is not None and e_entry not in entries:
         entries.add(e_entry)
@@ -728,18 +730,23 @@ class _FuncCtx:
         self.starts: list[int] = batch.start[first:first + batch.count[number]]
 
     def successors(self) -> list[list[int]]:
-        """Successor blocks of every block (all edge kinds)."""
+        """Successor blocks of every block (all edge kinds), in the order ParseAPI lists a block's edges,
+        which is the order its parser took them from its work list: a conditional branch's fall-through
+        before its taken target (work order cond_not_taken < cond_taken), a jump table's targets by address
+        (equal order: lower target first); an edge joins its source block's target list only when the
+        parser takes it (Parser::relink). The loop search visits them in this order, and the nesting of
+        irreducible loops, hence their lines, depends on it. Blocks are numbered in address order."""
         b, f = self.batch, self.first
         out = []
         for i in range(f, f + len(self.starts)):
             succs = []
+            if b.succ_b[i] >= 0:              # a conditional branch: not taken, then taken
+                succs.append(b.succ_b[i] - f)
             if b.succ_a[i] >= 0:
                 succs.append(b.succ_a[i] - f)
-            if b.succ_b[i] >= 0:
-                succs.append(b.succ_b[i] - f)
             table = b.tables.get(i)
             if table:
-                succs.extend(t - f for t in table)
+                succs.extend(sorted(t - f for t in table))
             out.append(succs)
         return out
 

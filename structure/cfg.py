@@ -21,6 +21,7 @@ from collections.abc import Callable
 import capstone
 import numpy as np
 
+from hpcsa.structure.codeptr import resolve_code_pointer_jump
 from hpcsa.structure.elf import ElfImage
 
 # Instruction kinds (K_OTHER is everything that does not transfer control)
@@ -133,6 +134,7 @@ class CodeIndex:
         self.image = image
         self.operands: dict[int, str] = {}   # indirect jumps: operand text (jump tables)
         self.tables: dict[int, list[int]] = {}  # jump address -> resolved table targets (kept across rebuilds)
+        self.codeptr_functions: dict[int, object] = {}  # codeptr's decoded functions, by entry
         parts = [self._sweep(sec.addr, sec.end) for sec in image.code_sections]
         rows = np.concatenate(parts) if parts else np.zeros(0, CODE_ROW)
         self.restarts = np.array(sorted({a for a in restarts if image.code_region(a) is not None}), np.uint64)
@@ -450,7 +452,8 @@ def resolve_jump_table(code: CodeIndex, jmp_addr: int, lo: int = 0, hi: int = 1 
     Recognised: ``jmp [index*8 + table]`` (absolute tables) and ``lea base, [rip + table]`` ...
     ``movsxd r, [base + index*4]``; ``add r, base``; ``jmp r`` (position-independent tables), both with
     the ``cmp index, N`` / ``ja default`` bound check before them, which gives the table's length (as
-    Dyninst's slicing does). Targets outside the function end the table. Unrecognised shapes: empty.
+    Dyninst's slicing does), and computed gotos through tables of code addresses
+    (:mod:`hpcsa.structure.codeptr`). Targets outside the function end the table. Unrecognised shapes: empty.
     """
     ops = code.operands.get(jmp_addr, "")
     row = code.row(jmp_addr)
@@ -463,6 +466,13 @@ def resolve_jump_table(code: CodeIndex, jmp_addr: int, lo: int = 0, hi: int = 1 
     window = [x for x in _MD.disasm_lite(code.image.read(start, jmp_addr - start), start)]
     if not window or window[-1][0] + window[-1][1] != jmp_addr:
         return []
+    return (_switch_targets(code, ops, window, lo, hi)
+            or resolve_code_pointer_jump(code, jmp_addr, ops, window, lo, hi))
+
+
+def _switch_targets(code: CodeIndex, ops: str, window: list[tuple[int, int, str, str]], lo: int,
+                    hi: int) -> list[int]:
+    """Targets of a switch's jump table (the two shapes of :func:`resolve_jump_table`), else empty."""
     table: int | None = None
     width = 8
     base: int | None = None

@@ -168,6 +168,8 @@ def _callee_name(dw: DebugInfo, unit: Unit, attrs: dict[int, tuple[int, int]], c
         return got
     plain: str | None = None
     link: str | None = None
+    last_link: str | None = None
+    last_plain: str | None = None
     seen = set()
     target = key
     for _ in range(8):
@@ -181,16 +183,22 @@ def _callee_name(dw: DebugInfo, unit: Unit, attrs: dict[int, tuple[int, int]], c
         if found is None:
             break
         tunit, _ab, tattrs = found
+        last_link = last_plain = None
         for at in (AT_LINKAGE_NAME, AT_MIPS_LINKAGE_NAME):
-            if link is None and at in tattrs:
-                link = dw.string(tunit, *tattrs[at])
-        if plain is None and AT_NAME in tattrs:
-            plain = dw.string(tunit, *tattrs[AT_NAME])
+            if at in tattrs:
+                last_link = last_link or dw.string(tunit, *tattrs[at])
+        if AT_NAME in tattrs:
+            last_plain = dw.string(tunit, *tattrs[AT_NAME])
+        link = link or last_link
+        plain = plain or last_plain
         nxt = tattrs.get(AT_ABSTRACT_ORIGIN) or tattrs.get(AT_SPECIFICATION)
         if nxt is None or (nxt[0] not in REF_FORMS and nxt[0] != F_REF_ADDR):
             break
         target = nxt[1]
-    name = demangle(link) if link else (plain or UNKNOWN_PROC)
+    if last_plain and not last_link:
+        name = last_plain
+    else:
+        name = demangle(link) if link else (plain or UNKNOWN_PROC)
     cache[key] = name
     return name
 

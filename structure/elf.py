@@ -46,6 +46,7 @@ STT_GNU_IFUNC = 10
 SHN_UNDEF = 0
 SHN_LORESERVE = 0xFF00
 R_X86_64_JUMP_SLOT = 7
+R_X86_64_RELATIVE = 8
 DT_SONAME = 14
 DT_FLAGS_1 = 0x6FFFFFFB
 DF_1_PIE = 0x08000000
@@ -373,6 +374,24 @@ class ElfImage:
                     out.setdefault(start, start + size)
             pos = end
         return out
+
+    @cached_property
+    def relative_relocs(self) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted addresses, addends) of the ``R_X86_64_RELATIVE`` relocations of a PIE or shared object:
+        the words that the dynamic loader sets to load base + addend (the file holds no useful value there
+        under RELA). Tables of code addresses in ``.data.rel.ro`` are filled this way."""
+        parts = []
+        for sec in self.sections:
+            if sec.type != "SHT_RELA" or not sec.size:
+                continue
+            raw = self.section_bytes(sec.name) or b""
+            relocs = np.frombuffer(raw, RELA64, count=len(raw) // RELA64.itemsize)
+            parts.append(relocs[(relocs["info"] & 0xFFFFFFFF) == R_X86_64_RELATIVE])
+        if not parts:
+            return np.zeros(0, np.uint64), np.zeros(0, np.int64)
+        rel = np.concatenate(parts)
+        order = np.argsort(rel["offset"], kind="stable")
+        return rel["offset"][order].astype(np.uint64), rel["addend"][order].astype(np.int64)
 
     @cached_property
     def content_hash(self) -> str:

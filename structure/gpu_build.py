@@ -36,11 +36,11 @@ import bisect
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 
-import cxxfilt
 import numpy as np
 
+from hpcsa.ingest.demangle import demangle_symbol as demangle
+from hpcsa.ingest.demangle import drop_return_type as drop_return_type  # re-exported
 from hpcsa.structure.dwarf_inline import InlineTable
 from hpcsa.structure.dwarf_lines import LineMap
 from hpcsa.structure.gpu_cfg import E_CALL_FT, FunctionGraph
@@ -60,51 +60,6 @@ from hpcsa.structure.tree import (
 
 PROC_SEARCH_INSNS = 32  # hpcstruct's CUDA_PROC_SEARCH_LEN: instructions scanned for a procedure's line
 UNPARSED_STEP = 4       # hpcstruct's statement step in functions without a control-flow graph
-
-
-@lru_cache(maxsize=1 << 16)
-def demangle(name: str) -> str:
-    """The readable name of a (possibly) mangled C++ symbol, unchanged when it is not one.
-
-    Like HPCToolkit (libiberty with ``DMGL_RET_DROP``), without the return type that the mangling of
-    template functions carries: ``f<int>(int&)``, not ``void f<int>(int&)``.
-    """
-    if not name.startswith("_Z"):
-        return name
-    try:
-        return drop_return_type(cxxfilt.demangle(name))
-    except (cxxfilt.InvalidName, UnicodeError):  # not a valid mangling, or bytes that are not UTF-8
-        return name
-
-
-def drop_return_type(sig: str) -> str:
-    """``void ns::f<int>(int)`` -> ``ns::f<int>(int)``; other signatures are returned unchanged."""
-    close = sig.rfind(")")
-    if close < 0:
-        return sig
-    depth = 0
-    open_ = -1
-    for i in range(close, -1, -1):  # the '(' of the parameter list that ends at `close`
-        ch = sig[i]
-        if ch in ")>":
-            depth += 1
-        elif ch in "(<":
-            depth -= 1
-            if depth == 0:
-                open_ = i
-                break
-    if open_ <= 0 or not sig[:open_].endswith(">"):
-        return sig
-    depth = 0
-    cut = -1
-    for i, ch in enumerate(sig[:open_]):
-        if ch in "(<":
-            depth += 1
-        elif ch in ")>":
-            depth -= 1
-        elif ch == " " and depth == 0 and not sig[:i].endswith("operator"):
-            cut = i
-    return sig[cut + 1:] if cut > 0 else sig
 
 
 @dataclass

@@ -4,8 +4,9 @@ One depth-first search tags every block with its innermost loop header;
 re-entries into a loop from outside its header make it irreducible (several
 entries). The search is iterative (functions with tens of thousands of
 blocks would overflow Python's recursion limit) and visits successors in
-the order the CFG lists them (taken before not-taken), which fixes the forest
-of irreducible regions deterministically. The forest is stored as innermost
+the order the caller lists them (for ParseAPI's CFGs: a conditional branch's
+fall-through before its taken target), which fixes the forest of irreducible
+regions deterministically. The forest is stored as innermost
 header per block plus parent per header (no block sets are materialised
 per loop until asked for).
 """

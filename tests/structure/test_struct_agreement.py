@@ -17,7 +17,7 @@ from hpcsa.structure.binary import analyze_binary
 from hpcsa.structure.compare import HEADER, compare
 from hpcsa.structure.elf import open_elf
 from hpcsa.structure.hpcstruct import read_hpcstruct, render
-from hpcsa.structure.model import L, S, StructureFile
+from hpcsa.structure.model import L, P, S, StructureFile
 
 
 def x86_binaries(hpctoolkit: Path) -> list[Path]:
@@ -97,3 +97,90 @@ def test_deterministic(hpctoolkit_data, name):
     b = analyze_binary(hpctoolkit_data / "bin" / name).structure
     assert "".join(render(a)) == "".join(render(b))
     assert isinstance(a, StructureFile)
+
+
+# hpctoolkit-extra (real hpcstruct on C++ and computed-goto programs): per binary the least share of
+# procedures, statements and loops that must agree (measured: the vm-* outputs are hpcstruct's own text).
+# What still differs on gcc's C++: local template instantiations over a lambda type (no linkage, no
+# DW_AT_linkage_name) that hpcstruct names by their DWARF name (`__sort<...>`) for some and by the symbol
+# for others (no rule found yet), and the attribution of some exception landing-pad code.
+EXTRA_MIN = {
+    "cxx-clang-O2": (1.0, 0.99, 1.0),
+    "cxx-gcc-O0": (0.97, 0.92, 0.73),
+    "cxx-gcc-O2": (0.94, 0.84, 0.78),
+    "libvm-gcc-O2.so": (1.0, 1.0, 1.0),
+    "vm-clang-O2": (1.0, 1.0, 1.0),
+    "vm-gcc-O2": (1.0, 1.0, 1.0),
+    "vm-gcc-O3-nopie": (1.0, 1.0, 1.0),
+}
+
+
+def test_agreement_on_cxx_and_computed_goto_binaries(shared_data, capsys):
+    extra = shared_data / "hpctoolkit-extra"
+    if not (extra / "bin").is_dir():
+        pytest.skip(f"{extra}/bin is absent (real hpcstruct outputs for C++ and computed-goto programs)")
+    rows, failures = [], []
+    for name, minimum in EXTRA_MIN.items():
+        b = extra / "bin" / name
+        ref = read_hpcstruct(extra / "struct" / f"{name}.hpcstruct").modules[0]
+        ours = analyze_binary(b, lm_name=ref.path).module
+        # The data set's path rewrite (same-length, in the binaries and in hpcstruct's text) left clang's
+        # DWARF 5 line-table directory `/tmp` + file `extra-src/...` where hpcstruct's text says
+        # `/opt/extra-src/...`: the same file, named as hpcstruct named it before the rewrite.
+        ours = dataclasses.replace(ours, strings=[s.replace("/tmp/extra-src/", "/opt/extra-src/") if s else s
+                                                  for s in ours.strings])
+        a = compare(ref, ours, open_elf(b).read)
+        rows.append(a.row(name))
+        if any(got < want for got, want in zip((a.procedures, a.statements, a.loops), minimum, strict=True)):
+            failures.append(a.row(name))
+    with capsys.disabled():
+        print("\n" + HEADER + "\n" + "\n".join(rows))
+    assert not failures, "\n".join(failures)
+
+
+def _loop_paths(m, proc: str) -> tuple[int | None, list[tuple[int, ...]]]:
+    """The entry of procedure ``proc`` and, per loop of it, the header addresses of its enclosing loops and
+    its own (outermost first)."""
+    sc = m.scopes
+    entry, out = None, []
+    for row in range(len(sc)):
+        if int(sc["kind"][row]) == P and m.text(int(sc["name"][row])) == proc:
+            entry = m.ranges_of(row)[0][0]
+        if int(sc["kind"][row]) != L or m.text(int(sc["name"][int(m.procedure_of[row])])) != proc:
+            continue
+        path, r = [], row
+        while r >= 0 and int(sc["kind"][r]) != P:
+            if int(sc["kind"][r]) == L:
+                path.append(m.ranges_of(r)[0][0])
+            r = int(sc["parent"][r])
+        out.append(tuple(reversed(path)))
+    return entry, sorted(out)
+
+
+# Procedures of system libraries (no line information) whose irreducible loops nest differently when the
+# loop search visits a conditional branch's taken target before its fall-through (ParseAPI's order is the
+# fall-through first): with the other order each has a loop too many or too few against real hpcstruct.
+SYSTEM_LIBRARY_LOOPS = {
+    "libgomp.so.1.0.0": ["GOMP_taskgroup_end"],
+    "libstdc++.so.6.0.30": ["std::basic_istream<char, std::char_traits<char> >::ignore(long)",
+                            "std::basic_istream<char, std::char_traits<char> >::ignore(long, int)",
+                            "<unknown procedure> 0x183650"],
+}
+
+
+@pytest.mark.parametrize("library", sorted(SYSTEM_LIBRARY_LOOPS))
+def test_irreducible_loops_nest_as_in_hpcstruct_on_system_libraries(shared_data, library):
+    structs = shared_data / "hpctoolkit-extra" / "meas-cxx1024" / "structs"
+    if not (structs / f"{library}.hpcstruct").is_file():
+        pytest.skip(f"{structs} lacks real hpcstruct's {library}.hpcstruct")
+    ref = read_hpcstruct(structs / f"{library}.hpcstruct").modules[0]
+    if not Path(ref.path).is_file():
+        pytest.skip(f"{ref.path} (the measured {library}) is not installed here")
+    ours = analyze_binary(ref.path, lm_name=ref.path).module
+    for proc in SYSTEM_LIBRARY_LOOPS[library]:
+        name = f"{proc} [{library}]"
+        ref_entry, ref_loops = _loop_paths(ref, name)
+        entry, loops = _loop_paths(ours, name)
+        if entry != ref_entry:
+            pytest.skip(f"{ref.path} is another build than the measured one ({name} at {entry}, not {ref_entry})")
+        assert len(ref_loops) >= 2 and loops == ref_loops, name

@@ -113,6 +113,60 @@ def test_loop_goes_inside_the_inlined_call_that_holds_its_exit_condition() -> No
     assert [st.line for st in loop.node.stmts] == [6, 7]
 
 
+class _InterpreterCode:
+    """An interpreter's frame loop in the shape of CPython 3.11's ceval.c (lines made up, all in one file):
+    entry E branches to the throw path R (fall-through) or to start_frame S (taken); S's recursion check
+    exits to exit_unwind X (taken) or falls into the dispatch D; D's assert A never returns; a handler H
+    jumps to S (taken, a call) or back to D; X returns (RET) or pops the frame into R; R leads to the
+    exception unwinder U, which dispatches D (taken) or unwinds further (X)."""
+
+    names = ["E", "S", "D", "H", "X", "R", "U", "A", "RET"]
+    lines = [10, 16, 22, 30, 50, 58, 60, 23, 51]
+    # (fall-through, taken) of the conditional branches; D -> H is D's fall-through, X -> RET X's.
+    edges = {"E": ("R", "S"), "S": ("D", "X"), "D": ("H", "A"), "H": ("D", "S"), "X": ("RET", "R"),
+             "R": ("U",), "U": ("X", "D"), "A": (), "RET": ()}
+
+    def __init__(self, fall_through_first: bool) -> None:
+        self.strtab = StrTab()
+        self.starts = [16 * k for k in range(len(self.names))]
+        at = {n: k for k, n in enumerate(self.names)}
+        self.succs = [[at[t] for t in (self.edges[n] if fall_through_first else self.edges[n][::-1])]
+                      for n in self.names]
+
+    def add_block(self, root: TreeNode, bi: int) -> None:
+        s = self.strtab
+        root.stmts.append(Stmt(self.starts[bi], 16, s("/src/ceval.c"), s("ceval.c"), self.lines[bi]))
+
+    def loop_successors(self, bi: int) -> list[int]:
+        return self.succs[bi]
+
+    def exit_condition(self, bi: int) -> tuple[int, str, int, list[FLP]]:
+        return self.starts[bi] + 12, "/src/ceval.c", self.lines[bi], []
+
+
+def _loop_lines(info: LoopInfo) -> list:
+    return [info.line, [_loop_lines(sub) for sub in info.node.loops]]
+
+
+def test_irreducible_nesting_follows_the_visit_order_and_a_subloop_line_can_become_the_loops() -> None:
+    """All blocks but E, A and RET form one cycle (entered at R and at S). Worked out by hand from WMZC and
+    findLoopHeader. Visiting fall-throughs first (ParseAPI's edge order): R heads the outer loop, D an inner
+    one {D, H, S} (entries D and S) that X is outside of, so S (line 16) exits it; the inner loop's line 16
+    is the smallest of the outer loop's (exits D 22, X 50; subloop 16), and the inner loop, irreducible with
+    its irreducible parent's line, is merged into it: one loop at line 16, at S (its lower entry). Visiting
+    taken targets first: S heads the outer loop {S, D, H, X, R, U} whose exits are D (22) and X (50), with a
+    loop {X, R, U} (entries X, R; exits X 50, U 60) and a reducible loop {D, H} (exits D 22, H 30)."""
+    code = _InterpreterCode(fall_through_first=True)
+    top, _ = find_loops(code.succs, 0)
+    root = function_tree(code, top, "/src/ceval.c")
+    assert [_loop_lines(lp) for lp in root.loops] == [[16, []]]
+    assert root.loops[0].entry_vma == min(code.starts[code.names.index(n)] for n in "RS")
+    code = _InterpreterCode(fall_through_first=False)
+    top, _ = find_loops(code.succs, 0)
+    root = function_tree(code, top, "/src/ceval.c")
+    assert [_loop_lines(lp) for lp in root.loops] == [[22, [[22, []], [50, []]]]]
+
+
 def test_irreducible_subloop_with_the_same_line_is_merged() -> None:
     def loop(entry: int, line: int, irred: bool, *subs: LoopInfo) -> LoopInfo:
         node = TreeNode()
