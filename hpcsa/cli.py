@@ -45,6 +45,8 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
               "hpcsa stats app.d"),
     "export-trace": ("hpcsa.views.tracecmd", "write trace.db as Perfetto/Chrome trace JSON",
                      "hpcsa export-trace app.d -o app-trace.json"),
+    "serve": ("hpcsa.views.serve.cmd", "browse a database in a web browser (token-protected; ssh-tunnel friendly)",
+              "hpcsa serve app.d --port 8765"),
 }
 
 EPILOG_HEAD = "examples:\n"
