@@ -7,10 +7,12 @@ A filter is a glob (``fnmatch``, case-sensitive) over procedure names with one o
 - ``both``: hide the matching node and everything below it.
 
 Only procedure frames match (called or inlined procedures; in the flat view procedures, inlined procedures
-and call sites; in the callers view every procedure node). In the top-down view the exclusive cost of a
-hidden frame is given to its nearest shown ancestor (lexical rows inside a frame are already in the
-frame's exclusive value), and inclusive values do not change, so every shown node's inclusive value still
-equals its exclusive value plus its shown children's inclusive values. In the flat view the containers
+and call sites; in the callers view every procedure node). In the top-down view the cost of the hidden
+nodes is given to their nearest shown ancestor: each hidden node's own cost (its inclusive value minus its
+children's) is added to that ancestor's exclusive value, so hiding a node and everything below it adds the
+node's inclusive value, hiding the node alone adds what none of its children holds (they stay, shown under
+the ancestor), and hiding the children adds their inclusive values to the node. Inclusive values do not
+change. In the flat view the containers
 (files, modules) already include what they contain, and the callers view is a forest of callers, so there
 hiding a node moves no cost. Everything is one numpy pass over the nodes (pointer jumping).
 """
@@ -129,10 +131,12 @@ class FilteredForest(Forest):
         new_parent[shown & (parent >= 0) & (near < 0)] = -1
         super().__init__(base.exp, new_parent)
         self.hidden = exists & hidden
+        # top-down: every hidden node's own cost (inclusive minus its children's) goes to its nearest shown
+        # ancestor; summed over a hidden subtree that is the subtree's inclusive value, so nothing is lost
+        # and nothing counted twice among hidden nodes
+        self._real_parent = real_parent
         self._gift_from = np.flatnonzero(self.hidden & (near >= 0)) if isinstance(base, TopDownForest) else None
         if self._gift_from is not None:
-            frames = frame_functions(base)[self._gift_from] >= 0
-            self._gift_from = self._gift_from[frames]
             self._gift_to = near[self._gift_from]
         self.call_site = getattr(base, "call_site", None)
 
@@ -141,7 +145,9 @@ class FilteredForest(Forest):
         if self._gift_from is None or not len(self._gift_from) or inp.scope == "execution" \
                 or not Partial.of(inp).additive:
             return base
-        gift = np.bincount(self._gift_to, weights=np.nan_to_num(base[self._gift_from]), minlength=len(self))
+        execution = self.base.input_values(Input(inp.metric, "execution", inp.formula, inp.combine))
+        own = np.nan_to_num(execution - T.children_sum(self._real_parent, np.nan_to_num(execution)))
+        gift = np.bincount(self._gift_to, weights=own[self._gift_from], minlength=len(self))
         return base + gift
 
     def label(self, node: int) -> str:

@@ -1,0 +1,220 @@
+"""``hpcsa serve`` over HTTP: the token, the values (against ``hpcsa view``/``hpcsa imbalance --format json``),
+filters, the trace summaries, hostile paths, and that the database is never written."""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hpcsa.views.experiment import open_experiment
+from tests.conftest import run_cli
+from tests.views.serve.helpers import Served, serving, tree_rows
+
+DBASE = ("small.d", "loops-cuda-nvidia-t.d", "loops-cputime-t.d")
+
+
+@pytest.fixture(scope="module")
+def cxx(shared_data: Path) -> Path:
+    db = shared_data / "hpctoolkit-extra" / "db-cxx1024"
+    if not (db / "meta.db").is_file():
+        pytest.skip(f"{db} is absent")
+    return db
+
+
+def view_json(db: Path, *args: str) -> dict:
+    return json.loads(run_cli("view", str(db), "--format", "json", "--top", "0", *args, check=True).stdout)
+
+
+def column_index(s: Served, header: str) -> int:
+    name = header.rsplit(" (", 1)[0]
+    return next(c["index"] for c in s.get("/api/info")["columns"] if c["name"] == name)
+
+
+def compare_view(s: Served, doc: dict, depth: int, view: str, flatten: int = 0) -> None:
+    cols = sorted({column_index(s, f"{c['name']} (I)") for c in doc["columns"]})
+    params = {"view": view, "columns": ",".join(map(str, cols)), "flatten": flatten}
+    got = tree_rows(s, depth, **params)
+    want = [r for r in doc["rows"] if "label" in r]
+    assert [(d, r["label"]) for d, r in got] == [(r["depth"], r["label"]) for r in want]
+    sides = [f"{c['name']} ({'I' if c['side'] == 'inclusive' else 'E'})" for c in doc["columns"]]
+    for (_, rec), ref in zip(got, want, strict=True):
+        assert rec["values"] == [ref["values"][h] for h in sides], ref["label"]
+
+
+@pytest.mark.parametrize("name", DBASE)
+def test_views_match_hpcsa_view(hpctoolkit_data: Path, name: str) -> None:
+    db = hpctoolkit_data / "dbase" / name
+    with serving(db) as s:
+        compare_view(s, view_json(db, "--depth", "3"), 3, "top-down")
+        compare_view(s, view_json(db, "--view", "bottom-up", "--depth", "2"), 2, "bottom-up")
+        compare_view(s, view_json(db, "--view", "flat", "--depth", "3"), 3, "flat")
+        compare_view(s, view_json(db, "--view", "flat", "--flatten", "2", "--depth", "1"), 1, "flat", 2)
+
+
+def test_cxx_all_metrics_hot_path_and_imbalance(cxx: Path) -> None:
+    with serving(cxx) as s:
+        doc = view_json(cxx, "--depth", "4", "--all-metrics")
+        compare_view(s, doc, 4, "top-down")
+        hot = view_json(cxx, "--hot-path")["hot_path"]["nodes"]
+        path = s.get("/api/hotpath", view="top-down")["path"]
+        rows = s.get("/api/rows", view="top-down", nodes=",".join(map(str, path)))["rows"]
+        assert [r["label"] for r in rows] == [n["label"] for n in hot]
+        assert [r["ctx_id"] for r in rows] == [n["ctx_id"] for n in hot]
+        node = path[-1]
+        ref = json.loads(run_cli("imbalance", str(cxx), "--format", "json", "--context", f"#{rows[-1]['ctx_id']}",
+                                 check=True).stdout)["context"]
+        dist = s.get("/api/distribution", view="top-down", node=node)
+        for k in ("min", "max", "mean", "stddev", "imbalance"):
+            assert dist["stats"][k] == pytest.approx(ref[k], rel=1e-12, abs=1e-15), k
+        assert dist["stats"]["profiles"] == len(ref["values"]) == 1024
+        assert sum(dist["histogram"]["counts"]) == 1024
+        values = sorted(ref["values"].values())
+        assert dist["sorted"]["value"][0] == values[0] and dist["sorted"]["value"][-1] == values[-1]
+        status, body, _ = s.request("/api/distribution", {"view": "flat", "node": 1})
+        assert status == 404 and b"top-down" in body
+
+
+def test_token(hpctoolkit_data: Path) -> None:
+    with serving(hpctoolkit_data / "dbase" / "small.d") as s:
+        tok = s.app.token
+        assert len(tok) >= 32
+        for path in ("/", "/api/info", "/static/app.js", "/src/x.c", "/api/children"):
+            assert s.request(path, token=False)[0] == 403
+            assert s.request(path, {"token": tok[:-1] + ("A" if tok[-1] != "A" else "B")}, token=False)[0] == 403
+            assert s.request(path, {"token": ""}, token=False)[0] == 403
+        assert s.request("/api/info", token=False, headers={"X-Hpcsa-Token": tok})[0] == 200
+        status, body, headers = s.request("/")
+        assert status == 200 and b"app.js" in body
+        cookie = headers["Set-Cookie"].split(";")[0]
+        assert "HttpOnly" in headers["Set-Cookie"] and "SameSite=Strict" in headers["Set-Cookie"]
+        assert s.request("/api/info", token=False, headers={"Cookie": cookie})[0] == 200
+        assert "no-referrer" in headers["Referrer-Policy"] and "default-src 'self'" in headers["Content-Security-Policy"]
+        assert s.url.startswith(f"http://127.0.0.1:{s.port}/?token=")
+
+
+@pytest.fixture(scope="module")
+def with_sources(hpctoolkit_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """small.m aggregated with its source found through -R, and hostile links planted in its src/."""
+    tmp = tmp_path_factory.mktemp("served")
+    (tmp / "moved").mkdir()
+    (tmp / "moved" / "small.c").write_text("".join(f"line {i}\n" for i in range(1, 40)))
+    db = tmp / "small.d"
+    run_cli("prof", str(hpctoolkit_data / "meas" / "small.m"), "-o", str(db), "-j", "1",
+            "-R", f"/builds/hpctoolkit/hpctoolkit/tests/data/meas={tmp / 'moved'}", check=True)
+    (tmp / "secret.txt").write_text("secret\n")
+    src = db / "src"
+    os.symlink(tmp / "secret.txt", src / "out-abs")
+    os.symlink("../meta.db", src / "out-rel")
+    os.symlink("/etc", src / "etc")
+    (src / "inside.txt").write_text("inside\n")
+    os.symlink("inside.txt", src / "in-link")
+    return db
+
+
+def snapshot(db: Path) -> dict[str, tuple[int, int, str]]:
+    out = {}
+    for p in sorted(db.rglob("*")):
+        st = p.lstat()
+        digest = hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() and not p.is_symlink() else ""
+        out[str(p.relative_to(db))] = (st.st_mtime_ns, st.st_size, digest)
+    return out
+
+
+def test_source_pane_and_hostile_paths(with_sources: Path) -> None:
+    before = snapshot(with_sources)
+    with serving(with_sources) as s:
+        rows = [r for _, r in tree_rows(s, 8) if r.get("kind") == "line"]
+        assert rows
+        src = s.get("/api/source", view="top-down", node=rows[0]["node"])
+        assert src["available"] and src["src"] == "builds/hpctoolkit/hpctoolkit/tests/data/meas/small.c"
+        status, body, headers = s.request(f"/src/{src['src']}")
+        assert status == 200 and body.decode().splitlines()[src["line"] - 1] == f"line {src['line']}"
+        assert headers["Content-Type"].startswith("text/plain")
+        assert s.request("/src/inside.txt")[0] == 200 and s.request("/src/in-link")[0] == 200
+        hostile = ["/src/../meta.db", "/src/%2e%2e/meta.db", "/src/..%2fmeta.db", "/src//etc/passwd",
+                   "/src/%2fetc%2fpasswd", "/src/out-abs", "/src/out-rel", "/src/etc/passwd", "/src/",
+                   "/src/./inside.txt", "/src/builds/../inside.txt", "/src/inside.txt%00", "/src/nothing.c",
+                   "/meta.db", "/../meta.db", "/static/../meta.db", "/static/x.js", "/src/builds"]
+        for path in hostile:
+            status, body, _ = s.request(path)
+            assert status == 404, path
+            assert b"secret" not in body and b"root:" not in body
+        for method in ("POST", "PUT", "DELETE", "PATCH"):
+            assert s.request("/api/info", method=method)[0] == 405
+        for view in ("top-down", "bottom-up", "flat"):
+            tree_rows(s, 3, view=view)
+        s.get("/api/trace/pixels", width=300, height=10)
+        s.get("/api/trace/window", depth=1)
+    assert snapshot(with_sources) == before
+
+
+def test_filters_give_cost_to_parent(cxx: Path) -> None:
+    exp = open_experiment(cxx)
+    td = exp.top_down()
+    col = exp.catalog.find("CPUTIME (sec)")
+    inc, exc = td.values(col, "inclusive"), td.values(col, "exclusive")
+    c = exp.cct
+    frames = np.flatnonzero((c.kind == 0) & (c.relation != 0) & (td.parent >= 0))
+    target = int(frames[np.argmax(np.where(np.isin(td.parent[frames], frames), inc[frames], -1))])
+    name = exp.meta.functions.names[int(c.function[target])]
+    same = np.flatnonzero((c.function == c.function[target]) & np.isin(np.arange(len(c)), frames))
+    assert len(same) == 1, "pick a procedure with one frame"
+    up = int(td.parent[target])
+    while not ((c.kind[up] == 0 and c.relation[up] != 0) or c.kind[up] in (8, 9)):
+        up = int(td.parent[up])
+    pattern = glob.escape(name)
+    with serving(cxx) as s:
+        def rec(node: int, mode: str) -> dict:
+            return s.get("/api/rows", view="top-down", nodes=node, filters=f"{mode}:{pattern}")["rows"][0]
+
+        both, self_only, kids = rec(up, "both"), rec(up, "self"), rec(target, "children")
+        assert both["values"][0] == pytest.approx(inc[up]) and self_only["values"][0] == pytest.approx(inc[up])
+        assert both["values"][1] == pytest.approx(exc[up] + inc[target], rel=1e-9)
+        below = float(inc[td.parent == target].sum())
+        assert self_only["values"][1] == pytest.approx(exc[up] + inc[target] - below, rel=1e-9)
+        assert kids["values"][1] == pytest.approx(exc[target] + below, rel=1e-9) and kids["children"] == 0
+        status, _, _ = s.request("/api/path", {"view": "top-down", "node": target, "filters": f"both:{pattern}"})
+        assert status == 404
+        parent = int(td.parent[target])
+        kid_nodes = [r["node"] for r in s.get("/api/children", view="top-down", node=parent, limit=2000,
+                                               filters=f"self:{pattern}")["rows"]]
+        grand = [r["node"] for r in s.get("/api/children", view="top-down", node=target, limit=2000)["rows"]]
+        assert grand and set(grand) <= set(kid_nodes) and target not in kid_nodes
+        found = s.get("/api/search", view="top-down", q=name[:12])["nodes"]
+        assert target in found
+
+
+def test_trace_pixels_and_window(cxx: Path) -> None:
+    exp = open_experiment(cxx)
+    tdb = exp.db.trace
+    with serving(cxx) as s:
+        meta = s.get("/api/trace/meta")
+        assert meta["rows"] == len(tdb) and meta["cpu_rows"] == len(tdb)
+        px = s.get("/api/trace/pixels", width=640, height=100, depth=2)
+        assert len(px["rows"]) == 100
+        for r in px["rows"]:
+            assert sum(r["runs"][1::2]) == 640
+        used = {v for r in px["rows"] for v in r["runs"][0::2] if v >= 0}
+        assert used == {int(k) for k in px["legend"]}
+        t0, t1 = meta["t_min"], meta["t_max"]
+        mid = (t0 + t1) // 2
+        w = s.get("/api/trace/window", t0=t0, t1=mid, depth=0)
+        want = 0
+        for i in range(len(tdb)):  # every sample's time within [t0, mid), independently of the server
+            line = tdb.trace(i)
+            ts = line["timestamp"].astype(np.int64)
+            ends = np.r_[ts[1:], max(int(tdb.max_timestamp), int(ts[-1]))] if len(ts) else ts
+            ok = exp.cct.row_of(line["ctxId"].astype(np.int64)) >= 0
+            want += int(np.clip(np.minimum(ends, mid) - np.maximum(ts, t0), 0, None)[ok].sum())
+        assert w["total"] == want
+        assert sum(p["time"] for p in w["procedures"]) == pytest.approx(want) or w["more"]
+        cp = s.get("/api/trace/callpath", row=0, t=mid)
+        labels = [p["label"] for p in cp["path"]]
+        assert labels and labels[0] in ("main thread", "application thread")
