@@ -7,7 +7,6 @@ import glob
 import hashlib
 import json
 import os
-import shutil
 from pathlib import Path
 
 import numpy as np
