@@ -58,6 +58,7 @@ class Filter:
 
 def frame_functions(forest: Forest) -> np.ndarray:
     """The procedure (meta.db function index) of each node that filters may match; -1 elsewhere."""
+    forest = getattr(forest, "base", forest)  # a filtered forest: its base's frames
     c = forest.exp.cct
     if isinstance(forest, TopDownForest):
         frame = (c.kind == T.FUNCTION) & (c.relation != T.LEXICAL)

@@ -16,12 +16,17 @@ let generation = 0;         // bumps when the tree is reset (stale answers are d
 
 // ---------------------------------------------------------------------------------------------- helpers
 
+window.__busy = 0;  // requests in flight (tests wait for 0)
+
 async function api(path, params = {}) {
   const q = new URLSearchParams(params);
-  const r = await fetch(`${path}?${q}`, {headers: {"X-Hpcsa-Token": TOKEN}});
-  const body = r.headers.get("Content-Type")?.startsWith("application/json") ? await r.json() : await r.text();
-  if (!r.ok) throw new Error(body.error || `${r.status}`);
-  return body;
+  window.__busy++;
+  try {
+    const r = await fetch(`${path}?${q}`, {headers: {"X-Hpcsa-Token": TOKEN}});
+    const body = r.headers.get("Content-Type")?.startsWith("application/json") ? await r.json() : await r.text();
+    if (!r.ok) throw new Error(body.error || `${r.status}`);
+    return body;
+  } finally { window.__busy--; }
 }
 
 function viewParams(extra = {}) {
@@ -36,7 +41,7 @@ function compact(v) {  // hpcsa.views.render.compact
   for (const [scale, suf] of [[1e15, "P"], [1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]]) {
     if (a >= scale * 0.9995) return a / scale < 999.5 ? g3(v / scale) + suf : (v / scale).toFixed(0) + suf;
   }
-  if (a < 0.01) return v.toExponential(2);
+  if (a < 0.01) return v.toExponential(2).replace(/e([+-])(\d)$/, "e$10$2");  // Python's "%.2e"
   return g3(v);
 }
 
@@ -308,9 +313,9 @@ async function showSource() {
     pre.replaceChildren();
     return;
   }
-  const r = await fetch(`src/${s.src.split("/").map(encodeURIComponent).join("/")}`, {headers: {"X-Hpcsa-Token": TOKEN}});
-  if (!r.ok) { head.textContent = `${s.file}: not readable`; pre.replaceChildren(); return; }
-  const lines = (await r.text()).split("\n");
+  const text = await api(`src/${s.src.split("/").map(encodeURIComponent).join("/")}`).catch(() => null);
+  if (text === null) { head.textContent = `${s.file}: not readable`; pre.replaceChildren(); return; }
+  const lines = text.split("\n");
   head.textContent = `${s.file}:${s.line}`;
   pre.replaceChildren(...lines.map((t, i) => el("span", {class: "ln" + (i + 1 === s.line ? " at" : ""), "data-n": i + 1}, t + "\n")));
   pre.querySelector(".ln.at")?.scrollIntoView({block: "center"});
@@ -440,6 +445,7 @@ function showSel(a, b) {
 async function traceWindow(t0, t1) {
   T.win = [t0, t1];
   $("t-window").disabled = false;
+  $("trace-summary").dataset.t0 = Math.round(t0); $("trace-summary").dataset.t1 = Math.round(t1);
   const w = await api("api/trace/window", {t0: Math.round(t0), t1: Math.round(t1), depth: S.depth});
   const rows = w.procedures.map((p) => el("tr", {"data-proc": p.name},
     el("td", {}, el("span", {class: "swatch", style: `background:${colorOf(p.color)}`}), p.name),
@@ -575,4 +581,13 @@ async function main() {
   document.body.dataset.ready = "1";
 }
 
+async function followHash() {  // a pasted link in the same tab
+  S.filters = []; S.sel = null; S.zoom = null; S.flatten = 0; S.t0 = null; S.t1 = null;
+  readHash();
+  renderMetricMenu(); renderFilters(); markView();
+  await resetTree();
+  paneUpdate();
+}
+
 window.addEventListener("DOMContentLoaded", main);
+window.addEventListener("hashchange", () => { if (INFO) followHash(); });
