@@ -4,7 +4,7 @@ A trace line is a sequence of samples (time, context); a sample lasts until the 
 the database's end time (as ``hpcsa export-trace`` reads them). As in hpctraceviewer, a pixel column of a
 row shows the sample active at the pixel's middle time, coloured by the procedure frame at the chosen
 call-path depth (depth 0 is the entry point, 1 the first procedure, ...; a sample whose call path is
-shallower shows its deepest frame). When there are more profiles than pixel rows, rows are sampled
+shallower shows its deepest frame); samples of context 0 (no activity) are blank. When there are more profiles than pixel rows, rows are sampled
 evenly. Rows are the profiles in profile.db order with CPU threads first and GPU streams after.
 
 A window's summary adds, per procedure at the depth, the time every profile of the row range spent in
@@ -132,7 +132,7 @@ class TraceModel:
                 at = np.searchsorted(ts, mids, side="right") - 1
                 ok = (at >= 0) & (mids < max(self.t_max, int(ts[-1]) + 1))
                 r = rows[at[ok]]
-                good = r >= 0
+                good = r > 0  # context 0, the global root, is "no activity" in traces: drawn blank
                 vals = np.full(len(r), -1, np.int64)
                 vals[good] = self.colors(anc[r[good]])
                 px[ok] = vals
@@ -153,13 +153,15 @@ class TraceModel:
         count = len(self.order) if count is None else count
         last = min(len(self.order), first + count)
         total = np.zeros(len(self.exp.cct))
+        idle = 0
         for i in range(max(first, 0), last):
             ts, rows = self.line(i)
             if not len(ts):
                 continue
             ends = np.r_[ts[1:], max(self.t_max, int(ts[-1]))]
             dur = np.minimum(ends, t1) - np.maximum(ts, t0)
-            ok = (dur > 0) & (rows >= 0)
+            ok = (dur > 0) & (rows > 0)
+            idle += int(dur[(dur > 0) & (rows == 0)].sum())
             total += np.bincount(anc[rows[ok]], weights=dur[ok].astype(np.float64), minlength=len(total))
         hit = np.flatnonzero(total > 0)
         by_name: dict[str, float] = {}
@@ -171,7 +173,7 @@ class TraceModel:
         with self._lock:
             procs = [{"name": n, "time": v, "share": v / whole if whole else 0.0,
                       "color": self._color.setdefault(n, len(self._color))} for n, v in items[:top]]
-        return {"t0": t0, "t1": t1, "depth": depth, "rows": last - max(first, 0), "total": whole,
+        return {"t0": t0, "t1": t1, "depth": depth, "rows": last - max(first, 0), "total": whole, "idle": idle,
                 "procedures": procs, "more": max(0, len(items) - top)}
 
     def call_path(self, i: int, t: int) -> dict[str, Any]:

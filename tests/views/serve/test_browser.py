@@ -211,7 +211,10 @@ def test_trace_view(browser: Any, served: Served, tmp_path: Path) -> None:
     painted = browser.execute_script("""const c = document.getElementById('trace');
       const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
       let n = 0; for (let i = 0; i < d.length; i += 4) if (d[i] + d[i+1] + d[i+2] < 700) n++; return n / (d.length / 4);""")
-    assert painted > 0.3, "the trace canvas is mostly empty"
+    width, height = browser.execute_script("const c = document.getElementById('trace'); return [c.width, c.height];")
+    px = served.get("/api/trace/pixels", width=width, height=height, depth=2)
+    busy = sum(n for r in px["rows"] for v, n in zip(r["runs"][0::2], r["runs"][1::2], strict=True) if v >= 0)
+    assert painted > 0.02 and painted == pytest.approx(busy / (width * len(px["rows"])), abs=0.02)
     legend = browser.execute_script("return document.getElementById('trace').dataset.legend").split("|")
     names = {x.split(":", 1)[1] for x in legend}
     canvas = browser.find_element("id", "trace")

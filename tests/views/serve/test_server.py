@@ -210,7 +210,7 @@ def test_trace_pixels_and_window(cxx: Path) -> None:
             line = tdb.trace(i)
             ts = line["timestamp"].astype(np.int64)
             ends = np.r_[ts[1:], max(int(tdb.max_timestamp), int(ts[-1]))] if len(ts) else ts
-            ok = exp.cct.row_of(line["ctxId"].astype(np.int64)) >= 0
+            ok = exp.cct.row_of(line["ctxId"].astype(np.int64)) > 0  # context 0: no activity
             want += int(np.clip(np.minimum(ends, mid) - np.maximum(ts, t0), 0, None)[ok].sum())
         assert w["total"] == want
         assert sum(p["time"] for p in w["procedures"]) == pytest.approx(want) or w["more"]

@@ -452,7 +452,7 @@ async function traceWindow(t0, t1) {
     el("td", {class: "v", "data-v": String(p.time)}, `${(p.time / 1e9).toPrecision(3)} s`),
     el("td", {class: "v"}, `${(100 * p.share).toFixed(1)}%`)));
   $("trace-summary").replaceChildren(
-    el("div", {class: "muted"}, `window ${((t0 - T.meta.t_min) / 1e9).toFixed(6)} – ${((t1 - T.meta.t_min) / 1e9).toFixed(6)} s over ${w.rows} rows, depth ${S.depth}: time per procedure`),
+    el("div", {class: "muted"}, `window ${((t0 - T.meta.t_min) / 1e9).toFixed(6)} – ${((t1 - T.meta.t_min) / 1e9).toFixed(6)} s over ${w.rows} rows, depth ${S.depth}: time per procedure (${(w.idle / 1e9).toPrecision(3)} s without activity not counted)`),
     el("table", {}, ...rows), el("div", {class: "muted"}, w.more ? `(${w.more} more)` : ""));
 }
 
