@@ -54,10 +54,12 @@ def profile_set(exp: Experiment, metric: str, kind: str = "auto") -> np.ndarray:
     data; CPU threads when both have it)."""
     if kind not in KINDS:
         raise HpcsaError(None, f"unknown profile class {kind!r} (choose from {', '.join(KINDS)})")
-    _, prof, _ = exp.metric_matrix(metric, "execution")
-    with_data = set(np.unique(prof).tolist())
     info = exp.profiles
+    if kind == "auto" and not any(p.gpu for p in info):
+        kind = "cpu"  # nothing to choose: no need to read every value of cct.db
     if kind == "auto":
+        _, prof, _ = exp.metric_matrix(metric, "execution")
+        with_data = set(np.unique(prof).tolist())
         cpu = [p.index for p in info if not p.gpu and p.index in with_data]
         gpu = [p.index for p in info if p.gpu and p.index in with_data]
         kind = "cpu" if cpu or not gpu else "gpu"

@@ -21,14 +21,16 @@ from hpcsa.views import tree as T
 from hpcsa.views.cmd import default_columns
 from hpcsa.views.experiment import Experiment
 from hpcsa.views.forest import Forest
-from hpcsa.views.imbalance import distribution
+from hpcsa.views.imbalance import Distribution, profile_set
 from hpcsa.views.metrics import Column
 from hpcsa.views.serve.filters import Filter, FilteredForest, frame_functions
 from hpcsa.views.serve.source import source_of
 
 VIEWS = ("top-down", "bottom-up", "flat")
-#: Callers levels built for the bottom-up view (each level is one numpy pass over the frames).
-CALLER_LEVELS = 24
+#: Callers levels built for the bottom-up view at first, and at most (each level is one numpy pass over the
+#: frames; deeper levels are built when a node of the last level is opened). Levels are numbered the same
+#: whatever the depth built, so node numbers (and URLs) stay valid.
+CALLER_LEVELS, MAX_CALLER_LEVELS = 6, 96
 #: Children returned per request; the rest are fetched on demand (offset).
 PAGE = 200
 FOREST_CACHE = 8
@@ -47,6 +49,8 @@ class Model:
         self._lock = threading.RLock()
         self._forests: OrderedDict[tuple[str, int, tuple[Filter, ...]], Forest] = OrderedDict()
         self._fn_lower: list[str] | None = None
+        self._profile_sets: dict[tuple[str, str], np.ndarray] = {}
+        self._callers_depth = CALLER_LEVELS
 
     # -- forests -------------------------------------------------------------------------------------------
 
@@ -65,7 +69,7 @@ class Model:
             elif view == "top-down":
                 got = self.exp.top_down()
             elif view == "bottom-up":
-                got = self.exp.bottom_up(CALLER_LEVELS)
+                got = self.exp.bottom_up(self._callers_depth)
             else:
                 flat = self.forest("flat") if flatten else self.exp.flat()
                 got = flat.flattened(flatten) if flatten else flat  # type: ignore[attr-defined]
@@ -73,6 +77,26 @@ class Model:
             while len(self._forests) > FOREST_CACHE:
                 self._forests.popitem(last=False)
             return got
+
+    def deepened(self, view: str, flatten: int, filters: tuple[Filter, ...], node: int) -> Forest:
+        """The view's forest, with the callers view built deep enough to tell whether ``node``'s children have
+        children."""
+        forest = self.forest(view, flatten, filters)
+        if view != "bottom-up":
+            return forest
+        while self._callers_depth < MAX_CALLER_LEVELS:
+            base = getattr(forest, "base", forest)
+            if 0 <= node < len(base) and base.level[node] < self._callers_depth - 2:  # type: ignore[attr-defined]
+                break
+            levels = base.level  # type: ignore[attr-defined]
+            if node < 0 or (node >= len(base) and len(base) and levels.max() < self._callers_depth - 1):
+                break  # out of range in a forest that is already complete
+            with self._lock:
+                self._callers_depth = min(MAX_CALLER_LEVELS, 2 * self._callers_depth)
+                for key in [k for k in self._forests if k[0] == "bottom-up"]:
+                    del self._forests[key]
+            forest = self.forest(view, flatten, filters)
+        return forest
 
     def column(self, spec: str) -> Column:
         try:
@@ -181,7 +205,14 @@ class Model:
         """One context's values over the profiles (:func:`hpcsa.views.imbalance.distribution`)."""
         row = self.context_row(forest, node)
         scope = "execution" if side == "inclusive" else "lex_aware"
-        dist = distribution(self.exp, row, self.exp.measured_metric(col.name), scope, kind)
+        metric = self.exp.measured_metric(col.name)
+        key = (metric, kind)
+        with self._lock:  # which profiles to compare reads all of cct.db once per metric: kept
+            if key not in self._profile_sets:
+                self._profile_sets[key] = profile_set(self.exp, metric, kind)
+        profiles = self._profile_sets[key]
+        # as imbalance.distribution(), with the profile set kept
+        dist = Distribution(row, metric, scope, profiles, self.exp.context_values(row, metric, scope)[profiles])
         order = np.argsort(dist.values, kind="stable")
         sv, sp = dist.values[order], dist.profiles[order]
         pick = np.unique(np.linspace(0, len(sv) - 1, min(points, len(sv))).round().astype(np.int64)) \

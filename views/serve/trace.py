@@ -44,10 +44,11 @@ class TraceModel:
         self.labels = [info[prof[s]].label if prof[s] in info else f"profile {prof[s]}" for s in self.order]
         self.gpu = [gpu[s] for s in self.order]
         self._lines: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._all: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         self._at_depth: dict[int, np.ndarray] = {}
         self._color: dict[str, int] = {}
-        self._row_color: dict[int, int] = {}
-        self._lock = threading.Lock()
+        self._color_of_row: np.ndarray | None = None
+        self._lock = threading.RLock()
         c = exp.cct
         frame = c.is_frame & (c.kind != T.ROOT)
         fdepth = np.zeros(len(c), np.int64)
@@ -64,8 +65,27 @@ class TraceModel:
         return {"rows": len(self.order), "labels": self.labels, "gpu": self.gpu, "t_min": self.t_min,
                 "t_max": self.t_max, "max_depth": self.max_depth, "cpu_rows": self.gpu.count(False)}
 
+    def all_lines(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every row's samples end to end: (times, CCT rows, end times, offsets of the rows), read once."""
+        with self._lock:
+            if self._all is None:
+                raw = [self.tdb.trace(s) for s in self.order]
+                sizes = np.array([len(r) for r in raw], np.int64)
+                offsets = np.r_[0, np.cumsum(sizes)]
+                ts = np.concatenate([r["timestamp"] for r in raw]).astype(np.int64) if raw else np.zeros(0, np.int64)
+                ctx = np.concatenate([r["ctxId"] for r in raw]).astype(np.int64) if raw else np.zeros(0, np.int64)
+                ends = np.r_[ts[1:], 0] if len(ts) else ts
+                last = offsets[1:][sizes > 0] - 1
+                ends[last] = np.maximum(self.t_max, ts[last])
+                self._all = (ts, self.exp.cct.row_of(ctx), ends, offsets)
+                self._lines.clear()
+            return self._all
+
     def line(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """(times, CCT rows) of the ``i``-th row's trace."""
+        if self._all is not None:
+            ts, rows, _, off = self._all
+            return ts[off[i]:off[i + 1]], rows[off[i]:off[i + 1]]
         got = self._lines.get(i)
         if got is None:
             raw = self.tdb.trace(self.order[i])
@@ -89,18 +109,14 @@ class TraceModel:
 
     def colors(self, frames: np.ndarray) -> np.ndarray:
         """Colour ids of frame rows: one per procedure name, assigned in order of first appearance."""
-        out = np.full(len(frames), -1, np.int64)
-        uniq, inv = np.unique(frames, return_inverse=True)
-        ids = np.empty(len(uniq), np.int64)
         with self._lock:
-            for k, r in enumerate(uniq.tolist()):
-                cid = self._row_color.get(r)
-                if cid is None:
-                    name = self.name(r)
-                    cid = self._row_color[r] = self._color.setdefault(name, len(self._color))
-                ids[k] = cid
-        out[:] = ids[inv.reshape(-1)]
-        return out
+            if self._color_of_row is None:
+                self._color_of_row = np.full(len(self.exp.cct), -1, np.int64)
+            table = self._color_of_row
+            present = np.flatnonzero(np.bincount(frames, minlength=len(table)))
+            for r in present[table[present] < 0].tolist():
+                table[r] = self._color.setdefault(self.name(r), len(self._color))
+            return table[frames]
 
     def name(self, row: int) -> str:
         return self.exp.scope_name(row) if row >= 0 else "(no sample)"
@@ -124,25 +140,28 @@ class TraceModel:
         t1 = max(t1, t0 + 1)
         mids = t0 + (np.arange(width) + 0.5) * ((t1 - t0) / width)
         anc = self.at_depth(depth)
-        rows_out, seen = [], set()
-        for i in self.pick_rows(first, count, height):
+        picked = self.pick_rows(first, count, height)
+        frames = np.full((len(picked), width), -1, np.int64)  # the frame row under every pixel
+        for k, i in enumerate(picked):
             ts, rows = self.line(i)
-            px = np.full(width, -1, np.int64)
-            if len(ts):
-                at = np.searchsorted(ts, mids, side="right") - 1
-                ok = (at >= 0) & (mids < max(self.t_max, int(ts[-1]) + 1))
-                r = rows[at[ok]]
-                good = r > 0  # context 0, the global root, is "no activity" in traces: drawn blank
-                vals = np.full(len(r), -1, np.int64)
-                vals[good] = self.colors(anc[r[good]])
-                px[ok] = vals
-            change = np.flatnonzero(np.r_[True, px[1:] != px[:-1]])
-            lengths = np.diff(np.r_[change, width])
+            if not len(ts):
+                continue
+            at = np.searchsorted(ts, mids, side="right") - 1
+            ok = (at >= 0) & (mids < max(self.t_max, int(ts[-1]) + 1))
+            r = rows[at[ok]]
+            # context 0, the global root, is "no activity" in traces: drawn blank
+            frames[k, np.flatnonzero(ok)] = np.where(r > 0, anc[np.maximum(r, 0)], -1)
+        px = np.full(frames.shape, -1, np.int64)
+        busy = frames >= 0
+        px[busy] = self.colors(frames[busy])
+        rows_out = []
+        for k, i in enumerate(picked):
+            line = px[k]
+            change = np.flatnonzero(np.concatenate(([True], line[1:] != line[:-1])))
             runs = np.empty(2 * len(change), np.int64)
-            runs[0::2], runs[1::2] = px[change], lengths
-            seen.update(px[change].tolist())
+            runs[0::2], runs[1::2] = line[change], np.diff(np.append(change, width))
             rows_out.append({"row": i, "runs": runs.tolist()})
-        seen.discard(-1)
+        seen = set(np.flatnonzero(np.bincount(px[busy], minlength=1)).tolist())
         return {"t0": t0, "t1": t1, "width": width, "depth": depth, "rows": rows_out,
                 "legend": {str(k): v for k, v in self.legend(seen).items()}}
 
@@ -152,17 +171,13 @@ class TraceModel:
         anc = self.at_depth(depth)
         count = len(self.order) if count is None else count
         last = min(len(self.order), first + count)
-        total = np.zeros(len(self.exp.cct))
-        idle = 0
-        for i in range(max(first, 0), last):
-            ts, rows = self.line(i)
-            if not len(ts):
-                continue
-            ends = np.r_[ts[1:], max(self.t_max, int(ts[-1]))]
-            dur = np.minimum(ends, t1) - np.maximum(ts, t0)
-            ok = (dur > 0) & (rows > 0)
-            idle += int(dur[(dur > 0) & (rows == 0)].sum())
-            total += np.bincount(anc[rows[ok]], weights=dur[ok].astype(np.float64), minlength=len(total))
+        ts, rows, ends, off = self.all_lines()
+        lo, hi = off[max(first, 0)], off[max(last, first, 0)]
+        ts, rows, ends = ts[lo:hi], rows[lo:hi], ends[lo:hi]
+        dur = np.minimum(ends, t1) - np.maximum(ts, t0)
+        ok = (dur > 0) & (rows > 0)
+        idle = int(dur[(dur > 0) & (rows == 0)].sum())
+        total = np.bincount(anc[rows[ok]], weights=dur[ok].astype(np.float64), minlength=len(self.exp.cct))
         hit = np.flatnonzero(total > 0)
         by_name: dict[str, float] = {}
         for r, v in zip(hit.tolist(), total[hit].tolist(), strict=True):

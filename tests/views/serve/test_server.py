@@ -61,6 +61,8 @@ def test_cxx_all_metrics_hot_path_and_imbalance(cxx: Path) -> None:
     with serving(cxx) as s:
         doc = view_json(cxx, "--depth", "4", "--all-metrics")
         compare_view(s, doc, 4, "top-down")
+        # the callers view is built a few levels deep and deepened as nodes are opened: same as built at once
+        compare_view(s, view_json(cxx, "--view", "bottom-up", "--depth", "9"), 9, "bottom-up")
         hot = view_json(cxx, "--hot-path")["hot_path"]["nodes"]
         path = s.get("/api/hotpath", view="top-down")["path"]
         rows = s.get("/api/rows", view="top-down", nodes=",".join(map(str, path)))["rows"]
