@@ -1,6 +1,6 @@
 """Benchmark of ``hpcsa serve`` on a database of 100,000+ contexts and 10,000 profiles: first paint and expansions.
 
-The database is ``hpcsa synth big.m -n 10000 --contexts 100000`` aggregated by ``hpcsa prof`` (made once in a
+The database is ``hpcsa synth big.m -n 10000 --contexts 150000`` (109,018 contexts) aggregated by ``hpcsa prof`` (made once in a
 temporary directory, or given with ``--db``). Each run starts a fresh server in this process (a new
 :class:`~hpcsa.views.experiment.Experiment`: nothing cached) on 127.0.0.1 and times, over real HTTP:
 
@@ -140,7 +140,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--db", type=Path, help="an existing database (default: synthesize one)")
     ap.add_argument("--profiles", type=int, default=10000)
-    ap.add_argument("--contexts", type=int, default=100000)
+    ap.add_argument("--contexts", type=int, default=150000, help="synth --contexts (150,000 give 109,018 "
+                    "contexts in the database: synth counts contexts before prof merges them)")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--browser", action="store_true")
     ap.add_argument("--record", action="store_true")

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from hpcsa.views.experiment import open_experiment
-from tests.conftest import run_cli
+from tests.conftest import assert_one_line_error, run_cli
 from tests.views.serve.helpers import Served, serving, tree_rows
 
 DBASE = ("small.d", "loops-cuda-nvidia-t.d", "loops-cputime-t.d")
@@ -219,3 +219,41 @@ def test_trace_pixels_and_window(cxx: Path) -> None:
         cp = s.get("/api/trace/callpath", row=0, t=mid)
         labels = [p["label"] for p in cp["path"]]
         assert labels and labels[0] in ("main thread", "application thread")
+
+
+def test_command_line(hpctoolkit_data: Path, tmp_path: Path) -> None:
+    """``hpcsa serve``: prints the URL with its token once ready, answers on 127.0.0.1, stops on Ctrl-C;
+    bad databases and busy ports are one-line errors."""
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import urllib.request
+
+    db = hpctoolkit_data / "dbase" / "small.d"
+    proc = subprocess.Popen([sys.executable, "-m", "hpcsa", "serve", str(db), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        head = [proc.stdout.readline() for _ in range(2)]
+        url = head[1].split("open ", 1)[1].strip()
+        assert url.startswith("http://127.0.0.1:") and "/?token=" in url
+        port = int(url.split(":")[2].split("/")[0])
+        with urllib.request.urlopen(url.replace("/?", "/api/info?"), timeout=30) as r:
+            assert json.loads(r.read())["contexts"] > 0
+        with socket.socket() as busy:
+            busy.bind(("127.0.0.1", 0))
+            busy.listen()
+            taken = busy.getsockname()[1]
+            err = run_cli("serve", str(db), "--port", str(taken))
+            assert_one_line_error(err, str(taken))
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 0 and "stopped" in out
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    (tmp_path / "meta.db").write_bytes(b"not a database")
+    assert_one_line_error(run_cli("serve", str(tmp_path), "--port", "0"), str(tmp_path))
