@@ -27,6 +27,8 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="address to listen on (default 127.0.0.1: this machine only; the token is still "
                         "required on any other)")
     parser.add_argument("--open", action="store_true", help="open the page in this machine's web browser")
+    parser.add_argument("--derive", "-d", action="append", default=[], metavar="NAME=FORMULA",
+                        help="add a derived metric column, as hpcsa view -d (e.g. 'ipc=${INST}/${CYC}')")
 
 
 def warm(model) -> None:  # type: ignore[no-untyped-def]
@@ -42,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
         raise HpcsaError(None, f"--port {args.port}: not a port number")
     started = time.perf_counter()
     exp = open_experiment(args.database)
+    for d in args.derive:
+        exp.derive(d)
     try:
         server, app = make_server(exp, args.host, args.port)
     except OSError as exc:

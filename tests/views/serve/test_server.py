@@ -231,7 +231,7 @@ def test_command_line(hpctoolkit_data: Path, tmp_path: Path) -> None:
     import urllib.request
 
     db = hpctoolkit_data / "dbase" / "small.d"
-    proc = subprocess.Popen([sys.executable, "-m", "hpcsa", "serve", str(db), "--port", "0"],
+    proc = subprocess.Popen([sys.executable, "-m", "hpcsa", "serve", str(db), "--port", "0", "-d", "twice=2*$0"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         head = [proc.stdout.readline() for _ in range(2)]
@@ -239,7 +239,11 @@ def test_command_line(hpctoolkit_data: Path, tmp_path: Path) -> None:
         assert url.startswith("http://127.0.0.1:") and "/?token=" in url
         port = int(url.split(":")[2].split("/")[0])
         with urllib.request.urlopen(url.replace("/?", "/api/info?"), timeout=30) as r:
-            assert json.loads(r.read())["contexts"] > 0
+            info = json.loads(r.read())
+        assert info["contexts"] > 0
+        cols = {c["name"]: c for c in info["columns"]}
+        first = next(c for c in info["columns"] if c["index"] == 0)
+        assert cols["twice"]["derived"] and cols["twice"]["total"] == pytest.approx(2 * first["total"])
         with socket.socket() as busy:
             busy.bind(("127.0.0.1", 0))
             busy.listen()
