@@ -231,7 +231,12 @@ class Model:
         """Where a node's source is: (file index, path, line) and whether the database holds a copy."""
         self._check_node(forest, node)
         file, line = self._file_line(forest, node)
-        return source_of(self.exp, file, line)
+        out = source_of(self.exp, file, line)
+        site = getattr(getattr(forest, "base", forest), "call_site", None)
+        if site is not None and site[node] >= 0:  # a callee shown with its call-site line: both places
+            row = int(site[node])
+            out["call_site"] = source_of(self.exp, int(self.exp.cct.file[row]), int(self.exp.cct.line[row]))
+        return out
 
     def _file_line(self, forest: Forest, node: int) -> tuple[int, int]:
         exp, c = self.exp, self.exp.cct

@@ -144,7 +144,16 @@ def test_hot_path_source_and_profiles(browser: Any, served: Served, cxx: Path, t
     assert file.startswith("src/") and int(meta.file_flags[int(meta.functions.file[f])]) & 1
     assert int(line.get_attribute("data-n")) == want_line
     assert line.text.rstrip() == (cxx / file).read_text().splitlines()[want_line - 1].rstrip()
-    assert browser.find_element("id", "source-head").text == f"{file}:{want_line}"
+    head = browser.find_element("id", "source-head")
+    assert (head.get_attribute("data-file"), head.get_attribute("data-line")) == (file, str(want_line))
+    # the callee shares its row with its call-site line: a link shows that line
+    site = meta.contexts.parent[row]
+    site_file, site_line = meta.files[int(meta.contexts.file[site])], int(meta.contexts.line[site])
+    click(browser, "#source-other")
+    wait(browser, lambda: head.get_attribute("data-line") == str(site_line), "the call site")
+    at = browser.find_element("css selector", "#source .ln.at")
+    assert head.get_attribute("data-file") == site_file and at.get_attribute("data-n") == str(site_line)
+    assert at.text.rstrip() == (cxx / site_file).read_text().splitlines()[site_line - 1].rstrip()
     browser.save_screenshot(str(tmp_path / "source.png"))
     # profiles pane: the statistics of hpcsa imbalance for this context
     click(browser, '#panes [data-pane="profiles"]')

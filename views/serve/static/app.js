@@ -303,20 +303,32 @@ function paneUpdate() {
 }
 
 async function showSource() {
-  const pre = $("source"), head = $("source-head");
   if (S.sel === null) return;
   const g = S.sel;
   const s = await api("api/source", viewParams({node: S.sel}));
   if (g !== S.sel) return;
+  await showFile(s, s.call_site || null, true);
+}
+
+async function showFile(s, other, otherIsSite) {  // a source location; ``other``: offered as a link
+  const pre = $("source"), head = $("source-head");
+  const links = [];
+  if (other && other.file) {
+    const b = el("button", {class: "link", id: "source-other"},
+                 `${otherIsSite ? "call site" : "procedure"} ${other.file}:${other.line}`);
+    b.addEventListener("click", () => showFile(other, s, !otherIsSite));
+    links.push(" ", b);
+  }
   if (!s.available) {
-    head.textContent = s.file ? `${s.file}:${s.line} — ${s.reason}` : s.reason;
+    head.replaceChildren(s.file ? `${s.file}:${s.line} — ${s.reason}` : s.reason, ...links);
     pre.replaceChildren();
     return;
   }
   const text = await api(`src/${s.src.split("/").map(encodeURIComponent).join("/")}`).catch(() => null);
-  if (text === null) { head.textContent = `${s.file}: not readable`; pre.replaceChildren(); return; }
+  if (text === null) { head.replaceChildren(`${s.file}: not readable`, ...links); pre.replaceChildren(); return; }
   const lines = text.split("\n");
-  head.textContent = `${s.file}:${s.line}`;
+  head.replaceChildren(`${s.file}:${s.line}`, ...links);
+  head.dataset.file = s.file; head.dataset.line = s.line;
   pre.replaceChildren(...lines.map((t, i) => el("span", {class: "ln" + (i + 1 === s.line ? " at" : ""), "data-n": i + 1}, t + "\n")));
   pre.querySelector(".ln.at")?.scrollIntoView({block: "center"});
 }
