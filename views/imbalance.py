@@ -108,7 +108,7 @@ class Distribution:
     def stats(self) -> dict[str, float]:
         v = self.values
         mean = float(v.mean()) if len(v) else 0.0
-        return {"profiles": float(len(v)), "min": float(v.min(initial=0.0) if len(v) else 0.0),
+        return {"profiles": float(len(v)), "min": float(v.min()) if len(v) else 0.0,
                 "max": float(v.max(initial=0.0)), "mean": mean, "stddev": float(v.std()) if len(v) else 0.0,
                 "cfvar": float(v.std() / mean) if mean else 0.0,
                 "imbalance": float(len(v) * (v.max(initial=0.0) - mean))}

@@ -118,7 +118,7 @@ class Model:
         tdb = exp.db.trace
         return {"title": exp.title, "path": exp.path, "contexts": len(exp.cct),
                 "profiles": len(profiles), "gpu_profiles": sum(p.gpu for p in profiles),
-                "columns": cols, "default_columns": [c.index for c in default_columns(exp, True)][:4] or [0],
+                "columns": cols, "default_columns": [c.index for c in default_columns(exp, True)][:2] or [0],
                 "views": list(VIEWS), "trace": tdb is not None and len(tdb) > 0}
 
     def _values(self, forest: Forest, columns: list[Column]) -> list[tuple[Column, str, np.ndarray]]:

@@ -133,7 +133,7 @@ function rowEl(n, depth) {
   const tog = el("span", {class: "tog"}, rec.children ? (expanded ? "▾" : "▸") : "");
   tog.addEventListener("click", (e) => { e.stopPropagation(); toggle(n); });
   const td = el("td", {class: "scope", style: `padding-left:${6 + 14 * depth}px`}, tog,
-                el("span", {class: "label"}, rec.label));
+                el("span", {class: "label", title: rec.label}, rec.label));
   sides().forEach(([c, s], k) => {
     const v = rec.values[k];
     const cell = el("td", {class: "v", "data-v": v === null ? "" : String(v), "data-col": `${c.index}:${s[0]}`},
