@@ -132,6 +132,21 @@ def test_hot_path_source_and_profiles(browser: Any, served: Served, cxx: Path, t
     assert [r["label"] for r in shown if r["hot"]] == [n["label"] for n in hot]
     sel = [r for r in shown if r["sel"]]
     assert len(sel) == 1 and sel[0]["label"] == hot[-1]["label"]
+    # keys: up moves to the row above, left (on a closed node) to the parent
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    at = [r["node"] for r in shown].index(sel[0]["node"])
+    ActionChains(browser).send_keys(Keys.ARROW_UP).perform()
+    idle(browser)
+    assert [r["node"] for r in rows(browser) if r["sel"]] == [shown[at - 1]["node"]]
+    ActionChains(browser).send_keys(Keys.ARROW_DOWN).perform()
+    idle(browser)
+    ActionChains(browser).send_keys(Keys.ARROW_LEFT).perform()
+    idle(browser)
+    parent = next(r for r in reversed(shown[:at]) if r["depth"] < shown[at]["depth"])
+    assert [r["node"] for r in rows(browser) if r["sel"]] == [parent["node"]]
+    click(browser, f'#tree-body tr[data-node="{sel[0]["node"]}"]')
     # source pane: the copy in src/, at the line
     click(browser, '#panes [data-pane="source"]')
     wait(browser, lambda: browser.find_elements("css selector", "#source .ln.at"), "the source line")

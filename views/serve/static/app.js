@@ -479,6 +479,13 @@ function setupTrace() {
     if (Math.abs(b.cssX - a.cssX) < 3) { $("trace-sel").hidden = true; return; }
     traceWindow(Math.min(a.t, b.t), Math.max(a.t, b.t));
   });
+  c.addEventListener("wheel", (ev) => {  // zoom around the cursor
+    if (!T.last) return;
+    ev.preventDefault();
+    const at = traceAt(ev), f = ev.deltaY < 0 ? 0.8 : 1.25;
+    S.t0 = at.t - (at.t - S.t0) * f; S.t1 = at.t + (S.t1 - at.t) * f;
+    clamp();
+  }, {passive: false});
   const move = (f) => { const span = S.t1 - S.t0; S.t0 += f * span; S.t1 += f * span; clamp(); };
   const zoom = (f) => { const mid = (S.t0 + S.t1) / 2, half = (S.t1 - S.t0) * f / 2; S.t0 = mid - half; S.t1 = mid + half; clamp(); };
   $("t-left").onclick = () => move(-0.25);
@@ -601,5 +608,25 @@ async function followHash() {  // a pasted link in the same tab
   paneUpdate();
 }
 
+function onKey(ev) {  // tree navigation: arrows move, right opens, left closes or goes to the parent
+  if (ev.target.closest("input, select, textarea") || S.sel === null) return;
+  const trs = [...document.querySelectorAll("#tree-body tr[data-node]")];
+  const at = trs.findIndex((tr) => +tr.dataset.node === S.sel);
+  if (at < 0) return;
+  const e = nodes.get(S.sel);
+  if (ev.key === "ArrowDown" && at + 1 < trs.length) select(+trs[at + 1].dataset.node);
+  else if (ev.key === "ArrowUp" && at > 0) select(+trs[at - 1].dataset.node);
+  else if (ev.key === "ArrowRight" && e.rec.children && !e.expanded) toggle(S.sel);
+  else if (ev.key === "ArrowLeft" && e.expanded) toggle(S.sel);
+  else if (ev.key === "ArrowLeft") {
+    const depth = +trs[at].dataset.depth;
+    for (let i = at - 1; i >= 0; i--) if (+trs[i].dataset.depth < depth) { select(+trs[i].dataset.node); break; }
+  } else return;
+  ev.preventDefault();
+  document.querySelector("#tree-body tr.sel")?.scrollIntoView({block: "nearest"});
+}
+
 window.addEventListener("DOMContentLoaded", main);
+window.addEventListener("keydown", onKey);
+window.addEventListener("unhandledrejection", (ev) => status(ev.reason?.message || String(ev.reason), true));
 window.addEventListener("hashchange", () => { if (INFO) followHash(); });
