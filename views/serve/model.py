@@ -20,6 +20,8 @@ from hpcsa.errors import HpcsaError
 from hpcsa.views import tree as T
 from hpcsa.views.cmd import default_columns
 from hpcsa.views.experiment import Experiment
+from hpcsa.views.flat import FILE as FLAT_FILE
+from hpcsa.views.flat import MODULE as FLAT_MODULE
 from hpcsa.views.forest import Forest
 from hpcsa.views.imbalance import Distribution, profile_set
 from hpcsa.views.metrics import Column
@@ -247,7 +249,7 @@ class Model:
             row = int(base.rep[node])  # type: ignore[attr-defined]
         else:
             row = int(base.row[node])  # type: ignore[attr-defined]
-            if base.kind[node] in (10, 11):  # type: ignore[attr-defined]  # modules and files have no line
+            if base.kind[node] in (FLAT_MODULE, FLAT_FILE):  # type: ignore[attr-defined]  # no line of their own
                 return -1, 0
         if c.kind[row] in (T.LOOP, T.LINE) or (c.kind[row] == T.INSTRUCTION and c.file[row] >= 0):
             return int(c.file[row]), int(c.line[row])
