@@ -3,7 +3,9 @@
 Every answer is a JSON-ready dict. Nodes are the node numbers of the view's forest
 (:mod:`hpcsa.views.forest`), so a URL naming a node stays valid for the same database. The forests are
 built on first use and kept (per view, flattening and filter set); values are the forests' own columns,
-the same arrays ``hpcsa view`` prints, and the per-profile statistics are :mod:`hpcsa.views.imbalance`'s,
+the same arrays ``hpcsa view`` prints (with filters: :class:`~hpcsa.views.filters.FilteredForest` for the
+top-down view, the callers and flat views of a :class:`~hpcsa.views.filters.FilteredExperiment`, as
+``hpcsa view --filter`` builds them), and the per-profile statistics are :mod:`hpcsa.views.imbalance`'s,
 the same numbers ``hpcsa imbalance`` prints.
 """
 
@@ -20,12 +22,12 @@ from hpcsa.errors import HpcsaError
 from hpcsa.views import tree as T
 from hpcsa.views.cmd import default_columns
 from hpcsa.views.experiment import Experiment
+from hpcsa.views.filters import Filter, FilteredExperiment, FilteredForest, frame_functions
 from hpcsa.views.flat import FILE as FLAT_FILE
 from hpcsa.views.flat import MODULE as FLAT_MODULE
 from hpcsa.views.forest import Forest
 from hpcsa.views.imbalance import Distribution, profile_set
 from hpcsa.views.metrics import Column
-from hpcsa.views.serve.filters import Filter, FilteredForest, frame_functions
 from hpcsa.views.serve.source import source_of
 
 VIEWS = ("top-down", "bottom-up", "flat")
@@ -50,6 +52,7 @@ class Model:
         self.exp = exp
         self._lock = threading.RLock()
         self._forests: OrderedDict[tuple[str, int, tuple[Filter, ...]], Forest] = OrderedDict()
+        self._filtered: OrderedDict[tuple[Filter, ...], FilteredExperiment] = OrderedDict()
         self._fn_lower: list[str] | None = None
         self._profile_sets: dict[tuple[str, str], np.ndarray] = {}
         self._callers_depth = CALLER_LEVELS
@@ -66,18 +69,28 @@ class Model:
             if got is not None:
                 self._forests.move_to_end(key)
                 return got
-            if filters:
-                got = FilteredForest(self.forest(view, flatten), list(filters))
-            elif view == "top-down":
-                got = self.exp.top_down()
+            exp = self.filtered(filters) if filters else self.exp
+            if view == "top-down":
+                got = FilteredForest(self.forest(view), list(filters)) if filters else self.exp.top_down()
             elif view == "bottom-up":
-                got = self.exp.bottom_up(self._callers_depth)
+                got = exp.bottom_up(self._callers_depth)
             else:
-                flat = self.forest("flat") if flatten else self.exp.flat()
+                flat = self.forest("flat", 0, filters) if flatten else exp.flat()
                 got = flat.flattened(flatten) if flatten else flat  # type: ignore[attr-defined]
             self._forests[key] = got
             while len(self._forests) > FOREST_CACHE:
                 self._forests.popitem(last=False)
+            return got
+
+    def filtered(self, filters: tuple[Filter, ...]) -> FilteredExperiment:
+        """The experiment's tree under these filters (kept: the callers and flat views are built over it)."""
+        with self._lock:
+            got = self._filtered.get(filters)
+            if got is None:
+                got = self._filtered[filters] = FilteredExperiment(self.exp, filters)
+                while len(self._filtered) > FOREST_CACHE:
+                    self._filtered.popitem(last=False)
+            self._filtered.move_to_end(filters)
             return got
 
     def deepened(self, view: str, flatten: int, filters: tuple[Filter, ...], node: int) -> Forest:
@@ -234,15 +247,16 @@ class Model:
         self._check_node(forest, node)
         file, line = self._file_line(forest, node)
         out = source_of(self.exp, file, line)
-        site = getattr(getattr(forest, "base", forest), "call_site", None)
+        base = getattr(forest, "base", forest)
+        site = getattr(base, "call_site", None)
         if site is not None and site[node] >= 0:  # a callee shown with its call-site line: both places
-            row = int(site[node])
-            out["call_site"] = source_of(self.exp, int(self.exp.cct.file[row]), int(self.exp.cct.line[row]))
+            row, c = int(site[node]), base.exp.cct
+            out["call_site"] = source_of(self.exp, int(c.file[row]), int(c.line[row]))
         return out
 
     def _file_line(self, forest: Forest, node: int) -> tuple[int, int]:
-        exp, c = self.exp, self.exp.cct
         base = getattr(forest, "base", forest)
+        exp, c = base.exp, base.exp.cct  # a filtered callers or flat view: the filtered tree's rows
         if base.view == "top-down":
             row = node
         elif base.view == "bottom-up":

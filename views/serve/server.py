@@ -21,9 +21,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from hpcsa.errors import HpcsaError
 from hpcsa.views.experiment import Experiment
+from hpcsa.views.filters import parse_filters
 from hpcsa.views.forest import DEFAULT_THRESHOLD
 from hpcsa.views.imbalance import KINDS
-from hpcsa.views.serve.filters import Filter
 from hpcsa.views.serve.model import Model
 from hpcsa.views.serve.source import read_source
 from hpcsa.views.serve.trace import TraceModel
@@ -173,7 +173,7 @@ class Handler(BaseHTTPRequestHandler):
         self._send(200, data, STATIC[name], extra)
 
     def _forest(self, q: dict[str, str]):  # type: ignore[no-untyped-def]
-        filters = tuple(Filter.parse(f) for f in q.get("filters", "").split("\n") if f.strip())
+        filters = parse_filters(q.get("filters", "").split("\n"))
         nodes = [int(x) for x in (q.get("nodes", "") + "," + q.get("node", "")).split(",") if x.strip()]
         return self.app.model.deepened(q.get("view", "top-down"), _int(q, "flatten", 0), filters,
                                        max(nodes, default=-1))
