@@ -14,6 +14,7 @@ import pytest
 
 from hpcsa.views.experiment import open_experiment
 from tests.conftest import assert_one_line_error, run_cli
+from tests.views.helpers import SEED003
 from tests.views.serve.helpers import Served, serving, tree_rows
 
 DBASE = ("small.d", "loops-cuda-nvidia-t.d", "loops-cputime-t.d")
@@ -36,9 +37,9 @@ def column_index(s: Served, header: str) -> int:
     return next(c["index"] for c in s.get("/api/info")["columns"] if c["name"] == name)
 
 
-def compare_view(s: Served, doc: dict, depth: int, view: str, flatten: int = 0) -> None:
+def compare_view(s: Served, doc: dict, depth: int, view: str, flatten: int = 0, filters: str = "") -> None:
     cols = sorted({column_index(s, f"{c['name']} (I)") for c in doc["columns"]})
-    params = {"view": view, "columns": ",".join(map(str, cols)), "flatten": flatten}
+    params = {"view": view, "columns": ",".join(map(str, cols)), "flatten": flatten, "filters": filters}
     got = tree_rows(s, depth, **params)
     want = [r for r in doc["rows"] if "label" in r]
     assert [(d, r["label"]) for d, r in got] == [(r["depth"], r["label"]) for r in want]
@@ -190,6 +191,75 @@ def test_filters_give_cost_to_parent(cxx: Path) -> None:
         assert grand and set(grand) <= set(kid_nodes) and target not in kid_nodes
         found = s.get("/api/search", view="top-down", q=name[:12])["nodes"]
         assert target in found
+
+
+# seed003.d (fixtures/views/make_fixtures.py): m calls f (file1.c:9) and g (file1.c:10, g3); f calls g (file1.c:3,
+# g1); g1 calls g (file2.c:3, g2); every g calls h (file2.c:4). Costs sit on lines: g1's and g3's file2.c:2 (1
+# each), h's loops under g2 (3), g1 (2) and g3 (2). Filtering happens on that tree; the callers and flat views
+# are built from what is left. (inclusive, exclusive) of the rows, by label path, for each filter:
+SEED_FILTERED = {
+    # g hidden, its lines and calls kept under the call-site lines in f and m: g's costs are f's and m's own
+    "self:g": {
+        "bottom-up": {("m",): (9, 1), ("f",): (6, 1), ("h",): (7, 7), ("h", "f (at file2.c:4)"): (5, 5),
+                      ("h", "m (at file2.c:4)"): (2, 2), ("f", "m (at file1.c:9)"): (6, 1)},
+        "flat": {("app",): (9, 9), ("app", "file1.c"): (9, 2), ("app", "file1.c", "m"): (9, 1),
+                 ("app", "file1.c", "f"): (6, 1), ("app", "file2.c"): (7, 7), ("app", "file2.c", "h"): (7, 7),
+                 ("app", "file1.c", "f", "file1.c:3", "file2.c:2"): (1, 1)}},
+    # everything below g hidden: g's inclusive cost is its own
+    "children:g": {
+        "bottom-up": {("g",): (9, 9), ("g", "f (at file1.c:3)"): (6, 6), ("g", "m (at file1.c:10)"): (3, 3),
+                      ("m",): (9, 0), ("f",): (6, 0)},
+        "flat": {("app", "file2.c"): (9, 9), ("app", "file2.c", "g"): (9, 9), ("app", "file1.c"): (9, 0),
+                 ("app", "file1.c", "m"): (9, 0), ("app", "file1.c", "f"): (6, 0)}},
+    # g and everything below hidden: the calls of g cost f and m what g cost inclusively
+    "both:g": {
+        "bottom-up": {("m",): (9, 3), ("f",): (6, 6), ("f", "m (at file1.c:9)"): (6, 6)},
+        "flat": {("app",): (9, 9), ("app", "file1.c"): (9, 9), ("app", "file1.c", "m"): (9, 3),
+                 ("app", "file1.c", "m", "file1.c:10"): (3, 3), ("app", "file1.c", "f"): (6, 6),
+                 ("app", "file1.c", "f", "file1.c:3"): (6, 6)}},
+    # a glob; h's loops land in g's body (g1: 1 + 2, g2: 3, g3: 1 + 2)
+    "self:h*": {
+        "bottom-up": {("g",): (9, 9), ("g", "g (at file2.c:3)"): (3, 3), ("m",): (9, 0), ("f",): (6, 0)},
+        "flat": {("app", "file2.c", "g"): (9, 9), ("app", "file2.c", "g", "file2.c:4", "loop at file2.c:8"): (7, 1),
+                 ("app", "file2.c", "g", "file2.c:4", "loop at file2.c:8", "loop at file2.c:9"): (6, 6)}},
+}
+GONE = {"self:g": {"g"}, "children:g": {"h"}, "both:g": {"g", "h"}, "self:h*": {"h"}}
+
+
+def labelled(s: Served, view: str, filters: str) -> dict[tuple[str, ...], tuple[float, float]]:
+    """Every shown row of a view through the API, by label path: (inclusive, exclusive) of the first metric."""
+    out: dict[tuple[str, ...], tuple[float, float]] = {}
+    path: list[str] = []
+    for depth, rec in tree_rows(s, 99, view=view, columns="0", filters=filters):
+        del path[depth:]
+        path.append(rec["label"])
+        inc, exc = (v or 0.0 for v in rec["values"])
+        out[tuple(path)] = (inc, exc)
+    return out
+
+
+@pytest.mark.parametrize("filters", sorted(SEED_FILTERED))
+def test_filters_in_callers_and_flat_views(filters: str) -> None:
+    with serving(SEED003) as s:
+        assert s.get("/api/info")["columns"][0]["name"] == "CPUTIME (sec)"
+        for view, want in SEED_FILTERED[filters].items():
+            got = labelled(s, view, filters)
+            for key, values in want.items():
+                assert got.get(key) == pytest.approx(values), (view, key, got.get(key))
+            # the hidden procedures have no rows, the totals do not move
+            assert not {p.split(" (at ")[0].split(" ")[-1] for k in got for p in k} & GONE[filters], view
+            top = s.get("/api/children", view=view, node=-1, columns="0", filters=filters)["rows"]
+            if view == "bottom-up":  # every procedure's exclusive cost once, the root's included
+                assert sum(r["values"][1] or 0 for r in top) == pytest.approx(9)
+            else:
+                assert [r["values"] for r in top] == [[9, 9]]
+        # the same numbers as hpcsa view with the same filter
+        compare_view(s, view_json(SEED003, "--view", "bottom-up", "--depth", "9", "--filter", filters), 9,
+                     "bottom-up", filters=filters)
+        compare_view(s, view_json(SEED003, "--view", "flat", "--depth", "9", "--filter", filters), 9,
+                     "flat", filters=filters)
+        compare_view(s, view_json(SEED003, "--view", "flat", "--flatten", "2", "--depth", "9", "--filter",
+                                  filters), 9, "flat", 2, filters=filters)
 
 
 def test_trace_pixels_and_window(cxx: Path) -> None:

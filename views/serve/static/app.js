@@ -527,9 +527,17 @@ function renderFilters() {
   $("filter-list").replaceChildren(...S.filters.map((f, i) => {
     const [mode, ...rest] = f.split(":");
     const x = el("button", {title: "remove"}, "×");
-    x.addEventListener("click", () => { S.filters.splice(i, 1); renderFilters(); resetTree(); });
+    x.addEventListener("click", () => { S.filters.splice(i, 1); renderFilters(); filtersChanged(); });
     return el("li", {}, el("span", {}, `${rest.join(":")} — ${names[mode]}`), x);
   }));
+}
+
+function filtersChanged(added = false) {
+  // top-down nodes keep their numbers under filters; the callers and flat views are rebuilt from the
+  // filtered tree, so their node numbers change: the selection and zoom go
+  const topDown = S.view === "top-down";
+  if (added || !topDown) S.zoom = null;
+  resetTree(topDown);
 }
 
 async function doSearch() {
@@ -567,7 +575,7 @@ function setupHeader() {
     const p = $("filter-pattern").value.trim();
     if (!p) return;
     S.filters.push(`${$("filter-mode").value}:${p}`); $("filter-pattern").value = "";
-    renderFilters(); S.zoom = null; resetTree();
+    renderFilters(); filtersChanged(true);
   };
   $("search").addEventListener("keydown", (e) => { if (e.key === "Enter") doSearch().catch((x) => status(x.message, true)); });
   $("share").onclick = async () => {
