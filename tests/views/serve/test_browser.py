@@ -228,6 +228,27 @@ def test_filters_search_and_shared_link(browser: Any, served: Served, cxx: Path)
     assert sel and sel[0]["node"] == node and "fold_if" in sel[0]["label"]
 
 
+def test_filters_in_callers_and_flat_views(browser: Any, served: Served, cxx: Path, tmp_path: Path) -> None:
+    glob = "parallel_energy(*) [[]clone*"
+    load(browser, served.url)
+    click(browser, '#views [data-view="bottom-up"]')
+    assert any("[clone ._omp_fn.0]" in r["label"] for r in rows(browser))
+    click(browser, "#tree-body tr[data-node]:nth-child(2)")
+    assert "sel=" in browser.current_url
+    browser.find_element("css selector", "#filters-menu summary").click()
+    browser.find_element("id", "filter-pattern").send_keys(glob)
+    browser.find_element("css selector", '#filter-mode option[value="both"]').click()
+    click(browser, "#filter-add")
+    shown = rows(browser)
+    # rebuilt from the filtered tree: the procedure is gone, its cost is its callers', the selection is dropped
+    assert not any("[clone ._omp_fn.0]" in r["label"] for r in shown)
+    assert not any(r["sel"] for r in shown) and "sel=" not in browser.current_url
+    check_against(shown, view_json(cxx, "--view", "bottom-up", "--depth", "2", "--filter", f"both:{glob}"))
+    browser.save_screenshot(str(tmp_path / "bottom-up-filtered.png"))
+    click(browser, '#views [data-view="flat"]')
+    check_against(rows(browser), view_json(cxx, "--view", "flat", "--depth", "2", "--filter", f"both:{glob}"))
+
+
 def test_trace_view(browser: Any, served: Served, tmp_path: Path) -> None:
     load(browser, served.url + "#pane=trace&depth=2")
     wait(browser, lambda: browser.execute_script("return document.getElementById('trace').dataset.legend"),
