@@ -6,7 +6,8 @@ A filter is a glob (``fnmatch``, case-sensitive) over procedure names with one o
 - ``children``: keep the matching node, hide everything below it;
 - ``both``: hide the matching node and everything below it.
 
-Only procedure frames match (called or inlined procedures). As in hpcviewer (whose filter works on the
+Only procedure frames match (called or inlined procedures), by the name the views show (a procedure without
+a name as ``module+0xoffset``). As in hpcviewer (whose filter works on the
 calling context tree, and whose callers and flat trees are then built from the filtered one), the hidden
 contexts' costs stay in the tree: each hidden context's own cost (its inclusive value minus its children's)
 goes to its nearest shown ancestor context, so hiding a node and everything below it gives the ancestor the
@@ -93,6 +94,12 @@ def frame_functions(forest: Forest) -> np.ndarray:
     return np.full(len(forest), -1, np.int64)
 
 
+def shown_names(exp: Experiment) -> list[str]:
+    """Every procedure's name as the views show it (a nameless one as ``module+0xoffset``), which filters
+    match, as hpcviewer matches the names it shows."""
+    return [exp.function_name(i) for i in range(len(exp.meta.functions))]
+
+
 def _named(names: list[str], funcs: np.ndarray, pattern: str) -> np.ndarray:
     """Which of ``funcs`` (function indices, -1 for none) have a name matching the glob."""
     rx = re.compile(fnmatch.translate(pattern))
@@ -102,7 +109,7 @@ def _named(names: list[str], funcs: np.ndarray, pattern: str) -> np.ndarray:
 
 def matching(forest: Forest, pattern: str) -> np.ndarray:
     """Nodes whose procedure name matches the glob."""
-    return _named(forest.exp.meta.functions.names, frame_functions(forest), pattern)
+    return _named(shown_names(forest.exp), frame_functions(forest), pattern)
 
 
 def _under(parent: np.ndarray, marked: np.ndarray) -> np.ndarray:
@@ -163,7 +170,7 @@ class FilteredForest(Forest):
         self.filters = filters
         self.view = base.view
         parent = base.parent
-        hidden, near = hide(parent, frame_functions(base), base.exp.meta.functions.names, filters)
+        hidden, near = hide(parent, frame_functions(base), shown_names(base.exp), filters)
         shown = (parent != -2) & ~hidden
         new_parent = np.where(shown, np.where(parent == -1, -1, near), -2)
         new_parent[shown & (parent >= 0) & (near < 0)] = -1
@@ -215,7 +222,7 @@ class FilteredExperiment(Experiment):
         self._self: dict[Partial, np.ndarray] = {}
         self._summary = None
         c = base.cct
-        hidden, near = hide(c.parent, frame_rows(c), base.meta.functions.names, list(filters))
+        hidden, near = hide(c.parent, frame_rows(c), shown_names(base), list(filters))
         shown = ~hidden
         self.rows = np.flatnonzero(shown)  # the base row of each row
         index = np.cumsum(shown) - 1
