@@ -6,8 +6,8 @@ A filter is a glob (``fnmatch``, case-sensitive) over procedure names with one o
 - ``children``: keep the matching node, hide everything below it;
 - ``both``: hide the matching node and everything below it.
 
-Only procedure frames match (called or inlined procedures), by the name the views show (a procedure without
-a name as ``module+0xoffset``). As in hpcviewer (whose filter works on the
+Only procedure frames match (called or inlined procedures, frames known only by an address), by the name
+the views show (``module+0xoffset`` for a procedure without a name). As in hpcviewer (whose filter works on the
 calling context tree, and whose callers and flat trees are then built from the filtered one), the hidden
 contexts' costs stay in the tree: each hidden context's own cost (its inclusive value minus its children's)
 goes to its nearest shown ancestor context, so hiding a node and everything below it gives the ancestor the
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,36 +69,66 @@ class Filter:
         return f"{self.mode}:{self.pattern}"
 
 
-def frame_rows(cct: T.CCT) -> np.ndarray:
-    """The procedure of each row of the calling context tree that filters may match (called or inlined
-    procedure frames); -1 elsewhere."""
-    return np.where((cct.kind == T.FUNCTION) & (cct.relation != T.LEXICAL), cct.function, -1)
+_ADDRESS_FRAMES: weakref.WeakKeyDictionary[Experiment, tuple[np.ndarray, list[str]]] = weakref.WeakKeyDictionary()
 
 
-def frame_functions(forest: Forest) -> np.ndarray:
-    """The procedure (meta.db function index) of each node of a view that names one; -1 elsewhere (search
-    and filters look procedures up by it): procedure frames in the top-down view, every procedure node in
-    the callers view, procedures, inlined procedures and call sites in the flat view."""
-    forest = getattr(forest, "base", forest)  # a filtered forest: its base's frames
-    c = forest.exp.cct
-    if isinstance(forest, TopDownForest):
-        return frame_rows(c)
-    if isinstance(forest, CallersForest):
-        rep = forest.rep
-        out = np.where(c.kind[rep] == T.FUNCTION, c.function[rep], -1)
-        out[0] = -1
-        return out
-    if isinstance(forest, FlatForest):
-        row = forest.row
-        ok = np.isin(forest.kind, (PROCEDURE, INLINE, CALLSITE)) & (c.kind[row] == T.FUNCTION)
-        return np.where(ok, c.function[row], -1)
-    return np.full(len(forest), -1, np.int64)
+def _address_frames(exp: Experiment) -> tuple[np.ndarray, list[str]]:
+    """Frames known only by an address (call-relation instructions): their (module, offset) keys, sorted,
+    and the names the views show them by (``module+0xoffset``); kept per experiment."""
+    base: Experiment = getattr(exp, "base", exp)  # a filtered experiment: its base's (a superset)
+    got = _ADDRESS_FRAMES.get(base)
+    if got is None:
+        c = base.cct
+        rows = np.flatnonzero((c.kind == T.INSTRUCTION) & (c.relation == T.CALL))
+        keys, first = np.unique(T.key_hash(c.module[rows], c.offset[rows]), return_index=True)
+        got = _ADDRESS_FRAMES[base] = (keys, [base.scope_name(int(r)) for r in rows[first]])
+    return got
 
 
 def shown_names(exp: Experiment) -> list[str]:
-    """Every procedure's name as the views show it (a nameless one as ``module+0xoffset``), which filters
-    match, as hpcviewer matches the names it shows."""
-    return [exp.function_name(i) for i in range(len(exp.meta.functions))]
+    """The names filters and search match, as the views show them (hpcviewer matches the names it shows),
+    indexed by :func:`frame_ids`: every procedure of meta.db (a nameless one as ``module+0xoffset``), then
+    every frame known only by an address."""
+    return [exp.function_name(i) for i in range(len(exp.meta.functions))] + _address_frames(exp)[1]
+
+
+def frame_ids(exp: Experiment, rows: np.ndarray, frame: np.ndarray) -> np.ndarray:
+    """The index in :func:`shown_names` of the procedure each of ``rows`` is a frame of, where ``frame``
+    says it is one; -1 elsewhere."""
+    c = exp.cct
+    kind = c.kind[rows]
+    out = np.where(frame & (kind == T.FUNCTION), c.function[rows], -1)
+    addr = np.flatnonzero(frame & (kind == T.INSTRUCTION) & (c.relation[rows] == T.CALL))
+    if len(addr):
+        keys, _ = _address_frames(exp)
+        r = rows[addr]
+        out[addr] = len(exp.meta.functions) + np.searchsorted(keys, T.key_hash(c.module[r], c.offset[r]))
+    return out
+
+
+def frame_rows(exp: Experiment) -> np.ndarray:
+    """:func:`frame_ids` of every row of the calling context tree that filters may match: called or inlined
+    procedure frames and frames known only by an address."""
+    c = exp.cct
+    frame = ((c.kind == T.FUNCTION) & (c.relation != T.LEXICAL)) | ((c.kind == T.INSTRUCTION) & (c.relation == T.CALL))
+    return frame_ids(exp, np.arange(len(c)), frame)
+
+
+def frame_functions(forest: Forest) -> np.ndarray:
+    """:func:`frame_ids` of each node of a view that names a procedure (search and filters look them up by
+    it): procedure frames in the top-down view, every procedure node in the callers view, procedures,
+    inlined procedures and call sites in the flat view; -1 elsewhere."""
+    forest = getattr(forest, "base", forest)  # a filtered forest: its base's frames
+    exp = forest.exp
+    if isinstance(forest, TopDownForest):
+        return frame_rows(exp)
+    if isinstance(forest, CallersForest):
+        frame = np.ones(len(forest), bool)
+        frame[0] = False  # <program root>
+        return frame_ids(exp, forest.rep, frame)
+    if isinstance(forest, FlatForest):
+        return frame_ids(exp, forest.row, np.isin(forest.kind, (PROCEDURE, INLINE, CALLSITE)))
+    return np.full(len(forest), -1, np.int64)
 
 
 def _named(names: list[str], funcs: np.ndarray, pattern: str) -> np.ndarray:
@@ -222,7 +253,7 @@ class FilteredExperiment(Experiment):
         self._self: dict[Partial, np.ndarray] = {}
         self._summary = None
         c = base.cct
-        hidden, near = hide(c.parent, frame_rows(c), shown_names(base), list(filters))
+        hidden, near = hide(c.parent, frame_rows(base), shown_names(base), list(filters))
         shown = ~hidden
         self.rows = np.flatnonzero(shown)  # the base row of each row
         index = np.cumsum(shown) - 1

@@ -23,6 +23,7 @@ from hpcsa.views.experiment import Experiment, open_experiment
 from hpcsa.views.filters import MODES, Filter, FilteredExperiment, frame_functions
 from hpcsa.views.flat import MODULE
 from hpcsa.views.metrics import Partial
+from hpcsa.views.serve.model import Model
 from tests.conftest import assert_one_line_error, run_cli
 from tests.views.helpers import SEED003
 
@@ -97,3 +98,29 @@ def test_per_profile_values_are_inclusive_only() -> None:
 def test_cli_filter_errors(tmp_path: Path) -> None:
     assert_one_line_error(run_cli("view", str(SEED003), "--filter", "both:"), "empty pattern")
     assert_one_line_error(run_cli("view", str(SEED003), "--filter", "g", "--from", "g"), "no scope 'g'")
+
+
+def test_frames_known_by_address_match_by_shown_name(shared_data: Path) -> None:
+    db = shared_data / "hpctoolkit-extra" / "db-cxx1024"
+    if not (db / "meta.db").is_file():
+        pytest.skip(f"{db} is absent")
+    exp = open_experiment(db)
+    c = exp.cct
+    addr = np.flatnonzero((c.kind == T.INSTRUCTION) & (c.relation == T.CALL))
+    names = {exp.scope_name(int(r)) for r in addr}
+    assert names and all(n.startswith("libgomp.so") and "+0x" in n for n in names)
+    col = next(iter(exp.catalog))
+    for mode in MODES:
+        fx = FilteredExperiment(exp, [Filter("libgomp.so*+0x*", mode)])
+        bu, td = fx.bottom_up(3), fx.top_down()
+        labels = {bu.label(int(n)) for n in bu.roots}
+        assert bool(labels & names) == (mode == "children"), mode
+        assert (td.parent[addr] == -2).all() == (mode != "children") and (td.parent[addr] != -2).any() == (mode == "children")
+        assert fx.total(col) == exp.total(col)
+        assert np.nansum(bu.values(col, "exclusive")[bu.roots]) == pytest.approx(exp.total(col), rel=1e-9)
+    # the serve page's search box finds them by the same name, in every view
+    model = Model(exp)
+    for view in ("top-down", "bottom-up", "flat"):
+        forest = model.forest(view)
+        hits = model.search(forest, "+0x", col)
+        assert hits and {forest.label(n).split(" (at ")[0].split(" ")[-1] for n in hits} <= names, view

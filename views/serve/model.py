@@ -22,7 +22,7 @@ from hpcsa.errors import HpcsaError
 from hpcsa.views import tree as T
 from hpcsa.views.cmd import default_columns
 from hpcsa.views.experiment import Experiment
-from hpcsa.views.filters import Filter, FilteredExperiment, FilteredForest, frame_functions
+from hpcsa.views.filters import Filter, FilteredExperiment, FilteredForest, frame_functions, shown_names
 from hpcsa.views.flat import FILE as FLAT_FILE
 from hpcsa.views.flat import MODULE as FLAT_MODULE
 from hpcsa.views.forest import Forest
@@ -200,7 +200,7 @@ class Model:
         if not text:
             return []
         if self._fn_lower is None:
-            self._fn_lower = [(n or "").lower() for n in self.exp.meta.functions.names]
+            self._fn_lower = [n.lower() for n in shown_names(self.exp)]
         hits = np.array([i for i, n in enumerate(self._fn_lower) if text in n], np.int64)
         funcs = frame_functions(forest)
         nodes = np.flatnonzero(np.isin(funcs, hits) & (funcs >= 0) & (forest.parent != -2))
