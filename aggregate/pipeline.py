@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from hpcsa.aggregate import cctdb, database, metadb, metricsyaml, profiledb, tracedb
+from hpcsa.aggregate import cctdb, database, metadb, metricsyaml, profiledb, sources, tracedb
 from hpcsa.errors import HpcsaError
 from hpcsa.fileio import atomic_dir
 from hpcsa.gpucct import CallGraph
@@ -79,6 +79,8 @@ class Options:
     traces: bool = True
     fallback: bool = True           # read binaries of modules without structure (when trusted)
     progress: bool | None = None    # None: on a terminal
+    sources: bool = True            # copy readable source files into src/ (as hpcprof does)
+    replace_paths: tuple[tuple[str, str], ...] = ()  # -R OLD=NEW prefixes for finding them
 
 
 @dataclass
@@ -499,7 +501,8 @@ def write_database(c2: classtwo.ClassTwo, tmp: str, jobs: int, options: Options,
         held: dict[str, Any] = {}
 
         def begin() -> tuple[str | None, list[int] | None]:
-            metadb.write_metadb(os.path.join(tmp, database.META), c2.meta)
+            meta = sources.copy_sources(c2.meta, tmp, options.replace_paths)[0] if options.sources else c2.meta
+            metadb.write_metadb(os.path.join(tmp, database.META), meta)
             os.makedirs(os.path.join(tmp, "metrics"))
             metricsyaml.write_metrics_yaml(os.path.join(tmp, database.METRICS_YAML), c2.metrics.taxonomy())
             for p in (pms_path, aside_path):

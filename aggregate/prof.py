@@ -14,6 +14,7 @@ from hpcsa.errors import HpcsaError
 from . import lexical, mpi, pipeline
 from .measurement import Inputs, find_inputs
 from .metrictable import STATISTIC_WORDS, parse_statistics
+from .sources import parse_replacements
 from .workers import default_jobs
 
 
@@ -36,6 +37,10 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-traces", action="store_true", help="do not write trace.db")
     parser.add_argument("--no-binaries", action="store_true",
                         help="never read a binary in place of a missing structure file")
+    parser.add_argument("-R", "--replace-path", metavar="OLD=NEW", action="append", default=[],
+                        help="look for source files named OLD/... at NEW/... (repeatable; first match wins)")
+    parser.add_argument("--no-source", action="store_true",
+                        help="do not copy source files into the database's src/ (for viewers' source panes)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,7 +60,8 @@ def prepare(args: argparse.Namespace, jobs: int) -> tuple[Inputs, pipeline.Optio
         raise HpcsaError(None, f"-j {jobs}: the number of workers must be at least 1")
     inputs = find_inputs(args.measurements, args.structure, ignore_structs=args.ignore_structs)
     options = pipeline.Options(output=args.output, jobs=jobs, statistics=parse_statistics(args.metric),
-                               traces=not args.no_traces, fallback=not args.no_binaries)
+                               traces=not args.no_traces, fallback=not args.no_binaries,
+                               sources=not args.no_source, replace_paths=parse_replacements(args.replace_path))
     return inputs, options
 
 

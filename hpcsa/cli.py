@@ -48,6 +48,8 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
                      "hpcsa export-trace app.d -o app-trace.json"),
     "blame": ("hpcsa.views.blamecmd", "idleness, overhead and GPU idle blame from traces, as new metrics and a report",
               "hpcsa blame app.d -o app-blame.d"),
+    "serve": ("hpcsa.views.serve.cmd", "browse a database in a web browser (token-protected; ssh-tunnel friendly)",
+              "hpcsa serve app.d --port 8765"),
 }
 
 EPILOG_HEAD = "examples:\n"

@@ -101,6 +101,21 @@ class Steps:
         sys.stdout.flush()
 
 
+def source_remap(meas: str) -> list[str]:
+    """``-R`` for prof, so the database gets a copy of particles.cu for viewers' source panes: the cubin names
+    the source where it was compiled; the copy bundled with the fixtures is found through the remapping."""
+    import re
+
+    here = os.path.join(FIXTURES, "demo")
+    structs = os.path.join(meas, "structs")
+    for name in sorted(os.listdir(structs)) if os.path.isdir(structs) else []:
+        with open(os.path.join(structs, name), encoding="utf-8", errors="replace") as fh:
+            m = re.search(r'n="(/[^"]*)/particles\.cu"', fh.read())
+        if m and m.group(1) != here:
+            return ["-R", f"{m.group(1)}={here}"]
+    return []
+
+
 def sampled_profiles(meas: str) -> list[str]:
     """The measurement's .hpcrun files that hold GPU launch contexts with PC samples."""
     from hpcsa.gpucct.launches import launch_contexts
@@ -178,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
         steps.header("struct: structure of every binary in the measurement (GPU functions, loops, call sites)")
         steps.command(["struct", meas])
         steps.header("prof: aggregate into a database; GPU calling contexts reconstructed from PC samples")
-        steps.command(["prof", meas, "-o", db])
+        steps.command(["prof", meas, "-o", db, *source_remap(meas)])
         steps.header("view: hot path of GPU instructions (GINS: PC samples x period) and their stalls")
         steps.command(["view", db, "--hot-path", "-m", "GINS", "-m", "GINS:STL_ANY"])
         steps.header("view: hot path of GPU kernel time")
@@ -200,5 +215,7 @@ def run(args: argparse.Namespace) -> int:
           f"structs/)\n"
           f"  {shown(db)}/  database (meta.db profile.db cct.db trace.db metrics/): hpcviewer opens it\n"
           f"  {shown(cpu_struct)}  structure of {shown(CPU_BINARY)}\n"
-          f"next: hpcsa view {shown(db)} --view flat -m GINS    hpcsa view {shown(db)} --view callers -m GINS")
+          f"next: hpcsa view {shown(db)} --view flat -m GINS    hpcsa view {shown(db)} --view callers -m GINS\n"
+          f"browse it (from a laptop: ssh -L 8765:127.0.0.1:8765 THIS-HOST first, then open the URL it prints):\n"
+          f"  hpcsa serve {shown(db)}")
     return 0

@@ -8,6 +8,7 @@ import sys
 
 from hpcsa.errors import HpcsaError
 from hpcsa.views.experiment import Experiment, open_experiment
+from hpcsa.views.filters import MODES, Filter, FilteredExperiment, parse_filters
 from hpcsa.views.forest import DEFAULT_THRESHOLD, Forest
 from hpcsa.views.metrics import Column
 from hpcsa.views.render import Table, choose_rows, render_csv, render_json, render_text
@@ -43,6 +44,10 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="hot-path threshold in percent of the parent (default 50)")
     parser.add_argument("--flatten", type=int, default=0, metavar="N",
                         help="flat view: elide the top N levels (1 = files, 2 = procedures, ...)")
+    parser.add_argument("--filter", action="append", default=[], metavar="[MODE:]GLOB",
+                        help="hide procedures whose name matches GLOB, as hpcviewer's filters do; MODE is "
+                        f"{', '.join(MODES)} (hide the node and keep its children, the default; hide its "
+                        "children; hide both); hidden costs go to the nearest shown context; repeatable")
     parser.add_argument("--format", "-f", default="text", choices=("text", "json", "csv"))
     parser.add_argument("--list-metrics", action="store_true", help="list the metric columns and their $n numbers")
     parser.add_argument("--width", type=int, default=0, help="cut text lines to this width (0: no limit)")
@@ -83,8 +88,12 @@ def default_columns(exp: Experiment, all_metrics: bool) -> list[Column]:
     return nonzero or list(exp.catalog)[:1]
 
 
-def build_forest(exp: Experiment, view: str, depth: int, flatten: int, deep: bool = False) -> Forest:
-    """The view's forest; ``deep`` builds every caller level (a hot path may go anywhere)."""
+def build_forest(exp: Experiment, view: str, depth: int, flatten: int, deep: bool = False,
+                 filters: tuple[Filter, ...] = ()) -> Forest:
+    """The view's forest; ``deep`` builds every caller level (a hot path may go anywhere); with filters, the
+    view of the filtered calling context tree (:mod:`hpcsa.views.filters`)."""
+    if filters:
+        exp = FilteredExperiment(exp, filters)
     if view == "top-down":
         return exp.top_down()
     if view == "bottom-up":
@@ -110,7 +119,7 @@ def render_view(exp: Experiment, view: str = "top-down", metrics: list[str] | No
                 all_metrics: bool = False, sort: str | None = None, depth: int | None = None, top: int | None = None,
                 hot_path: bool = False, start: str | None = None, hot_metric: str | None = None,
                 threshold: float = DEFAULT_THRESHOLD, flatten: int = 0, fmt: str = "text", width: int | None = None,
-                ) -> str:
+                filters: tuple[Filter, ...] = ()) -> str:
     """One view of an open experiment as text, JSON or CSV (what ``hpcsa view`` prints)."""
     if not len(exp.catalog):
         raise HpcsaError(exp.path, "the database has no metric columns")
@@ -122,13 +131,13 @@ def render_view(exp: Experiment, view: str = "top-down", metrics: list[str] | No
         depth = min(DEFAULT_DEPTH[view], 1) if hot_path else DEFAULT_DEPTH[view]
     if top is None:
         top = 3 if hot_path else 10
-    forest = build_forest(exp, view, depth, flatten, deep=hot_path)
+    forest = build_forest(exp, view, depth, flatten, deep=hot_path, filters=filters)
     start_node = None
     if start:
-        rows = exp.find_rows(start)
-        start_node = forest.node_of_rows(rows) if len(rows) else None
-        if start_node is None:
-            raise HpcsaError(exp.path, f"no scope {start!r} in the {view} view")
+        rows = forest.exp.find_rows(start)  # filtered callers and flat views: rows of the filtered tree
+        start_node = forest.node_of_rows(rows) if len(rows) else None  # type: ignore[attr-defined]
+        if start_node is None or forest.parent[start_node] == -2:
+            raise HpcsaError(exp.path, f"no scope {start!r} in the {view} view" + (" (filtered)" if filters else ""))
     hot: list[int] = []
     hot_col = None
     if hot_path:
@@ -137,7 +146,7 @@ def render_view(exp: Experiment, view: str = "top-down", metrics: list[str] | No
     rows = choose_rows(forest, columns, sort_col, depth, top if top > 0 else None, hot,
                        start_node if not hot else None)
     table = Table(forest, columns, rows, [exp.total(c) for c, _ in columns], hot, hot_col, threshold,
-                  title=f"{exp.path}: {forest.view} view")
+                  title=f"{exp.path}: {forest.view} view" + (f", filters {' '.join(map(str, filters))}" if filters else ""))
     if fmt == "json":
         return render_json(table)
     if fmt == "csv":
@@ -154,5 +163,5 @@ def run(args: argparse.Namespace) -> int:
         return 0
     sys.stdout.write(render_view(exp, args.view, args.metric, args.all_metrics, args.sort, args.depth, args.top,
                                  args.hot_path, args.start, args.hot_metric, parse_threshold(args.threshold),
-                                 args.flatten, args.format, args.width or None))
+                                 args.flatten, args.format, args.width or None, parse_filters(args.filter)))
     return 0

@@ -54,10 +54,12 @@ def profile_set(exp: Experiment, metric: str, kind: str = "auto") -> np.ndarray:
     data; CPU threads when both have it)."""
     if kind not in KINDS:
         raise HpcsaError(None, f"unknown profile class {kind!r} (choose from {', '.join(KINDS)})")
-    _, prof, _ = exp.metric_matrix(metric, "execution")
-    with_data = set(np.unique(prof).tolist())
     info = exp.profiles
+    if kind == "auto" and not any(p.gpu for p in info):
+        kind = "cpu"  # nothing to choose: no need to read every value of cct.db
     if kind == "auto":
+        _, prof, _ = exp.metric_matrix(metric, "execution")
+        with_data = set(np.unique(prof).tolist())
         cpu = [p.index for p in info if not p.gpu and p.index in with_data]
         gpu = [p.index for p in info if p.gpu and p.index in with_data]
         kind = "cpu" if cpu or not gpu else "gpu"
@@ -106,7 +108,7 @@ class Distribution:
     def stats(self) -> dict[str, float]:
         v = self.values
         mean = float(v.mean()) if len(v) else 0.0
-        return {"profiles": float(len(v)), "min": float(v.min(initial=0.0) if len(v) else 0.0),
+        return {"profiles": float(len(v)), "min": float(v.min()) if len(v) else 0.0,
                 "max": float(v.max(initial=0.0)), "mean": mean, "stddev": float(v.std()) if len(v) else 0.0,
                 "cfvar": float(v.std() / mean) if mean else 0.0,
                 "imbalance": float(len(v) * (v.max(initial=0.0) - mean))}

@@ -193,6 +193,9 @@ def render_json(table: Table) -> str:
                     for (c, s), t in zip(table.columns, table.totals, strict=True)],
         "rows": [_row_record(table, r) for r in table.rows],
     }
+    filters = getattr(table.forest, "filters", None) or getattr(table.forest.exp, "filters", None)
+    if filters:
+        doc["filters"] = [str(f) for f in filters]
     if table.hot_path and table.hot_column is not None:
         col, side = table.hot_column
         v = table.forest.values(col, side)

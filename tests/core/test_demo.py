@@ -161,3 +161,14 @@ def test_records_are_what_the_script_builds(tmp_path: Path) -> None:
                     "GROUP BY 1"))
     assert got == design == {"_Z14compute_forcesPfPKfS1_i": 48_000, "_Z12total_energyPfPKfS1_i": 16_000,
                              "_Z9integratePfS_PKfS1_fi": 2_000, "_Z10build_treePiPKfi": 4_000}
+
+
+def test_ends_with_serve_and_source_copy(demo: tuple[Path, str]) -> None:
+    """The demo ends by printing how to browse its database, which holds a copy of particles.cu (src/)."""
+    out, text = demo
+    # stdout comes first in ``text``: its last line is the serve command
+    assert text.index("hpcsa demo: done") < text.index("\n  hpcsa serve out/app.d\n")
+    meta = open_experiment(out / "app.d").meta
+    copied = [(f, int(flag)) for f, flag in zip(meta.files, meta.file_flags, strict=True) if f.endswith("particles.cu")]
+    assert len(copied) == 1 and copied[0][0].startswith("src/") and copied[0][1] & 1
+    assert (out / "app.d" / copied[0][0]).read_bytes() == (DEMO / "particles.cu").read_bytes()

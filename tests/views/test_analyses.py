@@ -173,3 +173,12 @@ def test_trace_export_of_real_databases(shared_data: Path, tmp_path: Path, name:
 def test_no_trace_is_one_line_error(tmp_path: Path) -> None:
     assert_one_line_error(run_cli("export-trace", str(SEED003), "-o", str(tmp_path / "x.json")), "trace.db")
     assert not (tmp_path / "x.json").exists()
+
+
+def test_distribution_minimum_is_the_smallest_value() -> None:
+    """Every profile has a value (zeros included): the minimum is the smallest one, not clamped to 0."""
+    from hpcsa.views.imbalance import Distribution
+
+    stats = Distribution(0, "m", "execution", np.array([1, 2, 3]), np.array([3.0, 5.0, 4.0])).stats
+    assert (stats["min"], stats["max"], stats["mean"]) == (3.0, 5.0, 4.0)
+    assert stats["imbalance"] == pytest.approx(3.0)
