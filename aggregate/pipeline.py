@@ -56,8 +56,8 @@ from hpcsa.fileio import atomic_dir
 from hpcsa.gpucct import CallGraph
 from hpcsa.gpucct.fromstruct import call_graph_from_module
 from hpcsa.progress import Progress
-from hpcsa.structure.hpcstruct import read_hpcstruct
 from hpcsa.structure.model import C, Module
+from hpcsa.structure.parsedcache import read_structure
 
 from . import classone, classthree, classtwo, discover, lexical, rawtree
 from .measurement import Inputs, ProfileInput, StructInput, default_output_name
@@ -116,7 +116,7 @@ def gpu_env(structs: list[StructInput], seed: int) -> tuple[discover.Phase1Env, 
     for s in structs:
         if not is_gpu_struct(s):
             continue
-        for module in read_hpcstruct(s.path).modules:
+        for module in read_structure(s.path).modules:
             parsed.append((s.measdir, module))
             if not has_call_graph(module):
                 continue
@@ -136,7 +136,7 @@ def phase1_task(env: discover.Phase1Env, kind: str, payload: Any) -> Any:
     """One task of phase 1: parse a structure file, or discover a batch of profiles (merged)."""
     if kind == "struct":
         s: StructInput = payload
-        return [(s.path, s.measdir, m) for m in read_hpcstruct(s.path).modules]
+        return [(s.path, s.measdir, m) for m in read_structure(s.path).modules]
     batch: list[ProfileInput] = payload
     parts: list[discover.Discovery] = []
     for p in batch:

@@ -118,7 +118,10 @@ class Module:
         return np.searchsorted(self.ranges["scope"], np.arange(len(self.scopes) + 1), side="left")
 
     def ranges_of(self, scope: int) -> list[tuple[int, int]]:
-        lo, hi = self.range_bounds[scope], self.range_bounds[scope + 1]
+        if "range_bounds" in self.__dict__:
+            lo, hi = self.range_bounds[scope], self.range_bounds[scope + 1]
+        else:  # one scope: two bisections, not the bounds of every scope
+            lo, hi = np.searchsorted(self.ranges["scope"], [scope, scope + 1], side="left").tolist()
         r = self.ranges[lo:hi]
         return list(zip(r["lo"].tolist(), r["hi"].tolist(), strict=True))
 
@@ -209,15 +212,9 @@ class Module:
         Outer aliens produce no step of their own: their line becomes the
         ``inlined_call`` step of the inner alien below them.
         """
-        role, scope_file, call_file, lex_parent, _ = self._lexical
-        rows = []
-        row = leaf
-        while row >= 0:
-            rows.append(row)
-            row = int(lex_parent[row])
         steps: list[LexStep] = []
         sc = self.scopes
-        for row in reversed(rows):
+        for row, scope_file, call_file in self._lexical_chain(leaf):
             rec = sc[row]
             k = int(rec["kind"])
             line = int(rec["line"])
@@ -225,23 +222,67 @@ class Module:
             if k == P:
                 entry = self.ranges_of(row)
                 steps.append(LexStep("enclosure", "function", self.text(int(rec["name"])),
-                                     self.text(int(scope_file[row])), line_or_none,
+                                     self.text(scope_file), line_or_none,
                                      entry[0][0] if entry else None, row))
             elif k == L:
                 head = self.ranges_of(row)
-                steps.append(LexStep("enclosure", "loop", None, self.text(int(scope_file[row])), line_or_none,
+                steps.append(LexStep("enclosure", "loop", None, self.text(scope_file), line_or_none,
                                      head[0][0] if head else None, row))
             elif k == A:  # an inner alien (outer ones are never lexical parents)
                 outer = int(sc["parent"][row])
                 call_line = int(sc["line"][outer])
-                steps.append(LexStep("inlined_call", "line", None, self.text(int(call_file[row])),
+                steps.append(LexStep("inlined_call", "line", None, self.text(call_file),
                                      None if call_line < 0 else call_line, None, outer))
                 steps.append(LexStep("enclosure", "function", self.text(int(rec["name"])),
-                                     self.text(int(scope_file[row])), line_or_none, None, row))
+                                     self.text(scope_file), line_or_none, None, row))
             else:
-                steps.append(LexStep("enclosure", "line", None, self.text(int(scope_file[row])), line_or_none,
+                steps.append(LexStep("enclosure", "line", None, self.text(scope_file), line_or_none,
                                      None, row))
         return steps
+
+    def _lexical_chain(self, leaf: int) -> list[tuple[int, int, int]]:
+        """(row, scope file, call-site file) of ``leaf`` and of its ancestors that make contexts (P, L,
+        inner A), outermost first: what :attr:`_lexical` gives these rows, derived from the leaf's
+        ancestors alone (a path costs its depth, not the module's size)."""
+        if "_lexical" in self.__dict__:
+            role, sfile, cfile, lex_parent, _ = self._lexical
+            rows = []
+            row = leaf
+            while row >= 0:
+                rows.append(row)
+                row = int(lex_parent[row])
+            return [(r, int(sfile[r]), int(cfile[r])) for r in reversed(rows)]
+        parent = self.scopes["parent"]
+        up = []
+        row = leaf
+        while row >= 0:
+            up.append(row)
+            row = int(parent[row])
+        up.reverse()
+        sc = self.scopes[up]
+        kinds, own_files = sc["kind"].tolist(), sc["file"].tolist()
+        out = []
+        inherited = NONE
+        prev_kind, prev_role = None, NOT_ALIEN
+        for i, row in enumerate(up):
+            k, own = kinds[i], own_files[i]
+            role, call_file = NOT_ALIEN, NONE
+            if k == F:
+                file = own
+            elif k == A:
+                if prev_kind == A and prev_role == OUTER_ALIEN:
+                    role, call_file = INNER_ALIEN, inherited
+                else:
+                    role = OUTER_ALIEN
+                file = own if own >= 0 else inherited
+            elif k == L:
+                file = own if own >= 0 else inherited
+            else:
+                file = inherited
+            if k in (P, L) or role == INNER_ALIEN or row == leaf:
+                out.append((row, file, call_file))
+            inherited, prev_kind, prev_role = file, k, role
+        return out
 
     # -- address queries --------------------------------------------------------------------------
     @cached_property
