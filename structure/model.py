@@ -117,11 +117,17 @@ class Module:
         """``ranges`` rows of scope ``s`` are ``range_bounds[s]:range_bounds[s+1]``."""
         return np.searchsorted(self.ranges["scope"], np.arange(len(self.scopes) + 1), side="left")
 
+    @cached_property
+    def _range_scope(self) -> np.ndarray:
+        """``ranges["scope"]`` contiguous (a bisection of the strided field would copy it every time)."""
+        return np.ascontiguousarray(self.ranges["scope"])
+
     def ranges_of(self, scope: int) -> list[tuple[int, int]]:
         if "range_bounds" in self.__dict__:
             lo, hi = self.range_bounds[scope], self.range_bounds[scope + 1]
         else:  # one scope: two bisections, not the bounds of every scope
-            lo, hi = np.searchsorted(self.ranges["scope"], [scope, scope + 1], side="left").tolist()
+            rs = self._range_scope
+            lo, hi = np.searchsorted(rs, np.array([scope, scope + 1], rs.dtype), side="left").tolist()
         r = self.ranges[lo:hi]
         return list(zip(r["lo"].tolist(), r["hi"].tolist(), strict=True))
 
