@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import mmap
 import os
 from pathlib import Path
 
@@ -129,8 +130,9 @@ DTYPES = {"scopes": SCOPE, "ranges": RANGE, "leaf_map": RANGE, "strings": np.dty
 def _load(entry: Path, digest: str) -> StructureFile | None:
     """The structure file in cache entry ``entry`` if it is intact and made from bytes with ``digest``."""
     try:
-        data = entry.read_bytes()
-    except OSError:
+        with open(entry, "rb") as fh:
+            data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):  # missing, unreadable, or empty (nothing to map)
         return None
     try:
         return decode(data, digest)
@@ -138,9 +140,10 @@ def _load(entry: Path, digest: str) -> StructureFile | None:
         return None
 
 
-def decode(data: bytes, digest: str) -> StructureFile | None:
-    """Inverse of :func:`encode`; None unless every check passes (see the module docstring)."""
-    if not data.startswith(MAGIC):
+def decode(data: bytes | mmap.mmap, digest: str) -> StructureFile | None:
+    """Inverse of :func:`encode`; None unless every check passes (see the module docstring). From a mapped
+    entry, the arrays are read-only views of the mapping (pages shared with the page cache, no copy)."""
+    if not data[:len(MAGIC)] == MAGIC:
         return None
     n = int.from_bytes(data[len(MAGIC):len(MAGIC) + 8], "little")
     start = len(MAGIC) + 8
@@ -158,7 +161,7 @@ def decode(data: bytes, digest: str) -> StructureFile | None:
             dtype = DTYPES[name]
             if offset < 0 or count < 0 or offset + count * dtype.itemsize > len(payload):
                 return None
-            arrays[name] = np.frombuffer(payload, dtype, count, offset).copy()
+            arrays[name] = np.frombuffer(payload, dtype, count, offset)
         text = arrays["strings"].tobytes().decode("utf-8", "surrogatepass")
         strings = text.split("\0") if mh["n_strings"] else []
         if len(strings) != mh["n_strings"]:
