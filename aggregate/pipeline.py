@@ -57,7 +57,7 @@ from hpcsa.gpucct import CallGraph
 from hpcsa.gpucct.fromstruct import call_graph_from_module
 from hpcsa.progress import Progress
 from hpcsa.structure.model import C, Module
-from hpcsa.structure.parsedcache import read_structure
+from hpcsa.structure.parsedcache import read_cached, read_structure
 
 from . import classone, classthree, classtwo, discover, lexical, rawtree
 from .measurement import Inputs, ProfileInput, StructInput, default_output_name
@@ -246,7 +246,11 @@ def read_share(inputs: Inputs, env: discover.Phase1Env, jobs: int, progress: Pro
             for s in structs_for(new, cpu_structs):
                 if s.path not in scheduled:
                     scheduled.add(s.path)
-                    tasks.submit(("struct", s.path), phase1_task, ("struct", s), priority=-1.0)
+                    cached = read_cached(s.path)  # mapped here: cheaper than a worker's copy sent back
+                    if cached is not None:
+                        structs.extend((s.path, s.measdir, m) for m in cached.modules)
+                    else:
+                        tasks.submit(("struct", s.path), phase1_task, ("struct", s), priority=-1.0)
             if len(parts) >= MERGE_EVERY:
                 parts = [discover.merge(parts)]
     return discover.merge(parts), structs
@@ -268,6 +272,14 @@ def complete_structs(disc: discover.Discovery, parsed: Parsed, inputs: Inputs, j
     missing = [s for s in structs_for(refs, [s for s in inputs.structs if not is_gpu_struct(s)])
                if s.path not in done]
     out = list(parsed)
+    unparsed = []
+    for s in missing:
+        cached = read_cached(s.path)
+        if cached is not None:
+            out.extend((s.path, s.measdir, m) for m in cached.modules)
+        else:
+            unparsed.append(s)
+    missing = unparsed
     if missing:
         with LocalPool(min(jobs, len(missing)), shared=None) as pool:
             for _, result in pool.run(phase1_task, [("struct", s) for s in missing]):

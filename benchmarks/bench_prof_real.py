@@ -103,7 +103,7 @@ def bench_one(meas: Path, tmp: Path, repeat: int, big: bool) -> dict[str, dict[s
         if not big or not out:
             cache = Path(tempfile.mkdtemp(prefix="cache-", dir=tmp))
             cold, cold_peak = run(prof_cmd(meas, db, jobs, ranks), cache)
-        warm, peaks = [], [cold_peak or 0]
+        warm, peaks = [], []
         digests = set()
         for _ in range(repeat):
             w, p = run(prof_cmd(meas, db, jobs, ranks), cache)
@@ -112,8 +112,8 @@ def bench_one(meas: Path, tmp: Path, repeat: int, big: bool) -> dict[str, dict[s
             digests.add(db_hash(db))
         if len(digests) != 1:
             raise SystemExit(f"{name}: the database differs between two runs")
-        out[name] = {"cold": cold, "warm": warm, "peak": max(peaks), "hash": digests.pop()}
-        print(f"  {name}: cold {'-' if cold is None else f'{cold:.2f}'} s, warm "
+        out[name] = {"cold": cold, "cold_peak": cold_peak, "warm": warm, "peak": max(peaks), "hash": digests.pop()}
+        print(f"  {name}: cold {'-' if cold is None else f'{cold:.2f} s, {cold_peak / MIB:.0f} MiB'}; warm "
               f"{', '.join(f'{w:.2f}' for w in warm)} s, peak {max(peaks) / MIB:.0f} MiB", flush=True)
     return out
 
@@ -163,16 +163,16 @@ def report(rows: list, args: argparse.Namespace, load0: tuple, load1: tuple) -> 
         "bounds). Inputs: see `benchmarks/realshape.py`; **omp** = threads (16 per process) over libc with "
         "Debian's debug info, libm, libgomp, libstdc++; **bigc** = processes over Debian's python3.11d, libc, "
         "libm. cold = empty parsed-structure cache (the XML is parsed); warm = median of the runs after it "
-        "(16,384 profiles: one run). Peak = largest PSS of the process tree over all runs of the configuration.",
+        "(16,384 profiles: one run). Peaks: largest PSS of the process tree in the cold run, and over the warm runs.",
         "",
-        "| shape | profiles | .hpcrun+.hpctrace MB | structure MB | contexts | config | cold (s) | warm (s) | "
-        "warm runs (s) | peak MiB | cold/warm | same bytes |",
-        "|---|---:|---:|---:|---:|---|---:|---:|---|---:|---:|---|",
+        "| shape | profiles | .hpcrun+.hpctrace MB | structure MB | contexts | config | cold (s) | cold peak MiB | "
+        "warm (s) | warm runs (s) | warm peak MiB | cold/warm | same bytes |",
+        "|---|---:|---:|---:|---:|---|---:|---:|---:|---|---:|---:|---|",
     ]
     for shape, n, info, res, same in rows:
         for name, r in res.items():
             med = statistics.median(r["warm"])
-            cold = "-" if r["cold"] is None else f"{r['cold']:.2f}"
+            cold = "- | -" if r["cold"] is None else f"{r['cold']:.2f} | {r['cold_peak'] / MIB:.0f}"
             ratio = "-" if r["cold"] is None else f"{r['cold'] / med:.1f}x"
             lines.append(f"| {shape} | {n:,} | {info['input_bytes'] / 1e6:.1f} | {info['struct_bytes'] / 1e6:.1f} | "
                          f"{info['contexts']:,} | {name} | {cold} | {med:.2f} | "
@@ -184,8 +184,8 @@ def report(rows: list, args: argparse.Namespace, load0: tuple, load1: tuple) -> 
             s, mib = YARDSTICK[(shape, n)]
             r = res["-j 2"]
             lines.append(f"- {shape}, {n:,} profiles: hpcprof -j 2 {s} s, {mib} MiB (the issue's real run of this "
-                         f"shape); hpcsa -j 2 cold {r['cold']:.2f} s, warm {statistics.median(r['warm']):.2f} s, "
-                         f"peak {r['peak'] / MIB:.0f} MiB")
+                         f"shape); hpcsa -j 2 cold {r['cold']:.2f} s, {r['cold_peak'] / MIB:.0f} MiB; warm "
+                         f"{statistics.median(r['warm']):.2f} s, {r['peak'] / MIB:.0f} MiB")
     lines += ["", "Contexts: the unified tree's size, from the summary line of `hpcsa prof` (the generated call paths",
               "fall all over the binaries, so the trees are far larger than a real OpenMP run's few hundred)."]
     return "\n".join(lines) + "\n"

@@ -80,6 +80,16 @@ def read_structure(path: str | os.PathLike[str]) -> StructureFile:
     return sf
 
 
+def read_cached(path: str | os.PathLike[str]) -> StructureFile | None:
+    """The structure file at ``path`` if a valid cache entry for its present bytes exists (else None: the
+    caller parses it, e.g. in a worker, with :func:`read_structure`)."""
+    root = cache_root()
+    if root is None:
+        return None
+    digest = _digest_of(os.fspath(path))
+    return None if digest is None else _load(root / SUBDIR / f"{digest}.bin", digest)
+
+
 def _digest_of(path: str) -> str | None:
     try:
         with open(path, "rb") as fh:
