@@ -112,14 +112,14 @@ def build_classifier(raw: rawtree.RawNodes, structs: list[tuple[str | None, Modu
 
 
 def _witness(ref: rawtree.ModuleRef, witnesses: list[tuple[str | None, str, str | None]]) -> Module | None:
-    from hpcsa.structure.hpcstruct import read_hpcstruct
+    from hpcsa.structure.parsedcache import read_structure
 
     for measdir, path, module in witnesses:
         if module is None:
             continue
         key = lx.module_key(module, measdir) if measdir else os.path.normpath(module)
         if key == ref.key:
-            for m in read_hpcstruct(path).modules:
+            for m in read_structure(path).modules:
                 return m
     return None
 

@@ -56,8 +56,8 @@ from hpcsa.fileio import atomic_dir
 from hpcsa.gpucct import CallGraph
 from hpcsa.gpucct.fromstruct import call_graph_from_module
 from hpcsa.progress import Progress
-from hpcsa.structure.hpcstruct import read_hpcstruct
 from hpcsa.structure.model import C, Module
+from hpcsa.structure.parsedcache import read_cached, read_structure
 
 from . import classone, classthree, classtwo, discover, lexical, rawtree
 from .measurement import Inputs, ProfileInput, StructInput, default_output_name
@@ -118,7 +118,7 @@ def gpu_env(structs: list[StructInput], seed: int) -> tuple[discover.Phase1Env, 
     for s in structs:
         if not is_gpu_struct(s):
             continue
-        for module in read_hpcstruct(s.path).modules:
+        for module in read_structure(s.path).modules:
             parsed.append((s.measdir, module))
             if not has_call_graph(module):
                 continue
@@ -138,7 +138,7 @@ def phase1_task(env: discover.Phase1Env, kind: str, payload: Any) -> Any:
     """One task of phase 1: parse a structure file, or discover a batch of profiles (merged)."""
     if kind == "struct":
         s: StructInput = payload
-        return [(s.path, s.measdir, m) for m in read_hpcstruct(s.path).modules]
+        return [(s.path, s.measdir, m) for m in read_structure(s.path).modules]
     batch: list[ProfileInput] = payload
     parts: list[discover.Discovery] = []
     for p in batch:
@@ -248,7 +248,11 @@ def read_share(inputs: Inputs, env: discover.Phase1Env, jobs: int, progress: Pro
             for s in structs_for(new, cpu_structs):
                 if s.path not in scheduled:
                     scheduled.add(s.path)
-                    tasks.submit(("struct", s.path), phase1_task, ("struct", s), priority=-1.0)
+                    cached = read_cached(s.path)  # mapped here: cheaper than a worker's copy sent back
+                    if cached is not None:
+                        structs.extend((s.path, s.measdir, m) for m in cached.modules)
+                    else:
+                        tasks.submit(("struct", s.path), phase1_task, ("struct", s), priority=-1.0)
             if len(parts) >= MERGE_EVERY:
                 parts = [discover.merge(parts)]
     return discover.merge(parts), structs
@@ -270,6 +274,14 @@ def complete_structs(disc: discover.Discovery, parsed: Parsed, inputs: Inputs, j
     missing = [s for s in structs_for(refs, [s for s in inputs.structs if not is_gpu_struct(s)])
                if s.path not in done]
     out = list(parsed)
+    unparsed = []
+    for s in missing:
+        cached = read_cached(s.path)
+        if cached is not None:
+            out.extend((s.path, s.measdir, m) for m in cached.modules)
+        else:
+            unparsed.append(s)
+    missing = unparsed
     if missing:
         with LocalPool(min(jobs, len(missing)), shared=None) as pool:
             for _, result in pool.run(phase1_task, [("struct", s) for s in missing]):

@@ -118,6 +118,9 @@ def main() -> None:
     ap.add_argument("--record", action="store_true")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--sizes", default="256,1024,4096")
+    ap.add_argument("--kinds", default="cpu,gpu", help="input sets: cpu, gpu or both")
+    ap.add_argument("--no-phases", action="store_true", help="skip the phase timings and the cProfile")
+    ap.add_argument("--output", type=Path, default=RESULTS, help="file --record writes")
     ap.add_argument("--mpi-phases", nargs=3, metavar=("MEAS", "OUT", "JOBS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.mpi_phases:
@@ -129,7 +132,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-prof-scale-"))
     rows = []
     try:
-        for kind in ("cpu", "gpu"):
+        for kind in args.kinds.split(","):
             for n in (int(x) for x in args.sizes.split(",") if x):
                 meas = tmp / f"{kind}-{n}.m"
                 g = generate(meas, SynthSpec.preset(kind, n), jobs=2)
@@ -152,23 +155,26 @@ def main() -> None:
                 shutil.rmtree(out)
                 if n != max(int(x) for x in args.sizes.split(",")):
                     shutil.rmtree(meas)
-        # Where the time goes, on the largest GPU-like set.
-        big = max((r for r in rows if r["set"] == "gpu"), key=lambda r: r["profiles"])
-        meas = tmp / f"gpu-{big['profiles']}.m"
-        phases = {"-j 1": in_process(meas, tmp / "p1.d", 1), "-j 2": in_process(meas, tmp / "p2.d", 2)}
-        proc = subprocess.run([str(MPIEXEC), "-n", "2", sys.executable, __file__, "--mpi-phases", str(meas),
-                               str(tmp / "p3.d"), "1"], capture_output=True, text=True, check=True)
-        mpi = json.loads(proc.stdout.strip().splitlines()[-1])
-        phases["2 ranks"] = mpi["timings"]
+        # Where the time goes, on the largest set (GPU-like if there is one).
+        big = max(rows, key=lambda r: (r["set"] == "gpu", r["profiles"]))
+        meas = tmp / f"{big['set']}-{big['profiles']}.m"
+        phases = {} if args.no_phases else {"-j 1": in_process(meas, tmp / "p1.d", 1), "-j 2": in_process(meas, tmp / "p2.d", 2)}
+        mpi = {"shares": []}
         prof = cProfile.Profile()
-        prof.enable()
-        in_process(meas, tmp / "p4.d", 1)
-        prof.disable()
+        if phases:
+            proc = subprocess.run([str(MPIEXEC), "-n", "2", sys.executable, __file__, "--mpi-phases", str(meas),
+                                   str(tmp / "p3.d"), "1"], capture_output=True, text=True, check=True)
+            mpi = json.loads(proc.stdout.strip().splitlines()[-1])
+            phases["2 ranks"] = mpi["timings"]
+            prof.enable()
+            in_process(meas, tmp / "p4.d", 1)
+            prof.disable()
         top = io.StringIO()
-        pstats.Stats(prof, stream=top).sort_stats("tottime").print_stats(18)
         cum = io.StringIO()
-        pstats.Stats(prof, stream=cum).sort_stats("cumulative").print_stats(r"classone|discover|propagate|"
-                                                                            r"classthree|classtwo|read_hpcrun")
+        if phases:
+            pstats.Stats(prof, stream=top).sort_stats("tottime").print_stats(18)
+            pstats.Stats(prof, stream=cum).sort_stats("cumulative").print_stats(r"classone|discover|propagate|"
+                                                                                r"classthree|classtwo|read_hpcrun")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     load1 = os.getloadavg()
@@ -179,7 +185,9 @@ def main() -> None:
     lines = [
         "# `hpcsa prof` at scale: one process and MPI ranks",
         "",
-        f"`benchmarks/bench_prof_scale.py --repeat {args.repeat} --sizes {args.sizes}` (best of {args.repeat} interleaved runs; "
+        f"`benchmarks/bench_prof_scale.py --repeat {args.repeat} --sizes {args.sizes}"
+        f"{'' if args.kinds == 'cpu,gpu' else ' --kinds ' + args.kinds}{' --no-phases' if args.no_phases else ''}` "
+        f"(best of {args.repeat} interleaved runs; "
         f"Python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}, "
         f"{os.cpu_count()} CPUs shared with other engineers: load average {load0[0]:.1f} at the start, "
         f"{load1[0]:.1f} at the end, so times are upper bounds). Inputs from `hpcsa synth` (structure "
@@ -206,7 +214,7 @@ def main() -> None:
             f"{r['sparse'] / 1e6:.1f} | {r['dense'] / 1e6:,.0f} | "
             f"{r['dense'] / r['sparse']:.0f}x | {r['dense_cols'] / r['sparse']:.0f}x |")
     lines += ["", "## Goals of the issue", ""]
-    for kind in ("cpu", "gpu"):
+    for kind in args.kinds.split(","):
         rs = sorted((r for r in rows if r["set"] == kind), key=lambda r: r["profiles"])
         if len(rs) >= 2:
             lo, hi = rs[0], rs[-1]
@@ -234,22 +242,23 @@ def main() -> None:
     for r in rows:
         lines.append(f"| {r['set']} | {r['profiles']:,} | " + " | ".join(
             ", ".join(f"{w:.2f}" for w in r[name][3]) for name in ("j1", "j2", "mpi2")) + " |")
-    lines += ["", f"## Where the time goes (gpu, {big['profiles']:,} profiles)", "",
-              "Seconds per phase of in-process runs (no interpreter start-up; for 2 ranks, rank 0's clock, "
-              f"profiles per rank {'+'.join(map(str, mpi['shares']))}):", "",
-              "| phase | " + " | ".join(phases) + " |", "|---|" + "---:|" * len(phases)]
-    for phase in phases["-j 1"]:
-        lines.append(f"| {phase} | " + " | ".join(f"{p.get(phase, 0.0):.2f}" for p in phases.values()) + " |")
-    lines += ["", "cProfile of `-j 1`, by own time:", "", "```",
-              *[ln for ln in top.getvalue().splitlines() if ln.strip()][:26], "```", "",
-              "By cumulative time (the aggregation's own functions):", "", "```",
-              *[ln for ln in cum.getvalue().splitlines() if ln.strip()][:30], "```"]
+    if phases:
+        lines += ["", f"## Where the time goes ({big['set']}, {big['profiles']:,} profiles)", "",
+                  "Seconds per phase of in-process runs (no interpreter start-up; for 2 ranks, rank 0's clock, "
+                  f"profiles per rank {'+'.join(map(str, mpi['shares']))}):", "",
+                  "| phase | " + " | ".join(phases) + " |", "|---|" + "---:|" * len(phases)]
+        for phase in phases["-j 1"]:
+            lines.append(f"| {phase} | " + " | ".join(f"{p.get(phase, 0.0):.2f}" for p in phases.values()) + " |")
+        lines += ["", "cProfile of `-j 1`, by own time:", "", "```",
+                  *[ln for ln in top.getvalue().splitlines() if ln.strip()][:26], "```", "",
+                  "By cumulative time (the aggregation's own functions):", "", "```",
+                  *[ln for ln in cum.getvalue().splitlines() if ln.strip()][:30], "```"]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.record:
         from hpcsa.fileio import write_file
 
-        write_file(RESULTS, text)
+        write_file(args.output, text)
 
 
 if __name__ == "__main__":

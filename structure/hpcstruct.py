@@ -174,39 +174,61 @@ def _hexadecimal(values: list[str | None], what: str) -> list[int]:
     return out
 
 
-def _finish_module(kinds: list[int], parents: list[int], attrs: list[dict[str, str]], path: str, id: int,
+#: The attributes a scope may carry; the reader keeps one list per attribute (not a dict per element).
+ATTRS = ("i", "l", "s", "t", "f", "n", "ln", "d", "v")
+
+
+VSET_PART = 1 << 14  # v texts per vectorized parse: its temporaries are ~100 bytes per hex digit
+
+
+def _parse_vsets_in_parts(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`parse_vsets` over bounded parts of ``texts`` (a large binary's file holds millions of hex digits),
+    the tolerant parser for a part that is not canonical; joined."""
+    counts, lo, hi = [], [], []
+    for start in range(0, len(texts), VSET_PART):
+        part = texts[start:start + VSET_PART]
+        got = parse_vsets(part)
+        c, a, b = got if got is not None else _parse_vsets_slowly(part)
+        counts.append(np.asarray(c, np.int64))
+        lo.append(np.asarray(a, np.uint64))
+        hi.append(np.asarray(b, np.uint64))
+    if not counts:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0, np.uint64)
+    return np.concatenate(counts), np.concatenate(lo), np.concatenate(hi)
+
+
+def _finish_module(kinds: list[int], parents: list[int], attrs: dict[str, list[str | None]], path: str, id: int,
                    has_calls: bool | None, has_v: bool) -> Module:
-    """Columns from the attribute dicts of one LM's scopes (document order)."""
+    """Columns from the attribute columns of one LM's scopes (document order)."""
     scopes = np.empty(len(kinds), SCOPE)
     scopes["kind"] = kinds
     scopes["parent"] = parents
-    scopes["id"] = _decimal([a.get("i") for a in attrs], "i")
-    scopes["line"] = _decimal([a.get("l") for a in attrs], "l")
-    sym = [a.get("s") for a in attrs]
+    scopes["id"] = _decimal(attrs["i"], "i")
+    scopes["line"] = _decimal(attrs["l"], "l")
+    sym = attrs["s"]
     scopes["sym"] = _decimal(sym, "s") if any(sym) else -1
-    target = [a.get("t") for a in attrs]
+    target = attrs["t"]
     scopes["target"] = _hexadecimal(target, "t") if any(target) else -1
     strings: dict[str, int] = {}
     intern = strings.setdefault
     kind_arr = scopes["kind"]
     is_file = kind_arr == F
-    file_attr = [a.get("f") for a in attrs]
+    file_attr = list(attrs["f"])
     if is_file.any():
         for row in np.flatnonzero(is_file).tolist():
-            file_attr[row] = attrs[row].get("n")
+            file_attr[row] = attrs["n"][row]
     scopes["file"] = [-1 if s is None else intern(s, len(strings)) for s in file_attr]
-    names = [a.get("n") for a in attrs]
+    names = attrs["n"]
     scopes["name"] = [-1 if s is None else intern(s, len(strings)) for s in names]
     scopes["name"][is_file] = -1
     for column, key in (("link", "ln"), ("device", "d")):
-        values = [a.get(key) for a in attrs]
+        values = attrs[key]
         scopes[column] = [-1 if s is None else intern(s, len(strings)) for s in values] if any(values) else -1
-    v_all = [a.get("v") for a in attrs]
+    v_all = attrs["v"]
     scopes["flags"] = [0 if v is None else HAS_V for v in v_all]
     v_rows = [row for row, v in enumerate(v_all) if v is not None and v != "{}"]
     v_text = [v_all[row] for row in v_rows]  # type: ignore[misc]
-    parsed = parse_vsets(v_text)  # type: ignore[arg-type]
-    counts, lo, hi = parsed if parsed is not None else _parse_vsets_slowly(v_text)  # type: ignore[arg-type]
+    counts, lo, hi = _parse_vsets_in_parts(v_text)  # type: ignore[arg-type]
     ranges = np.empty(len(lo), RANGE)
     ranges["lo"] = lo
     ranges["hi"] = hi
@@ -234,7 +256,8 @@ class _DocumentReader:
     def handlers(self) -> tuple[Callable[[str, dict[str, str]], None], Callable[[str], None]]:
         kinds: list[int] = []
         parents: list[int] = []
-        attr_dicts: list[dict[str, str]] = []
+        columns: dict[str, list[str | None]] = {key: [] for key in ATTRS}
+        ai, al, as_, at, af, an, aln, ad, av = (columns[key].append for key in ATTRS)
         rows = [-1]           # open scope rows; -1 stands for the LM
         open_kinds: list[int | None] = [None]
         allowed = ALLOWED_CHILDREN
@@ -251,7 +274,16 @@ class _DocumentReader:
             rows.append(len(kinds))
             kinds.append(kind)
             parents.append(rows[-2])
-            attr_dicts.append(attrs)
+            get = attrs.get
+            ai(get("i"))
+            al(get("l"))
+            as_(get("s"))
+            at(get("t"))
+            af(get("f"))
+            an(get("n"))
+            aln(get("ln"))
+            ad(get("d"))
+            av(get("v"))
             open_kinds.append(kind)
 
         def end(tag: str) -> None:
@@ -261,10 +293,11 @@ class _DocumentReader:
                 return
             if tag == "LM" and self.lm is not None:
                 path, lm_id, has_calls, lm_v = self.lm
-                self.done.append(_finish_module(kinds, parents, attr_dicts, path, lm_id, has_calls, lm_v))
+                self.done.append(_finish_module(kinds, parents, columns, path, lm_id, has_calls, lm_v))
                 kinds.clear()
                 parents.clear()
-                attr_dicts.clear()
+                for values in columns.values():
+                    values.clear()
                 self.lm = None
             elif tag == ROOT:
                 self.closed_root = True

@@ -117,8 +117,17 @@ class Module:
         """``ranges`` rows of scope ``s`` are ``range_bounds[s]:range_bounds[s+1]``."""
         return np.searchsorted(self.ranges["scope"], np.arange(len(self.scopes) + 1), side="left")
 
+    @cached_property
+    def _range_scope(self) -> np.ndarray:
+        """``ranges["scope"]`` contiguous (a bisection of the strided field would copy it every time)."""
+        return np.ascontiguousarray(self.ranges["scope"])
+
     def ranges_of(self, scope: int) -> list[tuple[int, int]]:
-        lo, hi = self.range_bounds[scope], self.range_bounds[scope + 1]
+        if "range_bounds" in self.__dict__:
+            lo, hi = self.range_bounds[scope], self.range_bounds[scope + 1]
+        else:  # one scope: two bisections, not the bounds of every scope
+            rs = self._range_scope
+            lo, hi = np.searchsorted(rs, np.array([scope, scope + 1], rs.dtype), side="left").tolist()
         r = self.ranges[lo:hi]
         return list(zip(r["lo"].tolist(), r["hi"].tolist(), strict=True))
 
@@ -209,15 +218,9 @@ class Module:
         Outer aliens produce no step of their own: their line becomes the
         ``inlined_call`` step of the inner alien below them.
         """
-        role, scope_file, call_file, lex_parent, _ = self._lexical
-        rows = []
-        row = leaf
-        while row >= 0:
-            rows.append(row)
-            row = int(lex_parent[row])
         steps: list[LexStep] = []
         sc = self.scopes
-        for row in reversed(rows):
+        for row, scope_file, call_file in self._lexical_chain(leaf):
             rec = sc[row]
             k = int(rec["kind"])
             line = int(rec["line"])
@@ -225,23 +228,67 @@ class Module:
             if k == P:
                 entry = self.ranges_of(row)
                 steps.append(LexStep("enclosure", "function", self.text(int(rec["name"])),
-                                     self.text(int(scope_file[row])), line_or_none,
+                                     self.text(scope_file), line_or_none,
                                      entry[0][0] if entry else None, row))
             elif k == L:
                 head = self.ranges_of(row)
-                steps.append(LexStep("enclosure", "loop", None, self.text(int(scope_file[row])), line_or_none,
+                steps.append(LexStep("enclosure", "loop", None, self.text(scope_file), line_or_none,
                                      head[0][0] if head else None, row))
             elif k == A:  # an inner alien (outer ones are never lexical parents)
                 outer = int(sc["parent"][row])
                 call_line = int(sc["line"][outer])
-                steps.append(LexStep("inlined_call", "line", None, self.text(int(call_file[row])),
+                steps.append(LexStep("inlined_call", "line", None, self.text(call_file),
                                      None if call_line < 0 else call_line, None, outer))
                 steps.append(LexStep("enclosure", "function", self.text(int(rec["name"])),
-                                     self.text(int(scope_file[row])), line_or_none, None, row))
+                                     self.text(scope_file), line_or_none, None, row))
             else:
-                steps.append(LexStep("enclosure", "line", None, self.text(int(scope_file[row])), line_or_none,
+                steps.append(LexStep("enclosure", "line", None, self.text(scope_file), line_or_none,
                                      None, row))
         return steps
+
+    def _lexical_chain(self, leaf: int) -> list[tuple[int, int, int]]:
+        """(row, scope file, call-site file) of ``leaf`` and of its ancestors that make contexts (P, L,
+        inner A), outermost first: what :attr:`_lexical` gives these rows, derived from the leaf's
+        ancestors alone (a path costs its depth, not the module's size)."""
+        if "_lexical" in self.__dict__:
+            role, sfile, cfile, lex_parent, _ = self._lexical
+            rows = []
+            row = leaf
+            while row >= 0:
+                rows.append(row)
+                row = int(lex_parent[row])
+            return [(r, int(sfile[r]), int(cfile[r])) for r in reversed(rows)]
+        parent = self.scopes["parent"]
+        up = []
+        row = leaf
+        while row >= 0:
+            up.append(row)
+            row = int(parent[row])
+        up.reverse()
+        sc = self.scopes[up]
+        kinds, own_files = sc["kind"].tolist(), sc["file"].tolist()
+        out = []
+        inherited = NONE
+        prev_kind, prev_role = None, NOT_ALIEN
+        for i, row in enumerate(up):
+            k, own = kinds[i], own_files[i]
+            role, call_file = NOT_ALIEN, NONE
+            if k == F:
+                file = own
+            elif k == A:
+                if prev_kind == A and prev_role == OUTER_ALIEN:
+                    role, call_file = INNER_ALIEN, inherited
+                else:
+                    role = OUTER_ALIEN
+                file = own if own >= 0 else inherited
+            elif k == L:
+                file = own if own >= 0 else inherited
+            else:
+                file = inherited
+            if k in (P, L) or role == INNER_ALIEN or row == leaf:
+                out.append((row, file, call_file))
+            inherited, prev_kind, prev_role = file, k, role
+        return out
 
     # -- address queries --------------------------------------------------------------------------
     @cached_property
@@ -312,22 +359,78 @@ class Module:
         return out
 
 
-def _first_claims(r: np.ndarray) -> np.ndarray:
+def _first_claims(r: np.ndarray, work: list[int] | None = None) -> np.ndarray:
     """Slow path of Module.leaf_map for overlapping ranges: keep, in document order, the ranges that
-    overlap nothing kept before them."""
-    starts: list[int] = []
-    ends: list[int] = []
-    kept: list[int] = []
-    for i, (lo, hi) in enumerate(zip(r["lo"].tolist(), r["hi"].tolist(), strict=True)):
+    overlap nothing kept before them.
+
+    Ranges are grouped into clusters of transitively overlapping ranges (a sweep over the ranges sorted
+    by start); a range alone in its cluster overlaps nothing and is kept. Only the contested ranges go
+    through the greedy pass, whose kept set lives in a chunked sorted list (:class:`_ClaimSet`), so each
+    claim costs O(log n + chunk) whatever the order of the input. ``work``, when given, accumulates the
+    elements moved by insertions (tests compare it across input sizes).
+    """
+    n = len(r)
+    lo, hi = r["lo"], r["hi"]
+    order = np.argsort(lo, kind="stable")
+    slo, shi = lo[order], hi[order]
+    new_cluster = np.ones(n, dtype=bool)
+    if n > 1:
+        new_cluster[1:] = slo[1:] >= np.maximum.accumulate(shi)[:-1]
+    cluster = np.cumsum(new_cluster) - 1
+    alone = np.bincount(cluster)[cluster] == 1
+    kept = [order[alone]]
+    contested = np.sort(order[~alone])
+    claims = _ClaimSet()
+    won = [i for i, a, b in zip(contested.tolist(), lo[contested].tolist(), hi[contested].tolist(), strict=True)
+           if claims.claim(a, b)]
+    if work is not None:
+        work[0] += claims.moved
+    kept.append(np.array(won, dtype=np.int64))
+    idx = np.concatenate(kept)
+    return r[idx[np.argsort(lo[idx], kind="stable")]]
+
+
+class _ClaimSet:
+    """Disjoint half-open ranges in a sorted list of chunks (each at most ``2 * CHUNK`` long): finding the
+    neighbours of an address is two bisections, inserting moves at most one chunk's elements."""
+
+    CHUNK = 256
+
+    def __init__(self) -> None:
+        self.firsts: list[int] = []        # start of each chunk's first range
+        self.starts: list[list[int]] = []
+        self.ends: list[list[int]] = []
+        self.moved = 0
+
+    def claim(self, lo: int, hi: int) -> bool:
+        """Add [lo, hi) unless it overlaps a range already held; True if added."""
+        if not self.firsts:
+            self.firsts.append(lo)
+            self.starts.append([lo])
+            self.ends.append([hi])
+            return True
+        c = max(bisect.bisect_right(self.firsts, lo) - 1, 0)
+        starts, ends = self.starts[c], self.ends[c]
         j = bisect.bisect_right(starts, lo)
         if j > 0 and ends[j - 1] > lo:
-            continue
-        if j < len(starts) and starts[j] < hi:
-            continue
+            return False
+        if j < len(starts):
+            if starts[j] < hi:
+                return False
+        elif c + 1 < len(self.firsts) and self.firsts[c + 1] < hi:
+            return False
+        self.moved += len(starts) - j
         starts.insert(j, lo)
         ends.insert(j, hi)
-        kept.insert(j, i)
-    return r[np.array(kept, dtype=np.int64)]
+        if j == 0:
+            self.firsts[c] = lo
+        if len(starts) > 2 * self.CHUNK:
+            half = len(starts) // 2
+            self.starts[c:c + 1] = [starts[:half], starts[half:]]
+            self.ends[c:c + 1] = [ends[:half], ends[half:]]
+            self.firsts.insert(c + 1, starts[half])
+            self.moved += len(starts) + len(self.firsts)
+        return True
 
 
 @dataclass(eq=False)

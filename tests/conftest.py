@@ -25,6 +25,13 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("HPCSA_SHARED_DATA", ROOT.parent / "shared" / "data"))
 FIXTURES = ROOT / "fixtures"
 
+# Parsed structure files are cached per user (hpcsa.structure.parsedcache); tests keep theirs in a
+# directory of their own, shared by the CLI processes they start, so a home cache is never touched.
+if "HPCSA_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["HPCSA_CACHE_DIR"] = tempfile.mkdtemp(prefix="hpcsa-test-cache-")
+
 
 def _shared() -> Path:
     if not SHARED_DATA.is_dir():

@@ -1,0 +1,183 @@
+"""A compact parsed form of each structure file, kept in a user cache so a second run skips the XML.
+
+hpcprof parses every structure file on every run; for the large files of real
+runs (a C library with its debug info gives a 7-8 MB ``.hpcstruct``) that XML
+parse is most of a small aggregation's time. :func:`read_structure` returns
+the same :class:`StructureFile` as :func:`hpcstruct.read_hpcstruct`, through a
+cache entry named by the SHA-256 of the structure file's bytes: the columns of
+every module (``scopes``, ``ranges``), its strings, and its statement address
+map (``leaf_map``, the costliest query to derive) as raw numpy arrays.
+
+Trust: an entry is used only if its name and its header both carry the hash
+of the bytes just read, its format version is this one, and a BLAKE2b digest
+of its payload matches; anything else (a truncated write, a changed file, a
+stale or foreign entry, an unreadable directory) is ignored and the entry
+rebuilt. Entries are written atomically. Nothing is ever unpickled: the
+payload is numbers and UTF-8 text, checked before use.
+
+Where: ``$HPCSA_CACHE_DIR`` (empty or ``off``: no cache), else
+``$XDG_CACHE_HOME/hpcsa``, else ``~/.cache/hpcsa``; entries go in its
+``parsed-struct/`` directory. A measurement directory is never written to, so
+read-only measurements work; when no cache directory can be written, every
+run parses the XML (as without a cache).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import mmap
+import os
+from pathlib import Path
+
+import numpy as np
+
+from hpcsa.errors import HpcsaError
+from hpcsa.fileio import atomic_file
+from hpcsa.structure.hpcstruct import read_hpcstruct
+from hpcsa.structure.model import RANGE, SCOPE, Module, StructureFile
+
+MAGIC = b"HPCSA-PARSED-STRUCT\n"
+FORMAT = 1
+SUBDIR = "parsed-struct"
+ALIGN = 64
+
+
+def cache_root() -> Path | None:
+    """The cache directory (see the module docstring), or None when caching is off."""
+    env = os.environ.get("HPCSA_CACHE_DIR")
+    if env is not None:
+        return None if env.strip() in ("", "off", "0") else Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg:
+        return Path(xdg) / "hpcsa"
+    home = os.path.expanduser("~")
+    return None if home == "~" else Path(home) / ".cache" / "hpcsa"
+
+
+def read_structure(path: str | os.PathLike[str]) -> StructureFile:
+    """The structure file at ``path``, from its cache entry when a valid one exists (else parsed and stored)."""
+    path = os.fspath(path)
+    root = cache_root()
+    if root is None:
+        return read_hpcstruct(path)
+    try:
+        with open(path, "rb") as fh:
+            digest = hashlib.file_digest(fh, "sha256").hexdigest()
+    except OSError:
+        return read_hpcstruct(path)  # reports the problem in the reader's words
+    entry = root / SUBDIR / f"{digest}.bin"
+    sf = _load(entry, digest)
+    if sf is not None:
+        return sf
+    sf = read_hpcstruct(path)
+    if _digest_of(path) == digest:  # not changed while it was parsed
+        with contextlib.suppress(OSError, HpcsaError):
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            with atomic_file(entry) as out:
+                out.write(encode(sf, digest))
+    return sf
+
+
+def read_cached(path: str | os.PathLike[str]) -> StructureFile | None:
+    """The structure file at ``path`` if a valid cache entry for its present bytes exists (else None: the
+    caller parses it, e.g. in a worker, with :func:`read_structure`)."""
+    root = cache_root()
+    if root is None:
+        return None
+    digest = _digest_of(os.fspath(path))
+    return None if digest is None else _load(root / SUBDIR / f"{digest}.bin", digest)
+
+
+def _digest_of(path: str) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.file_digest(fh, "sha256").hexdigest()
+    except OSError:
+        return None
+
+
+# -- encoding ---------------------------------------------------------------------------------------
+
+
+def _arrays_of(m: Module) -> dict[str, np.ndarray]:
+    text = "\0".join(m.strings).encode("utf-8", "surrogatepass")
+    return {"scopes": m.scopes, "ranges": m.ranges, "leaf_map": m.leaf_map,
+            "strings": np.frombuffer(text, np.uint8)}
+
+
+def encode(sf: StructureFile, digest: str) -> bytes:
+    """The cache entry of ``sf``, parsed from a file whose SHA-256 is ``digest``."""
+    blobs: list[bytes] = []
+    offset = 0
+    modules = []
+    for m in sf.modules:
+        if any("\0" in s for s in m.strings):
+            raise HpcsaError(m.path, "a string holds NUL (cannot come from XML)")
+        arrays = {}
+        for name, arr in _arrays_of(m).items():
+            data = np.ascontiguousarray(arr).tobytes()
+            pad = -offset % ALIGN
+            blobs.append(b"\0" * pad)
+            offset += pad
+            arrays[name] = [offset, len(arr)]
+            blobs.append(data)
+            offset += len(data)
+        modules.append({"path": m.path, "id": m.id, "has_calls": m.has_calls, "has_v": m.has_v,
+                        "n_strings": len(m.strings), "arrays": arrays})
+    payload = b"".join(blobs)
+    header = {"format": FORMAT, "source_sha256": digest, "version": sf.version, "id": sf.id, "name": sf.name,
+              "payload_blake2b": hashlib.blake2b(payload).hexdigest(), "modules": modules}
+    head = json.dumps(header, sort_keys=True).encode()
+    prefix = MAGIC + len(head).to_bytes(8, "little") + head
+    return prefix + b"\0" * (-len(prefix) % ALIGN) + payload
+
+
+DTYPES = {"scopes": SCOPE, "ranges": RANGE, "leaf_map": RANGE, "strings": np.dtype(np.uint8)}
+
+
+def _load(entry: Path, digest: str) -> StructureFile | None:
+    """The structure file in cache entry ``entry`` if it is intact and made from bytes with ``digest``."""
+    try:
+        with open(entry, "rb") as fh:
+            data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):  # missing, unreadable, or empty (nothing to map)
+        return None
+    try:
+        return decode(data, digest)
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return None
+
+
+def decode(data: bytes | mmap.mmap, digest: str) -> StructureFile | None:
+    """Inverse of :func:`encode`; None unless every check passes (see the module docstring). From a mapped
+    entry, the arrays are read-only views of the mapping (pages shared with the page cache, no copy)."""
+    if not data[:len(MAGIC)] == MAGIC:
+        return None
+    n = int.from_bytes(data[len(MAGIC):len(MAGIC) + 8], "little")
+    start = len(MAGIC) + 8
+    header = json.loads(data[start:start + n])
+    if header.get("format") != FORMAT or header.get("source_sha256") != digest:
+        return None
+    base = start + n + (-(start + n) % ALIGN)
+    payload = memoryview(data)[base:]
+    if hashlib.blake2b(payload).hexdigest() != header["payload_blake2b"]:
+        return None
+    sf = StructureFile(modules=[], version=str(header["version"]), id=int(header["id"]), name=header["name"])
+    for mh in header["modules"]:
+        arrays = {}
+        for name, (offset, count) in mh["arrays"].items():
+            dtype = DTYPES[name]
+            if offset < 0 or count < 0 or offset + count * dtype.itemsize > len(payload):
+                return None
+            arrays[name] = np.frombuffer(payload, dtype, count, offset)
+        text = arrays["strings"].tobytes().decode("utf-8", "surrogatepass")
+        strings = text.split("\0") if mh["n_strings"] else []
+        if len(strings) != mh["n_strings"]:
+            return None
+        m = Module(path=str(mh["path"]), scopes=arrays["scopes"], ranges=arrays["ranges"], strings=strings,
+                   id=int(mh["id"]), has_calls=mh["has_calls"], has_v=bool(mh["has_v"]))
+        m.__dict__["leaf_map"] = arrays["leaf_map"]  # the cached_property, computed when the entry was made
+        sf.modules.append(m)
+    return sf

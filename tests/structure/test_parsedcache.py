@@ -1,0 +1,135 @@
+"""The parsed-structure cache: same modules as the XML, reused only when it matches the file's bytes."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hpcsa.structure import hpcstruct, parsedcache
+from hpcsa.structure.model import Module, S
+
+CXX_STRUCTS = ("hpctoolkit-extra", "meas-cxx1024", "structs")
+
+
+def some_files(shared: Path) -> list[Path]:
+    files = sorted((shared / "hpctoolkit" / "meas").glob("*/structs/*.hpcstruct"))
+    return files + sorted((shared / "hpctoolkit" / "struct").glob("*.hpcstruct"))[:6]
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    root = tmp_path / "cache"
+    monkeypatch.setenv("HPCSA_CACHE_DIR", str(root))
+    return root / parsedcache.SUBDIR
+
+
+def entries(cache: Path) -> list[Path]:
+    return sorted(cache.glob("*.bin")) if cache.is_dir() else []
+
+
+def test_cached_modules_equal_the_parsed_ones(shared_data, cache):
+    for path in some_files(shared_data):
+        parsed = hpcstruct.read_hpcstruct(path)
+        first = parsedcache.read_structure(path)   # parses and stores
+        second = parsedcache.read_structure(path)  # from the entry
+        for sf in (first, second):
+            assert sf.same_content(parsed), path
+            assert (sf.version, sf.id, sf.name) == (parsed.version, parsed.id, parsed.name)
+        for a, b in zip(second.modules, parsed.modules, strict=True):
+            assert np.array_equal(a.leaf_map, b.leaf_map)
+            assert a.strings == b.strings
+    assert len(entries(cache)) == len({p.read_bytes() for p in some_files(shared_data)})
+
+
+def test_second_read_does_not_parse_xml(shared_data, cache, monkeypatch):
+    path = shared_data / "hpctoolkit" / "meas" / "small.m" / "structs" / "testmeas-small.hpcstruct"
+    parsedcache.read_structure(path)
+
+    def no_parse(p):
+        raise AssertionError("parsed the XML again")
+
+    monkeypatch.setattr(parsedcache, "read_hpcstruct", no_parse)
+    assert parsedcache.read_structure(path).modules
+
+
+def test_a_changed_file_gets_a_new_entry(shared_data, cache, tmp_path):
+    src = shared_data / "hpctoolkit" / "meas" / "small.m" / "structs" / "testmeas-small.hpcstruct"
+    mine = tmp_path / "x.hpcstruct"
+    shutil.copy(src, mine)
+    before = parsedcache.read_structure(mine)
+    text = mine.read_text().replace('l="', 'l="1', 1)  # a statement's line gains a leading 1
+    mine.write_text(text)
+    after = parsedcache.read_structure(mine)
+    assert after.same_content(hpcstruct.read_hpcstruct(mine))
+    assert not after.same_content(before)
+    assert len(entries(cache)) == 2
+
+
+def test_damaged_or_foreign_entries_are_never_trusted(shared_data, cache, monkeypatch):
+    path = shared_data / "hpctoolkit" / "meas" / "small.m" / "structs" / "testmeas-small.hpcstruct"
+    truth = hpcstruct.read_hpcstruct(path)
+    parsedcache.read_structure(path)
+    (entry,) = entries(cache)
+    good = entry.read_bytes()
+    other = shared_data / "hpctoolkit" / "meas" / "loops-cputime-t.m" / "structs"
+    foreign_src = sorted(other.glob("*.hpcstruct"))[0]
+    parsedcache.read_structure(foreign_src)
+    foreign = next(e for e in entries(cache) if e != entry).read_bytes()
+    flipped = bytearray(good)
+    flipped[-5] ^= 0x40
+    for bad in (good[: len(good) // 2], bytes(flipped), foreign, b"", b"junk" * 100):
+        entry.write_bytes(bad)
+        got = parsedcache.read_structure(path)
+        assert got.same_content(truth)
+        assert entry.read_bytes() == good  # rebuilt
+
+
+def test_no_cache_when_off_or_unwritable(shared_data, tmp_path, monkeypatch):
+    path = shared_data / "hpctoolkit" / "meas" / "small.m" / "structs" / "testmeas-small.hpcstruct"
+    truth = hpcstruct.read_hpcstruct(path)
+    monkeypatch.setenv("HPCSA_CACHE_DIR", "off")
+    assert parsedcache.cache_root() is None
+    assert parsedcache.read_structure(path).same_content(truth)
+    blocker = tmp_path / "file-not-dir"
+    blocker.write_text("x")
+    monkeypatch.setenv("HPCSA_CACHE_DIR", str(blocker))
+    assert parsedcache.read_structure(path).same_content(truth)
+    monkeypatch.delenv("HPCSA_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert parsedcache.cache_root() == tmp_path / "xdg" / "hpcsa"
+
+
+def test_bad_structure_file_still_reported_in_one_line(tmp_path, cache):
+    bad = tmp_path / "bad.hpcstruct"
+    bad.write_text("<HPCToolkitStructure version='4.9'><LM n='x'><P")
+    with pytest.raises(Exception) as info:
+        parsedcache.read_structure(bad)
+    assert str(bad) in str(info.value)
+    assert entries(cache) == []
+
+
+def full_lexical_path(m: Module, leaf: int) -> list:
+    """lexical_path through the whole-module arrays (the per-leaf chain must agree with them)."""
+    m._lexical  # noqa: B018  (computing it makes lexical_path use the whole-module arrays)
+    return m.lexical_path(leaf)
+
+
+def test_per_leaf_chain_equals_the_whole_module_reading(shared_data):
+    libc = shared_data.joinpath(*CXX_STRUCTS)
+    paths = sorted(libc.glob("*.hpcstruct")) if libc.is_dir() else []
+    paths += sorted((shared_data / "hpctoolkit" / "struct").glob("inlines*.hpcstruct"))
+    assert paths
+    rng = np.random.default_rng(7)
+    for path in paths:
+        for lazy in hpcstruct.read_hpcstruct(path).modules:
+            leaves = np.flatnonzero(lazy.scopes["kind"] == S)
+            if not len(leaves):
+                continue
+            pick = rng.choice(leaves, size=min(300, len(leaves)), replace=False).tolist()
+            got = [lazy.lexical_path(leaf) for leaf in pick]
+            assert "_lexical" not in lazy.__dict__  # the chain did not need the whole module
+            full = Module(lazy.path, lazy.scopes, lazy.ranges, lazy.strings, lazy.id, lazy.has_calls, lazy.has_v)
+            assert got == [full_lexical_path(full, leaf) for leaf in pick], path
