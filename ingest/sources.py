@@ -1,10 +1,11 @@
-"""Recognise GPU-record sources by content (SQLite table names, CSV headers, text line shapes, magic)
-and read them into :class:`~hpcsa.ingest.model.GpuTrace` objects.
+"""Recognise GPU-record sources by content and read them into :class:`~hpcsa.ingest.model.GpuTrace` objects,
+through the readers registered in :mod:`hpcsa.ingest.vendors` (nothing here names a vendor).
 
 One source file is one trace, except for tools that split one run over several
-files: rocprofv3 CSVs given together form one trace (they share correlation
-ids), and unitrace's timeline/summary texts given together form one trace.
-A directory stands for the files in it.
+files (readers with ``multi_file``: rocprofv3 CSVs given together share
+correlation ids, unitrace's timeline/summary texts describe one run): their files
+form one trace. A directory stands for the files in it; files in it that no
+reader recognises (a tool's stats, system info...) are skipped.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ Kineto's ``output_json.cpp`` for the layout.
 
 A call's context is the Python frames and operators whose intervals enclose it
 on its thread, outermost first, above the call; the ``record_function`` ranges
-become ``<range>`` frames (see ranges.py). ROCm traces: copies carry no byte
+become ``<range>`` frames (see :mod:`hpcsa.ingest.ranges`). ROCm traces: copies carry no byte
 count, it is taken from the call's ``size`` argument; kernels' grid and block
 are on the call; the HIP calls that wait are the synchronizations (as for the
 other AMD sources), CUDA traces have ``cuda_sync`` records for them.

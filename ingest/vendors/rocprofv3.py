@@ -8,7 +8,7 @@ and time but carry 0 bytes. PC-sampling CSVs name the instruction, not its
 address: samples are placed at one pseudo-offset per distinct
 (instruction, source comment) of a kernel, in order of first appearance
 (4 bytes apart), with the instruction text in the summary of the written
-names. Stochastic samples keep their not-issued reason (see stalls.py);
+names. Stochastic samples keep their not-issued reason (see :mod:`hpcsa.ingest.stalls`);
 host-trap samples have none.
 """
 
