@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Protocol, runtime_checkable
 
-from hpcsa.errors import HpcsaError
+from hpcsa.errors import HpcsaError, corrupt_input
 from hpcsa.ingest import model as M
 from hpcsa.ingest.sqlsrc import Db
 
@@ -139,8 +139,6 @@ def accepted(sqlite: bool | None = None) -> str:
 def read_group(reader: Reader, paths: list[str]) -> M.GpuTrace:
     """Read files of one kind; corrupt data becomes one error line naming the file (or, for a tool's
     several files, the directory holding them)."""
-    from hpcsa.errors import corrupt_input
-
     where = paths[0] if len(paths) == 1 else os.path.dirname(paths[0]) or paths[0]
     with corrupt_input(where, reader.what):
         return reader.read(paths)
