@@ -12,11 +12,10 @@ from hpcsa.progress import Progress
 
 
 def register(parser: argparse.ArgumentParser) -> None:
+    from hpcsa.ingest.vendors import accepted
+
     parser.add_argument("sources", metavar="SOURCE", nargs="*",
-                        help="Nsight Systems or nvprof SQLite export, rocpd SQLite (rocprofv3), rocprof v1 "
-                        "results.db, rocprofv3 CSV files, rocprofv2 text traces, PyTorch profiler (Kineto) JSON, "
-                        "unitrace text outputs, CUPTI PC-sampling file, or a "
-                        "directory of them (recognised by content)")
+                        help=f"GPU records: {accepted()}; or a directory of them (recognised by content)")
     parser.add_argument("-o", "--output", metavar="MEASDIR", help="measurement directory to write")
     parser.add_argument("--binary", metavar="FILE", action="append", default=[],
                         help="executable, library, fatbin, offload bundle or cubin/code object holding the GPU code "

@@ -1,7 +1,7 @@
 """The one writer: GPU records (:class:`~hpcsa.ingest.model.GpuTrace`) -> an hpcrun measurement directory.
 
-Placement follows hpcrun (reference/hpctoolkit.md §5): per CPU thread one
-``.hpcrun`` whose contexts are the launch call paths (the CPU call stack where the
+Placement follows HPCToolkit's hpcrun (its GPU measurement, ``src/tool/hpcrun/gpu``
+in the HPCToolkit sources): per CPU thread one ``.hpcrun`` whose contexts are the launch call paths (the CPU call stack where the
 source has one, else the API call under the thread root), with ``<gpu kernel>``,
 ``<gpu copyin>``/``<gpu copyout>``/``<gpu copy>``, ``<gpu memset>``, ``<gpu sync>``,
 ``<gpu alloc>``/``<gpu delete>`` and ``<gpu kernel>`` trace placeholders below; the

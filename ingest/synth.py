@@ -18,7 +18,8 @@ template tree; each profile takes its part of the template, vectorized:
   the kernel's entry below it, ``<gpu copyin>``, ``<gpu copyout>``,
   ``<gpu sync>``, and the ``<gpu kernel>`` trace contexts), with hpcrun's GPU
   metrics (:func:`gpumetrics.metric_table`: 1 CPU + 63 GPU metrics, the
-  table of current hpcrun; seed 000's hpcrun had 62). Each GPU stream is a
+  table of current hpcrun; the hpcrun measured in
+  "Preparing for Performance Analysis at Exascale" had 62). Each GPU stream is a
   pseudo-thread (numbered from 500) whose call-trace ``.hpctrace`` shows
   each operation from its start to ``<no activity>`` at its end, and whose
   profile has no values (as hpcrun writes them);
@@ -26,9 +27,10 @@ template tree; each profile takes its part of the template, vectorized:
   (:mod:`hpcsa.structure` model and writer) and the kernel names of the GPU
   binary, so the aggregation's lexical expansion is exercised.
 
-Densities come out like seed 000's Table 2 for measurement data: a value at
-~15-20 % of a profile's contexts and, on the GPU-like set, ~2 % of the
-metrics of such a context. The same seed and spec give the same bytes for
+Densities come out like Table 2 (measurement data) of "Preparing for
+Performance Analysis at Exascale" (Anderson, Liu, Mellor-Crummey, ICS 2022):
+a value at ~15-20 % of a profile's contexts and, on the GPU-like set, ~2 %
+of the metrics of such a context. The same seed and spec give the same bytes for
 any number of workers: every profile has its own random stream, and the
 program its own.
 """
@@ -111,8 +113,9 @@ class SynthSpec:
 
     @classmethod
     def preset(cls, kind: str, profiles: int, **changes: object) -> SynthSpec:
-        """``cpu``: ranks of 16 threads, CPU time only. ``gpu``: seed 000's GPU sets (LAMMPS, PeleC: a CPU
-        thread and a GPU stream per rank, 4 ranks per node, 1 CPU + 62 GPU metrics)."""
+        """``cpu``: ranks of 16 threads, CPU time only. ``gpu``: the GPU sets of "Preparing for Performance
+        Analysis at Exascale" (LAMMPS, PeleC: a CPU thread and a GPU stream per rank, 4 ranks per node,
+        1 CPU + 62 GPU metrics)."""
         if kind == "cpu":
             spec = cls(profiles=profiles)
         elif kind == "gpu":

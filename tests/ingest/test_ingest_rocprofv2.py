@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from hpcsa.ingest.measdir import write_measurement
-from hpcsa.ingest.rocprofv2 import roctx_ranges
 from hpcsa.ingest.sources import classify, read_sources
+from hpcsa.ingest.vendors.rocprofv2 import roctx_ranges
 from tests.conftest import FIXTURES, assert_one_line_error, run_cli
 
 from .measdir_check import load, paths_above, total

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from hpcsa.ingest import nvprof
+from hpcsa.ingest.vendors import nvprof
 
 
 def test_gpu_issuing_calls_have_names(shared_data, monkeypatch):

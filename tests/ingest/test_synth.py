@@ -101,7 +101,7 @@ def test_cpu_time_is_what_the_trace_sampled(gpu_set: tuple[Path, SynthSpec]) -> 
 
 
 def _densities(d: Path) -> tuple[float, float, float]:
-    """Seed 000's Table 2 columns for measurement data, from the files: % of a profile's contexts with a
+    """The Table 2 columns of "Preparing for Performance Analysis at Exascale" for measurement data, from the files: % of a profile's contexts with a
     value, % non-zero among the metrics of those contexts (profiles with values), and bytes per profile."""
     ctx, met, size = [], [], 0
     for f in sorted(d.glob("*.hpcrun")):

@@ -12,7 +12,7 @@ Kineto's ``output_json.cpp`` for the layout.
 
 A call's context is the Python frames and operators whose intervals enclose it
 on its thread, outermost first, above the call; the ``record_function`` ranges
-become ``<range>`` frames (see ranges.py). ROCm traces: copies carry no byte
+become ``<range>`` frames (see :mod:`hpcsa.ingest.ranges`). ROCm traces: copies carry no byte
 count, it is taken from the call's ``size`` argument; kernels' grid and block
 are on the call; the HIP calls that wait are the synchronizations (as for the
 other AMD sources), CUDA traces have ``cuda_sync`` records for them.
@@ -31,7 +31,8 @@ import numpy as np
 from hpcsa.errors import FormatError, UnsupportedError
 from hpcsa.ingest import model as M
 from hpcsa.ingest.ranges import open_sets
-from hpcsa.ingest.rocpd import waits_as_sync_ops
+from hpcsa.ingest.vendors import Probe, VendorReader, register
+from hpcsa.ingest.vendors.rocpd import waits_as_sync_ops
 
 SUPPORTED_SCHEMAS = (1,)
 _MAX_US = Decimal(2) ** 62 / 1000  # times stay int64 ns
@@ -56,9 +57,9 @@ def _open_head(path: str, head: bytes) -> bytes:
         return b""
 
 
-def looks_like(path: str, head: bytes) -> bool:
+def recognise(probe: Probe) -> bool:
     """A Kineto trace: a JSON object with ``traceEvents`` and Kineto's ``schemaVersion`` or device table."""
-    text = _open_head(path, head).lstrip()[:4096].decode("utf-8", errors="replace")
+    text = _open_head(probe.path, probe.head).lstrip()[:4096].decode("utf-8", errors="replace")
     if not text.startswith("{") or '"traceEvents"' not in text:
         return False
     return any(mark in text for mark in ('"schemaVersion"', '"deviceProperties"', '"cuda_runtime"', '"cpu_op"'))
@@ -317,3 +318,6 @@ def _devices(tr: M.GpuTrace, doc: dict) -> None:
         for pid in pids:
             tr.devices[(pid, _int(p.get("id"), 0))] = out
 
+
+register(VendorReader(name="kineto", label="PyTorch profiler/Kineto JSON", what="PyTorch profiler (Kineto) trace",
+                      rank=60, recognise=recognise, read=lambda paths: read(paths[0])))

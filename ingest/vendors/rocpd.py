@@ -18,6 +18,7 @@ import numpy as np
 from hpcsa.errors import UnsupportedError
 from hpcsa.ingest import model as M
 from hpcsa.ingest.sqlsrc import Db
+from hpcsa.ingest.vendors import Probe, VendorReader, register, sqlite_read
 
 SUPPORTED_SCHEMAS = (1, 2, 3)
 SYNC_APIS = (("StreamWaitEvent", M.SY_STRE), ("EventSynchronize", M.SY_EVT), ("StreamSynchronize", M.SY_STR),
@@ -26,8 +27,9 @@ COPY_DIRECTION = {"HOST_TO_DEVICE": M.CP_H2D, "DEVICE_TO_HOST": M.CP_D2H, "DEVIC
                   "HOST_TO_HOST": M.CP_H2H, "PEER_TO_PEER": M.CP_P2P}
 
 
-def is_rocpd(db: Db) -> bool:
-    return db.has("rocpd_metadata") and db.has("rocpd_kernel_dispatch") and db.has("rocpd_region")
+def recognise(probe: Probe) -> bool:
+    db = probe.db
+    return db is not None and db.has("rocpd_metadata") and db.has("rocpd_kernel_dispatch") and db.has("rocpd_region")
 
 
 def sync_kind(name: str) -> int | None:
@@ -161,3 +163,7 @@ def _allocations(db: Db, agent: dict, tid: str) -> np.ndarray | None:
     return M.table(M.OP_DTYPE, n, kind=kind, process=c["pid"], thread=c["tid"], device=_device(agent, c["agent"]),
                    corr=c["corr"], start=c["start"], end=c["end"], bytes=c["bytes"],
                    sub=np.where(on_gpu, M.MK_DEV, M.MK_UNK))
+
+
+register(VendorReader(name="rocpd", label="rocpd", what="rocpd database", rank=30, sqlite=True,
+                      recognise=recognise, read=sqlite_read(read)))

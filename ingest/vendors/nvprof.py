@@ -24,6 +24,7 @@ from hpcsa.errors import UnsupportedError
 from hpcsa.ingest import model as M
 from hpcsa.ingest.sqlsrc import Db
 from hpcsa.ingest.stalls import CUPTI_LEGACY_REASONS, stall_class
+from hpcsa.ingest.vendors import Probe, VendorReader, register, sqlite_read
 
 SUPPORTED_VERSIONS = range(1, 12)  # the `Version` table; CUDA 9/10 nvprof writes 11
 # CUPTI callback ids are a stable ABI (cupti_runtime_cbid.h / cupti_driver_cbid.h); these are the APIs
@@ -51,9 +52,12 @@ _KNOWN_CBIDS.update({("driver", 307): "cuLaunchKernel", ("driver", 442): "cuLaun
 _SYNC_TYPE = {1: M.SY_EVT, 2: M.SY_STRE, 3: M.SY_STR, 4: M.SY_CTX}
 
 
-def is_nvprof(db: Db) -> bool:
-    return db.has("StringTable") and db.has("Version") and any(t.startswith("CUPTI_ACTIVITY_KIND_")
-                                                               for t in db.tables)
+def recognise(probe: Probe) -> bool:
+    """nvprof outputs have ``StringTable``, ``Version`` and CUPTI activity tables (no ``StringIds``:
+    Nsight Systems exports are recognised first)."""
+    db = probe.db
+    return (db is not None and db.has("StringTable") and db.has("Version")
+            and any(t.startswith("CUPTI_ACTIVITY_KIND_") for t in db.tables))
 
 
 @lru_cache(maxsize=2)
@@ -248,3 +252,7 @@ def _pc_sampling(db: Db, tr: M.GpuTrace, strings: dict, pid: int) -> None:
         n_uniq, n_inv = np.unique(tr.ops["name"][k], return_inverse=True)
         code = np.array([by_name.get(tr.strings[int(nm)], -1) for nm in n_uniq], np.int64)
         tr.ops["code"][k] = code[n_inv.reshape(-1)]
+
+
+register(VendorReader(name="nvprof", label="nvprof", what="nvprof database", rank=20, sqlite=True,
+                      recognise=recognise, read=sqlite_read(read)))

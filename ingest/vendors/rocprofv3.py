@@ -8,7 +8,7 @@ and time but carry 0 bytes. PC-sampling CSVs name the instruction, not its
 address: samples are placed at one pseudo-offset per distinct
 (instruction, source comment) of a kernel, in order of first appearance
 (4 bytes apart), with the instruction text in the summary of the written
-names. Stochastic samples keep their not-issued reason (see stalls.py);
+names. Stochastic samples keep their not-issued reason (see :mod:`hpcsa.ingest.stalls`);
 host-trap samples have none.
 """
 
@@ -22,8 +22,9 @@ import numpy as np
 
 from hpcsa.errors import FormatError
 from hpcsa.ingest import model as M
-from hpcsa.ingest.rocpd import marker_ranges, waits_as_sync_ops
 from hpcsa.ingest.stalls import stall_class
+from hpcsa.ingest.vendors import NoRecords, Probe, VendorReader, register
+from hpcsa.ingest.vendors.rocpd import marker_ranges, waits_as_sync_ops
 
 KERNEL_COLS = {"Kernel_Name", "Correlation_Id", "Start_Timestamp", "End_Timestamp", "Grid_Size_X"}
 API_COLS = {"Domain", "Function", "Correlation_Id", "Start_Timestamp", "End_Timestamp", "Thread_Id"}
@@ -44,8 +45,8 @@ def _header(text: str) -> set[str]:
         return set()
 
 
-def looks_like(text: str) -> bool:
-    cols = _header(text)
+def recognise(probe: Probe) -> bool:
+    cols = _header(probe.text)
     return any(req <= cols for req in (KERNEL_COLS, API_COLS, COPY_COLS, ALLOC_COLS, PC_COLS, *OTHER_COLS))
 
 
@@ -81,8 +82,9 @@ def _load(path: str) -> dict[str, list[str]]:
     return {name: [r[i] for r in body] for i, name in enumerate(head)}
 
 
-def read(paths: list[str]) -> M.GpuTrace | None:
-    """One trace from the CSV files of one run; None when they hold only summaries (stats, agents...)."""
+def read(paths: list[str]) -> M.GpuTrace:
+    """One trace from the CSV files of one run; :class:`NoRecords` when they hold only summaries (stats,
+    agents...)."""
     tr = M.GpuTrace(source="rocprofv3 csv", path=paths[0], clock="CLOCK_BOOTTIME ns", api_domain="HIP",
                     range_domain="roctx")
     tables = [(p, _load(p)) for p in paths]
@@ -107,7 +109,7 @@ def read(paths: list[str]) -> M.GpuTrace | None:
         elif ALLOC_COLS <= cols:
             op_parts.append(("alloc", p, t))
     if not (api_parts or op_parts or pcs):
-        return None
+        raise NoRecords(paths[0], "rocprofv3 summary CSVs only (stats, agent info...): no per-operation records")
     if api_parts:
         tr.apis = np.concatenate(api_parts)
         markers = np.concatenate(marker_parts)
@@ -222,3 +224,7 @@ def _pc_samples(tr: M.GpuTrace, pcs: list, default_pid: int | None) -> None:
     out["samples"] = np.bincount(inv, weights=smp["samples"], minlength=len(uniq))
     out["stall_samples"] = np.bincount(inv, weights=smp["stall_samples"], minlength=len(uniq))
     tr.samples = out
+
+
+register(VendorReader(name="rocprofv3-csv", label="rocprofv3 CSV", what="rocprofv3 CSV output", rank=70,
+                      recognise=recognise, read=read, multi_file=True))

@@ -27,7 +27,8 @@ import numpy as np
 
 from hpcsa.errors import FormatError, HpcsaError, UnsupportedError
 from hpcsa.ingest import model as M
-from hpcsa.ingest.rocpd import waits_as_sync_ops
+from hpcsa.ingest.vendors import Probe, VendorReader, register
+from hpcsa.ingest.vendors.rocpd import waits_as_sync_ops
 
 DOMAINS = ("HIP_API_DOMAIN", "HSA_API_DOMAIN", "HIP_OPS_DOMAIN", "HSA_OPS_DOMAIN", "ROCTX_DOMAIN")
 _DOMAIN_LINE = re.compile(r"^Domain\(([A-Za-z0-9_]+)\), [A-Za-z_]+\(")
@@ -40,7 +41,8 @@ def _record_line(line: str) -> bool:
     return bool(_DISPATCH_LINE.match(line) or (_DOMAIN_LINE.match(line) and "_DOMAIN" in line[:64]))
 
 
-def looks_like(path: str, head: bytes) -> bool:
+def recognise(probe: Probe) -> bool:
+    path, head = probe.path, probe.head
     if b"\0" in head:
         return False
     text = head.decode("utf-8", errors="replace")
@@ -220,3 +222,7 @@ def _copies(rows: _Rows, pid: int) -> np.ndarray | None:
     return M.table(M.OP_DTYPE, len(rows.copies), kind=M.MEMCPY, process=pid, device=0, context=0, stream=0,
                    corr=np.array(c[3], np.int64).astype(np.uint64), start=np.array(c[1], np.int64),
                    end=np.array(c[2], np.int64), sub=M.CP_UNK)
+
+
+register(VendorReader(name="rocprofv2", label="rocprofv2 text", what="rocprofv2 trace", rank=90,
+                      recognise=recognise, read=lambda paths: read(paths[0])))

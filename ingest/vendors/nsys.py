@@ -22,6 +22,7 @@ import numpy as np
 from hpcsa.errors import FormatError, UnsupportedError
 from hpcsa.ingest import model as M
 from hpcsa.ingest.sqlsrc import Db
+from hpcsa.ingest.vendors import Probe, VendorReader, register, sqlite_read
 
 #: Newest export schema whose tables this reader knows (columns are looked up, never assumed).
 NEWEST_SCHEMA = (3, 24)
@@ -41,8 +42,11 @@ _NSYS_MEM_KIND = np.array([M.MK_PAG, M.MK_PIN, M.MK_DEV, 4, 5, 6, 7, M.MK_UNK])
 _UVM_COPY = {11: M.CP_H2D, 12: M.CP_D2H, 13: M.CP_D2D}
 
 
-def is_nsys(db: Db) -> bool:
-    return db.has("StringIds") and (db.has("CUPTI_ACTIVITY_KIND_RUNTIME") or db.has("CUPTI_ACTIVITY_KIND_KERNEL"))
+def recognise(probe: Probe) -> bool:
+    """Nsight Systems exports have ``StringIds`` and CUPTI activity tables."""
+    db = probe.db
+    return db is not None and db.has("StringIds") and (db.has("CUPTI_ACTIVITY_KIND_RUNTIME")
+                                                       or db.has("CUPTI_ACTIVITY_KIND_KERNEL"))
 
 
 def schema_version(db: Db) -> str | None:
@@ -381,3 +385,7 @@ def _nvtx_ranges(db: Db, tr: M.GpuTrace, strings: np.ndarray, epoch: int) -> Non
     whole = np.isin(c["type"], list(start)) & (c["end_gtid"] != c["gtid"])
     tr.ranges = M.table(M.RANGE_DTYPE, n, process=(c["gtid"] >> 24) & 0xFFFFFF, thread=np.where(whole, -1, tid),
                         start=c["start"] + epoch, end=c["end"] + epoch, name=tr.intern_many(list(names)))
+
+
+register(VendorReader(name="nsys", label="Nsight Systems", what="nsys database", rank=10, sqlite=True,
+                      recognise=recognise, read=sqlite_read(read)))

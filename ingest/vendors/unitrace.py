@@ -21,6 +21,7 @@ import numpy as np
 
 from hpcsa.errors import FormatError
 from hpcsa.ingest import model as M
+from hpcsa.ingest.vendors import Probe, VendorReader, register
 
 LINE = re.compile(r'^Thread (\d+) Device (\S+) : (?:"(.*)"|(.*?)) \[ns\] (\d+) \(append\) (\d+) \(submit\) '
                   r'(\d+) \(start\) (\d+) \(end\)\s*$')
@@ -38,7 +39,8 @@ HOST_SYNC = ("zeCommandQueueSynchronize", "zeEventHostSynchronize", "zeFenceHost
              "clWaitForEvents", "zeCommandListHostSynchronize")
 
 
-def looks_like(text: str) -> bool:
+def recognise(probe: Probe) -> bool:
+    text = probe.text
     lines = [ln for ln in text.splitlines()[:5] if ln.strip()]
     if lines and LINE.match(lines[0]):
         return True
@@ -189,3 +191,7 @@ def _kernel_properties(tr: M.GpuTrace, summaries: list[tuple[str, str]]) -> None
                     continue
             elif head and not line.strip():
                 head = None
+
+
+register(VendorReader(name="unitrace", label="unitrace text", what="unitrace output", rank=80,
+                      recognise=recognise, read=read, multi_file=True))

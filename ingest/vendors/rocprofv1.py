@@ -14,8 +14,9 @@ import re
 import numpy as np
 
 from hpcsa.ingest import model as M
-from hpcsa.ingest.rocpd import waits_as_sync_ops
 from hpcsa.ingest.sqlsrc import Db
+from hpcsa.ingest.vendors import Probe, VendorReader, register, sqlite_read
+from hpcsa.ingest.vendors.rocpd import waits_as_sync_ops
 
 _SIZE = re.compile(r"\bsize(?:Bytes)?\((\d+)\)")
 _KIND = re.compile(r"\bkind\((\d+)\)")
@@ -24,8 +25,9 @@ _DIR = {"HostToDevice": M.CP_H2D, "DeviceToHost": M.CP_D2H, "DeviceToDevice": M.
 _HIP_KIND = {0: M.CP_H2H, 1: M.CP_H2D, 2: M.CP_D2H, 3: M.CP_D2D}
 
 
-def is_rocprofv1(db: Db) -> bool:
-    return db.has("HIP") and db.has("OPS") and "Index" in db.columns("HIP")
+def recognise(probe: Probe) -> bool:
+    db = probe.db
+    return db is not None and db.has("HIP") and db.has("OPS") and "Index" in db.columns("HIP")
 
 
 def read(db: Db) -> M.GpuTrace:
@@ -69,3 +71,7 @@ def read(db: Db) -> M.GpuTrace:
     for pid in sorted(set(tr.ops["process"].tolist()) | set(tr.apis["process"].tolist())):
         tr.processes[pid] = M.ProcessInfo(pid)
     return tr
+
+
+register(VendorReader(name="rocprof-v1", label="rocprof v1", what="rocprof-v1 database", rank=40, sqlite=True,
+                      recognise=recognise, read=sqlite_read(read)))

@@ -1,7 +1,7 @@
 """Files written by CUPTI's PC-sampling utility library (``libpcsamplingutil``, ``CuptiUtilPutPcSampData``).
 
-Layout (little-endian; observed on files written by NVIDIA's own library, the
-schema is not published — reference/gpu-records.md §1.7)::
+Layout (little-endian; observed on files written by NVIDIA's own library: CUPTI
+documents the utility's API, ``pcsamplingutil.h``, but not its file schema)::
 
     u32 version (= 1), u32 buffer count
     per buffer: u64 record count, u64 stall-reason count, u64 selected-reason count, u64 byte size,
@@ -30,12 +30,14 @@ from flatbuffers.table import Table
 from hpcsa.errors import FormatError, UnsupportedError
 from hpcsa.ingest import model as M
 from hpcsa.ingest.stalls import stall_class
+from hpcsa.ingest.vendors import Probe, VendorReader, register
 
 SUPPORTED_VERSIONS = (1,)
 IDENT = b"CUPS"
 
 
-def looks_like(head: bytes) -> bool:
+def recognise(probe: Probe) -> bool:
+    head = probe.head
     return len(head) >= 48 and head[44:48] == IDENT and struct.unpack_from("<I", head, 0)[0] < 1 << 16
 
 
@@ -144,3 +146,7 @@ def read(path: str) -> M.GpuTrace:
                              pc=a[:, 2], stall=cls, samples=a[:, 4], stall_samples=a[:, 4])
     tr.processes[0] = M.ProcessInfo(0, name=os.path.basename(path))
     return tr
+
+
+register(VendorReader(name="cupti-pcsampling-util", label="CUPTI PC-sampling file", what="CUPTI PC-sampling file",
+                      rank=50, recognise=recognise, read=lambda paths: read(paths[0])))
