@@ -1,67 +1,46 @@
-"""Strongly connected components of a call graph (Tarjan, iterative).
+"""The call graph as a networkx ``DiGraph``, and its recursive components.
 
-Written out rather than taken from networkx or scipy: the algorithm is the one
-seed 002 names, it is a few dozen lines, and device call graphs are small
-enough (thousands of functions) that a pure-Python pass costs milliseconds
-(benchmarks/results/gpucct.md). Iterative so that deep call chains cannot hit
-Python's recursion limit.
+Recursion is found as the strongly connected components of the graph of
+direct calls and collapsed by its condensation, as HPCToolkit's GPU
+calling-context reconstruction does ("Measurement and Analysis of
+GPU-Accelerated Applications with HPCToolkit", Zhou et al., Parallel
+Computing 2021). networkx does the graph work: its components come from an
+iterative depth-first search (so deep call chains cannot hit Python's
+recursion limit), and everything here is built once per GPU binary, a small
+share of reconstruction time (README, "GPU calling contexts").
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import operator
+from collections.abc import Iterable, Sequence
+
+import networkx as nx
+
+
+def call_digraph(n: int, edges: Iterable[tuple[int, int]]) -> nx.DiGraph:
+    """Vertices ``0..n-1``, one edge per distinct (caller, callee) pair, successors in the order given."""
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(n))
+    graph.add_edges_from(edges)
+    return graph
+
+
+def components(graph: nx.DiGraph) -> list[list[int]]:
+    """The strongly connected components of ``graph`` (members sorted), in reverse topological order.
+
+    When an edge leads from component X to a different component Y, Y is
+    listed before X. The order is a function of the graph's vertex and
+    successor order only: networkx numbers the condensation's components in
+    the order its depth-first search (vertices in order, successors in
+    insertion order) completes them, and among the components whose callers
+    are all placed, the highest-numbered is placed first.
+    """
+    dag = nx.condensation(graph)
+    order = list(nx.lexicographical_topological_sort(dag, key=operator.neg))
+    return [sorted(dag.nodes[c]["members"]) for c in reversed(order)]
 
 
 def strongly_connected(successors: Sequence[Sequence[int]]) -> list[list[int]]:
-    """Components of the graph ``v -> successors[v]``, each a list of vertices.
-
-    Components come out in reverse topological order: when an edge leads
-    from component X to a different component Y, Y is listed before X.
-    Vertices are visited in index order and successors in list order, so the
-    result is a function of the inputs' order only.
-    """
-    n = len(successors)
-    index = [-1] * n
-    low = [0] * n
-    on_stack = [False] * n
-    stack: list[int] = []
-    out: list[list[int]] = []
-    counter = 0
-    for start in range(n):
-        if index[start] >= 0:
-            continue
-        index[start] = low[start] = counter
-        counter += 1
-        stack.append(start)
-        on_stack[start] = True
-        work = [(start, 0)]
-        while work:
-            v, i = work[-1]
-            succ = successors[v]
-            if i < len(succ):
-                work[-1] = (v, i + 1)
-                w = succ[i]
-                if index[w] < 0:
-                    index[w] = low[w] = counter
-                    counter += 1
-                    stack.append(w)
-                    on_stack[w] = True
-                    work.append((w, 0))
-                elif on_stack[w] and index[w] < low[v]:
-                    low[v] = index[w]
-                continue
-            work.pop()
-            if work:
-                u = work[-1][0]
-                if low[v] < low[u]:
-                    low[u] = low[v]
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on_stack[w] = False
-                    comp.append(w)
-                    if w == v:
-                        break
-                out.append(comp)
-    return out
+    """Components of the graph ``v -> successors[v]``, in reverse topological order (see ``components``)."""
+    return components(call_digraph(len(successors), ((v, w) for v, succ in enumerate(successors) for w in succ)))
