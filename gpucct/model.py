@@ -46,7 +46,7 @@ import numpy as np
 
 from hpcsa.errors import HpcsaError
 
-from .scc import call_digraph, components
+from .scc import call_digraph, strongly_connected
 
 ADDRESS_END = 2**64 - 1  # the end of the last function when its extent is not given
 
@@ -177,25 +177,25 @@ class CallGraph:
 
     def _build_components(self) -> None:
         n = len(self.functions)
-        direct = self.call_callee >= 0
-        #: The direct calls as a networkx graph: nodes are indices into ``functions``, one edge per
-        #: (caller, callee) pair, successors in call-pc order.
-        self.digraph = call_digraph(n, zip(self.call_caller[direct].tolist(), self.call_callee[direct].tolist(),
-                                           strict=True))
-        found = components(self.digraph)  # reverse topological
+        succ: list[list[int]] = [[] for _ in range(n)]
+        self_call = [False] * n
+        for a, b in zip(self.call_caller.tolist(), self.call_callee.tolist(), strict=True):
+            if b >= 0:
+                succ[a].append(b)
+                if a == b:
+                    self_call[a] = True
+        found = strongly_connected(succ)  # reverse topological (hand-written: see scc.py for why)
         # Canonical component ids: by smallest member (= smallest entry, functions being sorted).
-        found_sorted = sorted(found, key=lambda c: c[0])
+        found_sorted = sorted((sorted(c) for c in found), key=lambda c: c[0])
         comp_of = np.empty(n, dtype=np.int64)
         for cid, members in enumerate(found_sorted):
             comp_of[members] = cid
         self.comp_of = comp_of
         self.comp_members: list[tuple[int, ...]] = [tuple(m) for m in found_sorted]
-        self_call = np.zeros(n, dtype=bool)
-        self_call[list(nx.nodes_with_selfloops(self.digraph))] = True
         self.comp_recursive = np.array([len(m) > 1 or self_call[m[0]] for m in found_sorted], dtype=bool)
         #: Each component's smallest member entry: how frames name it (RECURSION step, origin).
         self.comp_entry = self.entries[[m[0] for m in found_sorted]] if n else np.zeros(0, np.uint64)
-        # Topological rank (callers before callees), from networkx's topological order.
+        # Topological rank (callers before callees).
         topo = np.empty(len(found_sorted), dtype=np.int64)
         for rank, members in enumerate(reversed(found)):
             topo[comp_of[members[0]]] = rank
@@ -238,6 +238,14 @@ class CallGraph:
 
     def member_entries(self, comp: int) -> tuple[int, ...]:
         return tuple(self.functions[i].entry for i in self.comp_members[comp])
+
+    @cached_property
+    def digraph(self) -> nx.DiGraph:
+        """The direct calls as a networkx ``DiGraph``: nodes are indices into ``functions``, one edge per
+        (caller, callee) pair, successors in call-pc order. Built on first use; reconstruction does not need it."""
+        direct = self.call_callee >= 0
+        return call_digraph(self.n_functions, zip(self.call_caller[direct].tolist(),
+                                                  self.call_callee[direct].tolist(), strict=True))
 
     @cached_property
     def edge_steps(self) -> list[Step]:

@@ -1,4 +1,5 @@
-"""The core of gpucct takes arrays: it imports no reader, writer or later phase; its graphs are networkx's."""
+"""The core of gpucct takes arrays (it imports no reader, writer or later phase); its components match their
+definition, and the networkx and hand-written paths agree."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 import hpcsa.gpucct
 from hpcsa.gpucct import CallGraph, CallSite, DeviceFunction
+from hpcsa.gpucct.scc import call_digraph, components, strongly_connected
 
 CORE = ("model.py", "reconstruct.py", "scc.py")
 ALLOWED_PROJECT_IMPORTS = {"hpcsa.errors"}
@@ -68,3 +70,27 @@ def test_components_are_mutual_reachability_and_topo_is_topological(seed: int) -
         assert bool(g.comp_recursive[c]) == (len(members) > 1 or bool(self_call[members[0]]))
     assert sorted(g.comp_topo.tolist()) == list(range(g.n_components))
     assert np.all(g.comp_topo[g.edge_src] < g.comp_topo[g.edge_dst])
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_networkx_and_hand_written_components_agree(seed: int) -> None:
+    """The networkx path (condensation, topological order) and the hand-written Tarjan pass that CallGraph
+    uses give the same components in the same order, on random call graphs rich in recursion."""
+    rnd = random.Random(seed)
+    n = rnd.randint(1, 60)
+    succ = [[rnd.randrange(n) for _ in range(rnd.randint(0, 4))] for _ in range(n)]
+    v, a, b = rnd.randrange(n), rnd.randrange(n), rnd.randrange(n)
+    succ[v].append(v)  # a self call and a call back, at least
+    succ[a].append(b)
+    succ[b].append(a)
+    hand = [sorted(c) for c in strongly_connected(succ)]
+    graph = call_digraph(n, ((v, w) for v in range(n) for w in succ[v]))
+    assert hand == components(graph)
+
+
+def test_call_graph_digraph_is_the_direct_calls() -> None:
+    functions, calls = _random_graph(random.Random(7))
+    g = CallGraph(functions, calls)
+    direct = {(g.index_of(c.pc - c.pc % 0x100), g.index_of(c.callee)) for c in calls if c.callee is not None}
+    assert set(g.digraph.edges) == direct
+    assert list(g.digraph.nodes) == list(range(g.n_functions))
