@@ -15,7 +15,7 @@ launched one or more kernels), :func:`reconstruct` does the four steps:
 2. Zero-weight rule: a function with samples whose incoming edges all weigh 0
    gets weight 1 on each of them, and the rule is applied again to the callers
    that became needed this way, up to code with weighted calls or the kernel.
-3. Recursion: strongly connected components (networkx); each component is one
+3. Recursion: strongly connected components (Tarjan, ``scc.py``); each component is one
    node (edges from outside go to it, edges inside are dropped), so the graph
    is a DAG. A function that calls itself is a component of its own.
 4. The DAG is split into a tree from the launched kernels down, gprof-style:
