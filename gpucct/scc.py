@@ -8,8 +8,8 @@ GPU-Accelerated Applications", ICS 2020). ``CallGraph`` uses
 graph algorithms", SIAM J. Computing 1972, written iteratively so that deep
 call chains cannot hit Python's recursion limit): on the largest benchmark
 graph the networkx path (building the ``DiGraph``, its condensation and a
-topological order) costs more than 10% of one reconstruction, the hand-written
-pass about 1% (benchmarks/bench_gpucct.py, README "GPU calling contexts").
+topological order) costs about 10% of one reconstruction or more, the hand-written
+pass 1-2% (benchmarks/bench_gpucct.py, README "GPU calling contexts").
 ``call_digraph`` and ``components`` are the networkx path: ``CallGraph.digraph``
 offers the call graph as a networkx ``DiGraph`` for analyses that want one, and
 the tests check that both paths give the same components in the same order.
