@@ -8,9 +8,12 @@ calls indirect, 100 mutually recursive pairs and 50 self-recursive functions; 1,
 rows over the functions' instructions (call instructions included, so edges
 carry weights) with 4 metric columns. One launch context launches the 20
 kernels. Reported: call-graph construction (SCCs included, once per binary),
-reconstruction per launch context at several budgets of placed points, and peak memory.
+reconstruction per launch context at several budgets of placed points, and peak memory; and the
+cost of the recursive components (with their condensation and topological order) through networkx
+against the hand-written Tarjan pass that CallGraph uses, as shares of one launch context's reconstruction
+(timed alone, in pairs around reconstructions, and under cProfile).
 
-    .venv/bin/python benchmarks/bench_gpucct.py [--record] [--functions N] [--samples N]
+    .venv/bin/python benchmarks/bench_gpucct.py [--record] [--functions N] [--samples N] [--repeat N]
 
 ``--record`` writes the table to benchmarks/results/gpucct.md.
 """
@@ -18,15 +21,20 @@ reconstruction per launch context at several budgets of placed points, and peak 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import platform
+import pstats
 import resource
+import statistics
 import time
 from pathlib import Path
 
+import networkx as nx
 import numpy as np
 
 from hpcsa.fileio import write_file
 from hpcsa.gpucct import DEFAULT_MAX_POINTS, CallGraph, CallSite, DeviceFunction, PcSamples, reconstruct
+from hpcsa.gpucct.scc import call_digraph, components, strongly_connected
 
 INSTR = 0x10  # bytes per instruction
 
@@ -96,13 +104,63 @@ def synthetic(n_functions: int, n_samples: int, seed: int = 1) -> tuple[list[Dev
 
 
 def timed(fn, repeat: int = 3):
-    best = float("inf")
+    """Median wall time of ``repeat`` runs, and the last result."""
+    times = []
     result = None
     for _ in range(repeat):
         t = time.perf_counter()
         result = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, result
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), result
+
+
+def networkx_part(graph: CallGraph) -> None:
+    """What CallGraph hands to networkx: the DiGraph, its components and condensation, topological order."""
+    direct = graph.call_callee >= 0
+    g = call_digraph(graph.n_functions, zip(graph.call_caller[direct].tolist(), graph.call_callee[direct].tolist(),
+                                            strict=True))
+    components(g)
+    list(nx.nodes_with_selfloops(g))
+
+
+def tarjan_part(graph: CallGraph) -> None:
+    """The same components, condensation order and self calls by the hand-written pass CallGraph uses."""
+    succ: list[list[int]] = [[] for _ in range(graph.n_functions)]
+    for a, b in zip(graph.call_caller.tolist(), graph.call_callee.tolist(), strict=True):
+        if b >= 0:
+            succ[a].append(b)
+    strongly_connected(succ)
+
+
+def paired_networkx_share(graph: CallGraph, samples: PcSamples, kernels: list[int],
+                          repeat: int) -> list[float]:
+    """networkx's time over one default-budget reconstruction, each run timed between two networkx runs
+    (so that both see the same load on a shared machine)."""
+    shares = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        networkx_part(graph)
+        t1 = time.perf_counter()
+        reconstruct(graph, samples, kernels)
+        t2 = time.perf_counter()
+        networkx_part(graph)
+        t3 = time.perf_counter()
+        shares.append(((t1 - t0) + (t3 - t2)) / 2 / (t2 - t1))
+    return shares
+
+
+def profiled_networkx_share(functions, calls, samples, kernels) -> tuple[float, float]:
+    """Seconds inside networkx's own code and in total, under cProfile, for one graph (its components through
+    networkx) and one reconstruction."""
+    prof = cProfile.Profile()
+    prof.enable()
+    graph = CallGraph(functions, calls)
+    networkx_part(graph)
+    reconstruct(graph, samples, kernels)
+    prof.disable()
+    stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+    inside = sum(tt for (path, _, _), (_, _, tt, _, _) in stats.items() if "networkx" in path)
+    return inside, sum(tt for (_, _, tt, _, _) in stats.values())
 
 
 def main() -> None:
@@ -115,6 +173,8 @@ def main() -> None:
 
     functions, calls, samples, kernels = synthetic(args.functions, args.samples)
     t_graph, graph = timed(lambda: CallGraph(functions, calls), args.repeat)
+    t_nx, _ = timed(lambda: networkx_part(graph), args.repeat)
+    t_tarjan, _ = timed(lambda: tarjan_part(graph), args.repeat)
     n_rec = int(np.count_nonzero(graph.comp_recursive))
     largest = max(len(m) for m in graph.comp_members)
     rows = []
@@ -124,12 +184,15 @@ def main() -> None:
         rows.append((budget, t, len(rec.frames), len(rec.point_pc), rec.stats.truncated_frames,
                      rec.stats.recursion_frames, rec.stats.unknown_points))
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    nx_inside, prof_total = profiled_networkx_share(functions, calls, samples, kernels)
+    paired = paired_networkx_share(graph, samples, kernels, args.repeat)
+    t_default = next(t for budget, t, *_ in rows if budget == DEFAULT_MAX_POINTS)
 
     lines = [
         "# gpucct reconstruction benchmark",
         "",
         f"`benchmarks/bench_gpucct.py --functions {args.functions} --samples {args.samples}` "
-        f"(best of {args.repeat}; Python {platform.python_version()}, numpy {np.__version__}, "
+        f"(median of {args.repeat}; Python {platform.python_version()}, numpy {np.__version__}, "
         f"{platform.machine()}, shared 2-core machine).",
         "",
         f"Synthetic graph: {graph.n_functions} functions, {len(graph.call_pc)} call sites "
@@ -137,7 +200,17 @@ def main() -> None:
         f"{n_rec} recursive (largest: {largest} functions); {len(samples.pcs)} sample rows x "
         f"{samples.n_metrics} metrics; {len(kernels)} kernels launched from one context.",
         "",
-        f"Call graph construction (ranges, calls, Tarjan SCC; once per GPU binary): **{t_graph:.3f} s**",
+        f"Call graph construction (ranges, calls, hand-written Tarjan SCC; once per GPU binary): "
+        f"**{t_graph:.3f} s**.",
+        "",
+        f"Recursive components, one launch context's reconstruction at the default budget taking {t_default:.2f} s: "
+        f"hand-written Tarjan **{t_tarjan:.3f} s** (**{100 * t_tarjan / t_default:.1f}%**); networkx (DiGraph, "
+        f"strongly connected components, condensation, topological order) **{t_nx:.3f} s** "
+        f"(**{100 * t_nx / t_default:.1f}%**). Timed in {len(paired)} pairs (networkx, reconstruction, networkx), "
+        f"networkx's share is **{100 * statistics.median(paired):.1f}%** (median; {100 * min(paired):.1f}% to "
+        f"{100 * max(paired):.1f}%). Under cProfile, networkx's own code takes {nx_inside:.3f} s of "
+        f"{prof_total:.2f} s (**{100 * nx_inside / prof_total:.1f}%**) for one graph, its networkx components "
+        "and one reconstruction.",
         "",
         "| max_points | reconstruct (s) | frames | placed points | cut into <more call paths> | recursion frames | "
         "pcs under unknown |",

@@ -41,11 +41,12 @@ from enum import IntEnum
 from functools import cached_property
 from typing import NamedTuple
 
+import networkx as nx
 import numpy as np
 
 from hpcsa.errors import HpcsaError
 
-from .scc import strongly_connected
+from .scc import call_digraph, strongly_connected
 
 ADDRESS_END = 2**64 - 1  # the end of the last function when its extent is not given
 
@@ -183,7 +184,7 @@ class CallGraph:
                 succ[a].append(b)
                 if a == b:
                     self_call[a] = True
-        found = strongly_connected(succ)  # reverse topological
+        found = strongly_connected(succ)  # reverse topological (hand-written: see scc.py for why)
         # Canonical component ids: by smallest member (= smallest entry, functions being sorted).
         found_sorted = sorted((sorted(c) for c in found), key=lambda c: c[0])
         comp_of = np.empty(n, dtype=np.int64)
@@ -237,6 +238,14 @@ class CallGraph:
 
     def member_entries(self, comp: int) -> tuple[int, ...]:
         return tuple(self.functions[i].entry for i in self.comp_members[comp])
+
+    @cached_property
+    def digraph(self) -> nx.DiGraph:
+        """The direct calls as a networkx ``DiGraph``: nodes are indices into ``functions``, one edge per
+        (caller, callee) pair, successors in call-pc order. Built on first use; reconstruction does not need it."""
+        direct = self.call_callee >= 0
+        return call_digraph(self.n_functions, zip(self.call_caller[direct].tolist(),
+                                                  self.call_callee[direct].tolist(), strict=True))
 
     @cached_property
     def edge_steps(self) -> list[Step]:

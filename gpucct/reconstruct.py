@@ -1,4 +1,10 @@
-"""Rebuild an approximate GPU calling-context tree from flat PC samples (seed 002, DESIGN.md §3).
+"""Rebuild an approximate GPU calling-context tree from flat PC samples.
+
+The four steps are those of HPCToolkit's reconstruction ("Tools for Top-down
+Performance Analysis of GPU-Accelerated Applications", ICS 2020; "Measurement
+and Analysis of GPU-accelerated Applications with HPCToolkit", Parallel
+Computing 2021; HPCToolkit's user manual, "GPU Calling Context Tree
+Reconstruction").
 
 Per launch context (one ``<gpu kernel>`` placeholder: a CPU call path that
 launched one or more kernels), :func:`reconstruct` does the four steps:
@@ -9,7 +15,7 @@ launched one or more kernels), :func:`reconstruct` does the four steps:
 2. Zero-weight rule: a function with samples whose incoming edges all weigh 0
    gets weight 1 on each of them, and the rule is applied again to the callers
    that became needed this way, up to code with weighted calls or the kernel.
-3. Recursion: Tarjan's strongly connected components; each component is one
+3. Recursion: strongly connected components (Tarjan, ``scc.py``); each component is one
    node (edges from outside go to it, edges inside are dropped), so the graph
    is a DAG. A function that calls itself is a component of its own.
 4. The DAG is split into a tree from the launched kernels down, gprof-style:
@@ -57,15 +63,17 @@ at most ``max_points`` + (the kernels' own calls and their points) + one point
 per distinct pc per TRUNCATED frame; the work besides it is
 O(samples log samples + functions + calls). Below the budget the tree is exact.
 
-Differences from HPCToolkit, by design (reference/hpctoolkit.md §3)
----------------------------------------------------------------------
+Differences from HPCToolkit, by design
+--------------------------------------
 - Recursion gets a frame of its own (``RECURSION``, named
   ``<recursion: f, g, ...>``) between the call into the component and its
   members; the component's samples are not split among its members (each
   sample stays in its own function with the incoming factor). HPCToolkit's
-  current hpcprof has no such frame and instead fans a call into the
-  component's *root* out to all members, as if it could call each of them
-  directly (and only for the root: the quirk of §3.3 A.5); its legacy hpcprof
+  current hpcprof (``src/hpcprof/finalizers/struct.cpp``) has no such frame
+  and instead fans a call into the component's *root* (the member its search
+  reached first) out to all members, as if it could call each of them
+  directly, while a call into another member is not fanned out; its legacy
+  hpcprof (``src/lib/analysis/CallPath-CudaCFG.cpp``, release 2022.05.15)
   rendered the component as a loop, and only when it had several members.
 - Zero weights: a call site with weight 0 gets nothing when a sibling call site
   into the same component has weight (as current hpcprof; legacy hpcprof

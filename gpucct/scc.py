@@ -1,24 +1,58 @@
-"""Strongly connected components of a call graph (Tarjan, iterative).
+"""Recursive components of a call graph: hand-written Tarjan on the hot path, networkx as the reference.
 
-Written out rather than taken from networkx or scipy: the algorithm is the one
-seed 002 names, it is a few dozen lines, and device call graphs are small
-enough (thousands of functions) that a pure-Python pass costs milliseconds
-(benchmarks/results/gpucct.md). Iterative so that deep call chains cannot hit
-Python's recursion limit.
+Recursion is found as the strongly connected components of the graph of
+direct calls and collapsed into one node each, as in HPCToolkit's GPU
+calling-context reconstruction ("Tools for Top-down Performance Analysis of
+GPU-Accelerated Applications", ICS 2020). ``CallGraph`` uses
+``strongly_connected`` (Tarjan's algorithm, "Depth-first search and linear
+graph algorithms", SIAM J. Computing 1972, written iteratively so that deep
+call chains cannot hit Python's recursion limit): on the largest benchmark
+graph the networkx path (building the ``DiGraph``, its condensation and a
+topological order) costs about 10% of one reconstruction or more, the hand-written
+pass 1-2% (benchmarks/bench_gpucct.py, README "GPU calling contexts").
+``call_digraph`` and ``components`` are the networkx path: ``CallGraph.digraph``
+offers the call graph as a networkx ``DiGraph`` for analyses that want one, and
+the tests check that both paths give the same components in the same order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import operator
+from collections.abc import Iterable, Sequence
+
+import networkx as nx
+
+
+def call_digraph(n: int, edges: Iterable[tuple[int, int]]) -> nx.DiGraph:
+    """Vertices ``0..n-1``, one edge per distinct (caller, callee) pair, successors in the order given."""
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(n))
+    graph.add_edges_from(edges)
+    return graph
+
+
+def components(graph: nx.DiGraph) -> list[list[int]]:
+    """The strongly connected components of ``graph`` (members sorted), in reverse topological order.
+
+    networkx numbers the condensation's components in the order its
+    depth-first search (vertices in order, successors in insertion order)
+    completes them; among the components whose callers are all placed, the
+    highest-numbered is placed first, so the order is a function of the graph's
+    vertex and successor order only.
+    """
+    dag = nx.condensation(graph)
+    order = list(nx.lexicographical_topological_sort(dag, key=operator.neg))
+    return [sorted(dag.nodes[c]["members"]) for c in reversed(order)]
 
 
 def strongly_connected(successors: Sequence[Sequence[int]]) -> list[list[int]]:
-    """Components of the graph ``v -> successors[v]``, each a list of vertices.
+    """Components of the graph ``v -> successors[v]``, each a list of vertices (Tarjan, iterative).
 
     Components come out in reverse topological order: when an edge leads
     from component X to a different component Y, Y is listed before X.
     Vertices are visited in index order and successors in list order, so the
-    result is a function of the inputs' order only.
+    result is a function of the inputs' order only, and it is the order of
+    ``components`` on the same graph: the same depth-first search.
     """
     n = len(successors)
     index = [-1] * n
