@@ -35,14 +35,14 @@ from typing import Any
 
 import numpy as np
 
-from hpcsa.aggregate import metadb, metricsyaml
+from hpcsa.aggregate import metadb
 from hpcsa.aggregate.profiledb import ProfileDB, ProfileValues, id_tuple
 from hpcsa.errors import HpcsaError
 from hpcsa.progress import Progress
 from hpcsa.views import tree as T
 from hpcsa.views.blamerules import CLASS_NAMES, Rules, classify_rows, frame_decisions
 from hpcsa.views.blamesweep import Acc, Line, ProcessResult, sweep_process
-from hpcsa.views.dbwrite import summary_profile, write_database
+from hpcsa.views.dbwrite import SummaryInputs, extended_taxonomy, summary_profile, write_database
 from hpcsa.views.experiment import Experiment
 
 WORK_M, IDLENESS_M, OVERHEAD_M, WAIT_M = "CPU WORK (sec)", "CPU IDLENESS (sec)", "CPU OVERHEAD (sec)", "CPU WAIT (sec)"
@@ -399,29 +399,13 @@ def _new_meta(meta: metadb.MetaDB) -> tuple[metadb.MetaDB, dict[tuple[str, str],
     return new, prop
 
 
-def _taxonomy(exp: Experiment, meta: metadb.MetaDB) -> metricsyaml.MetricsTaxonomy:
-    names = [s.name for s in meta.scopes]
-    combine = {0: "sum", 1: "min", 2: "max"}
-    if exp.db.metrics is not None:
-        doc = dict(exp.db.metrics.document)
-        inputs, roots = list(doc.get("inputs") or []), list(doc.get("roots") or [])
-    else:
-        old = metricsyaml.standard_taxonomy([metricsyaml.MetricSpec(m.name, m.name) for m in exp.meta.metrics])
-        doc = {"version": metricsyaml.VERSION}
-        inputs, roots = list(old.inputs), list(old.roots)
-    for m in meta.metrics[len(exp.meta.metrics):]:
-        by_scope: dict[str, Any] = {}
-        for s in m.summaries:
-            inp = metricsyaml.Input(m.name, names[s.scope], s.formula, combine[s.combine])
-            inputs.append(inp)
-            if s.formula == "$$" and s.combine == 0:
-                by_scope[names[s.scope]] = inp
-        formula: dict[str, Any] = {"inclusive": {"standard": by_scope["execution"]},
-                                   "exclusive": {"custom": by_scope["lex_aware"], "standard": by_scope["function"]}}
-        roots.append({"name": m.name, "description": DESCRIPTIONS[m.name],
-                      "variants": {"Sum": {"render": ["number", "percent"], "formula": formula}}})
-    doc["inputs"], doc["roots"] = inputs, roots
-    return metricsyaml.MetricsTaxonomy(doc)
+def _blame_root(m: Any, summaries: SummaryInputs) -> dict[str, Any]:
+    """The default.yaml entry of a metric that blame adds: its sums over the three scopes."""
+    by_scope = {scope: inp for scope, s, inp in summaries if s.formula == "$$" and s.combine == 0}
+    formula: dict[str, Any] = {"inclusive": {"standard": by_scope["execution"]},
+                               "exclusive": {"custom": by_scope["lex_aware"], "standard": by_scope["function"]}}
+    return {"name": m.name, "description": DESCRIPTIONS[m.name],
+            "variants": {"Sum": {"render": ["number", "percent"], "formula": formula}}}
 
 
 def blame(exp: Experiment, out_path: str | os.PathLike[str] | None, rules: Rules, *, chunk: int = 1 << 17,
@@ -507,7 +491,7 @@ def _write(exp: Experiment, out_path: str | os.PathLike[str], meta: metadb.MetaD
     tdb = exp.db.trace
     traces = [(int(tdb.prof_index[k]), tdb.trace(k)) for k in range(len(tdb))] if tdb is not None else []
     time_range = (tdb.min_timestamp, tdb.max_timestamp) if tdb is not None else None
-    write_database(out_path, meta, written, n_ctx_ids=exp.db.n_ctx_ids(), taxonomy=_taxonomy(exp, meta),
+    write_database(out_path, meta, written, n_ctx_ids=exp.db.n_ctx_ids(), taxonomy=extended_taxonomy(exp, meta, len(exp.meta.metrics), _blame_root),
                    traces=traces, time_range=time_range, summary=summary)
 
 

@@ -11,8 +11,9 @@ aggregate package's writers, into a directory that appears only when complete.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -103,3 +104,31 @@ def write_database(path: str | os.PathLike[str], meta: metadb.MetaDB, profiles: 
             metricsyaml.write_metrics_yaml(os.path.join(tmp, "metrics", "default.yaml"), taxonomy)
         for name, text in (extra_files or {}).items():
             write_file(os.path.join(tmp, name), text)
+
+
+#: A new metric's summaries as (scope name, summary, its metrics/default.yaml input).
+SummaryInputs = list[tuple[str, Any, metricsyaml.Input]]
+
+
+def extended_taxonomy(source: Any, meta: metadb.MetaDB, first_new: int,
+                      root: Callable[[Any, SummaryInputs], dict[str, Any]]) -> metricsyaml.MetricsTaxonomy:
+    """The source database's default.yaml (or hpcprof's standard one for its metrics) with an input per
+    summary of each metric from ``first_new`` on, and the root entry ``root`` makes for that metric."""
+    names = [s.name for s in meta.scopes]
+    combine = {0: "sum", 1: "min", 2: "max"}
+    if source.db.metrics is not None:
+        doc = dict(source.db.metrics.document)
+        inputs, roots = list(doc.get("inputs") or []), list(doc.get("roots") or [])
+    else:
+        old = metricsyaml.standard_taxonomy([metricsyaml.MetricSpec(m.name, m.name) for m in source.meta.metrics])
+        doc = {"version": metricsyaml.VERSION}
+        inputs, roots = list(old.inputs), list(old.roots)
+    for m in meta.metrics[first_new:]:
+        summaries: SummaryInputs = []
+        for s in m.summaries:
+            inp = metricsyaml.Input(m.name, names[s.scope], s.formula, combine[s.combine])
+            inputs.append(inp)
+            summaries.append((names[s.scope], s, inp))
+        roots.append(root(m, summaries))
+    doc["inputs"], doc["roots"] = inputs, roots
+    return metricsyaml.MetricsTaxonomy(doc)

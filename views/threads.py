@@ -41,11 +41,11 @@ from typing import Any
 import numpy as np
 import yaml
 
-from hpcsa.aggregate import metadb, metricsyaml
+from hpcsa.aggregate import metadb
 from hpcsa.aggregate.profiledb import ProfileValues, id_tuple
 from hpcsa.errors import HpcsaError
 from hpcsa.views import tree as T
-from hpcsa.views.dbwrite import Profile, write_database
+from hpcsa.views.dbwrite import Profile, SummaryInputs, extended_taxonomy, write_database
 from hpcsa.views.experiment import Experiment, ProfileInfo
 
 STRATEGIES = ("sum", "set", "key", "calltree")
@@ -283,37 +283,21 @@ def _new_meta(meta: metadb.MetaDB, with_set: bool) -> tuple[metadb.MetaDB, dict[
     return new, stats
 
 
-def _taxonomy(exp: Experiment, meta: metadb.MetaDB, first_new: int) -> metricsyaml.MetricsTaxonomy:
-    """The source's default.yaml (or hpcprof's standard one) plus entries for the new metrics."""
-    names = [s.name for s in meta.scopes]
-    combine = {0: "sum", 1: "min", 2: "max"}
-    if exp.db.metrics is not None:
-        doc = dict(exp.db.metrics.document)
-        inputs, roots = list(doc.get("inputs") or []), list(doc.get("roots") or [])
-    else:
-        old = metricsyaml.standard_taxonomy([metricsyaml.MetricSpec(m.name, m.name) for m in exp.meta.metrics])
-        doc = {"version": metricsyaml.VERSION}
-        inputs, roots = list(old.inputs), list(old.roots)
-    for m in meta.metrics[first_new:]:
-        by_scope = {}
-        for s in m.summaries:
-            inp = metricsyaml.Input(m.name, names[s.scope], s.formula, combine[s.combine])
-            inputs.append(inp)
-            by_scope[names[s.scope]] = inp
-        formula: dict[str, Any] = {}
-        if "execution" in by_scope:
-            formula["inclusive"] = {"standard": by_scope["execution"]}
-        exclusive = {k: by_scope[s] for k, s in (("custom", "lex_aware"), ("standard", "function")) if s in by_scope}
-        if exclusive:
-            formula["exclusive"] = exclusive
-        stat = m.name.rsplit(":", 1)[-1] if ":" in m.name else ""
-        roots.append({"name": m.name, "description": {
-            "min": "smallest value among the threads that have one", "max": "largest value among the threads",
-            "count": "number of threads with a value", "sumsq": "sum of the squares of the threads' values",
-        }.get(stat, "number of threads this profile stands for"), "variants": {
-            "": {"render": ["number"], "formula": formula}}})
-    doc["inputs"], doc["roots"] = inputs, roots
-    return metricsyaml.MetricsTaxonomy(doc)
+def _thread_root(m: Any, summaries: SummaryInputs) -> dict[str, Any]:
+    """The default.yaml entry of a metric that aggregate-threads adds."""
+    by_scope = {scope: inp for scope, _, inp in summaries}
+    formula: dict[str, Any] = {}
+    if "execution" in by_scope:
+        formula["inclusive"] = {"standard": by_scope["execution"]}
+    exclusive = {k: by_scope[s] for k, s in (("custom", "lex_aware"), ("standard", "function")) if s in by_scope}
+    if exclusive:
+        formula["exclusive"] = exclusive
+    stat = m.name.rsplit(":", 1)[-1] if ":" in m.name else ""
+    return {"name": m.name, "description": {
+        "min": "smallest value among the threads that have one", "max": "largest value among the threads",
+        "count": "number of threads with a value", "sumsq": "sum of the squares of the threads' values",
+    }.get(stat, "number of threads this profile stands for"), "variants": {
+        "": {"render": ["number"], "formula": formula}}}
 
 
 def db_size(path: str) -> int:
@@ -356,6 +340,6 @@ def aggregate_threads(exp: Experiment, out_path: str | os.PathLike[str], strateg
     if strategy == "key":
         report["not_work_pattern"] = NOT_WORK.pattern
     write_database(out_path, meta, written, n_ctx_ids=exp.db.n_ctx_ids(),
-                   taxonomy=_taxonomy(exp, meta, first_new), traces=traces, time_range=time_range,
+                   taxonomy=extended_taxonomy(exp, meta, first_new, _thread_root), traces=traces, time_range=time_range,
                    extra_files={"aggregation.yaml": yaml.safe_dump(report, sort_keys=False, allow_unicode=True)})
     return profiles
