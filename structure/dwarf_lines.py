@@ -229,6 +229,12 @@ def _read_program(dw: DebugInfo, data: bytes, offset: int, unit: Unit | None) ->
             files.append(_join(dirs[di] if di < len(dirs) else None, name))
             plain.append(_plain(raw_dirs[di] if di < len(raw_dirs) else None, name))
         pos += 1
+    relative = bool(comp_dir) and not comp_dir.startswith("/")
+    if relative:
+        # A relative DW_AT_comp_dir (a build made reproducible with -fdebug-prefix-map, as Debian's glibc
+        # with "./csu") anchors nothing: hpcstruct's names are then libdw's dwarf_filesrc names, the
+        # directory entry as recorded + "/" + name ("./csu/version.c", "../sysdeps/x86/libc-start.c").
+        files = list(plain)
     # Per special opcode: address and line advance.
     addr_adv = [0] * 256
     line_adv = [0] * 256
@@ -281,7 +287,8 @@ def _read_program(dw: DebugInfo, data: bytes, offset: int, unit: Unit | None) ->
             elif sub == 3:  # define_file (v2-4)
                 name, p2 = cstring(data, pos + 1)
                 di, p2 = uleb(data, p2)
-                extra_files.append(_join(dirs[di] if di < len(dirs) else None, name))
+                extra_files.append(_plain(raw_dirs[di] if di < len(raw_dirs) else None, name) if relative
+                                   else _join(dirs[di] if di < len(dirs) else None, name))
             pos = nxt
         elif op == 1:  # copy
             add_a(address)
