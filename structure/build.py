@@ -151,7 +151,7 @@ def read_source_info(image: ElfImage, demangle: Callable[[str], str]) -> SourceI
                         else length)
     lines = build_line_map(list(programs.values()))
     try:
-        inlines = read_inlines(dw, {k: p.files for k, p in programs.items()}, demangle)
+        inlines = read_inlines(dw, {k: p.call_site_files or p.files for k, p in programs.items()}, demangle)
     except (DwarfError, IndexError, ValueError) as exc:
         notes.append(f"inlining information unreadable ({exc})")
         inlines = InlineTable.empty()

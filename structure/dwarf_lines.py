@@ -58,6 +58,10 @@ class LineProgram:
     #: directory as the table records it (DWARF < 5: entry 0 is the unit's DW_AT_comp_dir), not joined to
     #: the compilation directory. hpcprof reads a binary without a structure file by these names.
     plain_files: list[str] = field(default_factory=list)
+    #: Per file index, the name hpcstruct gives an inlined call site in this file (DW_AT_call_file): the
+    #: line-table name, but where the unit's DW_AT_comp_dir is relative Dyninst still prefixes it to a
+    #: relative name ("./argp" + "/" + "./argp/argp-fmtstream.c"). Empty: the same as ``files``.
+    call_site_files: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -235,6 +239,9 @@ def _read_program(dw: DebugInfo, data: bytes, offset: int, unit: Unit | None) ->
         # with "./csu") anchors nothing: hpcstruct's names are then libdw's dwarf_filesrc names, the
         # directory entry as recorded + "/" + name ("./csu/version.c", "../sysdeps/x86/libc-start.c").
         files = list(plain)
+        call_site_files = [f if f.startswith("/") or not f else f"{comp_dir}/{f}" for f in plain]
+    else:
+        call_site_files = []
     # Per special opcode: address and line advance.
     addr_adv = [0] * 256
     line_adv = [0] * 256
@@ -339,9 +346,11 @@ def _read_program(dw: DebugInfo, data: bytes, offset: int, unit: Unit | None) ->
     if extra_files:
         files = files + extra_files
         plain = plain + extra_files
+        if call_site_files:
+            call_site_files += [f if f.startswith("/") or not f else f"{comp_dir}/{f}" for f in extra_files]
     return LineProgram(files, np.array(rows_addr, np.uint64), np.array(rows_file, np.int32),
                        np.array(rows_line, np.int64).clip(0, 2**31 - 1).astype(np.int32),
-                       np.array(rows_end, np.bool_), plain)
+                       np.array(rows_end, np.bool_), plain, call_site_files)
 
 
 def build_line_map(programs: list[LineProgram]) -> LineMap:
