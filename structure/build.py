@@ -151,7 +151,7 @@ def read_source_info(image: ElfImage, demangle: Callable[[str], str]) -> SourceI
                         else length)
     lines = build_line_map(list(programs.values()))
     try:
-        inlines = read_inlines(dw, {k: p.files for k, p in programs.items()}, demangle)
+        inlines = read_inlines(dw, {k: p.call_site_files or p.files for k, p in programs.items()}, demangle)
     except (DwarfError, IndexError, ValueError) as exc:
         notes.append(f"inlining information unreadable ({exc})")
         inlines = InlineTable.empty()
@@ -182,7 +182,7 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
     code_secs = image.code_sections
     if not code_secs:
         return None, Functions(None), {}
-    symbols = image.functions
+    symbols = image.structure_functions
     extent = {f.addr: f.end for f in symbols}
     plt = image.plt_names
     plt_sections = [(s.addr, s.end) for s in code_secs if s.name.startswith(".plt")]
@@ -194,7 +194,7 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
     if e_entry and image.has_interpreter and image.code_region(e_entry) is not None and e_entry not in entries:
         entries.add(e_entry)
         names[e_entry] = "_start"
-    if not image.has_symtab:
+    if not image.has_symtab and image.debug_symtab is None:
         # A stripped binary: its few dynamic symbols leave most code unnamed and unreachable from them;
         # the unwind table knows where functions start (hpcstruct's Dyninst would see only the called ones).
         covered = sum(f.size for f in symbols)
@@ -371,7 +371,7 @@ class StructureBuilder:
     # -- skeleton ---------------------------------------------------------------------------------
     def skeleton(self, funcs: Functions, names: dict[int, str]) -> dict[str, dict[int, Group]]:
         files: dict[str, dict[int, Group]] = {}
-        symbols = self.image.functions
+        symbols = self.image.structure_functions
         starts = [f.addr for f in symbols]
         fdes = self.image.fde_ranges
         entries = sorted(funcs)

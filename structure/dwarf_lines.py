@@ -58,6 +58,10 @@ class LineProgram:
     #: directory as the table records it (DWARF < 5: entry 0 is the unit's DW_AT_comp_dir), not joined to
     #: the compilation directory. hpcprof reads a binary without a structure file by these names.
     plain_files: list[str] = field(default_factory=list)
+    #: Per file index, the name hpcstruct gives an inlined call site in this file (DW_AT_call_file): the
+    #: line-table name, but where the unit's DW_AT_comp_dir is relative Dyninst still prefixes it to a
+    #: relative name ("./argp" + "/" + "./argp/argp-fmtstream.c"). Empty: the same as ``files``.
+    call_site_files: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -229,6 +233,15 @@ def _read_program(dw: DebugInfo, data: bytes, offset: int, unit: Unit | None) ->
             files.append(_join(dirs[di] if di < len(dirs) else None, name))
             plain.append(_plain(raw_dirs[di] if di < len(raw_dirs) else None, name))
         pos += 1
+    relative = bool(comp_dir) and not comp_dir.startswith("/")
+    if relative:
+        # A relative DW_AT_comp_dir (a build made reproducible with -fdebug-prefix-map, as Debian's glibc
+        # with "./csu") anchors nothing: hpcstruct's names are then libdw's dwarf_filesrc names, the
+        # directory entry as recorded + "/" + name ("./csu/version.c", "../sysdeps/x86/libc-start.c").
+        files = list(plain)
+        call_site_files = [f if f.startswith("/") or not f else f"{comp_dir}/{f}" for f in plain]
+    else:
+        call_site_files = []
     # Per special opcode: address and line advance.
     addr_adv = [0] * 256
     line_adv = [0] * 256
@@ -281,7 +294,8 @@ def _read_program(dw: DebugInfo, data: bytes, offset: int, unit: Unit | None) ->
             elif sub == 3:  # define_file (v2-4)
                 name, p2 = cstring(data, pos + 1)
                 di, p2 = uleb(data, p2)
-                extra_files.append(_join(dirs[di] if di < len(dirs) else None, name))
+                extra_files.append(_plain(raw_dirs[di] if di < len(raw_dirs) else None, name) if relative
+                                   else _join(dirs[di] if di < len(dirs) else None, name))
             pos = nxt
         elif op == 1:  # copy
             add_a(address)
@@ -332,9 +346,11 @@ def _read_program(dw: DebugInfo, data: bytes, offset: int, unit: Unit | None) ->
     if extra_files:
         files = files + extra_files
         plain = plain + extra_files
+        if call_site_files:
+            call_site_files += [f if f.startswith("/") or not f else f"{comp_dir}/{f}" for f in extra_files]
     return LineProgram(files, np.array(rows_addr, np.uint64), np.array(rows_file, np.int32),
                        np.array(rows_line, np.int64).clip(0, 2**31 - 1).astype(np.int32),
-                       np.array(rows_end, np.bool_), plain)
+                       np.array(rows_end, np.bool_), plain, call_site_files)
 
 
 def build_line_map(programs: list[LineProgram]) -> LineMap:

@@ -47,6 +47,7 @@ SHN_UNDEF = 0
 SHN_LORESERVE = 0xFF00
 R_X86_64_JUMP_SLOT = 7
 R_X86_64_RELATIVE = 8
+R_X86_64_IRELATIVE = 37
 DT_SONAME = 14
 DT_FLAGS_1 = 0x6FFFFFFB
 DF_1_PIE = 0x08000000
@@ -247,12 +248,37 @@ class ElfImage:
         return self.section_named(".symtab") is not None
 
     @cached_property
+    def debug_symtab(self) -> tuple[np.ndarray, bytes] | None:
+        """The ``.symtab`` of the separate debug file (:attr:`debug_link`) of a binary that has none, as
+        Debian's ``-dbg`` packages keep it (local functions included): None when there is no such file or
+        its section headers do not mirror this binary's code sections (the symbols' section indexes)."""
+        if self.has_symtab or self.debug_link is None:
+            return None
+        try:
+            debug = open_elf(self.debug_link)
+        except HpcsaError:
+            return None
+        theirs = {s.index: (s.name, s.addr, s.size) for s in debug.sections}
+        if any(theirs.get(s.index) != (s.name, s.addr, s.size) for s in self.code_sections):
+            return None
+        return debug._symbol_table(".symtab")
+
+    @cached_property
+    def structure_functions(self) -> list[FunctionSymbol]:
+        """The functions Dyninst's Symtab sees: :attr:`functions`, but from the separate debug file's
+        ``.symtab`` (:attr:`debug_symtab`) when this binary has only ``.dynsym``, and with the versions
+        that ``.symtab`` names carry (``matherr@GLIBC_2.2.5``, ``feupdateenv@@GLIBC_2.2.5``) kept."""
+        table = self.debug_symtab or self._symbol_table(".symtab")
+        return self.functions if table is None else self._functions_of(table, keep_versions=True)
+
+    @cached_property
     def functions(self) -> list[FunctionSymbol]:
         """Function symbols (``.symtab``, else ``.dynsym``) grouped by address, with zero sizes fixed:
         a symbol without a size extends to the next function symbol or the end of its section."""
         table = self._symbol_table(".symtab") or self._symbol_table(".dynsym")
-        if table is None:
-            return []
+        return [] if table is None else self._functions_of(table)
+
+    def _functions_of(self, table: tuple[np.ndarray, bytes], keep_versions: bool = False) -> list[FunctionSymbol]:
         syms, strtab = table
         kind = syms["info"] & 0xF
         keep = ((kind == STT_FUNC) | (kind == STT_GNU_IFUNC)) & (syms["shndx"] != SHN_UNDEF) \
@@ -268,7 +294,8 @@ class ElfImage:
             off = int(rec["name"])
             end = strtab.find(b"\0", off)
             name = strtab[off:end if end >= 0 else len(strtab)].decode("utf-8", "surrogateescape")
-            name = name.split("@", 1)[0] if "@" in name else name  # drop symbol versions
+            if "@" in name and not keep_versions:
+                name = name.split("@", 1)[0]
             addr = int(rec["value"])
             f = by_addr.get(addr)
             if f is None:
@@ -305,9 +332,34 @@ class ElfImage:
 
     @cached_property
     def plt_names(self) -> dict[int, str]:
-        """PLT stub address -> name of the function it binds (from JUMP_SLOT relocations)."""
-        slots: dict[int, str] = {}
+        """PLT stub address -> name of the function it binds, by Dyninst's rule: the i-th relocation of
+        ``.rela.plt`` belongs to the i-th stub (of ``.plt.sec`` where the binary has one, else of ``.plt``
+        after its PLT0 header), a JUMP_SLOT naming its symbol and an IRELATIVE (an IFUNC resolved at load)
+        naming nothing (hpcstruct prints such a stub as ``@plt``). The order decides, not the GOT slot the
+        stub jumps through: in glibc's libraries they differ (IRELATIVE slots interleave)."""
+        relocs = self._plt_relocations()
+        if not relocs:
+            return {}
+        names: dict[int, str] = {}
+        plt_sec = self.section_named(".plt.sec")
+        plt = self.section_named(".plt")
+        if plt_sec is not None and plt_sec.size:
+            base, limit = plt_sec.addr, plt_sec.end
+        elif plt is not None and plt.size:
+            base, limit = plt.addr + 16, plt.end
+        else:
+            return {}
+        for i, (_slot, name) in enumerate(relocs):
+            addr = base + 16 * i
+            if addr + 16 > limit:
+                break
+            names[addr] = name
+        return names
+
+    def _plt_relocations(self) -> list[tuple[int, str]]:
+        """(GOT slot, symbol name or "") of each JUMP_SLOT and IRELATIVE relocation of ``.rela.plt``."""
         dynsym = self._symbol_table(".dynsym")
+        out: list[tuple[int, str]] = []
         for sec in self.elf.iter_sections():
             if sec["sh_type"] not in ("SHT_RELA", "SHT_REL") or dynsym is None:
                 continue
@@ -319,28 +371,16 @@ class ElfImage:
             syms, strtab = dynsym
             for r in relocs.tolist():
                 offset, info = int(r[0]), int(r[1])
-                if info & 0xFFFFFFFF != R_X86_64_JUMP_SLOT:
+                kind, idx = info & 0xFFFFFFFF, info >> 32
+                if kind == R_X86_64_IRELATIVE:
+                    out.append((offset, ""))
                     continue
-                idx = info >> 32
-                if idx >= len(syms):
+                if kind != R_X86_64_JUMP_SLOT or idx >= len(syms):
                     continue
                 off = int(syms[idx]["name"])
                 end = strtab.find(b"\0", off)
-                slots[offset] = strtab[off:end].decode("utf-8", "surrogateescape").split("@", 1)[0]
-        if not slots:
-            return {}
-        names: dict[int, str] = {}
-        for name in (".plt", ".plt.sec"):
-            sec = self.section_named(name)
-            if sec is None or sec.size == 0:
-                continue
-            body = self.read(sec.addr, sec.size)
-            step = 16
-            for off in range(0, len(body) - 5, step):
-                slot = _jump_slot(body, off, sec.addr + off)
-                if slot is not None and slot in slots:
-                    names[sec.addr + off] = slots[slot]
-        return names
+                out.append((offset, strtab[off:end].decode("utf-8", "surrogateescape").split("@", 1)[0]))
+        return out
 
     @cached_property
     def fde_ranges(self) -> dict[int, int]:
@@ -396,19 +436,6 @@ class ElfImage:
     @cached_property
     def content_hash(self) -> str:
         return hashlib.md5(self.data).hexdigest()
-
-
-def _jump_slot(body: bytes, off: int, addr: int) -> int | None:
-    """The GOT slot of a PLT stub whose first jump is ``jmp *disp(%rip)`` (after endbr64 / bnd prefixes)."""
-    i = off
-    if body[i:i + 4] == b"\xf3\x0f\x1e\xfa":  # endbr64
-        i += 4
-    if body[i:i + 1] == b"\xf2":  # bnd
-        i += 1
-    if body[i:i + 2] == b"\xff\x25" and i + 6 <= len(body):
-        disp = struct.unpack_from("<i", body, i + 2)[0]
-        return addr + (i - off) + 6 + disp
-    return None
 
 
 def _enc_size(enc: int) -> int:

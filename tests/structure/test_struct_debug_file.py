@@ -1,0 +1,134 @@
+"""``hpcsa struct`` of system libraries whose DWARF and full symbol table live in a separate debug file
+(Debian's ``libc6-dbg``: ``/usr/lib/debug/.build-id/xx/yyyy.debug``), against real hpcstruct's structure
+files of the same builds. glibc is built with a relative ``DW_AT_comp_dir`` ("./csu"), its local functions
+are named only in the debug file's ``.symtab``, and its PLT mixes JUMP_SLOT and IRELATIVE relocations:
+the three rules these tests hold to hpcstruct's."""
+
+from __future__ import annotations
+
+import re
+import struct
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from hpcsa.structure.binary import analyze_binary
+from hpcsa.structure.compare import compare
+from hpcsa.structure.dwarf import DebugInfo
+from hpcsa.structure.dwarf_lines import read_program
+from hpcsa.structure.elf import open_elf
+from hpcsa.structure.hpcstruct import read_hpcstruct
+
+# Agreement with real hpcstruct reached on Debian 12's glibc 2.36 with libc6-dbg (procedures, statements,
+# loops, in %): floors, so that a change that loses any of it fails.
+FLOORS = {
+    "libc.so.6": (99.4, 90.6, 81.4),
+    "libm.so.6": (99.8, 78.2, 41.1),
+    "ld-linux-x86-64.so.2": (99.6, 73.2, 65.1),
+}
+
+
+def _procedures(m) -> dict[int, str]:
+    rows = m.procedures
+    return {int(e): m.text(int(m.scopes["name"][r])) for e, r in zip(rows["entry"], rows["scope"], strict=True)}
+
+
+def _same_build_or_skip(ref, path: str) -> None:
+    """Skip unless the installed library is the measured build: every exported function of the real
+    structure file sits at the address the installed library's dynamic symbols give it."""
+    image = open_elf(path)
+    if image.debug_link is None:
+        pytest.skip(f"{path} has no separate debug file here (install Debian's libc6-dbg)")
+    exported = image.symbol_addresses()
+    checked = 0
+    for entry, name in _procedures(ref).items():
+        link = name.split(" [", 1)[0]
+        if link.endswith("@plt"):
+            continue
+        link = link.split("@", 1)[0]
+        if link in exported:
+            if entry not in exported[link]:
+                pytest.skip(f"{path} is another build than the measured one ({link} not at {entry:#x})")
+            checked += 1
+    if checked < 5:
+        pytest.skip(f"{path}: too few exported functions to tell whether it is the measured build")
+
+
+@pytest.fixture(scope="module", params=sorted(FLOORS))
+def pair(request, shared_data):
+    library = request.param
+    structs = shared_data / "hpctoolkit-extra" / "meas-cxx1024" / "structs"
+    if not (structs / f"{library}.hpcstruct").is_file():
+        pytest.skip(f"{structs} lacks real hpcstruct's {library}.hpcstruct")
+    ref = read_hpcstruct(structs / f"{library}.hpcstruct").modules[0]
+    if not Path(ref.path).is_file():
+        pytest.skip(f"{ref.path} (the measured {library}) is not installed here")
+    _same_build_or_skip(ref, ref.path)
+    return library, ref, analyze_binary(ref.path, lm_name=ref.path).module
+
+
+def test_agreement_with_hpcstruct_using_the_debug_file(pair):
+    library, ref, ours = pair
+    agreement = compare(ref, ours, open_elf(ref.path).read)
+    got = (100 * agreement.procedures, 100 * agreement.statements, 100 * agreement.loops)
+    assert all(g >= f for g, f in zip(got, FLOORS[library], strict=True)), (library, got)
+
+
+def test_source_file_names_are_hpcstructs(pair):
+    """The file names hpcstruct gives procedures, statements and inlined call sites are hpcsa's too: line
+    tables give libdw's names, not joined to a relative compilation directory (./csu/..., ../sysdeps/...),
+    and inlined call sites that name prefixed once (./argp/./argp/argp-fmtstream.c), never more."""
+    _library, ref, ours = pair
+
+    def files(m) -> set[str]:
+        return {m.text(int(i)) for i in np.unique(m.scope_file) if i >= 0}
+
+    theirs, mine = files(ref), files(ours)
+    assert not [f for f in mine if re.search(r"^\./([^/]+)/\./\1/\./", f)]
+    assert len(theirs & mine) >= 0.97 * len(theirs), sorted(theirs - mine)[:10]
+
+
+def test_local_functions_and_plt_stubs_named_as_in_hpcstruct(pair):
+    """Local functions (only in the debug file's .symtab) carry their names, versioned symbols keep their
+    version, and each PLT stub has the name of its .rela.plt entry by position (IRELATIVE: ``@plt``)."""
+    _library, ref, ours = pair
+    theirs, mine = _procedures(ref), _procedures(ours)
+    common = set(theirs) & set(mine)
+    assert len(common) >= 0.99 * len(theirs)
+    assert not any(mine[a].startswith("<unknown procedure>") and not theirs[a].startswith("<unknown")
+                   for a in common)
+    plt = [a for a in common if theirs[a].split(" [", 1)[0].endswith("@plt")]
+    assert plt and all(mine[a] == theirs[a] for a in plt)
+    assert sum("@GLIBC_" in n for n in theirs.values()) == sum("@GLIBC_" in mine[a] for a in common
+                                                                 if "@GLIBC_" in theirs[a])
+
+
+def _line_program_v5(dirs: list[bytes], files: list[tuple[bytes, int]]) -> bytes:
+    """A DWARF 5 line program header with inline strings (DW_FORM_string) and no rows."""
+    # minimum_instruction_length, maximum_operations_per_instruction, default_is_stmt, line_base (-5),
+    # line_range, opcode_base, then the lengths of standard opcodes 1-12
+    body = bytearray([1, 1, 1, 0xFB, 14, 13, 0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1])
+    body += bytes([1, 1, 0x08])  # directory format: DW_LNCT_path, DW_FORM_string
+    body += bytes([len(dirs)]) + b"".join(d + b"\0" for d in dirs)
+    body += bytes([2, 1, 0x08, 2, 0x0B])  # file format: path (string), directory index (data1)
+    body += bytes([len(files)]) + b"".join(n + b"\0" + bytes([di]) for n, di in files)
+    header = struct.pack("<HBB", 5, 8, 0) + struct.pack("<I", len(body))
+    unit = header + body
+    return struct.pack("<I", len(unit)) + unit
+
+
+@pytest.mark.parametrize(("comp_dir", "expected"), [
+    ("./posix", ["./posix/regexec.c", "../string/strcspn.c", "/usr/include/stdio.h"]),
+    ("/build/glibc", ["/build/glibc/regexec.c", "/build/glibc/../string/strcspn.c", "/usr/include/stdio.h"]),
+])
+def test_line_table_names_with_relative_and_absolute_compilation_directory(comp_dir, expected):
+    """Expected names written by hand from libdw's rule (directory entry + "/" + name) and Dyninst's
+    (a relative name is anchored at an absolute DW_AT_comp_dir; a relative one anchors nothing)."""
+    dirs = [comp_dir.encode(), b"../string", b"/usr/include"]
+    data = _line_program_v5(dirs, [(b"regexec.c", 0), (b"strcspn.c", 1), (b"stdio.h", 2)])
+    dw = DebugInfo({".debug_line": data})
+
+    prog = read_program(dw, 0, SimpleNamespace(comp_dir=comp_dir))  # type: ignore[arg-type]
+    assert prog.files == expected
