@@ -14,7 +14,7 @@ hash across measurements.
 Identity: ``gpubins/`` and ``vdso/`` files are named by the MD5 of their
 content, which is checked; for other binaries the measurement records no
 identity, so a binary modified after the measurement is reported as such and
-the others are reported once as unverifiable (DESIGN.md §4).
+the others are reported once as unverifiable.
 """
 
 from __future__ import annotations
@@ -140,7 +140,42 @@ def locate(measdir: str, original: str | None, recorded: str) -> str | None:
     return next((c for c in candidates if os.path.isfile(c)), None)
 
 
-def _analyze(path: str, recorded: str, output: str, cache_dir: str | None, md5: str) -> tuple[str, list[str]]:
+_CODE_FINGERPRINT: str | None = None
+
+
+def _code_fingerprint() -> str:
+    """A hash of the code that makes structure files (this package and the demangler): a cached result made
+    by other code (an upgrade that changes names, loops or lines) is never reused, whatever the version says."""
+    global _CODE_FINGERPRINT
+    if _CODE_FINGERPRINT is None:
+        from hpcsa.ingest import demangle
+
+        h = hashlib.sha256(__version__.encode())
+        here = os.path.dirname(os.path.abspath(__file__))
+        for path in sorted(os.path.join(here, f) for f in os.listdir(here) if f.endswith(".py")) + [
+                os.path.abspath(demangle.__file__)]:
+            with open(path, "rb") as fh:
+                h.update(os.path.basename(path).encode() + b"\0" + fh.read())
+        _CODE_FINGERPRINT = h.hexdigest()
+    return _CODE_FINGERPRINT
+
+
+def analysis_key(path: str, md5: str) -> str:
+    """What a structure file depends on: the binary's content, its separate debug file's (a libc6-dbg
+    installed or updated later changes the result) and the code that analysed them."""
+    h = hashlib.sha256(f"{md5}\0{_code_fingerprint()}".encode())
+    try:
+        from hpcsa.structure.elf import open_elf
+
+        debug = open_elf(path).debug_link
+    except (HpcsaError, OSError, ValueError):
+        debug = None
+    if debug:
+        h.update(b"\0debug\0" + file_md5(debug).encode())
+    return h.hexdigest()[:40]
+
+
+def _analyze(path: str, recorded: str, output: str, cache_dir: str | None, key: str) -> tuple[str, list[str]]:
     """Worker: analyse one binary and write its structure file (also into the shared cache)."""
     from hpcsa.structure.binary import write_structure
 
@@ -148,7 +183,7 @@ def _analyze(path: str, recorded: str, output: str, cache_dir: str | None, md5: 
     if cache_dir:
         with _suppress_os_errors():
             with open(output, "rb") as fh:
-                write_file(os.path.join(cache_dir, f"{md5}.hpcstruct"), fh.read())
+                write_file(os.path.join(cache_dir, f"{key}.hpcstruct"), fh.read())
     return output, result.notes
 
 
@@ -209,17 +244,18 @@ def struct_measdir(measdir: str, jobs: int = 1, cache_dir: str | None = None, al
                                    "not match the measured binary")
         else:
             unverified += 1
+        key = analysis_key(t.path, md5)
         entry = index.get(os.path.basename(t.output))
-        if not force and entry and entry.get("md5") == md5 and entry.get("version") == __version__ \
+        if not force and entry and entry.get("md5") == md5 and entry.get("key") == key \
                 and os.path.isfile(t.output):
             report.cached.append(t.output)
             continue
-        cached = os.path.join(cache_dir, f"{md5}.hpcstruct") if cache_dir else None
+        cached = os.path.join(cache_dir, f"{key}.hpcstruct") if cache_dir else None
         if not force and cached and os.path.isfile(cached) and _from_cache(cached, t.recorded, t.output):
             report.cached.append(t.output)
-            index[os.path.basename(t.output)] = {"md5": md5, "version": __version__, "binary": t.recorded}
+            index[os.path.basename(t.output)] = {"md5": md5, "key": key, "binary": t.recorded}
             continue
-        work.append((t, md5))
+        work.append((t, md5, key))
     if unverified:
         report.warnings.append(f"{unverified} binar{'y' if unverified == 1 else 'ies'} read from the paths the "
                                "measurement recorded: the measurement records no identity for them, so the "
@@ -229,25 +265,25 @@ def struct_measdir(measdir: str, jobs: int = 1, cache_dir: str | None = None, al
     progress.total = len(work)
     # Biggest binaries first so that the pool does not end waiting on one of them.
     work.sort(key=lambda tm: -os.path.getsize(tm[0].path))
-    results: dict[str, tuple[Target, str, list[str] | str]] = {}
+    results: dict[str, tuple[Target, str, str, list[str] | str]] = {}
     if jobs <= 1 or len(work) <= 1:
-        for t, md5 in work:
-            results[t.output] = (t, md5, _run_one(t, md5, cache_dir))
+        for t, md5, key in work:
+            results[t.output] = (t, md5, key, _run_one(t, key, cache_dir))
             progress.advance()
     else:
         with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(_run_one, t, md5, cache_dir): (t, md5) for t, md5 in work}
+            futures = {pool.submit(_run_one, t, key, cache_dir): (t, md5, key) for t, md5, key in work}
             for fut in concurrent.futures.as_completed(futures):
-                t, md5 = futures[fut]
-                results[t.output] = (t, md5, fut.result())
+                t, md5, key = futures[fut]
+                results[t.output] = (t, md5, key, fut.result())
                 progress.advance()
     for out in sorted(results):
-        t, md5, outcome = results[out]
+        t, md5, key, outcome = results[out]
         if isinstance(outcome, str):
             report.failed.append((t.path, outcome))
             continue
         report.written.append(out)
-        index[os.path.basename(out)] = {"md5": md5, "version": __version__, "binary": t.recorded}
+        index[os.path.basename(out)] = {"md5": md5, "key": key, "binary": t.recorded}
         from hpcsa.structure.binary import split_notes
 
         warnings, notes = split_notes(outcome)
@@ -257,11 +293,11 @@ def struct_measdir(measdir: str, jobs: int = 1, cache_dir: str | None = None, al
     return report
 
 
-def _run_one(t: Target, md5: str, cache_dir: str | None) -> list[str] | str:
+def _run_one(t: Target, key: str, cache_dir: str | None) -> list[str] | str:
     """A binary's notes, or the one-line reason it failed (never raises: one bad binary does not stop
     the others)."""
     try:
-        return _analyze(t.path, t.recorded, t.output, cache_dir, md5)[1]
+        return _analyze(t.path, t.recorded, t.output, cache_dir, key)[1]
     except HpcsaError as exc:
         return exc.problem
     except Exception as exc:  # a defect in hpcsa: report it for this binary, keep going

@@ -76,13 +76,41 @@ def test_results_are_cached_by_content(measdir):
 
 def test_shared_cache_serves_another_measurement(measdir, tmp_path):
     cache = tmp_path / "cache"
-    struct_measdir(str(measdir), cache_dir=str(cache))
-    assert (cache / f"{VDSO.split('.')[0]}.hpcstruct").is_file()
+    first = struct_measdir(str(measdir), cache_dir=str(cache))
+    assert len(list(cache.glob("*.hpcstruct"))) == len(first.written) > 0
     other = tmp_path / "other.m"
     shutil.copytree(measdir, other, ignore=shutil.ignore_patterns("structs"))
     report = struct_measdir(str(other), cache_dir=str(cache))
     got = [p for p in report.cached if p.endswith(f"{VDSO}.hpcstruct")]
     assert got and read_hpcstruct(got[0]).modules[0].path == f"vdso/{VDSO}"
+
+
+def test_caches_are_not_reused_by_other_analysis_code(measdir, tmp_path, monkeypatch):
+    """A structure file made by other code (an upgrade that changes names or loops) is made again, from the
+    measurement's index and from the shared cache alike."""
+    from hpcsa.structure import measdir as md
+
+    cache = tmp_path / "cache"
+    n = len(struct_measdir(str(measdir), cache_dir=str(cache)).written)
+    assert n and not struct_measdir(str(measdir), cache_dir=str(cache)).written
+    monkeypatch.setattr(md, "_CODE_FINGERPRINT", "other analysis code")
+    again = struct_measdir(str(measdir), cache_dir=str(cache))
+    assert any(p.endswith(f"{VDSO}.hpcstruct") for p in again.written) and not again.cached
+    assert len(list(cache.glob("*.hpcstruct"))) == 2 * n
+
+
+def test_analysis_key_follows_the_separate_debug_file(monkeypatch):
+    from hpcsa.structure import measdir as md
+    from hpcsa.structure.elf import open_elf
+
+    libc = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+    if not os.path.isfile(libc) or not open_elf(libc).debug_link:
+        pytest.skip("needs libc with its separate debug file (Debian's libc6-dbg)")
+    debug = open_elf(libc).debug_link
+    before = md.analysis_key(libc, "0" * 32)
+    real = md.file_md5
+    monkeypatch.setattr(md, "file_md5", lambda p: "f" * 32 if p == debug else real(p))
+    assert md.analysis_key(libc, "0" * 32) != before
 
 
 def test_not_a_measurement_directory(tmp_path):
