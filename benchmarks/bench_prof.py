@@ -60,12 +60,14 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
-def run_command(args: list[str]) -> tuple[float, int, str]:
-    """(wall seconds, peak tree RSS bytes, stderr) of one ``hpcsa`` run."""
-    env = dict(os.environ, HPCSA_NO_PROGRESS="1")
+def measure(cmd: list[str], sample_every: float | None = 0.005, env: dict[str, str] | None = None
+            ) -> tuple[float, int, str]:
+    """(wall seconds, peak PSS bytes of the process tree, stderr) of one command; without ``sample_every``
+    nothing watches it (reading smaps of a process tree every few ms takes a good part of a core, which
+    on 2 cores would slow the run it measures) and the peak is 0."""
+    env = dict(os.environ, HPCSA_NO_PROGRESS="1", **(env or {}))
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "hpcsa", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     peak = 0
     done = threading.Event()
 
@@ -73,17 +75,24 @@ def run_command(args: list[str]) -> tuple[float, int, str]:
         nonlocal peak
         while not done.is_set():
             peak = max(peak, _tree_rss(proc.pid))
-            time.sleep(0.005)
+            time.sleep(sample_every or 0.0)
 
     t = threading.Thread(target=sample, daemon=True)
-    t.start()
+    if sample_every:
+        t.start()
     _, err = proc.communicate()
     wall = time.perf_counter() - start
     done.set()
-    t.join()
+    if sample_every:
+        t.join()
     if proc.returncode:
-        raise SystemExit(f"hpcsa {' '.join(args)} failed:\n{err}")
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{err}")
     return wall, peak, err
+
+
+def run_command(args: list[str]) -> tuple[float, int, str]:
+    """(wall seconds, peak tree RSS bytes, stderr) of one ``hpcsa`` run."""
+    return measure([sys.executable, "-m", "hpcsa", *args])
 
 
 def inputs_size(path: Path) -> tuple[int, int]:

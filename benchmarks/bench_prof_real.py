@@ -27,10 +27,8 @@ import os
 import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -39,7 +37,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import realshape  # noqa: E402
-from bench_prof import _tree_rss  # noqa: E402
+from bench_prof import measure  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "prof_real.md"
 MPIEXEC = Path(sys.executable).parent / "mpiexec"
@@ -53,26 +51,7 @@ LAST_SUMMARY: list[str] = [""]
 
 def run(cmd: list[str], cache: Path) -> tuple[float, int]:
     """(wall seconds, peak PSS bytes of the process tree) of one command (its summary line kept)."""
-    env = dict(os.environ, HPCSA_NO_PROGRESS="1", HPCSA_CACHE_DIR=str(cache))
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-    peak = 0
-    done = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        while not done.is_set():
-            peak = max(peak, _tree_rss(proc.pid))
-            time.sleep(0.05)
-
-    t = threading.Thread(target=sample, daemon=True)
-    t.start()
-    _, err = proc.communicate()
-    wall = time.perf_counter() - start
-    done.set()
-    t.join()
-    if proc.returncode:
-        raise SystemExit(f"{' '.join(cmd)} failed:\n{err}")
+    wall, peak, err = measure(cmd, 0.05, {"HPCSA_CACHE_DIR": str(cache)})
     LAST_SUMMARY[0] = err.strip().splitlines()[-1] if err.strip() else ""
     return wall, peak
 

@@ -32,49 +32,18 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from bench_prof import _tree_rss  # noqa: E402  (the same PSS sampler as the single-machine benchmark)
+from bench_prof import measure  # noqa: E402  (the same PSS sampler as the single-machine benchmark)
 
 RESULTS = ROOT / "benchmarks" / "results" / "prof_scale.md"
 MPIEXEC = Path(sys.executable).parent / "mpiexec"
 MIB = 1 << 20
 HPCPROF_YARDSTICK = (0.8, 66)  # seconds, MiB: C++ hpcprof -j 2, real 1,024-thread CPU measurement
-
-
-def measure(cmd: list[str], sample_every: float | None) -> tuple[float, int, str]:
-    """(wall seconds, peak PSS bytes of the process tree, stderr) of one command; without ``sample_every``
-    nothing watches it (reading smaps of a process tree every few ms takes a good part of a core, which
-    on 2 cores would slow the run it measures) and the peak is 0."""
-    env = dict(os.environ, HPCSA_NO_PROGRESS="1")
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-    peak = 0
-    done = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        while not done.is_set():
-            peak = max(peak, _tree_rss(proc.pid))
-            time.sleep(sample_every or 0.0)
-
-    t = threading.Thread(target=sample, daemon=True)
-    if sample_every:
-        t.start()
-    _, err = proc.communicate()
-    wall = time.perf_counter() - start
-    done.set()
-    if sample_every:
-        t.join()
-    if proc.returncode:
-        raise SystemExit(f"{' '.join(cmd)} failed:\n{err}")
-    return wall, peak, err
 
 
 def prof_cmd(meas: Path, out: Path, jobs: int, ranks: int = 0) -> list[str]:
