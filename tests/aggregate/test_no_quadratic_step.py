@@ -17,7 +17,8 @@ from hpcsa.aggregate import pipeline
 from hpcsa.aggregate.lexical import StructExpander
 from hpcsa.aggregate.measurement import find_inputs
 from hpcsa.aggregate.replicate import replicate
-from hpcsa.structure.model import RANGE, A, F, L, ModuleBuilder, P, S, _first_claims
+from hpcsa.structure.claims import first_claims
+from hpcsa.structure.model import RANGE, A, F, L, ModuleBuilder, P, S
 
 
 def calls_of(fn, *args) -> int:
@@ -90,7 +91,7 @@ def test_first_claim_pass_work_grows_linearly():
         work = {}
         for n in (4096, 8 * 4096):
             moved = [0]
-            kept = _first_claims(make(n), moved)
+            kept = first_claims(make(n), moved)
             assert np.all(kept["lo"][1:] >= kept["hi"][:-1])
             work[n] = moved[0]
         # One list with insertions moves ~n^2/2 elements here (64x for 8x the ranges); chunks bound the
