@@ -22,7 +22,7 @@ from pathlib import Path
 from hpcsa.fileio import write_file
 from hpcsa.structure import nvdisasm
 from hpcsa.structure.cubin import build_cubin_module
-from hpcsa.structure.hpcstruct import render
+from hpcsa.structure.hpcstruct_text import render
 from hpcsa.structure.model import C, L, P, S, StructureFile, renumber
 
 ROOT = Path(__file__).resolve().parent.parent

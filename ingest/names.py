@@ -15,7 +15,7 @@ import hashlib
 import os
 import re
 
-from hpcsa.structure.hpcstruct import write_hpcstruct
+from hpcsa.structure.hpcstruct_text import write_hpcstruct
 from hpcsa.structure.model import F, ModuleBuilder, P, S, StructureFile, renumber
 
 

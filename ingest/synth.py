@@ -61,7 +61,7 @@ from hpcsa.ingest.hpcrun import (
     placeholder_code,
 )
 from hpcsa.ingest.hpctrace import FLAG_CALL_TRACE, HpctraceFile, encode_hpctrace, make_records
-from hpcsa.structure.hpcstruct import write_hpcstruct
+from hpcsa.structure.hpcstruct_text import write_hpcstruct
 from hpcsa.structure.model import A, F, L, ModuleBuilder, P, StructureFile, renumber
 
 # Template node kinds.

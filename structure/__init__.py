@@ -3,7 +3,7 @@
 Entry points:
 
 * :mod:`hpcsa.structure.hpcstruct` — ``read_hpcstruct(path)``, ``iter_modules(path)`` (streaming, one
-  load module at a time), ``write_hpcstruct(path, sf)``.
+  load module at a time); :mod:`hpcsa.structure.hpcstruct_text` — ``write_hpcstruct(path, sf)``.
 * :mod:`hpcsa.structure.model` — ``StructureFile`` / ``Module`` (scopes as numpy columns) with the
   queries the aggregation needs: ``Module.lookup(addresses)`` (innermost statement per address,
   vectorized), ``Module.lexical_path(row)`` (hpcprof's contexts for a statement), ``Module.procedures``

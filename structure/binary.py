@@ -32,7 +32,7 @@ from hpcsa.structure.elf import (
     open_elf,
     require_x86_64,
 )
-from hpcsa.structure.hpcstruct import write_hpcstruct
+from hpcsa.structure.hpcstruct_text import write_hpcstruct
 from hpcsa.structure.model import C, L, Module, P, S, StructureFile, renumber
 
 # ELF machine -> "module:function" building a Module for GPU binaries.

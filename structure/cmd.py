@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
     from hpcsa.structure.binary import split_notes, write_structure
     from hpcsa.structure.device_code import structure_file_name
-    from hpcsa.structure.hpcstruct import write_hpcstruct
+    from hpcsa.structure.hpcstruct_text import write_hpcstruct
     from hpcsa.structure.model import C, L, P, S
 
     progress = Progress(f"hpcsa struct: {target}")

@@ -32,7 +32,8 @@ from hpcsa.errors import HpcsaError
 from hpcsa.fileio import write_file
 from hpcsa.ingest.hpcrun import read_hpcrun
 from hpcsa.progress import Progress
-from hpcsa.structure.hpcstruct import read_hpcstruct, write_hpcstruct
+from hpcsa.structure.hpcstruct import read_hpcstruct
+from hpcsa.structure.hpcstruct_text import write_hpcstruct
 
 LM_USED = 0x1  # load map flag: the module has samples
 CACHE_INDEX = ".hpcsa-cache.json"

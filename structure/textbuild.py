@@ -1,7 +1,7 @@
 """The structure file of an x86-64 binary written straight from its procedure groups, in one or several processes.
 
 :func:`hpcsa.structure.build.build_module` assembles one :class:`~hpcsa.structure.model.Module` of the whole
-binary, which :func:`~hpcsa.structure.hpcstruct.render` then writes; the command line and ``hpcsa struct
+binary, which :func:`~hpcsa.structure.hpcstruct_text.render` then writes; the command line and ``hpcsa struct
 MEASDIR`` need only the text, so here each procedure group's part is rendered on its own (its ids follow from
 the sizes of the parts before it in print order) and nothing is assembled. With ``jobs > 1`` the work is
 split twice:
@@ -39,7 +39,7 @@ from hpcsa.structure.build import (
     read_source_info,
 )
 from hpcsa.structure.elf import ElfImage
-from hpcsa.structure.hpcstruct import (
+from hpcsa.structure.hpcstruct_text import (
     document_head,
     document_tail,
     file_close_tag,

@@ -37,7 +37,7 @@ from hpcsa.structure.binary import analyze_binary
 from hpcsa.structure.build import _dwarf_sections
 from hpcsa.structure.dwarf import DebugInfo
 from hpcsa.structure.dwarf_lines import read_program
-from hpcsa.structure.hpcstruct import write_hpcstruct
+from hpcsa.structure.hpcstruct_text import write_hpcstruct
 from hpcsa.structure.model import S
 from tests.aggregate.profcheck import build
 

@@ -9,7 +9,7 @@ import numpy as np
 from elftools.elf.elffile import ELFFile
 
 from hpcsa.structure.binary import analyze_binary
-from hpcsa.structure.hpcstruct import render
+from hpcsa.structure.hpcstruct_text import render
 from hpcsa.structure.model import L, P, S
 from tests.conftest import FIXTURES, run_cli
 

@@ -19,7 +19,8 @@ import pytest
 
 from hpcsa.structure import nvdisasm
 from hpcsa.structure.cubin import build_cubin_module
-from hpcsa.structure.hpcstruct import read_hpcstruct, render
+from hpcsa.structure.hpcstruct import read_hpcstruct
+from hpcsa.structure.hpcstruct_text import render
 from hpcsa.structure.model import C, L, Module, P, StructureFile, renumber
 from tests.conftest import assert_one_line_error, run_cli
 from tests.structure.gpu_match import call_sites, gpu_agreement, procedures

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from hpcsa.errors import FormatError, HpcsaError
-from hpcsa.structure import hpcstruct
-from hpcsa.structure.hpcstruct import iter_modules, read_hpcstruct, render, write_hpcstruct
+from hpcsa.structure import hpcstruct_text
+from hpcsa.structure.hpcstruct import iter_modules, read_hpcstruct
+from hpcsa.structure.hpcstruct_text import render, write_hpcstruct
 from hpcsa.structure.model import A, C, F, L, ModuleBuilder, P, S, StructureFile, renumber
 from tests.conftest import assert_one_line_error, run_cli
 
@@ -149,13 +150,13 @@ def test_builder_write_read_with_awkward_strings(tmp_path):
 
 def test_interrupted_writer_leaves_nothing(tmp_path, hpctoolkit_data, monkeypatch):
     sf = read_hpcstruct(hpctoolkit_data / "meas" / "small.m" / "structs" / "testmeas-small.hpcstruct")
-    real_render = hpcstruct.render_module
+    real_render = hpcstruct_text.render_module
 
     def dies_midway(m):
         yield next(real_render(m))
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(hpcstruct, "render_module", dies_midway)
+    monkeypatch.setattr(hpcstruct_text, "render_module", dies_midway)
     with pytest.raises(KeyboardInterrupt):
         write_hpcstruct(tmp_path / "out.hpcstruct", sf)
     assert os.listdir(tmp_path) == []

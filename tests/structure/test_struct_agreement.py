@@ -16,7 +16,8 @@ import pytest
 from hpcsa.structure.binary import analyze_binary
 from hpcsa.structure.compare import HEADER, compare
 from hpcsa.structure.elf import open_elf
-from hpcsa.structure.hpcstruct import read_hpcstruct, render
+from hpcsa.structure.hpcstruct import read_hpcstruct
+from hpcsa.structure.hpcstruct_text import render
 from hpcsa.structure.model import L, P, S, StructureFile
 
 

@@ -15,7 +15,7 @@ from hpcsa.errors import FormatError, HpcsaError
 from hpcsa.structure import textbuild
 from hpcsa.structure.binary import analyze_binary, write_structure
 from hpcsa.structure.build import StructureBuilder
-from hpcsa.structure.hpcstruct import write_hpcstruct
+from hpcsa.structure.hpcstruct_text import write_hpcstruct
 from hpcsa.structure.model import C, L, P, S
 from tests.conftest import FIXTURES, SHARED_DATA
 
