@@ -43,7 +43,7 @@ import numpy as np
 
 from hpcsa.errors import HpcsaError
 from hpcsa.ingest.demangle import demangle
-from hpcsa.structure.model import Module
+from hpcsa.structure.model import LexStep, Module
 
 if TYPE_CHECKING:
     from hpcsa.structure.direct import DirectStructure
@@ -140,19 +140,24 @@ class StructExpander:
         steps: list[Step] = []
         into: int | None = None
         for s in self.module.lexical_path(leaf):
-            line = -1 if s.line is None else int(s.line)
-            if s.kind == "function":
-                offset = -1 if s.address is None else int(s.address)  # inlined functions have no entry
-                scope = function_scope(s.name or "", self.path, offset, s.file or "", line if s.file else -1)
-            elif s.kind == "loop":
-                scope = (LOOP, s.file or "", line, self.path, -1 if s.address is None else int(s.address))
-            else:
-                scope = (LINE, s.file or "", line)
+            scope = self._scope(s, leaf)
+            if scope is None:
+                continue
             steps.append((into, scope))
             into = INLINED_CALL if s.relation == "inlined_call" else LEXICAL
         out = (tuple(steps), LEXICAL if into is None else into)
         self._chains[leaf] = out
         return out
+
+    def _scope(self, s: LexStep, leaf: int) -> tuple | None:
+        """The context of one step of a statement's lexical path (None: the step makes none)."""
+        line = -1 if s.line is None else int(s.line)
+        if s.kind == "function":
+            offset = -1 if s.address is None else int(s.address)  # inlined functions have no entry
+            return function_scope(s.name or "", self.path, offset, s.file or "", line if s.file else -1)
+        if s.kind == "loop":
+            return (LOOP, s.file or "", line, self.path, -1 if s.address is None else int(s.address))
+        return (LINE, s.file or "", line)
 
     def lookup(self, offsets: np.ndarray) -> np.ndarray:
         return self.module.lookup(offsets)
@@ -241,28 +246,13 @@ class DirectExpander(StructExpander):
         super().__init__(direct.module, display_path)
         self.direct = direct
 
-    def chain(self, leaf: int) -> tuple[tuple[Step, ...], int]:
-        got = self._chains.get(leaf)
-        if got is not None:
-            return got
-        steps: list[Step] = []
-        into: int | None = None
-        funcs, function_of = self.direct.functions, self.direct.function_of
-        for s in self.module.lexical_path(leaf):
-            line = -1 if s.line is None else int(s.line)
-            if s.kind == "function":
-                fn = funcs[int(function_of[s.scope])]
-                scope = function_scope(fn.name, self.path, fn.offset, fn.file or "",
-                                       fn.line if fn.file is not None else -1)
-            elif s.scope == leaf and s.line is None:
-                continue  # no line row holds the address
-            else:
-                scope = (LINE, s.file or "", line)
-            steps.append((into, scope))
-            into = INLINED_CALL if s.relation == "inlined_call" else LEXICAL
-        out = (tuple(steps), LEXICAL if into is None else into)
-        self._chains[leaf] = out
-        return out
+    def _scope(self, s: LexStep, leaf: int) -> tuple | None:
+        if s.kind == "function":
+            fn = self.direct.functions[int(self.direct.function_of[s.scope])]
+            return function_scope(fn.name, self.path, fn.offset, fn.file or "", fn.line if fn.file is not None else -1)
+        if s.scope == leaf and s.line is None:
+            return None  # no line row holds the address
+        return (LINE, s.file or "", -1 if s.line is None else int(s.line))
 
 
 @dataclass
