@@ -58,7 +58,7 @@ def synth_db(work: Path, name: str, synth_args: list[str]) -> Path:
 
 def long_db(work: Path, records: int, threads: int = 64) -> Path:
     """One process: threads alternating compute / barrier / runtime at random times."""
-    from hpcsa.aggregate.tracedb import elements
+    from hpcsa.aggregate.db.tracedb import elements
     from hpcsa.views.synthetic import DatabaseBuilder, thread_tuple
     db = work / f"long-{threads}x{records}.d"
     if db.is_dir():

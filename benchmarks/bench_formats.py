@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcsa.aggregate import cctdb, metadb, metricsyaml, profiledb, tracedb
+from hpcsa.aggregate.db import cctdb, metadb, metricsyaml, profiledb, tracedb
 from hpcsa.ingest.hpcrun import read_hpcrun
 from hpcsa.ingest.hpctrace import read_hpctrace
 

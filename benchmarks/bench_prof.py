@@ -5,7 +5,7 @@ is aggregated by the command as a user runs it (a fresh process: start-up and
 imports included); wall time is the best of ``--repeat`` runs; peak memory is
 the largest proportional resident set (PSS) of the process tree, sampled from
 /proc every 5 ms (coordinator and workers summed, shared pages counted once). Larger inputs are made by replicating a real
-measurement under other host ids (:mod:`hpcsa.aggregate.replicate`): the
+measurement under other host ids (:mod:`hpcsa.aggregate.prof.command.replicate`): the
 OpenMP run (4 threads, ~11 KB per profile with its trace) to 256 and 1,024
 profiles, near the yardstick of a 1,024-thread CPU measurement that C++
 hpcprof aggregates in about 0.8 s and 66 MiB on 2 cores. Then one in-process
@@ -102,8 +102,8 @@ def inputs_size(path: Path) -> tuple[int, int]:
 
 
 def in_process(meas: Path, out: Path, jobs: int) -> dict[str, float]:
-    from hpcsa.aggregate import pipeline
-    from hpcsa.aggregate.measurement import find_inputs
+    from hpcsa.aggregate.prof import pipeline
+    from hpcsa.aggregate.prof.inputs import find_inputs
 
     r = pipeline.run(find_inputs([str(meas)]), pipeline.Options(output=str(out), jobs=jobs, progress=False))
     return r.timings
@@ -118,7 +118,7 @@ def main() -> None:
     args = ap.parse_args()
     load = os.getloadavg()[0]
     tmp = Path(tempfile.mkdtemp(prefix="bench-prof-"))
-    from hpcsa.aggregate.replicate import replicate
+    from hpcsa.aggregate.prof.replicate import replicate
 
     sets: list[tuple[str, Path]] = [(p.name, p) for p in sorted(MEAS.glob("*.m"))]
     for c in (int(x) for x in args.copies.split(",") if x):

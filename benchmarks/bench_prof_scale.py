@@ -65,8 +65,8 @@ def sizes(db: Path) -> dict[str, float]:
 
 def mpi_phases(meas: str, out: str, jobs: int) -> None:
     """Under mpiexec: one in-process run, rank 0 prints its phase timings as JSON."""
-    from hpcsa.aggregate import mpi, pipeline
-    from hpcsa.aggregate.measurement import find_inputs
+    from hpcsa.aggregate.prof import mpi, pipeline
+    from hpcsa.aggregate.prof.inputs import find_inputs
 
     t = mpi.MpiTransport.from_environment(arity=jobs)
     r = pipeline.run(find_inputs([meas]), pipeline.Options(output=out, jobs=jobs, progress=False), t)
@@ -76,8 +76,8 @@ def mpi_phases(meas: str, out: str, jobs: int) -> None:
 
 
 def in_process(meas: Path, out: Path, jobs: int) -> dict[str, float]:
-    from hpcsa.aggregate import pipeline
-    from hpcsa.aggregate.measurement import find_inputs
+    from hpcsa.aggregate.prof import pipeline
+    from hpcsa.aggregate.prof.inputs import find_inputs
 
     return pipeline.run(find_inputs([str(meas)]), pipeline.Options(output=str(out), jobs=jobs, progress=False)).timings
 
@@ -142,8 +142,8 @@ def main() -> None:
         cum = io.StringIO()
         if phases:
             pstats.Stats(prof, stream=top).sort_stats("tottime").print_stats(18)
-            pstats.Stats(prof, stream=cum).sort_stats("cumulative").print_stats(r"classone|discover|propagate|"
-                                                                                r"classthree|classtwo|read_hpcrun")
+            pstats.Stats(prof, stream=cum).sort_stats("cumulative").print_stats(r"profile_values|survey|propagate|"
+                                                                                r"transpose|unified_tables|read_hpcrun")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     load1 = os.getloadavg()

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcsa.aggregate import metadb
+from hpcsa.aggregate.db import metadb
 from hpcsa.views import open_experiment
 from hpcsa.views.cmd import render_view
 from hpcsa.views.synthetic import DatabaseBuilder, thread_tuple

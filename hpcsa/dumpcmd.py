@@ -18,12 +18,12 @@ DUMPERS: dict[str, str] = {
     "hpcrun": "hpcsa.ingest.dump:dump_hpcrun",
     "hpctrace": "hpcsa.ingest.dump:dump_hpctrace",
     "measurement-dir": "hpcsa.ingest.dump:dump_measurement_dir",
-    "meta.db": "hpcsa.aggregate.dump:dump_metadb",
-    "profile.db": "hpcsa.aggregate.dump:dump_profiledb",
-    "cct.db": "hpcsa.aggregate.dump:dump_cctdb",
-    "trace.db": "hpcsa.aggregate.dump:dump_tracedb",
-    "database-dir": "hpcsa.aggregate.dump:dump_database",
-    "metrics-yaml": "hpcsa.aggregate.dump:dump_metrics_yaml",
+    "meta.db": "hpcsa.aggregate.db.dump:dump_metadb",
+    "profile.db": "hpcsa.aggregate.db.dump:dump_profiledb",
+    "cct.db": "hpcsa.aggregate.db.dump:dump_cctdb",
+    "trace.db": "hpcsa.aggregate.db.dump:dump_tracedb",
+    "database-dir": "hpcsa.aggregate.db.dump:dump_database",
+    "metrics-yaml": "hpcsa.aggregate.db.dump:dump_metrics_yaml",
     "hpcstruct": "hpcsa.structure.dump:dump_hpcstruct",
 }
 

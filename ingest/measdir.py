@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hpcsa.demangle import demangle
 from hpcsa.errors import HpcsaError
 from hpcsa.fileio import write_file
 from hpcsa.ingest import model as M
-from hpcsa.ingest.demangle import demangle
 from hpcsa.ingest.gpumetrics import metric_ids, metric_table
 from hpcsa.ingest.hpcrun import (
     CCT_NODE,

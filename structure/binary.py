@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 import capstone
 from elftools.common.exceptions import DWARFError, ELFError
 
+from hpcsa.demangle import demangle
 from hpcsa.errors import FormatError, UnsupportedError
-from hpcsa.ingest.demangle import demangle
 from hpcsa.structure import device_code as device_code_mod
 from hpcsa.structure.build import build_module
 from hpcsa.structure.elf import (

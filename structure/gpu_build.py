@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hpcsa.ingest.demangle import demangle_symbol as demangle
-from hpcsa.ingest.demangle import drop_return_type as drop_return_type  # re-exported
+from hpcsa.demangle import demangle_symbol as demangle
+from hpcsa.demangle import drop_return_type as drop_return_type  # re-exported
 from hpcsa.structure.dwarf_inline import InlineTable
 from hpcsa.structure.dwarf_lines import LineMap
 from hpcsa.structure.gpu_cfg import E_CALL_FT, FunctionGraph

@@ -149,7 +149,7 @@ def _code_fingerprint() -> str:
     by other code (an upgrade that changes names, loops or lines) is never reused, whatever the version says."""
     global _CODE_FINGERPRINT
     if _CODE_FINGERPRINT is None:
-        from hpcsa.ingest import demangle
+        from hpcsa import demangle
 
         h = hashlib.sha256(__version__.encode())
         here = os.path.dirname(os.path.abspath(__file__))

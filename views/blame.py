@@ -4,7 +4,7 @@ The database is read as it is (contexts, profiles, traces unchanged); every proc
 lines (:mod:`hpcsa.views.blamesweep`) with the states given by the rules (:mod:`hpcsa.views.blamerules`),
 and the charges become new metrics of the thread and stream profiles, written with the four propagation
 scopes (point, function, lex_aware, execution) and the source's summary statistics through the same writer
-as ``hpcsa aggregate-threads`` (:func:`hpcsa.views.dbwrite.write_database`):
+as ``hpcsa aggregate-threads`` (:func:`hpcsa.views.dbwrite.write_from_profiles`):
 
 ===============================  ====================================================================
 ``CPU WORK (sec)``               time a thread worked in the context (overhead included)
@@ -35,14 +35,14 @@ from typing import Any
 
 import numpy as np
 
-from hpcsa.aggregate import metadb
-from hpcsa.aggregate.profiledb import ProfileDB, ProfileValues, id_tuple
+from hpcsa.aggregate.db import metadb
+from hpcsa.aggregate.db.profiledb import ProfileDB, ProfileValues, id_tuple
 from hpcsa.errors import HpcsaError
 from hpcsa.progress import Progress
 from hpcsa.views import tree as T
 from hpcsa.views.blamerules import CLASS_NAMES, Rules, classify_rows, frame_decisions
 from hpcsa.views.blamesweep import Acc, Line, ProcessResult, sweep_process
-from hpcsa.views.dbwrite import SummaryInputs, extended_taxonomy, summary_profile, write_database
+from hpcsa.views.dbwrite import SummaryInputs, extended_taxonomy, summary_profile, write_from_profiles
 from hpcsa.views.experiment import Experiment
 
 WORK_M, IDLENESS_M, OVERHEAD_M, WAIT_M = "CPU WORK (sec)", "CPU IDLENESS (sec)", "CPU OVERHEAD (sec)", "CPU WAIT (sec)"
@@ -491,7 +491,7 @@ def _write(exp: Experiment, out_path: str | os.PathLike[str], meta: metadb.MetaD
     tdb = exp.db.trace
     traces = [(int(tdb.prof_index[k]), tdb.trace(k)) for k in range(len(tdb))] if tdb is not None else []
     time_range = (tdb.min_timestamp, tdb.max_timestamp) if tdb is not None else None
-    write_database(out_path, meta, written, n_ctx_ids=exp.db.n_ctx_ids(), taxonomy=extended_taxonomy(exp, meta, len(exp.meta.metrics), _blame_root),
+    write_from_profiles(out_path, meta, written, n_ctx_ids=exp.db.n_ctx_ids(), taxonomy=extended_taxonomy(exp, meta, len(exp.meta.metrics), _blame_root),
                    traces=traces, time_range=time_range, summary=summary)
 
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from hpcsa.aggregate import cctdb, metadb, metricsyaml, profiledb, tracedb
-from hpcsa.aggregate.profiledb import ProfileValues
+from hpcsa.aggregate.db import cctdb, metadb, metricsyaml, profiledb, tracedb
+from hpcsa.aggregate.db.profiledb import ProfileValues
 from hpcsa.fileio import atomic_dir, write_file
 
 _PARTIAL_VALUE = {"$$": lambda v: v, "1": lambda v: np.ones_like(v), "($$^2)": lambda v: v * v}
@@ -79,7 +79,7 @@ def summary_profile(meta: metadb.MetaDB, profiles: Sequence[ProfileValues]) -> P
     return ProfileValues.from_triples(np.concatenate(out_ctx), np.concatenate(out_met), np.concatenate(out_val))
 
 
-def write_database(path: str | os.PathLike[str], meta: metadb.MetaDB, profiles: Sequence[Profile], *,
+def write_from_profiles(path: str | os.PathLike[str], meta: metadb.MetaDB, profiles: Sequence[Profile], *,
                    n_ctx_ids: int, taxonomy: metricsyaml.MetricsTaxonomy | None = None,
                    traces: Sequence[tuple[int, np.ndarray]] = (), time_range: tuple[int, int] | None = None,
                    extra_files: dict[str, str] | None = None, summary: ProfileValues | None = None) -> None:

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hpcsa.aggregate.database import Database, open_database
-from hpcsa.aggregate.metricsyaml import Input
-from hpcsa.aggregate.profiledb import ProfileValues
+from hpcsa.aggregate.db.database import Database, open_database
+from hpcsa.aggregate.db.metricsyaml import Input
+from hpcsa.aggregate.db.profiledb import ProfileValues
 from hpcsa.errors import HpcsaError
 from hpcsa.views import tree as T
 from hpcsa.views.metrics import Catalog, Column, Partial, catalog_from_database, evaluate

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpcsa.aggregate.metricsyaml import Input
-from hpcsa.aggregate.profiledb import ProfileValues
+from hpcsa.aggregate.db.metricsyaml import Input
+from hpcsa.aggregate.db.profiledb import ProfileValues
 from hpcsa.errors import HpcsaError
 from hpcsa.views import tree as T
 from hpcsa.views.bottomup import CallersForest

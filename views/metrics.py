@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from hpcsa.aggregate import metadb
-from hpcsa.aggregate.metricsyaml import Input, MetricsTaxonomy
+from hpcsa.aggregate.db import metadb
+from hpcsa.aggregate.db.metricsyaml import Input, MetricsTaxonomy
 
 Expr = Any  # number | Input | {op: [Expr, ...]}
 

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hpcsa.aggregate import metadb, metricsyaml
-from hpcsa.aggregate.profiledb import ProfileValues, id_tuple
-from hpcsa.views.dbwrite import Profile, write_database
+from hpcsa.aggregate.db import metadb, metricsyaml
+from hpcsa.aggregate.db.profiledb import ProfileValues, id_tuple
+from hpcsa.views.dbwrite import Profile, write_from_profiles
 
 SCOPES = ("point", "function", "lex_aware", "execution")
 ENTRY_NAMES = {0: "unknown entry", 1: "main thread", 2: "application thread"}
@@ -157,7 +157,7 @@ class DatabaseBuilder:
         profs = [Profile(id_tuple(t), self.profile_values(p)) for t, p in profiles]
         taxonomy = metricsyaml.standard_taxonomy([metricsyaml.MetricSpec(m, m, order_id=i + 1)
                                                   for i, m in enumerate(metrics)])
-        write_database(path, meta, profs, n_ctx_ids=len(self.rows) + 1 + len(self.entries), taxonomy=taxonomy,
+        write_from_profiles(path, meta, profs, n_ctx_ids=len(self.rows) + 1 + len(self.entries), taxonomy=taxonomy,
                        traces=traces)
 
 

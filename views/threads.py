@@ -41,11 +41,11 @@ from typing import Any
 import numpy as np
 import yaml
 
-from hpcsa.aggregate import metadb
-from hpcsa.aggregate.profiledb import ProfileValues, id_tuple
+from hpcsa.aggregate.db import metadb
+from hpcsa.aggregate.db.profiledb import ProfileValues, id_tuple
 from hpcsa.errors import HpcsaError
 from hpcsa.views import tree as T
-from hpcsa.views.dbwrite import Profile, SummaryInputs, extended_taxonomy, write_database
+from hpcsa.views.dbwrite import Profile, SummaryInputs, extended_taxonomy, write_from_profiles
 from hpcsa.views.experiment import Experiment, ProfileInfo
 
 STRATEGIES = ("sum", "set", "key", "calltree")
@@ -339,7 +339,7 @@ def aggregate_threads(exp: Experiment, out_path: str | os.PathLike[str], strateg
     }
     if strategy == "key":
         report["not_work_pattern"] = NOT_WORK.pattern
-    write_database(out_path, meta, written, n_ctx_ids=exp.db.n_ctx_ids(),
+    write_from_profiles(out_path, meta, written, n_ctx_ids=exp.db.n_ctx_ids(),
                    taxonomy=extended_taxonomy(exp, meta, first_new, _thread_root), traces=traces, time_range=time_range,
                    extra_files={"aggregation.yaml": yaml.safe_dump(report, sort_keys=False, allow_unicode=True)})
     return profiles

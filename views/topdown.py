@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hpcsa.aggregate.metricsyaml import Input
+from hpcsa.aggregate.db.metricsyaml import Input
 from hpcsa.views import tree as T
 from hpcsa.views.forest import Forest
 from hpcsa.views.metrics import Partial

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hpcsa.aggregate import metadb
+from hpcsa.aggregate.db import metadb
 
 # Row kinds: meta.db's lexical types, plus the two kinds of rows meta.db does not store as contexts.
 FUNCTION, LOOP, LINE, INSTRUCTION = metadb.FUNCTION, metadb.LOOP, metadb.LINE, metadb.INSTRUCTION

@@ -11,13 +11,13 @@ import os
 import signal
 import sys
 
-from hpcsa.aggregate import classone
+from hpcsa.aggregate.prof import profile_values
 from hpcsa.cli import main
 from hpcsa.errors import HpcsaError
 
 
 def inject(kind: str) -> None:
-    original = classone.process_profile
+    original = profile_values.process_profile
 
     def failing(c2, index, sinks, **kw):  # type: ignore[no-untyped-def]
         if kind == "input":
@@ -27,7 +27,7 @@ def inject(kind: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
         return original(c2, index, sinks, **kw)
 
-    classone.process_profile = failing
+    profile_values.process_profile = failing
 
 
 if __name__ == "__main__":

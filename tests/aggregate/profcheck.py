@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcsa.aggregate import pipeline
-from hpcsa.aggregate.database import open_database
-from hpcsa.aggregate.measurement import find_inputs
+from hpcsa.aggregate.db.database import open_database
+from hpcsa.aggregate.prof import pipeline
+from hpcsa.aggregate.prof.inputs import find_inputs
 from hpcsa.ingest.hpcrun import ID_KIND_MASK, read_hpcrun
 
 MEASUREMENTS = ("small", "loops-cputime-t", "loops-perf", "loops-cuda-nvidia-t", "loops-cuda-nvidiapc-t",

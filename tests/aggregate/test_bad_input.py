@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcsa.aggregate import cctdb, database, metadb, metricsyaml, profiledb, tracedb
+from hpcsa.aggregate.db import cctdb, database, metadb, metricsyaml, profiledb, tracedb
 from hpcsa.errors import FormatError, HpcsaError, UnsupportedError
 from tests.conftest import assert_one_line_error, run_cli
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hpcsa.aggregate.database import open_database
-from hpcsa.aggregate.metricsyaml import read_metrics_yaml
+from hpcsa.aggregate.db.database import open_database
+from hpcsa.aggregate.db.metricsyaml import read_metrics_yaml
 from tests.fuzzing import fuzz_reader
 
 SEEDS = ["small.d", "loops-cputime-t.d", "recursion-cuda-nvidiapc-t.d", "loops-hip-amd-t.nostruct.d"]

@@ -13,10 +13,10 @@ import sys
 
 import numpy as np
 
-from hpcsa.aggregate import pipeline
-from hpcsa.aggregate.lexical import StructExpander
-from hpcsa.aggregate.measurement import find_inputs
-from hpcsa.aggregate.replicate import replicate
+from hpcsa.aggregate.prof import pipeline
+from hpcsa.aggregate.prof.inputs import find_inputs
+from hpcsa.aggregate.prof.lexical import StructExpander
+from hpcsa.aggregate.prof.replicate import replicate
 from hpcsa.structure.claims import first_claims
 from hpcsa.structure.model import RANGE, A, F, L, ModuleBuilder, P, S
 

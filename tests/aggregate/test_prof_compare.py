@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcsa.aggregate import metadb, profiledb, tracedb
-from hpcsa.aggregate.compare import compare_databases, ulp_distance
+from hpcsa.aggregate.db import metadb, profiledb, tracedb
+from hpcsa.aggregate.db.compare import compare_databases, ulp_distance
 from tests.conftest import assert_one_line_error, run_cli
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcsa.aggregate import metadb
-from hpcsa.aggregate.compare import ContextNames
+from hpcsa.aggregate.db import metadb
+from hpcsa.aggregate.db.compare import ContextNames
 from hpcsa.ingest.hpcrun import (
     CCT_NODE,
     ID_ELEMENT,

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcsa.aggregate.compare import compare_databases
-from hpcsa.aggregate.replicate import replicate
+from hpcsa.aggregate.db.compare import compare_databases
+from hpcsa.aggregate.prof.replicate import replicate
 from tests.aggregate.profcheck import read_sums, root_execution
 from tests.conftest import run_cli
 
@@ -72,26 +72,26 @@ def test_reductions_do_not_depend_on_grouping(hpctoolkit_data: Path, tmp_path: P
     and later MPI ranks, reduce them up any tree)."""
     import numpy as np
 
-    from hpcsa.aggregate import classone, classtwo, discover, pipeline
-    from hpcsa.aggregate.measurement import find_inputs
-    from hpcsa.aggregate.workers import SharedCounter
+    from hpcsa.aggregate.prof import pipeline, profile_values, survey, unified_tables
+    from hpcsa.aggregate.prof.inputs import find_inputs
+    from hpcsa.workers import SharedCounter
 
     inputs = find_inputs([str(hpctoolkit_data / "meas" / "loops-cputime-t.m")])
     env, gpu_structs = pipeline.gpu_env(inputs.structs, 0)
-    reports = [discover.discover(p, env) for p in inputs.profiles]
-    flat = discover.merge(reports)
-    nested = discover.merge([discover.merge(reports[2:]), discover.merge(reports[:2])])
+    reports = [survey.survey_profile(p, env) for p in inputs.profiles]
+    flat = survey.merge(reports)
+    nested = survey.merge([survey.merge(reports[2:]), survey.merge(reports[:2])])
     assert np.array_equal(flat.raw.nodes, nested.raw.nodes)
     assert sorted(f.input.path for f in flat.profiles) == sorted(f.input.path for f in nested.profiles)
     assert flat.programs == nested.programs == {"testmeas-loops"}
 
     _, structs = pipeline.run_phase1(inputs, env, 1)
-    classifier, _ = classtwo.build_classifier(flat.raw, gpu_structs + structs)
-    c2 = classtwo.assemble(flat, classifier, env, statistics=("Sum",), title="t")
+    classifier, _ = unified_tables.build_classifier(flat.raw, gpu_structs + structs)
+    c2 = unified_tables.assemble(flat, classifier, env, statistics=("Sum",), title="t")
     for name in ("p", "a"):
         (tmp_path / name).write_bytes(b"")
-    sinks = classone.Sinks(str(tmp_path / "p"), str(tmp_path / "a"), None, None, SharedCounter(("pms", "aside")))
-    outputs = [classone.process_profile(c2, i, sinks, traces=False) for i in range(len(c2.profiles))]
+    sinks = profile_values.Sinks(str(tmp_path / "p"), str(tmp_path / "a"), None, None, SharedCounter(("pms", "aside")))
+    outputs = [profile_values.process_profile(c2, i, sinks, traces=False) for i in range(len(c2.profiles))]
     whole = pipeline.Phase2State.empty(c2)
     for o in outputs:
         whole.add(o)
@@ -108,7 +108,7 @@ def test_reductions_do_not_depend_on_grouping(hpctoolkit_data: Path, tmp_path: P
 def test_phase2_batches_partition_profiles_largest_first(workers: int) -> None:
     """Phase-2 batches: every profile exactly once, largest first (ties by profile number), each batch at
     most about 1/12 of a worker's share unless a single profile is larger, and enough batches to balance."""
-    from hpcsa.aggregate.pipeline import phase2_batches
+    from hpcsa.aggregate.prof.pipeline import phase2_batches
 
     rng = np.random.default_rng(workers)
     costs = [int(c) for c in rng.integers(1, 1000, 500)] + [50_000]  # one giant profile
@@ -129,25 +129,25 @@ def test_transpose_in_many_small_passes_gives_the_same_database(tmp_path: Path, 
     """cct.db and the summary do not depend on how the contexts are cut into ranges, nor on how many passes
     over the profiles' indexes find the range bounds (one range per pass here, each pass reading every index
     only from where the last one ended), nor on a first guess of how far to read that is far too short."""
-    from hpcsa.aggregate import classthree, pipeline
-    from hpcsa.aggregate.measurement import find_inputs
+    from hpcsa.aggregate.prof import pipeline, transpose
+    from hpcsa.aggregate.prof.inputs import find_inputs
     from hpcsa.ingest.synth import SynthSpec, generate
 
     meas = tmp_path / "app.m"
     generate(meas, SynthSpec.preset("gpu", 24, contexts=600, samples=20, seed=5), jobs=1)
     ref = tmp_path / "ref.d"
     pipeline.run(find_inputs([str(meas)]), pipeline.Options(output=str(ref), jobs=1, progress=False))
-    monkeypatch.setattr(classthree, "RANGE_BYTES", 2048)
-    monkeypatch.setattr(classthree, "POSITIONS_BYTES", 8)
-    monkeypatch.setattr(classthree, "MIN_READ", 1)
-    real = classthree.bound_positions
+    monkeypatch.setattr(transpose, "RANGE_BYTES", 2048)
+    monkeypatch.setattr(transpose, "POSITIONS_BYTES", 8)
+    monkeypatch.setattr(transpose, "MIN_READ", 1)
+    real = transpose.bound_positions
     passes = []
 
     def short_guess(*args: object) -> np.ndarray:
         passes.append(1)
         return real(*args[:-1], 0.0)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(classthree, "bound_positions", short_guess)
+    monkeypatch.setattr(transpose, "bound_positions", short_guess)
     small = tmp_path / "small.d"
     pipeline.run(find_inputs([str(meas)]), pipeline.Options(output=str(small), jobs=1, progress=False))
     assert len(passes) > 10

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpcsa.aggregate.database import open_database
+from hpcsa.aggregate.db.database import open_database
 from hpcsa.cli import main as hpcsa_main
 from hpcsa.ingest.hpcrun import (
     CCT_NODE,

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import yaml
 
-from hpcsa.aggregate import pipeline
-from hpcsa.aggregate.database import open_database
-from hpcsa.aggregate.measurement import default_output_name
-from hpcsa.aggregate.metrictable import parse_statistics
-from hpcsa.aggregate.propagate import TreeArrays, propagate
+from hpcsa.aggregate.db.database import open_database
+from hpcsa.aggregate.prof import pipeline
+from hpcsa.aggregate.prof.inputs import default_output_name
+from hpcsa.aggregate.prof.metrictable import parse_statistics
+from hpcsa.aggregate.prof.propagate import TreeArrays, propagate
 from hpcsa.errors import HpcsaError
 from hpcsa.ingest.hpcrun import read_hpcrun, write_hpcrun
 from tests.aggregate.profcheck import build, read_sums, root_execution
@@ -99,7 +99,7 @@ def _random_tree(n: int, seed: int) -> tuple[TreeArrays, np.ndarray, np.ndarray,
 
 @pytest.mark.parametrize("chunk", [None, 300])
 def test_propagation_agrees_with_walking_up_every_path(chunk: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hpcsa.aggregate import propagate as prop
+    from hpcsa.aggregate.prof import propagate as prop
 
     if chunk:
         monkeypatch.setattr(prop, "QUERY_CHUNK", chunk)  # metrics processed in several groups
@@ -285,9 +285,9 @@ def test_bad_arguments(hpctoolkit_data: Path, tmp_path: Path) -> None:
 
 def test_an_interrupted_run_leaves_no_database(hpctoolkit_data: Path, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    from hpcsa.aggregate import classone
+    from hpcsa.aggregate.prof import profile_values
 
-    real = classone.process_profile
+    real = profile_values.process_profile
     calls = []
 
     def failing(*args, **kwargs):  # type: ignore[no-untyped-def]
@@ -296,7 +296,7 @@ def test_an_interrupted_run_leaves_no_database(hpctoolkit_data: Path, tmp_path: 
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(classone, "process_profile", failing)
+    monkeypatch.setattr(profile_values, "process_profile", failing)
     with pytest.raises(KeyboardInterrupt):
         build(hpctoolkit_data / "meas" / "loops-cputime-t.m", tmp_path / "db.d")
     assert list(tmp_path.iterdir()) == []
@@ -307,7 +307,7 @@ def test_an_interrupted_run_leaves_no_database(hpctoolkit_data: Path, tmp_path: 
 
 
 def test_binaries_are_read_only_when_they_can_be_trusted(hpctoolkit_data: Path, tmp_path: Path) -> None:
-    from hpcsa.aggregate import lexical
+    from hpcsa.aggregate.prof import lexical
     from hpcsa.structure.hpcstruct import read_hpcstruct
 
     meas = hpctoolkit_data / "meas" / "loops-cputime-t.m"

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcsa.aggregate import cctdb, database, metadb, metricsyaml, profiledb
+from hpcsa.aggregate.db import cctdb, database, metadb, metricsyaml, profiledb
 from hpcsa.errors import UnsupportedError
 from tests.aggregate.dbcheck import HATCHET_LOADS, PRE_RELEASE, database_dirs, same_cct, same_database
 from tests.conftest import SHARED_DATA, assert_one_line_error, run_cli

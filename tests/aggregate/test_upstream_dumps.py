@@ -2,7 +2,7 @@
 
 small.yaml / small.nostruct.yaml were written by HPCToolkit's own Python tool
 from the same databases; they are loaded as plain data (their custom tags
-ignored) and compared with ``hpcsa.aggregate.dump.dump_database`` field by
+ignored) and compared with ``hpcsa.aggregate.db.dump.dump_database`` field by
 field: metrics, scopes, summaries, modules, files, functions, the whole context
 tree (parent, order, every field), every profile value, every cct.db value and
 the trace.
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from hpcsa.aggregate.dump import dump_database
-from hpcsa.aggregate.metricsyaml import load_tolerant
+from hpcsa.aggregate.db.dump import dump_database
+from hpcsa.aggregate.db.metricsyaml import load_tolerant
 
 
 def _load(shared_data: Path, name: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcsa.aggregate import cctdb, database, metadb, metricsyaml, profiledb, tracedb
-from hpcsa.aggregate.metricsyaml import MetricRef
+from hpcsa.aggregate.db import cctdb, database, metadb, metricsyaml, profiledb, tracedb
+from hpcsa.aggregate.db.metricsyaml import MetricRef
 
 # -- profile.db ----------------------------------------------------------------------------------------
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from hpcsa.aggregate.lexical import read_binary_symbols
-from hpcsa.ingest.demangle import demangle, drop_return_type
+from hpcsa.aggregate.prof.lexical import read_binary_symbols
+from hpcsa.demangle import demangle, drop_return_type
 from hpcsa.structure.binary import analyze_binary
 from hpcsa.structure.model import P
 from tests.conftest import FIXTURES

@@ -80,7 +80,7 @@ def test_prof_places_gpu_code_of_a_compressed_bundle(tmp_path: Path) -> None:
     one made from the plain code object and its structure file."""
     import sqlite3
 
-    from hpcsa.aggregate.compare import compare_databases
+    from hpcsa.aggregate.db.compare import compare_databases
 
     src = tmp_path / "run.sqlite"
     shutil.copy(FIXTURES / "ingest" / "tiny-nsys.sqlite", src)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from hpcsa.ingest.demangle import demangle
+from hpcsa.demangle import demangle
 from hpcsa.structure.build import DWARF_SECTIONS
 from hpcsa.structure.dwarf import DebugInfo
 from hpcsa.structure.dwarf_inline import read_inlines

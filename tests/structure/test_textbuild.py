@@ -56,7 +56,7 @@ def test_text_is_the_module_rendered(tmp_path, jobs, many_chunks):
 
 
 def test_chunks_cover_every_group_once(many_chunks):
-    from hpcsa.ingest.demangle import demangle
+    from hpcsa.demangle import demangle
     from hpcsa.structure.build import discover_functions, print_order, read_source_info
     from hpcsa.structure.elf import open_elf
 

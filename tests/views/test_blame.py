@@ -260,7 +260,7 @@ def test_bad_input(tmp_path: Path) -> None:
     assert_one_line_error(again, "b.d")
     assert not (tmp_path / "c.d").exists()
     # a trace line out of time order: swap the first two records of the line in place
-    from hpcsa.aggregate.tracedb import TraceDB
+    from hpcsa.aggregate.db.tracedb import TraceDB
     tdb = TraceDB(src / "trace.db")
     at = int(tdb.p_start[0])
     del tdb

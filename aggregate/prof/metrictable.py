@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hpcsa.aggregate import metadb, metricsyaml
+from hpcsa.aggregate.db import metadb, metricsyaml
 from hpcsa.errors import HpcsaError, UnsupportedError
 
 SCOPE_ORDER = ("point", "function", "lex_aware", "execution")

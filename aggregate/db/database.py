@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpcsa.aggregate import cctdb, metadb, metricsyaml, profiledb, tracedb
+from hpcsa.aggregate.db import cctdb, metadb, metricsyaml, profiledb, tracedb
 from hpcsa.errors import FormatError, HpcsaError
 from hpcsa.fileio import atomic_dir
 

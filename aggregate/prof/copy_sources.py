@@ -16,9 +16,8 @@ import shutil
 
 import numpy as np
 
+from hpcsa.aggregate.db import metadb
 from hpcsa.errors import HpcsaError
-
-from . import metadb
 
 COPIED = 1
 SRC = "src"

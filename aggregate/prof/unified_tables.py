@@ -1,6 +1,6 @@
 """The class-2 results everyone needs before class 1 can run: assembled once, never changed.
 
-From the merged phase-1 reports (:class:`discover.Discovery`) and the parsed
+From the merged phase-1 reports (:class:`survey.Discovery`) and the parsed
 structure files this builds :class:`ClassTwo`: the expanded context tree with
 canonical ids (:mod:`unify`), for every raw node its contexts, the metric
 table and ids (:mod:`metrictable`), the canonical profile order with
@@ -16,17 +16,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hpcsa.aggregate import metadb, profiledb
+from hpcsa.aggregate.db import metadb, profiledb
+from hpcsa.aggregate.prof import lexical as lx
+from hpcsa.aggregate.prof import rawtree, unify
+from hpcsa.aggregate.prof.metrictable import MetricTable
+from hpcsa.aggregate.prof.propagate import TreeArrays
+from hpcsa.aggregate.prof.survey import Discovery, Phase1Env, ProfileFacts
 from hpcsa.errors import HpcsaError
 from hpcsa.gpucct import CallGraph
 from hpcsa.ingest.hpcrun import ID_KIND_MASK, LoadModule, MetricDesc
 from hpcsa.structure.model import Module
-
-from . import lexical as lx
-from . import rawtree, unify
-from .discover import Discovery, Phase1Env, ProfileFacts
-from .metrictable import MetricTable
-from .propagate import TreeArrays
 
 BOTH_VALID, LOGIC_LOCAL, LOGIC_GLOBAL, LOGIC_ONLY = 0, 1, 2, 3
 

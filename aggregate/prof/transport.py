@@ -29,9 +29,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol, TypeVar
 
+from hpcsa.aggregate.prof.rawtree import HashCollision
 from hpcsa.errors import HpcsaError
-
-from .rawtree import HashCollision
 
 T = TypeVar("T")
 
@@ -114,7 +113,7 @@ class Single:
 
     def counter(self, kinds: tuple[str, ...]) -> tuple[Counter, bool]:
         """A counter shared with forked workers: (allocate, usable inside the workers)."""
-        from .workers import SharedCounter
+        from hpcsa.workers import SharedCounter
 
         return SharedCounter(kinds), True
 

@@ -13,7 +13,7 @@ hpcprof-mpi's two-phase scheme (seed 000 §3.2.2; reference/hpctoolkit.md
   are handed out dynamically, largest first).
 
 Only a rank's main process calls MPI; its forked workers do not (their blobs
-are placed by the rank, :func:`classone.store`). Every rank needs the output
+are placed by the rank, :func:`profile_values.store`). Every rank needs the output
 directory on a file system they share.
 
 A run is an MPI run when an MPI launcher started the process (its
@@ -33,10 +33,16 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from hpcsa.aggregate.prof.transport import (
+    COLLECTIVE_ERRORS,
+    Counter,
+    Failure,
+    first_failure,
+    tree_children,
+    tree_parent,
+)
 from hpcsa.binfmt import align
 from hpcsa.errors import HpcsaError
-
-from .transport import COLLECTIVE_ERRORS, Counter, Failure, first_failure, tree_children, tree_parent
 
 T = TypeVar("T")
 

@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from hpcsa.demangle import demangle
 from hpcsa.errors import HpcsaError
-from hpcsa.ingest.demangle import demangle
 from hpcsa.structure.model import LexStep, Module
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from hpcsa.aggregate import cctdb, database, metadb, metricsyaml, profiledb, tracedb
+from hpcsa.aggregate.db import cctdb, database, metadb, metricsyaml, profiledb, tracedb
 from hpcsa.errors import HpcsaError
 
 

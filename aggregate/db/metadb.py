@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from hpcsa.aggregate import dbformat as dbf
+from hpcsa.aggregate.db import dbformat as dbf
 from hpcsa.binfmt import Blob, align
 from hpcsa.errors import UnsupportedError
 from hpcsa.fileio import atomic_file

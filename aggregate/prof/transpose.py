@@ -25,11 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpcsa.aggregate import cctdb
-from hpcsa.aggregate.profiledb import CTX_INDEX, SZ_VALUE, VALUE
-
-from .classone import ASIDE, ASIDE_NOLOOPS
-from .metrictable import SCOPE_ORDER, MetricTable
+from hpcsa.aggregate.db import cctdb
+from hpcsa.aggregate.db.profiledb import CTX_INDEX, SZ_VALUE, VALUE
+from hpcsa.aggregate.prof.metrictable import SCOPE_ORDER, MetricTable
+from hpcsa.aggregate.prof.profile_values import ASIDE, ASIDE_NOLOOPS
 
 LEX = SCOPE_ORDER.index("lex_aware")
 #: Bytes of cct.db per range: fixed, so ranges do not depend on the number of workers; small, because a

@@ -4,22 +4,22 @@ The scheme is hpcprof-mpi's (seed 000 §3.2; reference/hpctoolkit.md §4.3):
 
 0. GPU structure files are parsed and their call graphs built (small; every
    reader of phase 1 needs them).
-1. **Class 2.** Every profile is read once (:func:`discover.discover`) and
+1. **Class 2.** Every profile is read once (:func:`survey.survey_profile`) and
    reported as raw nodes + metric table + identity; reports merge
    associatively (per worker, then at the coordinator; over MPI up a t-ary
    tree to rank 0). CPU structure files are parsed in parallel with this, each
    once. The coordinator expands the union into the unified tree, assigns
    canonical ids, metric ids, profile order and trace layout
-   (:func:`classtwo.assemble`), and writes meta.db and metrics/default.yaml.
+   (:func:`unified_tables.assemble`), and writes meta.db and metrics/default.yaml.
    The result is shared with every worker (fork; over MPI a broadcast).
 2. **Class 1.** Every profile is read a second time and processed
-   (:func:`classone.process_profile`): its PMS blob goes to a scratch file at
+   (:func:`profile_values.process_profile`): its PMS blob goes to a scratch file at
    an offset from a shared counter, its trace line into its reserved region of
    trace.db; it returns the counts cct.db's layout needs (summed/ORed: an
    associative reduction).
 3. **CMS and class 3.** Context ranges are transposed into cct.db and reduced
    into the summary statistics in canonical profile order
-   (:func:`classthree.transpose_range`). profile.db is assembled from the
+   (:func:`transpose.transpose_range`). profile.db is assembled from the
    scratch blobs in canonical profile order, the summary last.
 
 Everything is written inside a temporary directory renamed into place when
@@ -27,7 +27,7 @@ complete (:func:`hpcsa.fileio.atomic_dir`). Ids, profile order and layout are
 canonical, so the database is byte-identical for any number of workers or
 ranks.
 
-Transports (:mod:`transport`): :func:`run` and :func:`write_database` are the
+Transports (:mod:`transport`): :func:`run` and :func:`write_outputs` are the
 one driver, written against a :class:`transport.Transport`. With
 :class:`transport.Single` (one process and its ``-j`` workers) every
 collective is the identity; with :class:`mpi.MpiTransport` every rank runs the
@@ -50,7 +50,18 @@ from typing import Any
 
 import numpy as np
 
-from hpcsa.aggregate import cctdb, database, metadb, metricsyaml, profiledb, sources, tracedb
+from hpcsa.aggregate.db import cctdb, database, metadb, metricsyaml, profiledb, tracedb
+from hpcsa.aggregate.prof import (
+    copy_sources,
+    lexical,
+    profile_values,
+    rawtree,
+    survey,
+    transpose,
+    unified_tables,
+)
+from hpcsa.aggregate.prof.inputs import Inputs, ProfileInput, StructInput, default_output_name
+from hpcsa.aggregate.prof.transport import Single, Transport, unwrap
 from hpcsa.errors import HpcsaError
 from hpcsa.fileio import atomic_dir
 from hpcsa.gpucct import CallGraph
@@ -58,11 +69,7 @@ from hpcsa.gpucct.fromstruct import call_graph_from_module
 from hpcsa.progress import Progress
 from hpcsa.structure.model import C, Module
 from hpcsa.structure.parsedcache import read_cached, read_structure
-
-from . import classone, classthree, classtwo, discover, lexical, rawtree
-from .measurement import Inputs, ProfileInput, StructInput, default_output_name
-from .transport import Single, Transport, unwrap
-from .workers import DynamicRun, LocalPool
+from hpcsa.workers import DynamicRun, LocalPool
 
 #: Profiles per phase-1 task: enough to amortize a task, few enough to balance.
 DISCOVER_BATCH_BYTES = 4 << 20
@@ -111,7 +118,7 @@ def has_call_graph(module: Module) -> bool:
     return bool(module.has_calls) or module.count(C) > 0
 
 
-def gpu_env(structs: list[StructInput], seed: int) -> tuple[discover.Phase1Env, list[tuple[str | None, Module]]]:
+def gpu_env(structs: list[StructInput], seed: int) -> tuple[survey.Phase1Env, list[tuple[str | None, Module]]]:
     by_key: dict[str, CallGraph] = {}
     by_name: dict[str, CallGraph] = {}
     parsed: list[tuple[str | None, Module]] = []
@@ -128,24 +135,24 @@ def gpu_env(structs: list[StructInput], seed: int) -> tuple[discover.Phase1Env, 
             named = lexical.hashed_name(module.path)
             if named is not None:
                 by_name[named[1]] = graph
-    return discover.Phase1Env(by_key, by_name, seed), parsed
+    return survey.Phase1Env(by_key, by_name, seed), parsed
 
 
 # -- phase 1 ----------------------------------------------------------------------------------------------
 
 
-def phase1_task(env: discover.Phase1Env, kind: str, payload: Any) -> Any:
-    """One task of phase 1: parse a structure file, or discover a batch of profiles (merged)."""
+def phase1_task(env: survey.Phase1Env, kind: str, payload: Any) -> Any:
+    """One task of phase 1: parse a structure file, or survey a batch of profiles (merged)."""
     if kind == "struct":
         s: StructInput = payload
         return [(s.path, s.measdir, m) for m in read_structure(s.path).modules]
     batch: list[ProfileInput] = payload
-    parts: list[discover.Discovery] = []
+    parts: list[survey.Discovery] = []
     for p in batch:
-        parts.append(discover.discover(p, env))
+        parts.append(survey.survey_profile(p, env))
         if len(parts) >= MERGE_EVERY:  # memory bounded by the union, not by the batch's profiles
-            parts = [discover.merge(parts)]
-    return discover.merge(parts)
+            parts = [survey.merge(parts)]
+    return survey.merge(parts)
 
 
 def _batches(profiles: list[ProfileInput], jobs: int) -> list[list[ProfileInput]]:
@@ -210,15 +217,15 @@ def run_shared(pool: LocalPool, fn: Callable[..., Any], share: Iterator[int], ar
 Parsed = list[tuple[str, str | None, Module]]  # (structure file, measurement directory, module)
 
 
-def read_share(inputs: Inputs, env: discover.Phase1Env, jobs: int, progress: Progress | None = None,
-               transport: Transport | None = None, parse_structs: bool = True) -> tuple[discover.Discovery, Parsed]:
+def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progress | None = None,
+               transport: Transport | None = None, parse_structs: bool = True) -> tuple[survey.Discovery, Parsed]:
     """Read this rank's share of the profiles once (batches of similar size, largest first, handed out by
     the transport); parse each structure file a profile needs, once, as soon as it is known to be needed
     (ahead of the profiles still waiting), like hpcprof's lazy loading. Over MPI only rank 0 parses
     (only it classifies); :func:`complete_structs` adds what other ranks' profiles need."""
     transport = transport or Single()
     cpu_structs = [s for s in inputs.structs if not is_gpu_struct(s)] if parse_structs else []
-    parts: list[discover.Discovery] = []
+    parts: list[survey.Discovery] = []
     structs: Parsed = []
     scheduled: set[str] = set()
     seen_modules: set[int] = set()
@@ -254,16 +261,16 @@ def read_share(inputs: Inputs, env: discover.Phase1Env, jobs: int, progress: Pro
                     else:
                         tasks.submit(("struct", s.path), phase1_task, ("struct", s), priority=-1.0)
             if len(parts) >= MERGE_EVERY:
-                parts = [discover.merge(parts)]
-    return discover.merge(parts), structs
+                parts = [survey.merge(parts)]
+    return survey.merge(parts), structs
 
 
-def merge_shares(parts: list[tuple[discover.Discovery, Parsed]]) -> tuple[discover.Discovery, Parsed]:
+def merge_shares(parts: list[tuple[survey.Discovery, Parsed]]) -> tuple[survey.Discovery, Parsed]:
     """Phase-1 shares of several ranks (associative: the reduction up the rank tree)."""
-    return discover.merge([d for d, _ in parts]), [s for _, p in parts for s in p]
+    return survey.merge([d for d, _ in parts]), [s for _, p in parts for s in p]
 
 
-def complete_structs(disc: discover.Discovery, parsed: Parsed, inputs: Inputs, jobs: int
+def complete_structs(disc: survey.Discovery, parsed: Parsed, inputs: Inputs, jobs: int
                      ) -> list[tuple[str | None, Module]]:
     """Every CPU structure file the union needs, parsed once: those parsed while reading, plus those of
     modules only other ranks' profiles use. In a fixed order (by file, not by completion): the first file
@@ -290,8 +297,8 @@ def complete_structs(disc: discover.Discovery, parsed: Parsed, inputs: Inputs, j
     return [(measdir, m) for _, measdir, m in out]
 
 
-def run_phase1(inputs: Inputs, env: discover.Phase1Env, jobs: int, progress: Progress | None = None
-               ) -> tuple[discover.Discovery, list[tuple[str | None, Module]]]:
+def run_phase1(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progress | None = None
+               ) -> tuple[survey.Discovery, list[tuple[str | None, Module]]]:
     """Phase 1 in one process: every profile read once, the structure files it needs parsed."""
     disc, parsed = read_share(inputs, env, jobs, progress)
     return disc, complete_structs(disc, parsed, inputs, jobs)
@@ -300,7 +307,7 @@ def run_phase1(inputs: Inputs, env: discover.Phase1Env, jobs: int, progress: Pro
 # -- phase 2 ----------------------------------------------------------------------------------------------
 
 
-def phase2_task(shared: tuple[classtwo.ClassTwo, classone.Sinks, bool], batch: list[int]
+def phase2_task(shared: tuple[unified_tables.ClassTwo, profile_values.Sinks, bool], batch: list[int]
                 ) -> tuple[Phase2State, list[tuple[int, tuple[bytes, bytes]]]]:
     """Class 1 for a batch of profiles, their facts folded into one state where they are computed (one
     small message per batch, not per profile: with per-profile tasks the hand-offs between a pool's
@@ -310,7 +317,7 @@ def phase2_task(shared: tuple[classtwo.ClassTwo, classone.Sinks, bool], batch: l
     state = Phase2State.empty(c2)
     pending = []
     for index in batch:
-        o = classone.process_profile(c2, index, sinks, traces=traces)
+        o = profile_values.process_profile(c2, index, sinks, traces=traces)
         if o.pending is not None:
             pending.append((index, o.pending))
             o.pending = None
@@ -339,9 +346,9 @@ def phase2_batches(costs: list[int], workers: int) -> list[list[int]]:
 # -- phase 3 ----------------------------------------------------------------------------------------------
 
 
-def phase3_task(shared: tuple[str, str, str, classthree.Placement, cctdb.CctLayout, classthree.StatPlan],
+def phase3_task(shared: tuple[str, str, str, transpose.Placement, cctdb.CctLayout, transpose.StatPlan],
                 bounds: list[int]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    return classthree.transpose_ranges(*shared, bounds)
+    return transpose.transpose_ranges(*shared, bounds)
 
 
 def range_groups(ranges: list[tuple[int, int]], jobs: int) -> list[list[int]]:
@@ -370,23 +377,23 @@ def run(inputs: Inputs, options: Options, transport: Transport | None = None) ->
 
     held: dict[str, Any] = {}  # rank 0's class-2 inputs between the steps
 
-    def phase1_share(seed: int) -> tuple[discover.Discovery, Parsed]:
+    def phase1_share(seed: int) -> tuple[survey.Discovery, Parsed]:
         env, gpu_structs = gpu_env(inputs.structs, seed=seed)
         held["env"], held["gpu_structs"] = env, gpu_structs
         lap("GPU call graphs")
         progress.what, progress.total, progress.done = "hpcsa prof: reading", len(inputs.profiles), 0
         return read_share(inputs, env, jobs, progress, transport, parse_structs=transport.is_root)
 
-    def class_two(found: Any) -> classtwo.ClassTwo:
+    def class_two(found: Any) -> unified_tables.ClassTwo:
         disc, parsed = unwrap(found)
         lap("phase 1: read profiles, parse structure files")
         structs = complete_structs(disc, parsed, inputs, jobs)
-        classifier, warnings = classtwo.build_classifier(
+        classifier, warnings = unified_tables.build_classifier(
             disc.raw, held["gpu_structs"] + structs, fallback=options.fallback,
             witnesses=[(w.measdir, w.path, w.module) for w in inputs.witnesses])
-        title = discover.program_name(disc)
+        title = survey.program_name(disc)
         held["out"] = options.output or default_output_name(inputs.measdirs, title)
-        c2 = classtwo.assemble(disc, classifier, held["env"], statistics=options.statistics, title=title,
+        c2 = unified_tables.assemble(disc, classifier, held["env"], statistics=options.statistics, title=title,
                                warnings=warnings)
         lap("class 2: expand, assign ids")
         return c2
@@ -404,7 +411,7 @@ def run(inputs: Inputs, options: Options, transport: Transport | None = None) ->
     progress.what, progress.total, progress.done = "hpcsa prof: aggregating", len(c2.profiles), 0
     with contextlib.ExitStack() as output:
         tmp = transport.bcast(lambda: output.enter_context(atomic_dir(held["out"])))
-        n_values, n_trace, shares = write_database(c2, tmp, jobs, options, progress, timings, transport)
+        n_values, n_trace, shares = write_outputs(c2, tmp, jobs, options, progress, timings, transport)
     out = transport.bcast(lambda: held["out"])  # every rank returns once the database is in place
     result = Result(os.path.abspath(out), len(c2.profiles), c2.n_ctx, n_values, n_trace, progress.elapsed(),
                     c2.warnings, timings, c2.binaries, shares)
@@ -424,7 +431,7 @@ class Phase2State:
     same result — an MPI transport reduces it up its tree).
     """
 
-    place: classthree.Placement
+    place: transpose.Placement
     ctx_values: np.ndarray   # values per context, over all profiles
     ctx_bits: np.ndarray     # [contexts, words] the propMetricIds each context has, as bits
     trace_count: np.ndarray  # elements written per profile
@@ -433,13 +440,13 @@ class Phase2State:
     done_by: dict[int, int] = field(default_factory=dict)  # profiles processed, per rank
 
     @classmethod
-    def empty(cls, c2: classtwo.ClassTwo) -> Phase2State:
+    def empty(cls, c2: unified_tables.ClassTwo) -> Phase2State:
         n = len(c2.profiles)
         words = max(1, (c2.n_prop_ids + 63) // 64)
-        return cls(classthree.Placement(*(np.zeros(n, np.int64) for _ in range(6))), np.zeros(c2.n_ctx, np.int64),
+        return cls(transpose.Placement(*(np.zeros(n, np.int64) for _ in range(6))), np.zeros(c2.n_ctx, np.int64),
                    np.zeros((c2.n_ctx, words), np.uint64), np.zeros(n, np.int64))
 
-    def add(self, o: classone.ProfileOutput) -> None:
+    def add(self, o: profile_values.ProfileOutput) -> None:
         i, p = o.index, self.place
         p.pms_offset[i], p.n_values[i], p.n_ctxs[i] = o.pms_offset, o.n_values, o.n_ctxs
         p.pms_size[i], p.aside_offset[i], p.n_aside[i] = o.pms_size, o.aside_offset, o.n_aside
@@ -478,10 +485,10 @@ def summary_values(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> pr
                                                 np.concatenate([p[2] for p in parts]))
 
 
-def write_profiledb(path: str, c2: classtwo.ClassTwo, pms_path: str, place: classthree.Placement,
+def assemble_profiledb(path: str, c2: unified_tables.ClassTwo, pms_path: str, place: transpose.Placement,
                     summary: profiledb.ProfileValues) -> None:
     """profile.db: the thread blobs copied from the scratch file in canonical order, then the summary."""
-    scratch = classthree.ScratchProfiles(pms_path, place)
+    scratch = transpose.ScratchProfiles(pms_path, place)
     try:
         with profiledb.ProfileDBWriter(path, c2.id_tuples) as pw:
             for i in range(len(c2.profiles)):
@@ -492,7 +499,7 @@ def write_profiledb(path: str, c2: classtwo.ClassTwo, pms_path: str, place: clas
         scratch.close()
 
 
-def write_database(c2: classtwo.ClassTwo, tmp: str, jobs: int, options: Options, progress: Progress,
+def write_outputs(c2: unified_tables.ClassTwo, tmp: str, jobs: int, options: Options, progress: Progress,
                    timings: dict[str, float] | None = None, transport: Transport | None = None
                    ) -> tuple[int, int, list[int]]:
     """Phases 2 and 3 into the (temporary) database directory ``tmp``, by every rank of the transport with
@@ -513,7 +520,7 @@ def write_database(c2: classtwo.ClassTwo, tmp: str, jobs: int, options: Options,
         held: dict[str, Any] = {}
 
         def begin() -> tuple[str | None, list[int] | None]:
-            meta = sources.copy_sources(c2.meta, tmp, options.replace_paths)[0] if options.sources else c2.meta
+            meta = copy_sources.copy_sources(c2.meta, tmp, options.replace_paths)[0] if options.sources else c2.meta
             metadb.write_metadb(os.path.join(tmp, database.META), meta)
             os.makedirs(os.path.join(tmp, "metrics"))
             metricsyaml.write_metrics_yaml(os.path.join(tmp, database.METRICS_YAML), c2.metrics.taxonomy())
@@ -531,12 +538,12 @@ def write_database(c2: classtwo.ClassTwo, tmp: str, jobs: int, options: Options,
 
         # Phase 2: every rank its share of the profiles; the states reduced up the tree.
         allocate, in_workers = transport.counter(("pms", "aside"))
-        sinks = classone.Sinks(pms_path, aside_path, trace_path, trace_offsets,
+        sinks = profile_values.Sinks(pms_path, aside_path, trace_path, trace_offsets,
                                allocate if in_workers or jobs == 1 else None)
         found = transport.reduce(lambda: phase2_share(c2, sinks, allocate, jobs, options.traces, progress, transport),
                                  merge_states)
 
-        def layout() -> tuple[classthree.Placement, cctdb.CctLayout, list[list[int]], str]:
+        def layout() -> tuple[transpose.Placement, cctdb.CctLayout, list[list[int]], str]:
             state: Phase2State = unwrap(found)
             tw = held.get("trace")
             if tw is not None:
@@ -547,7 +554,7 @@ def write_database(c2: classtwo.ClassTwo, tmp: str, jobs: int, options: Options,
             held["counts"] = (int(state.place.n_values.sum()), int(state.trace_count.sum()),
                               [state.done_by.get(r, 0) for r in range(transport.size)])
             lay = state.cct_layout()
-            groups = range_groups(lay.ranges(classthree.RANGE_BYTES) if c2.n_ctx else [], jobs * transport.size)
+            groups = range_groups(lay.ranges(transpose.RANGE_BYTES) if c2.n_ctx else [], jobs * transport.size)
             cw = open_files.enter_context(cctdb.CctDBWriter(os.path.join(tmp, database.CCT), lay))
             return state.place, lay, groups, cw.temp_path
 
@@ -555,7 +562,7 @@ def write_database(c2: classtwo.ClassTwo, tmp: str, jobs: int, options: Options,
         found = None  # the reduced state: rank 0 keeps only what it returned
 
         # Phase 3: cct.db by groups of context ranges, handed out across ranks; the summary on the way.
-        shared = (pms_path, aside_path, cct_path, place, lay, classthree.StatPlan.build(c2.metrics))
+        shared = (pms_path, aside_path, cct_path, place, lay, transpose.StatPlan.build(c2.metrics))
         parts = transport.reduce(lambda: phase3_share(shared, groups, jobs, transport), merge_parts)
 
         def finish() -> tuple[int, int, list[int]]:
@@ -563,7 +570,7 @@ def write_database(c2: classtwo.ClassTwo, tmp: str, jobs: int, options: Options,
             summary = summary_values([part for i in sorted(parts_of) for part in parts_of[i]])
             lap("phase 3: cct.db transpose, summary statistics")
             open_files.close()  # cct.db's footer, trace.db's headers: both complete
-            write_profiledb(os.path.join(tmp, database.PROFILE), c2, pms_path, place, summary)
+            assemble_profiledb(os.path.join(tmp, database.PROFILE), c2, pms_path, place, summary)
             for p in (pms_path, aside_path):
                 os.unlink(p)
             lap("profile.db in canonical order")
@@ -573,7 +580,7 @@ def write_database(c2: classtwo.ClassTwo, tmp: str, jobs: int, options: Options,
         return transport.bcast(finish)
 
 
-def phase2_share(c2: classtwo.ClassTwo, sinks: classone.Sinks, allocate: Callable[[str, int], int], jobs: int,
+def phase2_share(c2: unified_tables.ClassTwo, sinks: profile_values.Sinks, allocate: Callable[[str, int], int], jobs: int,
                  traces: bool, progress: Progress | None, transport: Transport) -> Phase2State:
     """Class 1 for this rank's share of the profiles (batches handed out largest first), with ``jobs``
     workers."""
@@ -585,7 +592,7 @@ def phase2_share(c2: classtwo.ClassTwo, sinks: classone.Sinks, allocate: Callabl
                                              lambda k: (batches[k],), _ahead(jobs)):
             for index, blobs in pending:  # blobs a worker could not place (an MPI rank's workers)
                 place = part.place
-                place.pms_offset[index], place.aside_offset[index] = classone.store_blobs(blobs, sinks, allocate)
+                place.pms_offset[index], place.aside_offset[index] = profile_values.store_blobs(blobs, sinks, allocate)
             state.merge(part)
             done += len(batches[k])
             if progress is not None:
@@ -601,7 +608,7 @@ def merge_states(parts: list[Phase2State]) -> Phase2State:
     return state
 
 
-def phase3_share(shared: tuple[str, str, str, classthree.Placement, cctdb.CctLayout, classthree.StatPlan],
+def phase3_share(shared: tuple[str, str, str, transpose.Placement, cctdb.CctLayout, transpose.StatPlan],
                  groups: list[list[int]], jobs: int, transport: Transport
                  ) -> dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
     """cct.db's blocks and the summary values of this rank's share of the range groups (largest first)."""

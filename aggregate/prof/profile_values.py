@@ -27,17 +27,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpcsa.aggregate import tracedb
-from hpcsa.aggregate.profiledb import ProfileBlob, ProfileValues
+from hpcsa.aggregate.db import tracedb
+from hpcsa.aggregate.db.profiledb import ProfileBlob, ProfileValues
+from hpcsa.aggregate.prof import rawtree
+from hpcsa.aggregate.prof.gpu_contexts import RECONSTRUCTED
+from hpcsa.aggregate.prof.inputs import ProfileInput
+from hpcsa.aggregate.prof.propagate import Propagated, propagate
+from hpcsa.aggregate.prof.survey import profile_nodes, read_again
+from hpcsa.aggregate.prof.unified_tables import ClassTwo
 from hpcsa.errors import HpcsaError
 from hpcsa.ingest.hpctrace import FLAG_CALL_TRACE, read_hpctrace
-
-from . import rawtree
-from .classtwo import ClassTwo
-from .discover import profile_nodes, read_again
-from .gpu import RECONSTRUCTED
-from .measurement import ProfileInput
-from .propagate import Propagated, propagate
 
 #: The aside blob: per context, per metric, what kind of number (0: loop-free sum, 1: present) and it.
 ASIDE = np.dtype([("ctx", "<u4"), ("key", "<u4"), ("value", "<f8")])

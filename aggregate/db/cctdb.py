@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpcsa.aggregate import dbformat as dbf
-from hpcsa.aggregate.profiledb import ProfileDB
+from hpcsa.aggregate.db import dbformat as dbf
+from hpcsa.aggregate.db.profiledb import ProfileDB
 from hpcsa.binfmt import align
 from hpcsa.errors import FormatError
 from hpcsa.fileio import atomic_file

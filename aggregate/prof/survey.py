@@ -16,6 +16,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hpcsa.aggregate.prof import rawtree
+from hpcsa.aggregate.prof.gpu_contexts import RECONSTRUCTED, GpuPart, reconstruct_profile
+from hpcsa.aggregate.prof.inputs import ProfileInput
+from hpcsa.aggregate.prof.lexical import hashed_name, module_key
+from hpcsa.aggregate.prof.unify import NO_ACTIVITY, OUTLINED_RANGE_IDS, PARTIAL, PRIMARY
 from hpcsa.binfmt import Blob, Cursor
 from hpcsa.errors import FormatError, UnsupportedError
 from hpcsa.gpucct import CallGraph
@@ -33,12 +38,6 @@ from hpcsa.ingest.hpcrun import (
     read_hpcrun,
 )
 from hpcsa.ingest.hpctrace import FLAG_DATA_CENTRIC, HEADER, HEADER_SIZE, MAGIC, RECORD, VERSION
-
-from . import rawtree
-from .gpu import RECONSTRUCTED, GpuPart, reconstruct_profile
-from .lexical import hashed_name, module_key
-from .measurement import ProfileInput
-from .unify import NO_ACTIVITY, OUTLINED_RANGE_IDS, PARTIAL, PRIMARY
 
 TRACE_RECORD = RECORD.itemsize
 
@@ -246,7 +245,7 @@ def profile_nodes(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env
     return rawtree.RawNodes(nodes, modules), index, gpu
 
 
-def discover(inp: ProfileInput, env: Phase1Env) -> Discovery:
+def survey_profile(inp: ProfileInput, env: Phase1Env) -> Discovery:
     """Phase 1 for one profile (the first of its two readings)."""
     prof = read_hpcrun(inp.path, values=env.has_graphs)
     raw, _, _ = profile_nodes(prof, inp, env)

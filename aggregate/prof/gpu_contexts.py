@@ -22,12 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hpcsa.aggregate.prof import rawtree
 from hpcsa.gpucct import CallGraph, PcSamples, StepKind, reconstruct
 from hpcsa.gpucct.launches import launch_contexts
 from hpcsa.gpucct.model import TRUNCATED_NAME, recursion_name
 from hpcsa.ingest.hpcrun import HpcrunProfile
-
-from . import rawtree
 
 #: Flag bit of a CCT node whose samples were placed by reconstruction (it gets no context of its own).
 RECONSTRUCTED = 0x2

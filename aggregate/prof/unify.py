@@ -32,14 +32,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpcsa.aggregate import metadb
+from hpcsa.aggregate.db import metadb
+from hpcsa.aggregate.prof import lexical as lx
+from hpcsa.aggregate.prof import rawtree
+from hpcsa.aggregate.prof.gpu_contexts import RECONSTRUCTED, frame_name
 from hpcsa.errors import HpcsaError
 from hpcsa.gpucct import CallGraph, StepKind
 from hpcsa.ingest.hpcrun import placeholder_code
-
-from . import lexical as lx
-from . import rawtree
-from .gpu import RECONSTRUCTED, frame_name
 
 PRIMARY = placeholder_code("^Primary")
 PARTIAL = placeholder_code("^Partial")

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hpcsa.aggregate import dbformat as dbf
+from hpcsa.aggregate.db import dbformat as dbf
 from hpcsa.binfmt import align
 from hpcsa.fileio import atomic_file
 

@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from hpcsa.aggregate import metadb
-from hpcsa.aggregate.database import Database, open_database
+from hpcsa.aggregate.db import metadb
+from hpcsa.aggregate.db.database import Database, open_database
 
 ULP_GRACE = 16
 

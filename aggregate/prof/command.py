@@ -9,13 +9,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from hpcsa.aggregate.prof import lexical, mpi, pipeline
+from hpcsa.aggregate.prof.copy_sources import parse_replacements
+from hpcsa.aggregate.prof.inputs import Inputs, find_inputs
+from hpcsa.aggregate.prof.metrictable import STATISTIC_WORDS, parse_statistics
 from hpcsa.errors import HpcsaError
-
-from . import lexical, mpi, pipeline
-from .measurement import Inputs, find_inputs
-from .metrictable import STATISTIC_WORDS, parse_statistics
-from .sources import parse_replacements
-from .workers import default_jobs
+from hpcsa.workers import default_jobs
 
 
 def register(parser: argparse.ArgumentParser) -> None:

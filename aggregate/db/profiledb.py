@@ -21,7 +21,7 @@ from types import TracebackType
 
 import numpy as np
 
-from hpcsa.aggregate import dbformat as dbf
+from hpcsa.aggregate.db import dbformat as dbf
 from hpcsa.binfmt import align
 from hpcsa.errors import FormatError, UnsupportedError
 from hpcsa.fileio import atomic_file
