@@ -31,6 +31,7 @@ from typing import Any, Protocol, TypeVar
 
 from hpcsa.aggregate.prof.rawtree import HashCollision
 from hpcsa.errors import HpcsaError
+from hpcsa.workers import DynamicRun, LocalPool
 
 T = TypeVar("T")
 
@@ -126,3 +127,27 @@ def unwrap(value: T | Failure | None) -> T:
     if isinstance(value, Failure):
         value.raise_it()
     return value  # type: ignore[return-value]
+
+
+def tasks_ahead(jobs: int) -> int:
+    """Tasks a rank takes from its share before one finishes: one inline, one more than its workers in a pool
+    (so no worker waits for the next task, and an MPI rank does not hoard tasks another rank could run)."""
+    return 1 if jobs <= 1 else jobs + 1
+
+
+def run_shared(pool: LocalPool, fn: Callable[..., Any], share: Iterator[int], args_of: Callable[[int], tuple[Any, ...]],
+               ahead: int) -> Iterator[tuple[int, Any]]:
+    """``fn(shared, *args_of(k))`` for each task ``k`` handed to this rank, as the tasks finish. A task is
+    taken from ``share`` only when there is room for it (at most ``ahead`` waiting or running)."""
+    tasks = DynamicRun(pool)
+
+    def more() -> None:
+        k = next(share, None)
+        if k is not None:
+            tasks.submit(k, fn, args_of(k), priority=float(k))
+
+    for _ in range(ahead):
+        more()
+    for k, result in tasks:
+        more()
+        yield k, result

@@ -72,12 +72,12 @@ def test_reductions_do_not_depend_on_grouping(hpctoolkit_data: Path, tmp_path: P
     and later MPI ranks, reduce them up any tree)."""
     import numpy as np
 
-    from hpcsa.aggregate.prof import pipeline, profile_values, survey, unified_tables
+    from hpcsa.aggregate.prof import pipeline_read, pipeline_write, profile_values, survey, unified_tables
     from hpcsa.aggregate.prof.inputs import find_inputs
     from hpcsa.workers import SharedCounter
 
     inputs = find_inputs([str(hpctoolkit_data / "meas" / "loops-cputime-t.m")])
-    env, gpu_structs = pipeline.gpu_env(inputs.structs, 0)
+    env, gpu_structs = pipeline_read.gpu_env(inputs.structs, 0)
     reports = [survey.survey_profile(p, env) for p in inputs.profiles]
     flat = survey.merge(reports)
     nested = survey.merge([survey.merge(reports[2:]), survey.merge(reports[:2])])
@@ -85,17 +85,17 @@ def test_reductions_do_not_depend_on_grouping(hpctoolkit_data: Path, tmp_path: P
     assert sorted(f.input.path for f in flat.profiles) == sorted(f.input.path for f in nested.profiles)
     assert flat.programs == nested.programs == {"testmeas-loops"}
 
-    _, structs = pipeline.run_phase1(inputs, env, 1)
+    _, structs = pipeline_read.run_phase1(inputs, env, 1)
     classifier, _ = unified_tables.build_classifier(flat.raw, gpu_structs + structs)
     c2 = unified_tables.assemble(flat, classifier, env, statistics=("Sum",), title="t")
     for name in ("p", "a"):
         (tmp_path / name).write_bytes(b"")
     sinks = profile_values.Sinks(str(tmp_path / "p"), str(tmp_path / "a"), None, None, SharedCounter(("pms", "aside")))
     outputs = [profile_values.process_profile(c2, i, sinks, traces=False) for i in range(len(c2.profiles))]
-    whole = pipeline.Phase2State.empty(c2)
+    whole = pipeline_write.Phase2State.empty(c2)
     for o in outputs:
         whole.add(o)
-    parts = [pipeline.Phase2State.empty(c2) for _ in range(2)]
+    parts = [pipeline_write.Phase2State.empty(c2) for _ in range(2)]
     for k, o in enumerate(outputs):
         parts[k % 2].add(o)
     parts[1].merge(parts[0])
@@ -108,7 +108,7 @@ def test_reductions_do_not_depend_on_grouping(hpctoolkit_data: Path, tmp_path: P
 def test_phase2_batches_partition_profiles_largest_first(workers: int) -> None:
     """Phase-2 batches: every profile exactly once, largest first (ties by profile number), each batch at
     most about 1/12 of a worker's share unless a single profile is larger, and enough batches to balance."""
-    from hpcsa.aggregate.prof.pipeline import phase2_batches
+    from hpcsa.aggregate.prof.pipeline_write import phase2_batches
 
     rng = np.random.default_rng(workers)
     costs = [int(c) for c in rng.integers(1, 1000, 500)] + [50_000]  # one giant profile

@@ -1,0 +1,204 @@
+"""Phase 1 of ``hpcsa prof`` over all inputs: GPU call graphs first, then profiles surveyed in batches and
+CPU structure files parsed beside them, the reports merged associatively (see :mod:`pipeline`)."""
+
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from hpcsa.aggregate.prof import (
+    lexical,
+    rawtree,
+    survey,
+)
+from hpcsa.aggregate.prof.inputs import Inputs, ProfileInput, StructInput
+from hpcsa.aggregate.prof.transport import Single, Transport, tasks_ahead
+from hpcsa.gpucct import CallGraph
+from hpcsa.gpucct.fromstruct import call_graph_from_module
+from hpcsa.progress import Progress
+from hpcsa.structure.model import C, Module
+from hpcsa.structure.parsedcache import read_cached, read_structure
+from hpcsa.workers import DynamicRun, LocalPool
+
+#: Profiles per phase-1 task: enough to amortize a task, few enough to balance.
+DISCOVER_BATCH_BYTES = 4 << 20
+
+
+SEED_RETRIES = 3
+
+
+#: Phase-1 reports merged every so many (a worker holds the union of its batch plus a few reports).
+MERGE_EVERY = 16
+
+
+def is_gpu_struct(s: StructInput) -> bool:
+    name = os.path.basename(s.path)
+    return ".gpubin" in name or (s.module is not None and lexical.hashed_name(s.module) is not None
+                                 and lexical.hashed_name(s.module)[0] == "gpubins")  # type: ignore[index]
+
+
+def has_call_graph(module: Module) -> bool:
+    """hpcprof reconstructs when the LM says has-calls or carries call sites (else: no flow graph)."""
+    return bool(module.has_calls) or module.count(C) > 0
+
+
+def gpu_env(structs: list[StructInput], seed: int) -> tuple[survey.Phase1Env, list[tuple[str | None, Module]]]:
+    by_key: dict[str, CallGraph] = {}
+    by_name: dict[str, CallGraph] = {}
+    parsed: list[tuple[str | None, Module]] = []
+    for s in structs:
+        if not is_gpu_struct(s):
+            continue
+        for module in read_structure(s.path).modules:
+            parsed.append((s.measdir, module))
+            if not has_call_graph(module):
+                continue
+            graph = call_graph_from_module(module, source=s.path)
+            key = lexical.module_key(module.path, s.measdir) if s.measdir else os.path.normpath(module.path)
+            by_key[key] = graph
+            named = lexical.hashed_name(module.path)
+            if named is not None:
+                by_name[named[1]] = graph
+    return survey.Phase1Env(by_key, by_name, seed), parsed
+
+
+def phase1_task(env: survey.Phase1Env, kind: str, payload: Any) -> Any:
+    """One task of phase 1: parse a structure file, or survey a batch of profiles (merged)."""
+    if kind == "struct":
+        s: StructInput = payload
+        return [(s.path, s.measdir, m) for m in read_structure(s.path).modules]
+    batch: list[ProfileInput] = payload
+    parts: list[survey.Discovery] = []
+    for p in batch:
+        parts.append(survey.survey_profile(p, env))
+        if len(parts) >= MERGE_EVERY:  # memory bounded by the union, not by the batch's profiles
+            parts = [survey.merge(parts)]
+    return survey.merge(parts)
+
+
+def _batches(profiles: list[ProfileInput], jobs: int) -> list[list[ProfileInput]]:
+    """Profiles in batches of similar total size, largest first, at least a few batches per worker."""
+    order = sorted(profiles, key=lambda p: (-(p.size + p.trace_size), p.path))
+    total = sum(p.size + p.trace_size for p in order)
+    target = max(1, min(DISCOVER_BATCH_BYTES, total // max(1, 4 * jobs) + 1))
+    out: list[list[ProfileInput]] = []
+    cur: list[ProfileInput] = []
+    size = 0
+    for p in order:
+        cur.append(p)
+        size += p.size + p.trace_size
+        if size >= target:
+            out.append(cur)
+            cur, size = [], 0
+    if cur:
+        out.append(cur)
+    return out
+
+
+def structs_for(refs: list[rawtree.ModuleRef], structs: list[StructInput]) -> list[StructInput]:
+    """The structure files that may describe any of these load modules (by recorded or resolved path, or by
+    the content hash in a gpubin's name); files whose LM was not found in their head always qualify."""
+    keys = {r.key for r in refs} | {os.path.normpath(r.path) for r in refs}
+    names = {lexical.hashed_name(r.key) for r in refs} - {None}
+    out = []
+    for s in structs:
+        if s.module is None:
+            out.append(s)
+            continue
+        key = lexical.module_key(s.module, s.measdir) if s.measdir else os.path.normpath(s.module)
+        if key in keys or os.path.normpath(s.module) in keys or lexical.hashed_name(s.module) in names:
+            out.append(s)
+    return out
+
+
+Parsed = list[tuple[str, str | None, Module]]  # (structure file, measurement directory, module)
+
+
+def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progress | None = None,
+               transport: Transport | None = None, parse_structs: bool = True) -> tuple[survey.Discovery, Parsed]:
+    """Read this rank's share of the profiles once (batches of similar size, largest first, handed out by
+    the transport); parse each structure file a profile needs, once, as soon as it is known to be needed
+    (ahead of the profiles still waiting), like hpcprof's lazy loading. Over MPI only rank 0 parses
+    (only it classifies); :func:`complete_structs` adds what other ranks' profiles need."""
+    transport = transport or Single()
+    cpu_structs = [s for s in inputs.structs if not is_gpu_struct(s)] if parse_structs else []
+    parts: list[survey.Discovery] = []
+    structs: Parsed = []
+    scheduled: set[str] = set()
+    seen_modules: set[int] = set()
+    batches = _batches(inputs.profiles, jobs * transport.size)
+    share = transport.tasks(f"phase 1, seed {env.seed}", len(batches))
+    with LocalPool(min(jobs, len(batches) + len(cpu_structs)) or 1, shared=env) as pool:
+        tasks = DynamicRun(pool)
+
+        def more() -> None:
+            i = next(share, None)
+            if i is not None:
+                tasks.submit(("profiles", i), phase1_task, ("profiles", batches[i]), priority=float(i))
+
+        for _ in range(tasks_ahead(jobs)):
+            more()
+        for (kind, _), result in tasks:
+            if kind == "struct":
+                structs.extend(result)
+                continue
+            more()
+            parts.append(result)
+            if progress is not None:
+                progress.advance(len(result.profiles))
+            used = set(np.unique(result.raw.nodes["module"]).tolist())
+            new = [ref for h, ref in result.raw.modules.items() if h not in seen_modules and h in used]
+            seen_modules.update(used)
+            for s in structs_for(new, cpu_structs):
+                if s.path not in scheduled:
+                    scheduled.add(s.path)
+                    cached = read_cached(s.path)  # mapped here: cheaper than a worker's copy sent back
+                    if cached is not None:
+                        structs.extend((s.path, s.measdir, m) for m in cached.modules)
+                    else:
+                        tasks.submit(("struct", s.path), phase1_task, ("struct", s), priority=-1.0)
+            if len(parts) >= MERGE_EVERY:
+                parts = [survey.merge(parts)]
+    return survey.merge(parts), structs
+
+
+def merge_shares(parts: list[tuple[survey.Discovery, Parsed]]) -> tuple[survey.Discovery, Parsed]:
+    """Phase-1 shares of several ranks (associative: the reduction up the rank tree)."""
+    return survey.merge([d for d, _ in parts]), [s for _, p in parts for s in p]
+
+
+def complete_structs(disc: survey.Discovery, parsed: Parsed, inputs: Inputs, jobs: int
+                     ) -> list[tuple[str | None, Module]]:
+    """Every CPU structure file the union needs, parsed once: those parsed while reading, plus those of
+    modules only other ranks' profiles use. In a fixed order (by file, not by completion): the first file
+    describing a module is the one used."""
+    used = set(np.unique(disc.raw.nodes["module"]).tolist())
+    refs = [ref for h, ref in disc.raw.modules.items() if h in used]
+    done = {path for path, _, _ in parsed}
+    missing = [s for s in structs_for(refs, [s for s in inputs.structs if not is_gpu_struct(s)])
+               if s.path not in done]
+    out = list(parsed)
+    unparsed = []
+    for s in missing:
+        cached = read_cached(s.path)
+        if cached is not None:
+            out.extend((s.path, s.measdir, m) for m in cached.modules)
+        else:
+            unparsed.append(s)
+    missing = unparsed
+    if missing:
+        with LocalPool(min(jobs, len(missing)), shared=None) as pool:
+            for _, result in pool.run(phase1_task, [("struct", s) for s in missing]):
+                out.extend(result)
+    out.sort(key=lambda t: t[0])
+    return [(measdir, m) for _, measdir, m in out]
+
+
+def run_phase1(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progress | None = None
+               ) -> tuple[survey.Discovery, list[tuple[str | None, Module]]]:
+    """Phase 1 in one process: every profile read once, the structure files it needs parsed."""
+    disc, parsed = read_share(inputs, env, jobs, progress)
+    return disc, complete_structs(disc, parsed, inputs, jobs)

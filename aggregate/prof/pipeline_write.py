@@ -1,0 +1,291 @@
+"""Phases 2 and 3 of ``hpcsa prof`` over all profiles: each profile's values and trace streamed out,
+then cct.db transposed by context ranges with the summary statistics, profile.db assembled (see :mod:`pipeline`)."""
+
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hpcsa.aggregate.db import cctdb, database, metadb, metricsyaml, profiledb, tracedb
+from hpcsa.aggregate.prof import (
+    copy_sources,
+    profile_values,
+    transpose,
+    unified_tables,
+)
+from hpcsa.aggregate.prof.transport import Single, Transport, run_shared, tasks_ahead, unwrap
+from hpcsa.progress import Progress
+from hpcsa.workers import LocalPool
+
+if TYPE_CHECKING:
+    from hpcsa.aggregate.prof.pipeline import Options
+
+
+def phase2_task(shared: tuple[unified_tables.ClassTwo, profile_values.Sinks, bool], batch: list[int]
+                ) -> tuple[Phase2State, list[tuple[int, tuple[bytes, bytes]]]]:
+    """Class 1 for a batch of profiles, their facts folded into one state where they are computed (one
+    small message per batch, not per profile: with per-profile tasks the hand-offs between a pool's
+    workers and its parent cost as much as the profiles). Blobs a worker could not place come back as
+    (profile, blobs) for its rank to store."""
+    c2, sinks, traces = shared
+    state = Phase2State.empty(c2)
+    pending = []
+    for index in batch:
+        o = profile_values.process_profile(c2, index, sinks, traces=traces)
+        if o.pending is not None:
+            pending.append((index, o.pending))
+            o.pending = None
+        state.add(o)
+    return state, pending
+
+
+def phase2_batches(costs: list[int], workers: int) -> list[list[int]]:
+    """Profiles largest first, cut into batches of about equal cost, a dozen per worker of all ranks (few
+    enough to keep the hand-offs cheap, enough to balance the load by size)."""
+    order = sorted(range(len(costs)), key=lambda i: (-costs[i], i))
+    if not order:
+        return []
+    target = max(1.0, sum(costs) / (12 * max(1, workers)))
+    batches: list[list[int]] = [[]]
+    acc = 0.0
+    for i in order:
+        if batches[-1] and acc + costs[i] > target:
+            batches.append([])
+            acc = 0.0
+        batches[-1].append(i)
+        acc += costs[i]
+    return batches
+
+
+def phase3_task(shared: tuple[str, str, str, transpose.Placement, cctdb.CctLayout, transpose.StatPlan],
+                bounds: list[int]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    return transpose.transpose_ranges(*shared, bounds)
+
+
+def range_groups(ranges: list[tuple[int, int]], jobs: int) -> list[list[int]]:
+    """Consecutive ranges in groups (a few per worker), as bounds ``[lo0, lo1, ..., hi]``."""
+    if not ranges:
+        return []
+    n_groups = min(len(ranges), 2 * jobs if jobs > 1 else 1)
+    cuts = np.linspace(0, len(ranges), n_groups + 1).round().astype(int)
+    return [[ranges[i][0] for i in range(a, b)] + [ranges[b - 1][1]]
+            for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True) if b > a]
+
+
+@dataclass
+class Phase2State:
+    """What phase 2 hands to phase 3: where each profile's blobs are, and the counts cct.db's layout needs.
+
+    :meth:`add` takes one profile's output; :meth:`merge` combines the states of several workers or
+    ranks (sums, ORs, min/max and disjoint placements: associative and exact, so any grouping gives the
+    same result — an MPI transport reduces it up its tree).
+    """
+
+    place: transpose.Placement
+    ctx_values: np.ndarray   # values per context, over all profiles
+    ctx_bits: np.ndarray     # [contexts, words] the propMetricIds each context has, as bits
+    trace_count: np.ndarray  # elements written per profile
+    t_lo: int | None = None  # time range of the timepoints read
+    t_hi: int | None = None
+    done_by: dict[int, int] = field(default_factory=dict)  # profiles processed, per rank
+
+    @classmethod
+    def empty(cls, c2: unified_tables.ClassTwo) -> Phase2State:
+        n = len(c2.profiles)
+        words = max(1, (c2.n_prop_ids + 63) // 64)
+        return cls(transpose.Placement(*(np.zeros(n, np.int64) for _ in range(6))), np.zeros(c2.n_ctx, np.int64),
+                   np.zeros((c2.n_ctx, words), np.uint64), np.zeros(n, np.int64))
+
+    def add(self, o: profile_values.ProfileOutput) -> None:
+        i, p = o.index, self.place
+        p.pms_offset[i], p.n_values[i], p.n_ctxs[i] = o.pms_offset, o.n_values, o.n_ctxs
+        p.pms_size[i], p.aside_offset[i], p.n_aside[i] = o.pms_size, o.aside_offset, o.n_aside
+        self.ctx_values[o.ctx] += o.n_ctx_values  # contexts are distinct within a profile
+        bc, bw, bb = o.ctx_metric_bits
+        self.ctx_bits[bc, bw] |= bb
+        self.trace_count[i] = o.trace_count
+        if o.trace_min is not None and o.trace_max is not None:
+            self.t_lo = o.trace_min if self.t_lo is None else min(self.t_lo, o.trace_min)
+            self.t_hi = o.trace_max if self.t_hi is None else max(self.t_hi, o.trace_max)
+
+    def merge(self, other: Phase2State) -> None:
+        for name in ("pms_offset", "n_values", "n_ctxs", "pms_size", "aside_offset", "n_aside"):
+            getattr(self.place, name)[:] += getattr(other.place, name)  # each profile is set in one state
+        self.ctx_values += other.ctx_values
+        self.ctx_bits |= other.ctx_bits
+        self.trace_count += other.trace_count
+        for rank, count in other.done_by.items():
+            self.done_by[rank] = self.done_by.get(rank, 0) + count
+        for lo, hi in ((other.t_lo, other.t_hi),):
+            if lo is not None and hi is not None:
+                self.t_lo = lo if self.t_lo is None else min(self.t_lo, lo)
+                self.t_hi = hi if self.t_hi is None else max(self.t_hi, hi)
+
+    def cct_layout(self) -> cctdb.CctLayout:
+        return cctdb.CctLayout.from_counts(self.ctx_values, _popcount(self.ctx_bits))
+
+
+def summary_values(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> profiledb.ProfileValues:
+    """The summary profile from the ranges' parts (in range order)."""
+    if not parts:
+        z = np.zeros(0, np.int64)
+        return profiledb.ProfileValues.from_triples(z, z, np.zeros(0))
+    return profiledb.ProfileValues.from_triples(np.concatenate([p[0] for p in parts]),
+                                                np.concatenate([p[1] for p in parts]),
+                                                np.concatenate([p[2] for p in parts]))
+
+
+def assemble_profiledb(path: str, c2: unified_tables.ClassTwo, pms_path: str, place: transpose.Placement,
+                    summary: profiledb.ProfileValues) -> None:
+    """profile.db: the thread blobs copied from the scratch file in canonical order, then the summary."""
+    scratch = transpose.ScratchProfiles(pms_path, place)
+    try:
+        with profiledb.ProfileDBWriter(path, c2.id_tuples) as pw:
+            for i in range(len(c2.profiles)):
+                pw.write_profile(i + 1, profiledb.ProfileBlob(scratch.blob(i), int(place.n_values[i]),
+                                                              int(place.n_ctxs[i])))
+            pw.write_summary(summary)
+    finally:
+        scratch.close()
+
+
+def write_outputs(c2: unified_tables.ClassTwo, tmp: str, jobs: int, options: Options, progress: Progress,
+                   timings: dict[str, float] | None = None, transport: Transport | None = None
+                   ) -> tuple[int, int, list[int]]:
+    """Phases 2 and 3 into the (temporary) database directory ``tmp``, by every rank of the transport with
+    ``jobs`` workers each; (values written, trace elements, profiles per rank). Rank 0 writes meta.db, the metric taxonomy,
+    the trace headers, the summary and profile.db; the ranks' workers write the class-1 blobs, trace lines
+    and cct.db's blocks into the files rank 0 opened."""
+    transport = transport or Single()
+    timings = {} if timings is None else timings
+
+    def lap(name: str) -> None:
+        timings[name] = progress.elapsed() - sum(timings.values())
+
+    n = len(c2.profiles)
+    pms_path = os.path.join(tmp, ".profile.scratch")
+    aside_path = os.path.join(tmp, ".aside.scratch")
+    want_traces = options.traces and any(c2.trace_reserve)
+    with contextlib.ExitStack() as open_files:  # rank 0: trace.db and cct.db, until the database is complete
+        held: dict[str, Any] = {}
+
+        def begin() -> tuple[str | None, list[int] | None]:
+            meta = copy_sources.copy_sources(c2.meta, tmp, options.replace_paths)[0] if options.sources else c2.meta
+            metadb.write_metadb(os.path.join(tmp, database.META), meta)
+            os.makedirs(os.path.join(tmp, "metrics"))
+            metricsyaml.write_metrics_yaml(os.path.join(tmp, database.METRICS_YAML), c2.metrics.taxonomy())
+            for p in (pms_path, aside_path):
+                open(p, "wb").close()
+            if not want_traces:
+                return None, None
+            tw = open_files.enter_context(tracedb.TraceDBWriter(os.path.join(tmp, database.TRACE),
+                                                                list(range(1, n + 1)), reserve=c2.trace_reserve))
+            held["trace"] = tw
+            return tw.temp_path, [tw.region(i)[0] for i in range(n)]
+
+        trace_path, trace_offsets = transport.bcast(begin)
+        lap("meta.db, metrics/default.yaml")
+
+        # Phase 2: every rank its share of the profiles; the states reduced up the tree.
+        allocate, in_workers = transport.counter(("pms", "aside"))
+        sinks = profile_values.Sinks(pms_path, aside_path, trace_path, trace_offsets,
+                               allocate if in_workers or jobs == 1 else None)
+        found = transport.reduce(lambda: phase2_share(c2, sinks, allocate, jobs, options.traces, progress, transport),
+                                 merge_states)
+
+        def layout() -> tuple[transpose.Placement, cctdb.CctLayout, list[list[int]], str]:
+            state: Phase2State = unwrap(found)
+            tw = held.get("trace")
+            if tw is not None:
+                for i in range(n):
+                    tw.record(i, tw.region(i)[0], int(state.trace_count[i]))
+                tw.time_range = (state.t_lo or 0, state.t_hi or 0)
+            lap("phase 2: profiles (propagate, PMS blobs, traces)")
+            held["counts"] = (int(state.place.n_values.sum()), int(state.trace_count.sum()),
+                              [state.done_by.get(r, 0) for r in range(transport.size)])
+            lay = state.cct_layout()
+            groups = range_groups(lay.ranges(transpose.RANGE_BYTES) if c2.n_ctx else [], jobs * transport.size)
+            cw = open_files.enter_context(cctdb.CctDBWriter(os.path.join(tmp, database.CCT), lay))
+            return state.place, lay, groups, cw.temp_path
+
+        place, lay, groups, cct_path = transport.bcast(layout)
+        found = None  # the reduced state: rank 0 keeps only what it returned
+
+        # Phase 3: cct.db by groups of context ranges, handed out across ranks; the summary on the way.
+        shared = (pms_path, aside_path, cct_path, place, lay, transpose.StatPlan.build(c2.metrics))
+        parts = transport.reduce(lambda: phase3_share(shared, groups, jobs, transport), merge_parts)
+
+        def finish() -> tuple[int, int, list[int]]:
+            parts_of = unwrap(parts)
+            summary = summary_values([part for i in sorted(parts_of) for part in parts_of[i]])
+            lap("phase 3: cct.db transpose, summary statistics")
+            open_files.close()  # cct.db's footer, trace.db's headers: both complete
+            assemble_profiledb(os.path.join(tmp, database.PROFILE), c2, pms_path, place, summary)
+            for p in (pms_path, aside_path):
+                os.unlink(p)
+            lap("profile.db in canonical order")
+            n_values, n_trace, shares = held["counts"]
+            return n_values + len(summary.values), n_trace, shares
+
+        return transport.bcast(finish)
+
+
+def phase2_share(c2: unified_tables.ClassTwo, sinks: profile_values.Sinks, allocate: Callable[[str, int], int], jobs: int,
+                 traces: bool, progress: Progress | None, transport: Transport) -> Phase2State:
+    """Class 1 for this rank's share of the profiles (batches handed out largest first), with ``jobs``
+    workers."""
+    batches = phase2_batches([p.input.size + p.input.trace_size for p in c2.profiles], jobs * transport.size)
+    state = Phase2State.empty(c2)
+    done = 0
+    with LocalPool(min(jobs, len(batches)) or 1, shared=(c2, sinks, traces)) as pool:
+        for k, (part, pending) in run_shared(pool, phase2_task, transport.tasks("phase 2", len(batches)),
+                                             lambda k: (batches[k],), tasks_ahead(jobs)):
+            for index, blobs in pending:  # blobs a worker could not place (an MPI rank's workers)
+                place = part.place
+                place.pms_offset[index], place.aside_offset[index] = profile_values.store_blobs(blobs, sinks, allocate)
+            state.merge(part)
+            done += len(batches[k])
+            if progress is not None:
+                progress.advance(len(batches[k]))
+    state.done_by[transport.rank] = done
+    return state
+
+
+def merge_states(parts: list[Phase2State]) -> Phase2State:
+    state = parts[0]
+    for other in parts[1:]:
+        state.merge(other)
+    return state
+
+
+def phase3_share(shared: tuple[str, str, str, transpose.Placement, cctdb.CctLayout, transpose.StatPlan],
+                 groups: list[list[int]], jobs: int, transport: Transport
+                 ) -> dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    """cct.db's blocks and the summary values of this rank's share of the range groups (largest first)."""
+    order = sorted(range(len(groups)), key=lambda g: (-(groups[g][-1] - groups[g][0]), g))
+    out: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+    with LocalPool(min(jobs, len(groups)) or 1, shared=shared) as pool:
+        for k, parts in run_shared(pool, phase3_task, transport.tasks("phase 3", len(groups)),
+                                   lambda k: (groups[order[k]],), tasks_ahead(jobs)):
+            out[order[k]] = parts
+    return out
+
+
+def merge_parts(parts: list[dict[int, Any]]) -> dict[int, Any]:
+    out: dict[int, Any] = {}
+    for p in parts:
+        out.update(p)
+    return out
+
+
+def _popcount(bits: np.ndarray) -> np.ndarray:
+    if not bits.size:
+        return np.zeros(len(bits), np.int64)
+    b = bits.view(np.uint8).reshape(len(bits), -1)
+    return np.unpackbits(b, axis=1).sum(axis=1).astype(np.int64)
