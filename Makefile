@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint bench install clean
+.PHONY: demo test lint imports bench install clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,10 +20,18 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(MAKE) --no-print-directory imports
 	$(PY) -m pytest -q -n 2 $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+
+# The packages' import contracts ([tool.importlinter] in pyproject.toml), on the installed layout of
+# `hpcsa` (see .ci/import_graph.py; lint-imports reads the package from its working directory).
+IMPORT_GRAPH := build/import-graph
+imports: $(STAMP)
+	$(PY) .ci/import_graph.py $(IMPORT_GRAPH) >/dev/null
+	cd $(IMPORT_GRAPH) && $(abspath $(VENV))/bin/lint-imports --config $(CURDIR)/pyproject.toml
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py

@@ -21,7 +21,7 @@ from hpcsa.textout import escape_streams
 SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "dump": ("hpcsa.dumpcmd", "print any HPCToolkit file or directory as readable YAML",
              "hpcsa dump small.d/meta.db"),
-    "struct": ("hpcsa.structure.cmd", "recover program structure (.hpcstruct) of a binary or a measurement's binaries",
+    "struct": ("hpcsa.structcmd", "recover program structure (.hpcstruct) of a binary or a measurement's binaries",
                "hpcsa struct app.m -j 4"),
     "ingest": ("hpcsa.ingest.cmd", "convert NVIDIA/AMD/Intel GPU records into an HPCToolkit measurement directory",
                "hpcsa ingest report.sqlite -o report.m"),

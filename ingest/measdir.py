@@ -631,7 +631,7 @@ class ProcessWriter:
 
 def write_gpubins(trace: M.GpuTrace, outdir: str) -> dict[int, tuple[str, dict[str, int]]]:
     """Write every carried code object to ``gpubins/<md5>.gpubin``; return their loadmap paths and entries."""
-    from hpcsa.ingest import gpubin
+    from hpcsa.structure import gpubin
 
     out: dict[int, tuple[str, dict[str, int]]] = {}
     for co in trace.code_objects.values():

@@ -10,6 +10,6 @@ Entry points:
   (by entry), ``Module.call_sites`` (GPU call graph); ``ModuleBuilder`` to produce structure.
 * :mod:`hpcsa.structure.binary` — ``analyze_binary(path, lm_name, jobs)``: the structure of one ELF
   binary (x86-64 here; NVIDIA and AMD GPU binaries through their own modules).
-* :mod:`hpcsa.structure.measdir` — ``struct_measdir(measdir, jobs)``: every binary of a measurement.
+* :mod:`hpcsa.structure.measdir` — ``struct_measdir(measdir, load_modules, jobs)``: every binary a measurement recorded.
 * :mod:`hpcsa.structure.compare` — agreement of two structure files of one binary.
 """

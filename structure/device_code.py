@@ -2,7 +2,7 @@
 compressed), and the ``.nv_fatbin`` / ``.hip_fatbin`` sections of host executables and libraries.
 
 A container file (``hpcsa struct app.fatbin``, or a ``gpubins/`` file that holds one) is analysed through
-the GPU ELF images inside it, decompressed (:func:`hpcsa.ingest.gpubin.device_images`): one image keeps
+the GPU ELF images inside it, decompressed (:func:`hpcsa.structure.gpubin.device_images`): one image keeps
 the load-module name the file would have had; several get one ``<LM>`` each. Images embedded in a host
 binary are analysed on request (``hpcsa struct --device-code``), each into a structure file of its own
 beside the host's, as hpcstruct names a GPU binary's (``<md5>.gpubin-gpucfg-yes.hpcstruct``). Every image
@@ -22,8 +22,8 @@ import tempfile
 from collections.abc import Callable
 
 from hpcsa.errors import FormatError, HpcsaError
-from hpcsa.ingest import fatbin, offload_bundle
-from hpcsa.ingest.gpubin import CONTAINER_SECTIONS, DeviceImage, device_images, ptx_entries
+from hpcsa.structure import fatbin, offload_bundle
+from hpcsa.structure.gpubin import CONTAINER_SECTIONS, DeviceImage, device_images, ptx_entries
 from hpcsa.structure.model import Module
 
 CONTAINER_MAGICS = (fatbin.MAGIC_BYTES, offload_bundle.MAGIC, offload_bundle.CCOB_MAGIC)

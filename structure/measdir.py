@@ -1,7 +1,7 @@
 """``hpcsa struct MEASDIR``: structure files for the binaries a measurement used, as hpcstruct makes them.
 
-The load modules come from the load maps of the measurement's ``.hpcrun``
-files (those with samples, unless all are asked for) plus ``gpubins/``.
+The caller lists the load modules the measurement records (the measurement's
+reader does: :func:`hpcsa.ingest.loadmodules.measurement_load_modules`).
 Paths recorded under the measurement's original location (``original-path``)
 or relative to it (``vdso/...``) are found in the directory itself. Each
 binary is analysed in a worker process; results go to ``MEASDIR/structs/``
@@ -25,17 +25,16 @@ import json
 import os
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from hpcsa import __version__
 from hpcsa.errors import HpcsaError
 from hpcsa.fileio import write_file
-from hpcsa.ingest.hpcrun import read_hpcrun
 from hpcsa.progress import Progress
 from hpcsa.structure.hpcstruct import read_hpcstruct
 from hpcsa.structure.hpcstruct_text import write_hpcstruct
 
-LM_USED = 0x1  # load map flag: the module has samples
 CACHE_INDEX = ".hpcsa-cache.json"
 _HASHED_NAME = re.compile(r"^([0-9a-f]{32})\.(gpubin|vdso)$")
 
@@ -79,33 +78,15 @@ def _original_path(measdir: str) -> str | None:
         return None
 
 
-def find_targets(measdir: str, all_modules: bool = False) -> tuple[list[Target], list[str]]:
-    """Binaries of a measurement directory (found ones, and recorded paths that are missing)."""
+def find_targets(measdir: str, load_modules: Iterable[str]) -> tuple[list[Target], list[str]]:
+    """The binaries of a measurement directory's recorded load-module paths (found ones, and the recorded
+    paths that are missing on this machine)."""
     measdir = os.path.abspath(measdir)
-    profiles = sorted(f for f in os.listdir(measdir) if f.endswith(".hpcrun"))
-    if not profiles:
-        raise HpcsaError(measdir, "not a measurement directory (no .hpcrun files)")
-    recorded: dict[str, int] = {}
-    for name in profiles:
-        prof = read_hpcrun(os.path.join(measdir, name), values=False)
-        for lm in prof.loadmap:
-            recorded[lm.path] = recorded.get(lm.path, 0) | lm.flags
     original = _original_path(measdir)
-    gpubins = os.path.join(measdir, "gpubins")
-    if os.path.isdir(gpubins):
-        for f in sorted(os.listdir(gpubins)):
-            if f.endswith(".gpubin"):
-                rel = f"gpubins/{f}"
-                if not any(p.endswith("/" + rel) or p == rel for p in recorded):
-                    recorded[rel] = LM_USED
     targets: list[Target] = []
     missing: list[str] = []
     used_names: set[str] = set()
-    for rec in sorted(recorded):
-        if not (recorded[rec] & LM_USED or all_modules):
-            continue
-        if rec.startswith("[") or not rec:  # pseudo modules such as [vdso] without a file
-            continue
+    for rec in sorted(set(load_modules)):
         local = locate(measdir, original, rec)
         if local is None:
             missing.append(rec)
@@ -208,12 +189,13 @@ def _from_cache(cached: str, recorded: str, output: str) -> bool:
     return True
 
 
-def struct_measdir(measdir: str, jobs: int = 1, cache_dir: str | None = None, all_modules: bool = False,
+def struct_measdir(measdir: str, load_modules: Iterable[str], jobs: int = 1, cache_dir: str | None = None,
                    force: bool = False, progress: Progress | None = None) -> MeasdirReport:
-    """Write structs/ for a measurement directory; the caller prints the report (warnings, then
+    """Write structs/ for the recorded load-module paths of a measurement directory (the measurement's
+    reader lists them: ``hpcsa.ingest.loadmodules``); the caller prints the report (warnings, then
     ``report.summary``)."""
     measdir = os.path.abspath(measdir)
-    targets, missing = find_targets(measdir, all_modules)
+    targets, missing = find_targets(measdir, load_modules)
     report = MeasdirReport(missing=missing)
     structs = os.path.join(measdir, "structs")
     try:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcsa.ingest.gpubin import device_images
+from hpcsa.structure.gpubin import device_images
 from tests.conftest import FIXTURES, assert_one_line_error, run_cli
 
 GPU = FIXTURES / "gpu"
@@ -129,12 +129,12 @@ def test_damaged_container_is_one_line(tmp_path: Path) -> None:
     assert_one_line_error(run_cli("struct", str(bad), "-o", str(tmp_path / "x.hpcstruct")), "bad.ccob")
     assert not (tmp_path / "x.hpcstruct").exists()
     empty = tmp_path / "empty.fatbin"
-    from hpcsa.ingest import fatbin
+    from hpcsa.structure import fatbin
 
     empty.write_bytes(fatbin.build([(fatbin.KIND_PTX, 80, b"// no code\n", "zstd")]))
     assert_one_line_error(run_cli("struct", str(empty), "-o", str(tmp_path / "y.hpcstruct")), "only PTX")
     bundle = tmp_path / "host-only.bundle"
-    from hpcsa.ingest import offload_bundle
+    from hpcsa.structure import offload_bundle
 
     bundle.write_bytes(offload_bundle.build([("host-x86_64-unknown-linux-gnu", b"")]))
     assert_one_line_error(run_cli("struct", str(bundle), "-o", str(tmp_path / "z.hpcstruct")), "no NVIDIA or AMD")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from hpcsa.ingest.loadmodules import measurement_load_modules
 from hpcsa.structure.hpcstruct import read_hpcstruct
 from hpcsa.structure.measdir import find_targets, struct_measdir
 from tests.conftest import assert_one_line_error, run_cli
@@ -40,7 +41,7 @@ def body(path: Path) -> str:
 
 
 def test_used_modules_are_found_and_the_vdso_matches_hpcstruct(measdir, hpctoolkit_data):
-    targets, missing = find_targets(str(measdir))
+    targets, missing = find_targets(str(measdir), measurement_load_modules(str(measdir)))
     recorded = {t.recorded for t in targets} | set(missing)
     # the load modules with samples (flag 1 in the load maps): what hpcstruct made structure files for
     assert f"vdso/{VDSO}" in recorded and "/usr/lib/x86_64-linux-gnu/libc-2.31.so" in recorded
@@ -58,9 +59,9 @@ def test_used_modules_are_found_and_the_vdso_matches_hpcstruct(measdir, hpctoolk
 
 
 def test_results_are_cached_by_content(measdir):
-    first = struct_measdir(str(measdir))
+    first = struct_measdir(str(measdir), measurement_load_modules(str(measdir)))
     assert any(p.endswith(f"{VDSO}.hpcstruct") for p in first.written)
-    second = struct_measdir(str(measdir))
+    second = struct_measdir(str(measdir), measurement_load_modules(str(measdir)))
     assert not second.written and any(p.endswith(f"{VDSO}.hpcstruct") for p in second.cached)
     index = json.loads((measdir / "structs" / ".hpcsa-cache.json").read_text())
     assert index[f"{VDSO}.hpcstruct"]["md5"] == VDSO.split(".")[0]
@@ -69,18 +70,18 @@ def test_results_are_cached_by_content(measdir):
     data = bytearray(vdso.read_bytes())
     data[-1] ^= 0xFF
     vdso.write_bytes(bytes(data))
-    third = struct_measdir(str(measdir))
+    third = struct_measdir(str(measdir), measurement_load_modules(str(measdir)))
     assert any(p.endswith(f"{VDSO}.hpcstruct") for p in third.written)
     assert any("is not the binary the measurement recorded" in w for w in third.warnings)
 
 
 def test_shared_cache_serves_another_measurement(measdir, tmp_path):
     cache = tmp_path / "cache"
-    first = struct_measdir(str(measdir), cache_dir=str(cache))
+    first = struct_measdir(str(measdir), measurement_load_modules(str(measdir)), cache_dir=str(cache))
     assert len(list(cache.glob("*.hpcstruct"))) == len(first.written) > 0
     other = tmp_path / "other.m"
     shutil.copytree(measdir, other, ignore=shutil.ignore_patterns("structs"))
-    report = struct_measdir(str(other), cache_dir=str(cache))
+    report = struct_measdir(str(other), measurement_load_modules(str(other)), cache_dir=str(cache))
     got = [p for p in report.cached if p.endswith(f"{VDSO}.hpcstruct")]
     assert got and read_hpcstruct(got[0]).modules[0].path == f"vdso/{VDSO}"
 
@@ -91,10 +92,10 @@ def test_caches_are_not_reused_by_other_analysis_code(measdir, tmp_path, monkeyp
     from hpcsa.structure import measdir as md
 
     cache = tmp_path / "cache"
-    n = len(struct_measdir(str(measdir), cache_dir=str(cache)).written)
-    assert n and not struct_measdir(str(measdir), cache_dir=str(cache)).written
+    n = len(struct_measdir(str(measdir), measurement_load_modules(str(measdir)), cache_dir=str(cache)).written)
+    assert n and not struct_measdir(str(measdir), measurement_load_modules(str(measdir)), cache_dir=str(cache)).written
     monkeypatch.setattr(md, "_CODE_FINGERPRINT", "other analysis code")
-    again = struct_measdir(str(measdir), cache_dir=str(cache))
+    again = struct_measdir(str(measdir), measurement_load_modules(str(measdir)), cache_dir=str(cache))
     assert any(p.endswith(f"{VDSO}.hpcstruct") for p in again.written) and not again.cached
     assert len(list(cache.glob("*.hpcstruct"))) == 2 * n
 

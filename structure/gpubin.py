@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
-from hpcsa.ingest import fatbin, offload_bundle
+from hpcsa.structure import fatbin, offload_bundle
 
 ELF_MAGIC = b"\x7fELF"
 CONTAINER_SECTIONS = (".nv_fatbin", ".hip_fatbin")

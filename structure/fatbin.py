@@ -2,7 +2,7 @@
 section of host executables and libraries), with their compressed entries.
 
 NVIDIA does not document the layout. What is declared here was read from the bytes nvcc 13.0 writes and
-checked as follows (``tests/ingest/test_device_code.py`` repeats every check where nvcc is installed):
+checked as follows (``tests/structure/test_gpu_containers.py`` repeats every check where nvcc is installed):
 
 * A container is a 16-byte header (magic ``0xBA55ED50``, version 1, header size, payload size) followed by
   entries, each an entry header (its own size in the header: 0x50 for ELF, 0x70 for PTX, which carries the
@@ -33,7 +33,7 @@ import numpy as np
 
 from hpcsa.binfmt import Builder, align, layout, records
 from hpcsa.errors import FormatError
-from hpcsa.ingest import decompress
+from hpcsa.structure import decompress
 
 MAGIC = 0xBA55ED50
 MAGIC_BYTES = MAGIC.to_bytes(4, "little")

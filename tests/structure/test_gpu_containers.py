@@ -21,12 +21,11 @@ from pathlib import Path
 import pytest
 
 from hpcsa.errors import FormatError
-from hpcsa.ingest import fatbin, offload_bundle
-from hpcsa.ingest.gpubin import device_images
+from hpcsa.structure import fatbin, offload_bundle
+from hpcsa.structure.gpubin import device_images
 from tests.conftest import FIXTURES, assert_one_line_error, run_cli
 from tests.fuzzing import EXAMPLES, fuzz_reader
-
-from .measdir_check import load
+from tests.ingest.measdir_check import load
 
 GPU = FIXTURES / "gpu"
 MANIFEST = json.loads((GPU / "compressed-cubins.json").read_text())

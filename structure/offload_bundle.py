@@ -16,7 +16,7 @@ Host executables and libraries carry bundles in their ``.hip_fatbin`` section (s
 translation unit, each at a 4096-byte boundary). :func:`build` and :func:`build_compressed` are the
 writing twins of the readers; a plain bundle from :func:`build` is byte-identical to what
 ``clang-offload-bundler -type=bc`` (LLVM 14) writes for the same inputs, and unbundles with it
-(checked in ``tests/ingest/test_device_code.py`` where the tool is installed).
+(checked in ``tests/structure/test_gpu_containers.py`` where the tool is installed).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import numpy as np
 
 from hpcsa.binfmt import Builder, align, layout, records
 from hpcsa.errors import FormatError
-from hpcsa.ingest import decompress
+from hpcsa.structure import decompress
 
 MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
 CCOB_MAGIC = b"CCOB"

@@ -1,4 +1,8 @@
-"""``hpcsa struct``: program structure (.hpcstruct) of a binary, or of every binary of a measurement."""
+"""``hpcsa struct``: program structure (.hpcstruct) of a binary, or of every binary of a measurement.
+
+For a measurement directory the measurement's reader lists the load modules (``hpcsa.ingest``) and
+structure recovery analyses them (``hpcsa.structure``, which needs no measurement).
+"""
 
 from __future__ import annotations
 
@@ -39,11 +43,13 @@ def run(args: argparse.Namespace) -> int:
         if args.output:
             raise HpcsaError(target, "-o applies to a single binary; a measurement directory's structure "
                              "files go to its structs/ directory")
+        from hpcsa.ingest.loadmodules import measurement_load_modules
         from hpcsa.structure.measdir import struct_measdir
 
+        load_modules = measurement_load_modules(os.path.abspath(target), args.all_modules)
         progress = Progress("hpcsa struct: binaries")
-        report = struct_measdir(target, jobs=args.jobs, cache_dir=args.cache, all_modules=args.all_modules,
-                                force=args.force, progress=progress)
+        report = struct_measdir(target, load_modules, jobs=args.jobs, cache_dir=args.cache, force=args.force,
+                                progress=progress)
         for w in report.warnings:
             print(f"hpcsa: warning: {w}", file=sys.stderr)
         for n in report.notes:
