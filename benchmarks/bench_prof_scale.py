@@ -95,7 +95,8 @@ def main() -> None:
     if args.mpi_phases:
         mpi_phases(args.mpi_phases[0], args.mpi_phases[1], int(args.mpi_phases[2]))
         return
-    from hpcsa.ingest.synth import SynthSpec, generate
+    from hpcsa.ingest.synth import SynthSpec
+    from hpcsa.ingest.synthdir import generate
 
     load0 = os.getloadavg()
     tmp = Path(tempfile.mkdtemp(prefix="bench-prof-scale-"))

@@ -27,7 +27,7 @@ from hpcsa.demangle import demangle
 from hpcsa.errors import HpcsaError
 from hpcsa.fileio import write_file
 from hpcsa.ingest import model as M
-from hpcsa.ingest.gpumetrics import metric_ids, metric_table
+from hpcsa.ingest.gpumetrics import metric_ids, metric_table, operation_values, sum_values
 from hpcsa.ingest.hpcrun import (
     CCT_NODE,
     ID_ELEMENT,
@@ -148,22 +148,6 @@ class Modules:
         return [LoadModule(i, p, self.flags[p]) for p, i in self.entries.items()]
 
 
-def _aggregate(nodes: list[np.ndarray], metrics: list[np.ndarray], values: list[np.ndarray]
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Sum the (node, metric, value) contributions with equal (node, metric)."""
-    if not nodes:
-        return np.zeros(0, np.uint32), np.zeros(0, np.uint16), np.zeros(0)
-    n = np.concatenate(nodes).astype(np.int64)
-    m = np.concatenate(metrics).astype(np.int64)
-    v = np.concatenate(values).astype(np.float64)
-    keep = v != 0
-    n, m, v = n[keep], m[keep], v[keep]
-    key = n * 65536 + m
-    uniq, inv = np.unique(key, return_inverse=True)
-    sums = np.bincount(inv, weights=v, minlength=len(uniq))
-    return (uniq // 65536).astype(np.uint32), (uniq % 65536).astype(np.uint16), sums
-
-
 def _groups(*columns: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray]:
     """The distinct rows of the given columns (as Python tuples) and each row's group index."""
     if not len(columns[0]):
@@ -171,29 +155,6 @@ def _groups(*columns: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray]:
     stacked = np.stack([np.asarray(c).astype(np.int64) for c in columns], axis=1)
     uniq, inv = np.unique(stacked, axis=0, return_inverse=True)
     return [tuple(r) for r in uniq.tolist()], inv.reshape(-1)
-
-
-def _occupancy(ops: np.ndarray, props: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
-    """Theoretical active and maximum warps per SM of each kernel launch (CUDA occupancy rules without
-    allocation granularity); zeros where the device properties are unknown."""
-    warp = props.get("warp", 0) or 0
-    max_warps = props.get("max_warps_per_sm", 0) or 0
-    if not (warp and max_warps):
-        return np.zeros(len(ops)), np.zeros(len(ops))
-    threads = np.maximum(ops["block_threads"], 0).astype(np.float64)
-    wpb = np.ceil(threads / warp)
-    ok = wpb > 0
-    limit = np.where(ok, np.floor(max_warps / np.maximum(wpb, 1)), 0)
-    if props.get("max_blocks_per_sm"):
-        limit = np.minimum(limit, props["max_blocks_per_sm"])
-    regs = np.maximum(ops["regs"], 0) * threads
-    if props.get("regs_per_sm"):
-        limit = np.where(regs > 0, np.minimum(limit, np.floor(props["regs_per_sm"] / np.maximum(regs, 1))), limit)
-    smem = (np.maximum(ops["smem_static"], 0) + np.maximum(ops["smem_dynamic"], 0)).astype(np.float64)
-    if props.get("smem_per_sm"):
-        limit = np.where(smem > 0, np.minimum(limit, np.floor(props["smem_per_sm"] / np.maximum(smem, 1))), limit)
-    active = np.where(ok, limit * wpb, 0)
-    return np.minimum(active, max_warps), np.where(ok, max_warps, 0)
 
 
 class ProcessWriter:
@@ -411,84 +372,17 @@ class ProcessWriter:
         if len(kern):
             leaf[kern] = np.array(knodes, np.int64)[inv]
 
-        nodes, mets, vals = self._op_metrics(ops[mine], leaf[mine])
+        devices = {dev: props for (pid, dev), props in self.trace.devices.items() if pid == self.pid}
+        nodes, mets, vals = operation_values(ops[mine], leaf[mine], self.mid, devices)
         # PC samples: children of <gpu kernel> at the sampled pc, unwound = 0 (merged into the entry node).
         if "GINS" in self.mid:
             sn, sm, sv = self._sample_metrics(cct, root, ops, samples, sample_op, leaf, mine)
             nodes += sn
             mets += sm
             vals += sv
-        n, m, v = _aggregate(nodes, mets, vals)
+        n, m, v = sum_values(nodes, mets, vals)
         self._emit(cct, index, n, m, v, self._id_tuple([(THREAD, index)]), 0, 0, tid, trace_flags=0,
                    trace=None, summary=summary)
-
-    def _op_metrics(self, ops: np.ndarray, leaf: np.ndarray) -> tuple[list, list, list]:
-        mid = self.mid
-        nodes: list[np.ndarray] = []
-        mets: list[np.ndarray] = []
-        vals: list[np.ndarray] = []
-
-        def add(mask: np.ndarray, metric: str | np.ndarray, value: np.ndarray | float) -> None:
-            if not np.any(mask):
-                return
-            nodes.append(leaf[mask])
-            if isinstance(metric, str):
-                mets.append(np.full(int(mask.sum()), mid[metric]))
-            else:
-                mets.append(metric[mask])
-            vals.append(np.broadcast_to(np.asarray(value, np.float64), mask.shape)[mask])
-
-        kind, count = ops["kind"], ops["count"].astype(np.float64)
-        dur = np.maximum(ops["end"] - ops["start"], 0).astype(np.float64) / 1e9
-        add(np.ones(len(ops), bool), "GPUOP (sec)", dur)
-        k = kind == M.KERNEL
-        add(k, "GKER (sec)", dur)
-        add(k, "GKER:COUNT", count)
-        acc = {"STMEM": ops["smem_static"], "DYMEM": ops["smem_dynamic"], "LMEM": ops["local_total"],
-               "THR_REG": ops["regs"], "BLK_THR": ops["block_threads"],
-               "BLK_SM": np.maximum(ops["smem_static"], 0) + np.maximum(ops["smem_dynamic"], 0),
-               "BLKS": ops["blocks"]}
-        for key, col in acc.items():
-            name = f"GKER:{key}_ACUMU" + (" (B)" if key in ("STMEM", "DYMEM", "LMEM") else "")
-            add(k, name, np.maximum(col, 0) * count)
-        if np.any(k):
-            for dev in np.unique(ops["device"][k]).tolist():
-                props = self.trace.devices.get((self.pid, dev), {})
-                sel = k & (ops["device"] == dev)
-                act, mx = _occupancy(ops[sel], props)
-                if np.any(mx):
-                    full = np.zeros(len(ops))
-                    full[sel] = act
-                    add(sel, "GKER:FGP_ACT_ACUMU", full * count)
-                    full[sel] = mx
-                    add(sel, "GKER:FGP_MAX_ACUMU", full * count)
-        c = kind == M.MEMCPY
-        xc, ic = c & (ops["implicit"] == 0), c & (ops["implicit"] != 0)
-        add(xc, "GXCOPY (sec)", dur)
-        add(xc, np.array([mid[f"GXCOPY:{d} (B)"] for d in M.COPY_DIRECTIONS])[np.minimum(ops["sub"], 10)],
-            ops["bytes"].astype(np.float64))
-        add(xc, "GXCOPY:COUNT", count)
-        add(ic, "GICOPY (sec)", dur)
-        if np.any(ic):
-            idir = np.array([mid[f"GICOPY:{d} (B)"] for d in M.IMPLICIT_DIRECTIONS])
-            pick = np.select([ops["sub"] == M.CP_H2D, ops["sub"] == M.CP_D2H, ops["sub"] == M.CP_D2D], [1, 2, 3], 0)
-            add(ic, idir[pick], ops["bytes"].astype(np.float64))
-            add(ic, "GICOPY:COUNT", count)
-        s = kind == M.MEMSET
-        add(s, "GMSET (sec)", dur)
-        add(s, np.array([mid[f"GMSET:{k_} (B)"] for k_ in M.MEMORY_KINDS])[np.minimum(ops["sub"], 7)],
-            ops["bytes"].astype(np.float64))
-        add(s, "GMSET:COUNT", count)
-        y = kind == M.SYNC
-        add(y, "GSYNC (sec)", dur)
-        add(y, np.array([mid[f"GSYNC:{k_} (sec)"] for k_ in M.SYNC_KINDS])[np.minimum(ops["sub"], 4)], dur)
-        add(y, "GSYNC:COUNT", count)
-        a = (kind == M.ALLOC) | (kind == M.FREE)
-        add(a, "GMEM (sec)", dur)
-        add(a, np.array([mid[f"GMEM:{k_} (B)"] for k_ in M.MEMORY_KINDS])[np.minimum(ops["sub"], 7)],
-            ops["bytes"].astype(np.float64))
-        add(a, "GMEM:COUNT", count)
-        return nodes, mets, vals
 
     def _sample_metrics(self, cct: Cct, root: int, ops: np.ndarray, smp: np.ndarray, opi: np.ndarray,
                         leaf: np.ndarray, mine: np.ndarray) -> tuple[list, list, list]:

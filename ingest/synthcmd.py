@@ -7,7 +7,8 @@ import time
 
 from hpcsa.errors import HpcsaError
 
-from .synth import SynthSpec, generate
+from .synth import SynthSpec
+from .synthdir import generate
 
 
 def register(parser: argparse.ArgumentParser) -> None:

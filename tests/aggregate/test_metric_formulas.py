@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from hpcsa.ingest.hpcrun import write_hpcrun
-from hpcsa.ingest.synth import CPUTIME, SynthSpec, build_program, thread_profile
+from hpcsa.ingest.synth import CPUTIME, SynthSpec, build_program
+from hpcsa.ingest.synthprofiles import thread_profile
 from tests.conftest import assert_one_line_error, run_cli
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from hpcsa.ingest.synth import SynthSpec, generate
+from hpcsa.ingest.synth import SynthSpec
+from hpcsa.ingest.synthdir import generate
 from tests.aggregate.profcheck import read_sums, root_execution
 from tests.conftest import ROOT, assert_one_line_error, run_cli
 

@@ -131,7 +131,8 @@ def test_transpose_in_many_small_passes_gives_the_same_database(tmp_path: Path, 
     only from where the last one ended), nor on a first guess of how far to read that is far too short."""
     from hpcsa.aggregate.prof import pipeline, transpose
     from hpcsa.aggregate.prof.inputs import find_inputs
-    from hpcsa.ingest.synth import SynthSpec, generate
+    from hpcsa.ingest.synth import SynthSpec
+    from hpcsa.ingest.synthdir import generate
 
     meas = tmp_path / "app.m"
     generate(meas, SynthSpec.preset("gpu", 24, contexts=600, samples=20, seed=5), jobs=1)

@@ -16,7 +16,8 @@ import pytest
 
 from hpcsa.ingest.hpcrun import ID_KIND_MASK, read_hpcrun
 from hpcsa.ingest.hpctrace import FLAG_CALL_TRACE, read_hpctrace
-from hpcsa.ingest.synth import SAMPLE_PERIOD_NS, SynthSpec, generate
+from hpcsa.ingest.synth import SAMPLE_PERIOD_NS, SynthSpec
+from hpcsa.ingest.synthdir import generate
 from hpcsa.structure.hpcstruct import read_hpcstruct
 from hpcsa.structure.model import A, L
 from tests.conftest import assert_one_line_error, run_cli
