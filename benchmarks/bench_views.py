@@ -1,5 +1,6 @@
 """Benchmark of the views: the top-down view with its hot path on 100,000 contexts, next to LLNL hatchet's load
-time of the same database; and seed 004 §5's compression ratio of the thread-aggregation strategies.
+time of the same database; and the compression ratio of the thread-aggregation strategies, on the data shape
+of §5 of "Preventing the explosion of exascale profile data with smart thread-level aggregation" (Lorenz et al.).
 
 1. A synthetic database of ``--contexts`` contexts (procedures calling through lines, nested loops, 2,000
    functions, 4 thread profiles, CPUTIME and an instruction count) is written with hpcsa's writers. Timed, best
@@ -7,7 +8,7 @@ time of the same database; and seed 004 §5's compression ratio of the thread-ag
    rendering the table (depth 4, 10 children per scope, hot path expanded) -- everything ``hpcsa view DB
    --hot-path`` does after Python has started; then the same command as a new process (interpreter start and
    imports included); the flat and callers views for reference; and ``hatchet.GraphFrame.from_hpctoolkit_latest``.
-2. Seed 004 §5: per process 100 call paths x 7 metrics, 90 % of the paths visited by every thread and 10 % by
+2. The shape of that paper's §5: per process 100 call paths x 7 metrics, 90 % of the paths visited by every thread and 10 % by
    the master only; ``--processes`` processes with 1..64 threads each. The compression ratio of a strategy is the
    size of the database's .db files before over after ``hpcsa aggregate-threads``.
 
@@ -127,13 +128,13 @@ def view_timings(db: Path, repeat: int) -> dict[str, float]:
     return out
 
 
-# -- 2. seed 004 §5 ----------------------------------------------------------------------------------------
+# -- 2. thread aggregation (Lorenz et al. §5) -------------------------------------------------------------
 
 
 def scorep_like(path: Path, processes: int, threads: int, seed: int = 4) -> None:
     """100 call paths (a tree of calls), 7 metrics; 90 paths visited by every thread, 10 by the master only."""
     rng = np.random.default_rng(seed)
-    b = DatabaseBuilder("seed004")
+    b = DatabaseBuilder("threadagg")
     app = b.module("/opt/app/bin/app")
     src = b.file("/src/app.c")
     rows = [b.call(None, b.function("main", app, src, 1))]
@@ -230,7 +231,7 @@ def main() -> int:
             "| step | seconds |", "|---|---:|",
         ]
         lines += [f"| {what} | {t:.3f} |" for what, t in timings.items()]
-        lines += ["", "## Thread aggregation: compression ratio (seed 004 §5)", "",
+        lines += ["", "## Thread aggregation: compression ratio (the shape of Lorenz et al. §5)", "",
                   f"{args.processes} processes, 100 call paths, 7 metrics, 90 % of the paths visited by every thread, "
                   "10 % by the master only. Ratio = size of meta.db + profile.db + cct.db before / after "
                   "`hpcsa aggregate-threads`. Plot: `views-compression.png`.", "",
@@ -238,7 +239,7 @@ def main() -> int:
                   "|---:|---:|" + "---:|" * len(STRATEGIES)]
         for t, before, sz in rows:
             lines.append(f"| {t} | {before:,} | " + " | ".join(f"{before / sz[s]:.2f}" for s in STRATEGIES) + " |")
-        lines += ["", "Seed 004 measured the same shape on CUBE files: SUM about threads/1.35, SET threads/4.2, "
+        lines += ["", "Lorenz et al. measured the same shape on CUBE files: SUM about threads/1.35, SET threads/4.2, "
                   "KEY threads/4.6, CALLTREE threads/2.3 (2 clusters: master and workers). Here every strategy also "
                   "keeps meta.db (the same before and after), SET stores four more metrics per metric and scope, "
                   "KEY four profiles per process, CALLTREE one per cluster (two here)."]

@@ -7,7 +7,7 @@ show it (``hpcsa ingest --stall-table``) and the tests can check it is total.
 
 from __future__ import annotations
 
-from hpcsa.ingest.model import NO_STALL_INFO, STALL_CLASSES
+from hpcsa.ingest.model import STALL_CLASSES
 
 #: (vendor, reason as the source names it) -> hpcrun class (a STALL_CLASSES name).
 STALL_TABLE: dict[tuple[str, str], str] = {
@@ -72,20 +72,12 @@ CUPTI_LEGACY_REASONS = ("INVALID", "NONE", "INST_FETCH", "EXEC_DEPENDENCY", "MEM
                         "SYNC", "CONSTANT_MEMORY_DEPENDENCY", "PIPE_BUSY", "MEMORY_THROTTLE", "NOT_SELECTED",
                         "OTHER", "SLEEPING")
 
-_CUPTI_PREFIX = "smsp__pcsamp_warps_issue_stalled_"
-_AMD_PREFIX = "ROCPROFILER_PC_SAMPLING_INSTRUCTION_NOT_ISSUED_REASON_"
 
 
 def stall_class(vendor: str, reason: str) -> int:
-    """The hpcrun class index (into STALL_CLASSES) of a vendor reason; unknown reasons count as OTHR."""
-    if vendor == "cupti":
-        reason = reason.removeprefix(_CUPTI_PREFIX).removesuffix("_not_issued")
-    elif vendor == "amd":
-        reason = reason.removeprefix(_AMD_PREFIX)
-        if not reason:
-            return NO_STALL_INFO
-    cls = STALL_TABLE.get((vendor, reason), "OTHR")
-    return STALL_CLASSES.index(cls)
+    """The hpcrun class index (into STALL_CLASSES) of a vendor reason, named as in the table (each reader
+    strips its tool's spelling around the name); unknown reasons count as OTHR."""
+    return STALL_CLASSES.index(STALL_TABLE.get((vendor, reason), "OTHR"))
 
 
 def markdown_table() -> str:

@@ -32,6 +32,9 @@ from hpcsa.ingest import model as M
 from hpcsa.ingest.stalls import stall_class
 from hpcsa.ingest.vendors import Probe, VendorReader, register
 
+#: How the PC sampling API names a stall reason: ``smsp__pcsamp_warps_issue_stalled_<reason>[_not_issued]``.
+STALL_METRIC_PREFIX = "smsp__pcsamp_warps_issue_stalled_"
+
 SUPPORTED_VERSIONS = (1,)
 IDENT = b"CUPS"
 
@@ -141,7 +144,8 @@ def read(path: str) -> M.GpuTrace:
         raise FormatError(path, f"{len(data) - pos} bytes after the last buffer; the file is corrupt")
     if rows:
         a = np.array(rows, dtype=np.int64)
-        cls = np.array([stall_class("cupti", names.get(int(r), "")) for r in a[:, 3]], np.uint8)
+        cls = np.array([stall_class("cupti", names.get(int(r), "").removeprefix(STALL_METRIC_PREFIX)
+                                    .removesuffix("_not_issued")) for r in a[:, 3]], np.uint8)
         tr.samples = M.table(M.SAMPLE_DTYPE, len(a), process=0, corr=a[:, 0], symbol=a[:, 1],
                              pc=a[:, 2], stall=cls, samples=a[:, 4], stall_samples=a[:, 4])
     tr.processes[0] = M.ProcessInfo(0, name=os.path.basename(path))

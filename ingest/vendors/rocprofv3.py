@@ -26,6 +26,9 @@ from hpcsa.ingest.stalls import stall_class
 from hpcsa.ingest.vendors import NoRecords, Probe, VendorReader, register
 from hpcsa.ingest.vendors.rocpd import marker_ranges, waits_as_sync_ops
 
+#: rocprofiler-sdk's enum prefix of a stochastic sample's not-issued reason (an empty name: no reason recorded).
+STALL_REASON_PREFIX = "ROCPROFILER_PC_SAMPLING_INSTRUCTION_NOT_ISSUED_REASON_"
+
 KERNEL_COLS = {"Kernel_Name", "Correlation_Id", "Start_Timestamp", "End_Timestamp", "Grid_Size_X"}
 API_COLS = {"Domain", "Function", "Correlation_Id", "Start_Timestamp", "End_Timestamp", "Thread_Id"}
 COPY_COLS = {"Direction", "Correlation_Id", "Start_Timestamp", "End_Timestamp"}
@@ -207,7 +210,9 @@ def _pc_samples(tr: M.GpuTrace, pcs: list, default_pid: int | None) -> None:
         if "Stall_Reason" in t:
             issued = _ints(p, t.get("Wave_Issued_Instruction", ["0"] * n), "Wave_Issued_Instruction") != 0
             reasons, r_inv = np.unique(np.array(t["Stall_Reason"], dtype=object), return_inverse=True)
-            cls = np.array([stall_class("amd", str(r)) for r in reasons], np.uint8)[r_inv.reshape(-1)]
+            names = [str(r).removeprefix(STALL_REASON_PREFIX) for r in reasons]
+            cls = np.array([stall_class("amd", r) if r else M.NO_STALL_INFO for r in names],
+                           np.uint8)[r_inv.reshape(-1)]
             stall = np.where(issued, M.ST_NONE, cls).astype(np.uint8)
         else:
             stall = np.full(n, M.NO_STALL_INFO, np.uint8)
