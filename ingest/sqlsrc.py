@@ -76,3 +76,25 @@ class Db:
     def col(self, table: str, name: str, default: str = "0") -> str:
         """``name`` if the table has that column, else a SQL literal (schemas add columns over time)."""
         return f'"{name}"' if name in self.columns(table) else default
+
+
+# -- CUPTI activity tables, as Nsight Systems and nvprof export them ------------------------------------------
+
+#: The columns of every CUPTI activity record of one GPU operation (``CUPTI_ACTIVITY_KIND_*``), under the
+#: names the readers use.
+OPERATION_COLUMNS = {"start": "start", "end": '"end"', "dev": "deviceId", "ctx": "contextId", "stream": "streamId",
+                     "corr": "correlationId"}
+
+
+def kernel_columns(db: Db, table: str) -> dict[str, str]:
+    """A kernel record's launch configuration (grid and block sizes, registers, shared and local memory)."""
+    return {"blocks": "gridX * gridY * gridZ", "threads": "blockX * blockY * blockZ", "regs": "registersPerThread",
+            "sst": "staticSharedMemory", "sdy": "dynamicSharedMemory", "lmem": db.col(table, "localMemoryTotal")}
+
+
+def activity(db: Db, table: str, columns: dict[str, str]) -> dict[str, np.ndarray] | None:
+    """The named SQL ``columns`` of a CUPTI activity table (name -> expression), as numpy arrays; None where
+    the export has no such table (no records of that kind)."""
+    if not db.has(table):
+        return None
+    return db.columns_of(f"SELECT {', '.join(columns.values())} FROM {table}", list(columns))

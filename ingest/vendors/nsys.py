@@ -21,7 +21,7 @@ import numpy as np
 
 from hpcsa.errors import FormatError, UnsupportedError
 from hpcsa.ingest import model as M
-from hpcsa.ingest.sqlsrc import Db
+from hpcsa.ingest.sqlsrc import OPERATION_COLUMNS, Db, activity, kernel_columns
 from hpcsa.ingest.vendors import Probe, VendorReader, register, sqlite_read
 
 #: Newest export schema whose tables this reader knows (columns are looked up, never assumed).
@@ -245,15 +245,10 @@ def _chain_offset(tr: M.GpuTrace, chain_of_api: np.ndarray, chains: dict) -> int
 
 def _kernels(db: Db, tr: M.GpuTrace, strings: np.ndarray, epoch: int) -> np.ndarray | None:
     t = "CUPTI_ACTIVITY_KIND_KERNEL"
-    if not db.has(t):
-        return None
     name_col = "mangledName" if "mangledName" in db.columns(t) else "demangledName"
-    c = db.columns_of(
-        f'SELECT start, "end", deviceId, contextId, streamId, correlationId, globalPid, {name_col}, '
-        f'gridX * gridY * gridZ, blockX * blockY * blockZ, registersPerThread, staticSharedMemory, '
-        f'dynamicSharedMemory, {db.col(t, "localMemoryTotal")} FROM {t}',
-        ["start", "end", "dev", "ctx", "stream", "corr", "gpid", "name", "blocks", "threads", "regs", "sst",
-         "sdy", "lmem"])
+    c = activity(db, t, {**OPERATION_COLUMNS, "gpid": "globalPid", "name": name_col, **kernel_columns(db, t)})
+    if c is None:
+        return None
     n = len(c["start"])
     names = _str(strings, c["name"])
     return M.table(M.OP_DTYPE, n, kind=M.KERNEL, process=(c["gpid"] >> 24) & 0xFFFFFF, device=c["dev"],
@@ -279,11 +274,10 @@ def _mem_kinds(db: Db) -> np.ndarray:
 
 
 def _memcpys(db: Db, epoch: int) -> np.ndarray | None:
-    t = "CUPTI_ACTIVITY_KIND_MEMCPY"
-    if not db.has(t):
+    c = activity(db, "CUPTI_ACTIVITY_KIND_MEMCPY",
+                 {**OPERATION_COLUMNS, "gpid": "globalPid", "bytes": "bytes", "kind": "copyKind"})
+    if c is None:
         return None
-    c = db.columns_of(f'SELECT start, "end", deviceId, contextId, streamId, correlationId, globalPid, bytes, '
-                      f'copyKind FROM {t}', ["start", "end", "dev", "ctx", "stream", "corr", "gpid", "bytes", "kind"])
     kind = c["kind"]
     implicit = np.isin(kind, list(_UVM_COPY))
     sub = np.where(implicit, np.select([kind == k for k in _UVM_COPY], list(_UVM_COPY.values()), 0),
@@ -295,11 +289,9 @@ def _memcpys(db: Db, epoch: int) -> np.ndarray | None:
 
 def _memsets(db: Db, epoch: int) -> np.ndarray | None:
     t = "CUPTI_ACTIVITY_KIND_MEMSET"
-    if not db.has(t):
+    c = activity(db, t, {**OPERATION_COLUMNS, "gpid": "globalPid", "bytes": "bytes", "mk": db.col(t, "memKind", "7")})
+    if c is None:
         return None
-    c = db.columns_of(f'SELECT start, "end", deviceId, contextId, streamId, correlationId, globalPid, bytes, '
-                      f'{db.col(t, "memKind", "7")} FROM {t}',
-                      ["start", "end", "dev", "ctx", "stream", "corr", "gpid", "bytes", "mk"])
     kinds = _mem_kinds(db)
     return M.table(M.OP_DTYPE, len(c["start"]), kind=M.MEMSET, process=(c["gpid"] >> 24) & 0xFFFFFF,
                    device=c["dev"], context=c["ctx"], stream=c["stream"], corr=c["corr"],
@@ -308,11 +300,10 @@ def _memsets(db: Db, epoch: int) -> np.ndarray | None:
 
 
 def _syncs(db: Db, tr: M.GpuTrace, epoch: int) -> np.ndarray | None:
-    t = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
-    if not db.has(t):
+    c = activity(db, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+                 {**OPERATION_COLUMNS, "gpid": "globalPid", "type": "syncType"})
+    if c is None:
         return None
-    c = db.columns_of(f'SELECT start, "end", deviceId, contextId, streamId, correlationId, globalPid, '
-                      f'syncType FROM {t}', ["start", "end", "dev", "ctx", "stream", "corr", "gpid", "type"])
     pid = (c["gpid"] >> 24) & 0xFFFFFF
     # syncType is not trustworthy across nsys versions: classify by the API call's name first.
     by_type = np.zeros(8, np.uint8)

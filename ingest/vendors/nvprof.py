@@ -22,7 +22,7 @@ import numpy as np
 
 from hpcsa.errors import UnsupportedError
 from hpcsa.ingest import model as M
-from hpcsa.ingest.sqlsrc import Db
+from hpcsa.ingest.sqlsrc import OPERATION_COLUMNS, Db, activity, kernel_columns
 from hpcsa.ingest.stalls import CUPTI_LEGACY_REASONS, stall_class
 from hpcsa.ingest.vendors import Probe, VendorReader, register, sqlite_read
 
@@ -138,15 +138,9 @@ def _apis(db: Db, tr: M.GpuTrace) -> None:
 def _kernels(db: Db, tr: M.GpuTrace, strings: dict) -> np.ndarray | None:
     out = []
     for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL"):
-        if not db.has(t):
-            continue
-        c = db.columns_of(f'SELECT start, "end", deviceId, contextId, streamId, correlationId, name, '
-                          f'gridX * gridY * gridZ, blockX * blockY * blockZ, registersPerThread, '
-                          f'staticSharedMemory, dynamicSharedMemory, {db.col(t, "localMemoryTotal")} FROM {t}',
-                          ["start", "end", "dev", "ctx", "stream", "corr", "name", "blocks", "threads", "regs",
-                           "sst", "sdy", "lmem"])
-        n = len(c["start"])
-        if not n:
+        c = activity(db, t, {**OPERATION_COLUMNS, "name": "name", **kernel_columns(db, t)})
+        n = len(c["start"]) if c is not None else 0
+        if c is None or not n:
             continue
         names = [str(strings.get(int(i), "")) for i in c["name"]]
         out.append(M.table(M.OP_DTYPE, n, kind=M.KERNEL, device=c["dev"], context=c["ctx"], stream=c["stream"],
@@ -158,11 +152,10 @@ def _kernels(db: Db, tr: M.GpuTrace, strings: dict) -> np.ndarray | None:
 
 def _memcpys(db: Db) -> np.ndarray | None:
     t = "CUPTI_ACTIVITY_KIND_MEMCPY"
-    if not db.has(t):
+    c = activity(db, t, {**OPERATION_COLUMNS, "rcorr": db.col(t, "runtimeCorrelationId"), "bytes": "bytes",
+                         "kind": "copyKind"})
+    if c is None:
         return None
-    c = db.columns_of(f'SELECT start, "end", deviceId, contextId, streamId, correlationId, '
-                      f'{db.col(t, "runtimeCorrelationId")}, bytes, copyKind FROM {t}',
-                      ["start", "end", "dev", "ctx", "stream", "corr", "rcorr", "bytes", "kind"])
     # The header documents correlationId as the driver call and runtimeCorrelationId as the runtime call;
     # nvprof fills the runtime id into correlationId. Prefer the runtime id when both are set.
     corr = np.where(c["rcorr"] != 0, c["rcorr"], c["corr"])
@@ -174,11 +167,9 @@ def _memcpys(db: Db) -> np.ndarray | None:
 
 def _memsets(db: Db) -> np.ndarray | None:
     t = "CUPTI_ACTIVITY_KIND_MEMSET"
-    if not db.has(t):
+    c = activity(db, t, {**OPERATION_COLUMNS, "bytes": "bytes", "mk": db.col(t, "memoryKind")})
+    if c is None:
         return None
-    c = db.columns_of(f'SELECT start, "end", deviceId, contextId, streamId, correlationId, bytes, '
-                      f'{db.col(t, "memoryKind")} FROM {t}',
-                      ["start", "end", "dev", "ctx", "stream", "corr", "bytes", "mk"])
     return M.table(M.OP_DTYPE, len(c["start"]), kind=M.MEMSET, device=c["dev"], context=c["ctx"],
                    stream=c["stream"], corr=c["corr"], start=c["start"], end=c["end"], bytes=c["bytes"],
                    sub=np.where((c["mk"] >= 0) & (c["mk"] <= 7), c["mk"], M.MK_UNK))
