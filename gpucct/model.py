@@ -256,18 +256,19 @@ class CallGraph:
     @cached_property
     def comp_out_edges(self) -> list[list[int]]:
         """Per component, its outgoing inter-component edges (indices into ``edge_*``), by call pc."""
-        out: list[list[int]] = [[] for _ in range(self.n_components)]
-        for e, s in enumerate(self.edge_src.tolist()):
-            out[s].append(e)
-        return out
+        return self._edges_by_component(self.edge_src)
 
     @cached_property
     def comp_in_edges(self) -> list[list[int]]:
         """Per component, its incoming inter-component edges, by call pc."""
-        inc: list[list[int]] = [[] for _ in range(self.n_components)]
-        for e, d in enumerate(self.edge_dst.tolist()):
-            inc[d].append(e)
-        return inc
+        return self._edges_by_component(self.edge_dst)
+
+    def _edges_by_component(self, component: np.ndarray) -> list[list[int]]:
+        """The inter-component edges grouped by one of their ends (in edge order, which is by call pc)."""
+        out: list[list[int]] = [[] for _ in range(self.n_components)]
+        for e, c in enumerate(component.tolist()):
+            out[c].append(e)
+        return out
 
 
 RECURSION_NAMES_SHOWN = 3
