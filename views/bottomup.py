@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hpcsa.aggregate.db.metricsyaml import Input
+from hpcsa.aggregate.db.treeorder import depth_from_parent
 from hpcsa.views import tree as T
 from hpcsa.views.forest import Forest
 from hpcsa.views.metrics import Partial
@@ -86,7 +87,7 @@ class CallersForest(Forest):
         self.rep = np.concatenate(reps)
         self.site = np.concatenate(sites)
         self.n_sites = np.concatenate(n_sites)
-        self.level = T.depth_from_parent(self.parent)
+        self.level = depth_from_parent(self.parent)
         pn, pr = np.concatenate(pair_node), np.concatenate(pair_row)
         self._pair_node, self._pair_row = pn, pr
         mask = T.exposed(pn, pr, c.end)

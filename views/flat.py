@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hpcsa.aggregate.db.metricsyaml import Input
+from hpcsa.aggregate.db.treeorder import depth_from_parent
 from hpcsa.views import tree as T
 from hpcsa.views.forest import Forest
 from hpcsa.views.metrics import Partial
@@ -94,7 +95,7 @@ class FlatForest(Forest):
         self.callsite_node = inverse[2 * len(real) + n:]
         self.calls = calls
         self.pseudo_node = int(self.node_of_row[0]) if n else -1
-        self.depth = T.depth_from_parent(parent)
+        self.depth = depth_from_parent(parent)
 
         # (node, row) membership for inclusive values: a row is in its scope and the scope's static ancestors,
         # a call also in its call-site scope; keep the exposed instances only
