@@ -6,9 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from hpcsa.aggregate.db.metadb_model import COMBINE, standard_scopes
+
 VERSION = 0
-SCOPES = ("point", "function", "lex_aware", "execution")
-COMBINES = ("sum", "min", "max")
+SCOPES = tuple(s.name for s in standard_scopes())  # the propagation scopes hpcprof writes, in its order
+COMBINES = tuple(COMBINE.values())  # as meta.db spells them
 OPERATORS = ("+", "-", "*", "/", "^", "sqrt", "log", "ln", "min", "max", "floor", "ceil")
 STATISTICS = ("Sum", "Mean", "StdDev", "CfVar", "Min", "Max")
 MAX_NODES = 1_000_000  # aliases can make a small file a huge tree; refuse past this
