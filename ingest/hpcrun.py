@@ -60,6 +60,21 @@ ID_KINDS = {0: "SUMMARY", 1: "NODE", 2: "RANK", 3: "THREAD", 4: "GPUDEVICE", 5: 
             6: "GPUSTREAM", 7: "CORE"}
 ID_INTERPRET = {0: "BOTH", 1: "LOGIC_LOCAL", 2: "LOGIC_GLOBAL", 3: "LOGIC_ONLY"}
 ID_KIND_MASK = 0x3FFF
+ID_INTERPRET_SHIFT = 14  # the interpretation is the kind field's two high bits
+ID_SUMMARY, ID_NODE, ID_RANK, ID_THREAD, ID_GPUDEVICE, ID_GPUCONTEXT, ID_GPUSTREAM, ID_CORE = range(8)
+BOTH_VALID, LOGIC_LOCAL, LOGIC_GLOBAL, LOGIC_ONLY = range(4)
+
+
+def id_kind(kind: int, interpret: int) -> int:
+    """An identifier element's ``kind`` field: the kind with its interpretation in the high bits."""
+    return interpret << ID_INTERPRET_SHIFT | kind
+
+
+#: The element kinds as hpcrun writes them: a node's logical id is generated per parent
+#: (LOGIC_LOCAL); ranks, threads, GPU contexts and streams carry logical ids only.
+NODE_ELEMENT = id_kind(ID_NODE, LOGIC_LOCAL)
+RANK_ELEMENT, THREAD_ELEMENT, GPUCONTEXT_ELEMENT, GPUSTREAM_ELEMENT = (
+    id_kind(k, LOGIC_ONLY) for k in (ID_RANK, ID_THREAD, ID_GPUCONTEXT, ID_GPUSTREAM))
 
 HEADER_KEYS = ("program-name", "program-path", "env-path", "job-id", "mpi-rank", "thread-id", "host-id",
                "process-id", "trace-min-time", "trace-max-time", "trace-disorder")
@@ -163,8 +178,8 @@ class HpcrunProfile:
         for kind, phys, logical in zip(self.id_tuple["kind"], self.id_tuple["physical"],
                                        self.id_tuple["logical"], strict=True):
             name = ID_KINDS.get(int(kind) & ID_KIND_MASK, f"KIND{int(kind) & ID_KIND_MASK}")
-            interp = int(kind) >> 14
-            parts.append(f"{name} {int(logical)}" if interp == 3 else f"{name} {int(logical)} [{int(phys):#x}]")
+            interp = int(kind) >> ID_INTERPRET_SHIFT
+            parts.append(f"{name} {int(logical)}" if interp == LOGIC_ONLY else f"{name} {int(logical)} [{int(phys):#x}]")
         return " / ".join(parts)
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from hpcsa.aggregate.db import dbformat as dbf
 from hpcsa.aggregate.db.treeorder import preorder, subtree_sizes
+from hpcsa.ingest.hpcrun import ID_KINDS
 
 TAG = b"meta"
 SECTIONS = ("General", "IdNames", "Metrics", "Context", "Strings", "Modules", "Files", "Functions")
@@ -80,7 +81,7 @@ COMBINE = {0: "sum", 1: "min", 2: "max"}
 COMBINE_CODE = {v: k for k, v in COMBINE.items()}
 
 #: The id-tuple kind names hpcprof writes (index = kind).
-DEFAULT_ID_NAMES = ["SUMMARY", "NODE", "RANK", "THREAD", "GPUDEVICE", "GPUCONTEXT", "GPUSTREAM", "CORE"]
+DEFAULT_ID_NAMES = [ID_KINDS[k] for k in range(len(ID_KINDS))]  # the measurement contract's kinds
 
 # -- the model -----------------------------------------------------------------------------------------
 

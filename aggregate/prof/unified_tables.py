@@ -24,10 +24,8 @@ from hpcsa.aggregate.prof.propagate import TreeArrays
 from hpcsa.aggregate.prof.survey import Discovery, Phase1Env, ProfileFacts
 from hpcsa.errors import HpcsaError
 from hpcsa.gpucct import CallGraph
-from hpcsa.ingest.hpcrun import ID_KIND_MASK, LoadModule, MetricDesc
+from hpcsa.ingest.hpcrun import BOTH_VALID, ID_KIND_MASK, LOGIC_GLOBAL, LOGIC_LOCAL, LoadModule, MetricDesc
 from hpcsa.structure.model import Module
-
-BOTH_VALID, LOGIC_LOCAL, LOGIC_GLOBAL, LOGIC_ONLY = 0, 1, 2, 3
 
 
 @dataclass
