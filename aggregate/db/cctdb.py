@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import numpy as np
 
@@ -30,7 +30,7 @@ from hpcsa.aggregate.db import dbformat as dbf
 from hpcsa.aggregate.db.profiledb import ProfileDB
 from hpcsa.binfmt import align
 from hpcsa.errors import FormatError
-from hpcsa.fileio import atomic_file
+from hpcsa.workers import LocalPool
 
 TAG = b"ctxt"
 SECTIONS = ("CtxInfos",)
@@ -390,20 +390,11 @@ def transpose_range(profiledb_path: str, cct_path: str, layout: CctLayout, lo: i
     return len(values)
 
 
-_WORKER_LAYOUT: CctLayout | None = None
+def _transpose_task(layout: CctLayout, profiledb_path: str, cct_path: str, lo: int, hi: int) -> int:
+    return transpose_range(profiledb_path, cct_path, layout, lo, hi)
 
 
-def _init_worker(layout: CctLayout) -> None:
-    global _WORKER_LAYOUT
-    _WORKER_LAYOUT = layout
-
-
-def _transpose_task(profiledb_path: str, cct_path: str, lo: int, hi: int) -> int:
-    assert _WORKER_LAYOUT is not None
-    return transpose_range(profiledb_path, cct_path, _WORKER_LAYOUT, lo, hi)
-
-
-class CctDBWriter:
+class CctDBWriter(dbf.StreamedWriter):
     """A cct.db being written: header and context infos first, blocks by range, footer last.
 
     Use as a context manager; the file appears under ``path`` only when the
@@ -411,34 +402,18 @@ class CctDBWriter:
     """
 
     def __init__(self, path: str | os.PathLike[str], layout: CctLayout) -> None:
-        self.path = os.fspath(path)
+        super().__init__(path)
         self.layout = layout
-        self._cm = None
-        self._fh = None
 
-    def __enter__(self) -> CctDBWriter:
-        self._cm = atomic_file(self.path, "w+b")
-        self._fh = self._cm.__enter__()
-        self._fh.write(encode_infos(self.layout))
-        self._fh.truncate(self.layout.end)
+    def _start(self, fh: BinaryIO) -> None:
+        fh.write(encode_infos(self.layout))
+        fh.truncate(self.layout.end)
+        fh.flush()
+
+    def _finish(self) -> None:
+        assert self._fh is not None
+        _pwrite_all(self.fileno, dbf.footer(TAG), self.layout.end)
         self._fh.flush()
-        return self
-
-    def __exit__(self, exc_type, exc, tb):  # type: ignore[no-untyped-def]
-        assert self._cm is not None and self._fh is not None
-        if exc_type is None:
-            try:
-                _pwrite_all(self._fh.fileno(), dbf.footer(TAG), self.layout.end)
-                self._fh.flush()
-            except BaseException as err:
-                self._cm.__exit__(type(err), err, err.__traceback__)
-                raise
-        return self._cm.__exit__(exc_type, exc, tb)
-
-    @property
-    def temp_path(self) -> str:
-        assert self._fh is not None, "use the writer as a context manager"
-        return self._fh.name
 
     def write_range(self, lo: int, hi: int, values: RangeValues) -> None:
         """Write the blocks of contexts ``lo..hi`` from values sorted by (context, metric, profile)."""
@@ -486,10 +461,7 @@ def write_cctdb_from_profiledb(profiledb_path: str | os.PathLike[str], path: str
             for lo, hi in ranges:
                 w.write_range(lo, hi, gather_range(pdb, lo, hi, indexes))
         else:
-            with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker,
-                                     initargs=(layout,)) as pool:
-                futures = [pool.submit(_transpose_task, profiledb_path, w.temp_path, lo, hi)
-                           for lo, hi in ranges]
-                for f in futures:
-                    f.result()
+            with LocalPool(workers, shared=layout) as pool:  # the layout is inherited, not sent per range
+                for _ in pool.run(_transpose_task, [(profiledb_path, w.temp_path, lo, hi) for lo, hi in ranges]):
+                    pass
     return layout

@@ -13,14 +13,19 @@ major version is refused.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import TracebackType
+from typing import BinaryIO, Self
 
 import numpy as np
 
 from hpcsa.binfmt import Blob, Field, layout
 from hpcsa.errors import FormatError
+from hpcsa.fileio import atomic_file
 
 MAGIC = b"HPCTOOLKIT"
 MAJOR_VERSION = 4
@@ -185,3 +190,52 @@ def run_of(keys: np.ndarray, starts: np.ndarray, total: int, key: int) -> slice 
     if i == len(keys) or int(keys[i]) != key:
         return None
     return slice(int(starts[i]), int(starts[i + 1]) if i + 1 < len(starts) else total)
+
+
+class StreamedWriter:
+    """A ``*.db`` file written in place, by this process and by workers, under a temporary name.
+
+    Use as a context manager: on entry the file is created and :meth:`_start` lays
+    out what comes first (reserved headers); on a normal exit :meth:`_finish`
+    writes what comes last (headers, footer) and the file appears under ``path``;
+    on an error, in the block or in :meth:`_finish`, the partial file is removed.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self._cm: contextlib.AbstractContextManager[BinaryIO] | None = None
+        self._fh: BinaryIO | None = None
+
+    def __enter__(self) -> Self:
+        self._cm = atomic_file(self.path, "w+b")
+        self._fh = self._cm.__enter__()
+        self._start(self._fh)
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> bool | None:
+        assert self._cm is not None
+        if exc_type is None:
+            try:
+                self._finish()
+            except BaseException as err:
+                self._cm.__exit__(type(err), err, err.__traceback__)  # removes the partial file
+                raise
+        return self._cm.__exit__(exc_type, exc, tb)
+
+    @property
+    def temp_path(self) -> str:
+        """The file being written (workers open it to place their parts)."""
+        assert self._fh is not None, "use the writer as a context manager"
+        return self._fh.name
+
+    @property
+    def fileno(self) -> int:
+        assert self._fh is not None, "use the writer as a context manager"
+        return self._fh.fileno()
+
+    def _start(self, fh: BinaryIO) -> None:
+        """Lay out the beginning of the new file."""
+
+    def _finish(self) -> None:
+        """Write what comes last (the block completed without an error)."""

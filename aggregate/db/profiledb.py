@@ -17,14 +17,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from types import TracebackType
+from typing import BinaryIO
 
 import numpy as np
 
 from hpcsa.aggregate.db import dbformat as dbf
 from hpcsa.binfmt import align
 from hpcsa.errors import FormatError, UnsupportedError
-from hpcsa.fileio import atomic_file
 
 TAG = b"prof"
 SECTIONS = ("ProfileInfos", "IdTuples")
@@ -321,7 +320,7 @@ def layout_id_tuples(tuples: Sequence[np.ndarray | None]) -> tuple[int, int, lis
     return start, at - start, ptrs
 
 
-class ProfileDBWriter:
+class ProfileDBWriter(dbf.StreamedWriter):
     """Stream a profile.db: reserve the metadata area, place profile blobs, then summary and footer.
 
     ``id_tuples[i]`` is the identifier tuple of profile ``i + 1`` (profile 0 is
@@ -334,7 +333,7 @@ class ProfileDBWriter:
 
     def __init__(self, path: str | os.PathLike[str], id_tuples: Sequence[np.ndarray | Sequence[tuple]],
                  *, summary_flags: int = IS_SUMMARY, flags: Sequence[int] | None = None) -> None:
-        self.path = os.fspath(path)
+        super().__init__(path)
         tuples = [t if isinstance(t, np.ndarray) else id_tuple(t) for t in id_tuples]
         self.tuples: list[np.ndarray | None] = [None, *tuples]
         n = len(self.tuples)
@@ -346,39 +345,10 @@ class ProfileDBWriter:
         self._next = self.data_start
         self._end = self.data_start
         self._written = np.zeros(n, bool)
-        self._cm = None
-        self._fh = None
 
-    # -- context management --
-
-    def __enter__(self) -> ProfileDBWriter:
-        self._cm = atomic_file(self.path, "w+b")
-        self._fh = self._cm.__enter__()
-        self._fh.write(bytes(self.data_start))  # reserved: header, profile infos, identifier tuples
-        self._fh.flush()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> bool | None:
-        assert self._cm is not None
-        if exc_type is None:
-            try:
-                self._finish()
-            except BaseException as err:
-                self._cm.__exit__(type(err), err, err.__traceback__)  # removes the partial file
-                raise
-        return self._cm.__exit__(exc_type, exc, tb)
-
-    @property
-    def temp_path(self) -> str:
-        """The file being written (workers open it to place their blobs)."""
-        assert self._fh is not None, "use the writer as a context manager"
-        return self._fh.name
-
-    @property
-    def fileno(self) -> int:
-        assert self._fh is not None, "use the writer as a context manager"
-        return self._fh.fileno()
+    def _start(self, fh: BinaryIO) -> None:
+        fh.write(bytes(self.data_start))  # reserved: header, profile infos, identifier tuples
+        fh.flush()
 
     # -- placing blobs --
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import BinaryIO
 
 import numpy as np
 
 from hpcsa.aggregate.db import dbformat as dbf
 from hpcsa.binfmt import align
-from hpcsa.fileio import atomic_file
 
 TAG = b"trce"
 SECTIONS = ("CtxTraces",)
@@ -98,7 +98,7 @@ def elements(timestamps: np.ndarray, ctx_ids: np.ndarray) -> np.ndarray:
     return arr
 
 
-class TraceDBWriter:
+class TraceDBWriter(dbf.StreamedWriter):
     """Write a trace.db: headers and (optionally reserved) regions, lines, footer last.
 
     ``prof_indices[i]`` is the profile of header slot ``i``. With ``reserve``
@@ -114,7 +114,7 @@ class TraceDBWriter:
 
     def __init__(self, path: str | os.PathLike[str], prof_indices: Sequence[int],
                  reserve: Sequence[int] | None = None, time_range: tuple[int, int] | None = None) -> None:
-        self.path = os.fspath(path)
+        super().__init__(path)
         n = len(prof_indices)
         self.heads = np.zeros(n, TRACE_HDR)
         self.heads["profIndex"] = prof_indices
@@ -134,29 +134,9 @@ class TraceDBWriter:
         self.time_range = time_range
         self.min_timestamp: int | None = None
         self.max_timestamp: int | None = None
-        self._cm = None
-        self._fh = None
 
-    def __enter__(self) -> TraceDBWriter:
-        self._cm = atomic_file(self.path, "w+b")
-        self._fh = self._cm.__enter__()
-        self._fh.truncate(self._next)
-        return self
-
-    def __exit__(self, exc_type, exc, tb):  # type: ignore[no-untyped-def]
-        assert self._cm is not None
-        if exc_type is None:
-            try:
-                self._finish()
-            except BaseException as err:
-                self._cm.__exit__(type(err), err, err.__traceback__)
-                raise
-        return self._cm.__exit__(exc_type, exc, tb)
-
-    @property
-    def temp_path(self) -> str:
-        assert self._fh is not None, "use the writer as a context manager"
-        return self._fh.name
+    def _start(self, fh: BinaryIO) -> None:
+        fh.truncate(self._next)
 
     def region(self, slot: int) -> tuple[int, int]:
         """(offset, capacity in elements) of a reserved slot."""
