@@ -156,10 +156,10 @@ class CctDB:
         v_ctx = np.repeat(ctx, nv)
         v_first = np.repeat(np.cumsum(nv) - nv, nv)
         v_k = np.arange(len(v_ctx)) - v_first
-        vals = dbf.gather(buf, np.repeat(pv, nv) + SZ_VALUE * v_k, VALUE)
+        vals = dbf.gather_records(buf, np.repeat(pv, nv) + SZ_VALUE * v_k, VALUE)
         m_first = np.repeat(np.cumsum(nm) - nm, nm)
         m_k = np.arange(int(nm.sum())) - m_first
-        idx = dbf.gather(buf, np.repeat(pm, nm) + SZ_METRIC_INDEX * m_k, METRIC_INDEX)
+        idx = dbf.gather_records(buf, np.repeat(pm, nm) + SZ_METRIC_INDEX * m_k, METRIC_INDEX)
         # Expand each metric's [start, next start) to its values.
         starts = idx["startIndex"].astype(np.int64)
         m_ctx = np.repeat(np.arange(hi - lo), nm)
@@ -279,7 +279,7 @@ def encode_blocks(layout: CctLayout, lo: int, hi: int, values: RangeValues) -> b
     vals["profIndex"] = values.prof_indices
     vals["value"] = values.values
     pos = layout.offsets[ctx] - base + SZ_VALUE * rank
-    dbf.scatter(image, pos, vals)
+    dbf.scatter_records(image, pos, vals)
     # {Idx} records: one per (context, metric) group, pointing at the group's first value.
     met = values.metric_ids.astype(np.int64)
     first_of_metric = first_of_ctx | np.r_[True, met[1:] != met[:-1]] if len(ctx) else first_of_ctx
@@ -297,7 +297,7 @@ def encode_blocks(layout: CctLayout, lo: int, hi: int, values: RangeValues) -> b
     idx["metricId"] = met[g]
     idx["startIndex"] = rank[g]
     ipos = layout.offsets[g_ctx] - base + SZ_VALUE * layout.n_values[g_ctx] + SZ_METRIC_INDEX * g_rank
-    dbf.scatter(image, ipos, idx)
+    dbf.scatter_records(image, ipos, idx)
     return image.tobytes()
 
 

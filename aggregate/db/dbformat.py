@@ -134,7 +134,7 @@ def _byte_strided(buf: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return np.ndarray((max(n, 0),), dtype, buffer=buf, strides=(1,))
 
 
-def gather(buf: np.ndarray, positions: np.ndarray, dtype: np.dtype) -> np.ndarray:
+def gather_records(buf: np.ndarray, positions: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """Records of ``dtype`` at arbitrary byte ``positions`` of ``buf`` (uint8): one fancy index over
     an overlapping byte-strided view, whatever the alignment. Callers bounds-check the positions."""
     if not len(positions):
@@ -142,8 +142,8 @@ def gather(buf: np.ndarray, positions: np.ndarray, dtype: np.dtype) -> np.ndarra
     return _byte_strided(buf, dtype)[np.asarray(positions, np.int64)]
 
 
-def scatter(image: np.ndarray, positions: np.ndarray, records: np.ndarray) -> None:
-    """Write ``records`` at byte ``positions`` of the writable uint8 ``image`` (the twin of :func:`gather`)."""
+def scatter_records(image: np.ndarray, positions: np.ndarray, records: np.ndarray) -> None:
+    """Write ``records`` at byte ``positions`` of the writable uint8 ``image`` (the twin of :func:`gather_records`)."""
     if len(positions):
         _byte_strided(image, records.dtype)[np.asarray(positions, np.int64)] = records
 

@@ -199,7 +199,7 @@ _U64 = np.dtype("<u8")
 
 
 def _gather_u64(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    return dbf.gather(buf, pos, _U64)
+    return dbf.gather_records(buf, pos, _U64)
 
 
 def _records_in_arrays(blob: Blob, buf: np.ndarray, starts: np.ndarray, sizes: np.ndarray
@@ -308,7 +308,7 @@ def _read_contexts(blob: Blob, head: dbf.DbHeader, strings: _Strings, tables: _T
         bfs_entry = np.concatenate([lv[2] for lv in levels])
     else:
         pos = bfs_parent = bfs_entry = np.zeros(0, np.int64)
-    hdrs = dbf.gather(buf, pos, CTX)
+    hdrs = dbf.gather_records(buf, pos, CTX)
     flags = hdrs["flags"].astype(np.int64)
     has_f, has_s, has_p = flags & HAS_FUNCTION, (flags & HAS_SRCLOC) >> 1, (flags & HAS_POINT) >> 2
     need = has_f + 2 * has_s + 2 * has_p

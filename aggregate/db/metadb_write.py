@@ -282,11 +282,11 @@ def _encode_contexts(out: _Layout, tree: ContextTree, elide: bool, strings: dict
     hdr["nFlexWords"] = nflex
     hdr["propagation"] = tree.propagation[rows]
     local = rec_at - base
-    dbf.scatter(image, local, hdr)
+    dbf.scatter_records(image, local, hdr)
 
     def put_words(mask: np.ndarray, word: np.ndarray, values: np.ndarray) -> None:
         sel = mask.astype(bool)
-        dbf.scatter(image, local[sel] + SZ_CTX + 8 * word[sel], values[sel].astype(_U64))
+        dbf.scatter_records(image, local[sel] + SZ_CTX + 8 * word[sel], values[sel].astype(_U64))
 
     put_words(has_f, np.zeros(n, np.int64), func_ptr(tree.function[rows]))
     put_words(has_s, has_f, file_ptr(tree.file[rows]))

@@ -181,7 +181,7 @@ class ProfileDB:
         at = p_tuple[has]
         n_ids = np.zeros(len(p_tuple), np.int64)
         if len(at):
-            n_ids[has] = dbf.gather(buf, at, np.dtype("<u2"))
+            n_ids[has] = dbf.gather_records(buf, at, np.dtype("<u2"))
         end = p_tuple + SZ_ID_TUPLE_HDR + SZ_IDENTIFIER * n_ids
         over = has & (end > hi)
         if over.any():
@@ -194,7 +194,7 @@ class ProfileDB:
         owner = np.repeat(np.arange(len(p_tuple)), n_ids)
         k = np.arange(total) - self.id_offsets[owner]
         pos = p_tuple[owner] + SZ_ID_TUPLE_HDR + SZ_IDENTIFIER * k
-        self.ids = dbf.gather(buf, pos, IDENTIFIER)
+        self.ids = dbf.gather_records(buf, pos, IDENTIFIER)
         self.has_id_tuple = has
 
     def is_summary(self, index: int) -> bool:
