@@ -2,7 +2,7 @@
 
 Every record is declared once here (``*_FIELDS`` tables), used by both the
 reader (:mod:`.metadb_read`) and the writer (:mod:`.metadb_write`); the layouts
-follow the meta.db section of HPCToolkit's "Format of the hpcprof database"
+follow the meta.db section of the format specification in HPCToolkit's documentation
 (``doc/FORMATS.md`` in the HPCToolkit sources). :mod:`.metadb` is the one name
 the rest of hpcsa imports.
 

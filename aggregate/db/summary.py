@@ -1,8 +1,8 @@
 """The summary statistics of a database, as HPCToolkit defines them.
 
-Every summary statistic of meta.db (a ``{PSS}`` record of its Performance
-Metrics section, "Format of the hpcprof database" in HPCToolkit's
-documentation) is a *partial* combined over the profiles: the formula is
+Every summary statistic of meta.db (a record of its Performance Metrics
+section; HPCToolkit's format specification, ``doc/FORMATS.md`` in its
+sources) is a *partial* combined over the profiles: the formula is
 ``$$`` (the value), ``1`` (a count: one per profile with a value) or
 ``($$^2)`` (the square of the value), combined by ``sum``, ``min`` or ``max``.
 Profiles without a value take no part: a value of 0 is "unset", so it adds

@@ -8,7 +8,7 @@ contexts (rows; a context with ``parent=None`` hangs under an entry point),
 then :meth:`DatabaseBuilder.write` takes, per profile, the cost measured *at*
 each context (the ``point`` scope, rows x metrics) and writes a real v4
 database whose other scopes are propagated as hpcprof defines them
-(HPCToolkit's "Format of the hpcprof database"):
+(HPCToolkit's format specification, ``doc/FORMATS.md``):
 
 - execution: the whole subtree;
 - function: the subtree without crossing call or inlined-call edges;
