@@ -53,7 +53,10 @@ LOADMAP_ANALYZE = 0x1
 METRIC_TYPE = {1: "raw", 2: "final", 3: "derived"}
 VAL_TYPE = {0: "none", 1: "inclusive", 2: "exclusive"}
 VAL_FMT_INT, VAL_FMT_REAL = 1, 2
-SHOW = {0: "hide", 1: "show", 2: "show-inclusive", 3: "show-exclusive", 4: "invisible"}
+#: A metric's ``show`` code (which columns hpcprof makes of it).
+SHOW_HIDE, SHOW_SHOW, SHOW_INCLUSIVE, SHOW_EXCLUSIVE, SHOW_INVISIBLE = range(5)
+SHOW = {SHOW_HIDE: "hide", SHOW_SHOW: "show", SHOW_INCLUSIVE: "show-inclusive", SHOW_EXCLUSIVE: "show-exclusive",
+        SHOW_INVISIBLE: "invisible"}
 
 # Identifier-tuple kinds and interpretations (id-tuple.h).
 ID_KINDS = {0: "SUMMARY", 1: "NODE", 2: "RANK", 3: "THREAD", 4: "GPUDEVICE", 5: "GPUCONTEXT",

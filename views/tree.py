@@ -28,8 +28,7 @@ from hpcsa.aggregate.db.treeorder import depth_levels, subtree_sizes
 # Row kinds: meta.db's lexical types, plus the two kinds of rows meta.db does not store as contexts.
 FUNCTION, LOOP, LINE, INSTRUCTION = metadb.FUNCTION, metadb.LOOP, metadb.LINE, metadb.INSTRUCTION
 ROOT, ENTRY = 8, 9
-KIND_NAME = {FUNCTION: "function", LOOP: "loop", LINE: "line", INSTRUCTION: "instruction", ROOT: "root",
-             ENTRY: "entry"}
+KIND_NAME = {**metadb.LEXICAL_TYPE, ROOT: "root", ENTRY: "entry"}
 LEXICAL, CALL, INLINED_CALL = metadb.LEXICAL, metadb.CALL, metadb.INLINED_CALL
 ROOT_LABEL = "Experiment Aggregate Metrics"
 

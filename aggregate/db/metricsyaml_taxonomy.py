@@ -11,6 +11,7 @@ from typing import Any
 from hpcsa.aggregate.db.hpcrun_formula import parse_hpcrun_formula
 from hpcsa.aggregate.db.metricsyaml_model import SCOPES, VERSION, Input, MetricRef, MetricsTaxonomy
 from hpcsa.errors import FormatError
+from hpcsa.ingest.hpcrun import SHOW_EXCLUSIVE, SHOW_HIDE, SHOW_INCLUSIVE, SHOW_INVISIBLE
 
 
 @dataclass
@@ -152,9 +153,6 @@ def _order_key(order_id: int | None, name: str) -> tuple[int, int, str]:
     return (0 if order_id is not None else 1, order_id or 0, name)
 
 
-_SHOW, _HIDE, _SHOW_INCLUSIVE, _SHOW_EXCLUSIVE, _INVISIBLE = 1, 0, 2, 3, 4
-
-
 def _metric_refs(expr: Any) -> Iterable[str]:
     if isinstance(expr, MetricRef):
         yield expr.name
@@ -191,13 +189,13 @@ def specs_from_hpcrun(metric_descs: Sequence[Any], statistics: tuple[str, ...] =
     for i, m in enumerate(metric_descs):
         scopes: tuple[str, ...] = ("execution", "lex_aware", "function", "point")
         visibility = "shown"
-        if m.show == _HIDE:
+        if m.show == SHOW_HIDE:
             visibility = "hidden"
-        elif m.show == _SHOW_INCLUSIVE:
+        elif m.show == SHOW_INCLUSIVE:
             scopes = ("execution", "point")
-        elif m.show == _SHOW_EXCLUSIVE:
+        elif m.show == SHOW_EXCLUSIVE:
             scopes = ("lex_aware", "function", "point")
-        elif m.show == _INVISIBLE:
+        elif m.show == SHOW_INVISIBLE:
             visibility = "invisible"
         if m.formula:
             extra.append(ExtraStatSpec(m.name, m.description, _checked_formula(m, metric_descs), scopes,
