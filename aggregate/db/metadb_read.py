@@ -13,50 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpcsa.aggregate.db import dbformat as dbf
-from hpcsa.aggregate.db.metadb_model import (
-    CONTEXTS_HDR,
-    CTX,
-    ENTRY_FIELDS,
-    FILE_FIELDS,
-    FUNCTION_FIELDS,
-    GENERAL,
-    HAS_FUNCTION,
-    HAS_POINT,
-    HAS_SRCLOC,
-    ID_NAMES,
-    METRIC_FIELDS,
-    METRICS_HDR,
-    MODULE_FIELDS,
-    PRE_RELEASE_METRIC_SIZES,
-    SCOPE_FIELDS,
-    SCOPE_INST_FIELDS,
-    SECTIONS,
-    SUMMARY_FIELDS,
-    SZ_CONTEXTS_HDR,
-    SZ_CTX,
-    SZ_ENTRY,
-    SZ_FILE,
-    SZ_FUNCTION,
-    SZ_GENERAL,
-    SZ_ID_NAMES,
-    SZ_METRIC,
-    SZ_METRICS_HDR,
-    SZ_MODULE,
-    SZ_SCOPE,
-    SZ_SCOPE_INST,
-    SZ_SUMMARY,
-    SZ_TABLE_HDR,
-    TABLE_HDR,
-    TAG,
-    ContextTree,
-    EntryPoint,
-    Functions,
-    MetaDB,
-    Metric,
-    Scope,
-    ScopeInstance,
-    Summary,
-)
+from hpcsa.aggregate.db import metadb_model as M
 from hpcsa.aggregate.db.treeorder import preorder
 from hpcsa.binfmt import Blob
 from hpcsa.errors import UnsupportedError
@@ -96,26 +53,26 @@ def _table_index(blob: Blob, ptrs: np.ndarray, base: int, stride: int, count: in
     return idx.astype(np.int32)
 
 
-def read_metadb(path: str | os.PathLike[str]) -> MetaDB:
+def read_metadb(path: str | os.PathLike[str]) -> M.MetaDB:
     path = os.fspath(path)
-    blob, head = dbf.open_db(path, TAG, SECTIONS)
-    sec = dict(zip(SECTIONS, head.sections, strict=True))
+    blob, head = dbf.open_db(path, M.TAG, M.SECTIONS)
+    sec = dict(zip(M.SECTIONS, head.sections, strict=True))
     strings = _Strings(blob)
     for name in ("General", "IdNames", "Metrics", "Strings"):
         sz, ptr = sec[name]
         strings.load_section(ptr, sz)
 
-    meta = MetaDB(version=head.version, notes=head.notes, path=path)
+    meta = M.MetaDB(version=head.version, notes=head.notes, path=path)
 
     # General properties
-    ptr = dbf.section_blob(blob, head, 0, SZ_GENERAL, "General Properties")
-    gen = blob.record(GENERAL, ptr, "General Properties header")
+    ptr = dbf.section_blob(blob, head, 0, M.SZ_GENERAL, "General Properties")
+    gen = blob.record(M.GENERAL, ptr, "General Properties header")
     meta.title = strings.get(int(gen["pTitle"]), "title")
     meta.description = strings.get(int(gen["pDescription"]), "description")
 
     # Identifier names
-    ptr = dbf.section_blob(blob, head, 1, SZ_ID_NAMES, "Identifier Names")
-    idn = blob.record(ID_NAMES, ptr, "Identifier Names header")
+    ptr = dbf.section_blob(blob, head, 1, M.SZ_ID_NAMES, "Identifier Names")
+    idn = blob.record(M.ID_NAMES, ptr, "Identifier Names header")
     pp = blob.array(np.dtype("<u8"), int(idn["ppNames"]), int(idn["nKinds"]), "identifier name pointers")
     meta.id_names = [strings.get(int(p), "identifier name") for p in pp]
 
@@ -125,21 +82,21 @@ def read_metadb(path: str | os.PathLike[str]) -> MetaDB:
     return meta
 
 
-def _read_metrics(blob: Blob, head: dbf.DbHeader, strings: _Strings, meta: MetaDB) -> None:
-    ptr = dbf.section_blob(blob, head, 2, SZ_METRICS_HDR, "Performance Metrics")
-    hdr = blob.record(METRICS_HDR, ptr, "Performance Metrics header")
+def _read_metrics(blob: Blob, head: dbf.DbHeader, strings: _Strings, meta: M.MetaDB) -> None:
+    ptr = dbf.section_blob(blob, head, 2, M.SZ_METRICS_HDR, "Performance Metrics")
+    hdr = blob.record(M.METRICS_HDR, ptr, "Performance Metrics header")
     sizes = (int(hdr["szMetric"]), int(hdr["szScopeInst"]), int(hdr["szSummary"]))
-    if sizes == PRE_RELEASE_METRIC_SIZES:
+    if sizes == M.PRE_RELEASE_METRIC_SIZES:
         raise UnsupportedError(blob.path, "pre-release meta.db layout: it says version 4.0 but its metric "
                                "records are 24/24/16 bytes (released 4.0: 32/16/24); it was written by an "
                                "HPCToolkit development snapshot from before format 4.0 was final; "
                                "re-run a released hpcprof on the measurements")
-    md = dbf.stride_dtype(blob, METRIC_FIELDS, SZ_METRIC, sizes[0], "metric description")
-    sid = dbf.stride_dtype(blob, SCOPE_INST_FIELDS, SZ_SCOPE_INST, sizes[1], "propagation scope instance")
-    ssd = dbf.stride_dtype(blob, SUMMARY_FIELDS, SZ_SUMMARY, sizes[2], "summary statistic")
-    psd = dbf.stride_dtype(blob, SCOPE_FIELDS, SZ_SCOPE, int(hdr["szScope"]), "propagation scope")
+    md = dbf.stride_dtype(blob, M.METRIC_FIELDS, M.SZ_METRIC, sizes[0], "metric description")
+    sid = dbf.stride_dtype(blob, M.SCOPE_INST_FIELDS, M.SZ_SCOPE_INST, sizes[1], "propagation scope instance")
+    ssd = dbf.stride_dtype(blob, M.SUMMARY_FIELDS, M.SZ_SUMMARY, sizes[2], "summary statistic")
+    psd = dbf.stride_dtype(blob, M.SCOPE_FIELDS, M.SZ_SCOPE, int(hdr["szScope"]), "propagation scope")
     scope_recs = blob.array(psd, int(hdr["pScopes"]), int(hdr["nScopes"]), "propagation scopes")
-    meta.scopes = [Scope(strings.get(int(r["pScopeName"]), "scope name"), int(r["type"]),
+    meta.scopes = [M.Scope(strings.get(int(r["pScopeName"]), "scope name"), int(r["type"]),
                          int(r["propagationIndex"])) for r in scope_recs]
     scope_base, scope_stride = int(hdr["pScopes"]), psd.itemsize
     metric_recs = blob.array(md, int(hdr["pMetrics"]), int(hdr["nMetrics"]), "metric descriptions")
@@ -151,10 +108,10 @@ def _read_metrics(blob: Blob, head: dbf.DbHeader, strings: _Strings, meta: MetaD
         s_scope = _table_index(blob, summs["pScope"], scope_base, scope_stride, len(meta.scopes), "scope")
         if (i_scope < 0).any() or (s_scope < 0).any():
             raise blob.fail("a metric refers to propagation scope 0 (null pointer)")
-        meta.metrics.append(Metric(
+        meta.metrics.append(M.Metric(
             strings.get(int(rec["pName"]), "metric name"),
-            [ScopeInstance(int(s), int(m)) for s, m in zip(i_scope, insts["propMetricId"], strict=True)],
-            [Summary(int(s), strings.get(int(f), "summary formula"), int(c), int(m))
+            [M.ScopeInstance(int(s), int(m)) for s, m in zip(i_scope, insts["propMetricId"], strict=True)],
+            [M.Summary(int(s), strings.get(int(f), "summary formula"), int(c), int(m))
              for s, f, c, m in zip(s_scope, summs["pFormula"], summs["combine"], summs["statMetricId"],
                                    strict=True)]))
 
@@ -170,22 +127,22 @@ class _Tables:
 
 def _read_table(blob: Blob, head: dbf.DbHeader, index: int, fields: list, base_size: int,
                 what: str) -> tuple[np.ndarray, int, int]:
-    ptr = dbf.section_blob(blob, head, index, SZ_TABLE_HDR, what)
-    hdr = blob.record(TABLE_HDR, ptr, f"{what} header")
+    ptr = dbf.section_blob(blob, head, index, M.SZ_TABLE_HDR, what)
+    hdr = blob.record(M.TABLE_HDR, ptr, f"{what} header")
     dt = dbf.stride_dtype(blob, fields, base_size, int(hdr["size"]), what)
     arr = blob.array(dt, int(hdr["ptr"]), int(hdr["count"]), what)
     return arr, int(hdr["ptr"]), dt.itemsize
 
 
-def _read_tables(blob: Blob, head: dbf.DbHeader, strings: _Strings, meta: MetaDB) -> _Tables:
-    mods, mbase, mstride = _read_table(blob, head, 5, MODULE_FIELDS, SZ_MODULE, "Load Modules")
-    files, fbase, fstride = _read_table(blob, head, 6, FILE_FIELDS, SZ_FILE, "Source Files")
-    funcs, xbase, xstride = _read_table(blob, head, 7, FUNCTION_FIELDS, SZ_FUNCTION, "Functions")
+def _read_tables(blob: Blob, head: dbf.DbHeader, strings: _Strings, meta: M.MetaDB) -> _Tables:
+    mods, mbase, mstride = _read_table(blob, head, 5, M.MODULE_FIELDS, M.SZ_MODULE, "Load Modules")
+    files, fbase, fstride = _read_table(blob, head, 6, M.FILE_FIELDS, M.SZ_FILE, "Source Files")
+    funcs, xbase, xstride = _read_table(blob, head, 7, M.FUNCTION_FIELDS, M.SZ_FUNCTION, "Functions")
     meta.modules = [strings.get(int(p), "module path") for p in mods["pPath"]]
     meta.module_flags = mods["flags"].astype(np.uint32)
     meta.files = [strings.get(int(p), "file path") for p in files["pPath"]]
     meta.file_flags = files["flags"].astype(np.uint32)
-    meta.functions = Functions(
+    meta.functions = M.Functions(
         names=[strings.get(int(p), "function name") if p else None for p in funcs["pName"]],
         module=_table_index(blob, funcs["pModule"], mbase, mstride, len(mods), "module"),
         offset=funcs["offset"].astype(np.uint64),
@@ -213,11 +170,11 @@ def _records_in_arrays(blob: Blob, buf: np.ndarray, starts: np.ndarray, sizes: n
     vectorized steps for the whole level.
     """
     n_arrays = len(starts)
-    if (starts % 8).any() or (sizes % 8).any() or (sizes < SZ_CTX).any():
-        bad = int(np.flatnonzero((starts % 8 != 0) | (sizes % 8 != 0) | (sizes < SZ_CTX))[0])
+    if (starts % 8).any() or (sizes % 8).any() or (sizes < M.SZ_CTX).any():
+        bad = int(np.flatnonzero((starts % 8 != 0) | (sizes % 8 != 0) | (sizes < M.SZ_CTX))[0])
         raise blob.fail(f"context child array at {int(starts[bad]):#x} ({int(sizes[bad])} bytes) is not a "
                         f"whole number of aligned context records")
-    first_size = SZ_CTX + 8 * buf[starts + 0x17].astype(np.int64)
+    first_size = M.SZ_CTX + 8 * buf[starts + 0x17].astype(np.int64)
     if np.array_equal(first_size, sizes):  # every array holds one record (deep chains): no walking needed
         return starts.copy(), np.arange(n_arrays)
     nwords = sizes // 8
@@ -252,7 +209,7 @@ def _records_in_arrays(blob: Blob, buf: np.ndarray, starts: np.ndarray, sizes: n
         sel = ((j >> k) & 1).astype(bool)
         cur[sel] = jump[k][cur[sel]]
     pos = starts[rec_arr] + (cur - off[:-1][rec_arr]) * 8
-    rec_size = SZ_CTX + 8 * buf[pos + 0x17].astype(np.int64)
+    rec_size = M.SZ_CTX + 8 * buf[pos + 0x17].astype(np.int64)
     used = np.add.reduceat(rec_size, first)
     if not np.array_equal(used, sizes):
         bad = int(np.flatnonzero(used != sizes)[0])
@@ -261,14 +218,14 @@ def _records_in_arrays(blob: Blob, buf: np.ndarray, starts: np.ndarray, sizes: n
     return pos, rec_arr
 
 
-def _read_contexts(blob: Blob, head: dbf.DbHeader, strings: _Strings, tables: _Tables) -> ContextTree:
+def _read_contexts(blob: Blob, head: dbf.DbHeader, strings: _Strings, tables: _Tables) -> M.ContextTree:
     sz, ptr = head.sections[3]
-    dbf.section_blob(blob, head, 3, SZ_CONTEXTS_HDR, "Context Tree")
+    dbf.section_blob(blob, head, 3, M.SZ_CONTEXTS_HDR, "Context Tree")
     lo, hi = ptr, ptr + sz
-    hdr = blob.record(CONTEXTS_HDR, ptr, "Context Tree header")
-    edt = dbf.stride_dtype(blob, ENTRY_FIELDS, SZ_ENTRY, int(hdr["szEntryPoint"]), "entry point")
+    hdr = blob.record(M.CONTEXTS_HDR, ptr, "Context Tree header")
+    edt = dbf.stride_dtype(blob, M.ENTRY_FIELDS, M.SZ_ENTRY, int(hdr["szEntryPoint"]), "entry point")
     entries = blob.array(edt, int(hdr["pEntryPoints"]), int(hdr["nEntryPoints"]), "entry points")
-    entry_points = [EntryPoint(int(e["ctxId"]), int(e["entryPoint"]),
+    entry_points = [M.EntryPoint(int(e["ctxId"]), int(e["entryPoint"]),
                                strings.get(int(e["pPrettyName"]), "entry point name")) for e in entries]
     buf = np.frombuffer(blob.data, np.uint8)
 
@@ -279,7 +236,7 @@ def _read_contexts(blob: Blob, head: dbf.DbHeader, strings: _Strings, tables: _T
     arr_entry = np.arange(len(entries), dtype=np.int64)
     levels: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     n_rows = 0
-    max_rows = sz // SZ_CTX
+    max_rows = sz // M.SZ_CTX
     while True:
         keep = arr_size > 0
         arr_start, arr_size, arr_parent, arr_entry = (arr_start[keep], arr_size[keep], arr_parent[keep],
@@ -308,16 +265,16 @@ def _read_contexts(blob: Blob, head: dbf.DbHeader, strings: _Strings, tables: _T
         bfs_entry = np.concatenate([lv[2] for lv in levels])
     else:
         pos = bfs_parent = bfs_entry = np.zeros(0, np.int64)
-    hdrs = dbf.gather_records(buf, pos, CTX)
+    hdrs = dbf.gather_records(buf, pos, M.CTX)
     flags = hdrs["flags"].astype(np.int64)
-    has_f, has_s, has_p = flags & HAS_FUNCTION, (flags & HAS_SRCLOC) >> 1, (flags & HAS_POINT) >> 2
+    has_f, has_s, has_p = flags & M.HAS_FUNCTION, (flags & M.HAS_SRCLOC) >> 1, (flags & M.HAS_POINT) >> 2
     need = has_f + 2 * has_s + 2 * has_p
     nflex = hdrs["nFlexWords"].astype(np.int64)
     if (nflex < need).any():
         i = int(np.flatnonzero(nflex < need)[0])
         raise blob.fail(f"context {int(hdrs['ctxId'][i])} has {int(nflex[i])} flex words but its flags need "
                         f"{int(need[i])}")
-    flex0 = pos + SZ_CTX
+    flex0 = pos + M.SZ_CTX
     word_f, word_s, word_p = flex0, flex0 + 8 * has_f, flex0 + 8 * (has_f + 2 * has_s)
 
     def field_at(mask: np.ndarray, where: np.ndarray) -> np.ndarray:
@@ -348,7 +305,7 @@ def _read_contexts(blob: Blob, head: dbf.DbHeader, strings: _Strings, tables: _T
         raise blob.fail(f"context id {int(uniq[counts > 1][0])} appears more than once in the context tree")
 
     order, depth, parent = preorder(bfs_parent, bfs_entry)
-    tree = ContextTree(
+    tree = M.ContextTree(
         entry_points=entry_points, ctx_id=ctx_id[order], parent=parent.astype(np.int32),
         entry=bfs_entry[order].astype(np.uint16), depth=depth.astype(np.uint32),
         relation=hdrs["relation"][order].astype(np.uint8),

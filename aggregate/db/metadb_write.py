@@ -16,46 +16,7 @@ from typing import Any
 import numpy as np
 
 from hpcsa.aggregate.db import dbformat as dbf
-from hpcsa.aggregate.db.metadb_model import (
-    CONTEXTS_HDR_FIELDS,
-    CTX,
-    ENTRY_FIELDS,
-    FILE_FIELDS,
-    FUNCTION_FIELDS,
-    GENERAL_FIELDS,
-    HAS_FUNCTION,
-    HAS_POINT,
-    HAS_SRCLOC,
-    HEADER_SIZE,
-    ID_NAMES_FIELDS,
-    INSTRUCTION,
-    LEXICAL,
-    METRIC_FIELDS,
-    METRICS_HDR_FIELDS,
-    MODULE_FIELDS,
-    SCOPE_FIELDS,
-    SCOPE_INST_FIELDS,
-    SECTIONS,
-    SUMMARY_FIELDS,
-    SZ_CONTEXTS_HDR,
-    SZ_CTX,
-    SZ_ENTRY,
-    SZ_FILE,
-    SZ_FUNCTION,
-    SZ_GENERAL,
-    SZ_ID_NAMES,
-    SZ_METRIC,
-    SZ_METRICS_HDR,
-    SZ_MODULE,
-    SZ_SCOPE,
-    SZ_SCOPE_INST,
-    SZ_SUMMARY,
-    SZ_TABLE_HDR,
-    TABLE_HDR_FIELDS,
-    TAG,
-    ContextTree,
-    MetaDB,
-)
+from hpcsa.aggregate.db import metadb_model as M
 from hpcsa.aggregate.db.treeorder import preorder, subtree_sizes
 from hpcsa.binfmt import align
 from hpcsa.fileio import atomic_file
@@ -96,29 +57,29 @@ def _records(fields_: list, size_: int, n_: int, **cols: Any) -> np.ndarray:
     return arr
 
 
-def elided(tree: ContextTree) -> np.ndarray:
+def elided(tree: M.ContextTree) -> np.ndarray:
     """Rows hpcprof leaves out of meta.db: instructions nested lexically in their parent."""
-    return (tree.relation == LEXICAL) & (tree.lexical_type == INSTRUCTION)
+    return (tree.relation == M.LEXICAL) & (tree.lexical_type == M.INSTRUCTION)
 
 
-def encode_metadb(meta: MetaDB, elide: bool = True) -> bytes:
+def encode_metadb(meta: M.MetaDB, elide: bool = True) -> bytes:
     """The bytes of a meta.db for ``meta``, laid out as hpcprof does (sections in its order)."""
     check_references(meta)
-    tree = meta.contexts if meta.contexts is not None else ContextTree.from_columns([], ctx_id=[], parent=[])
-    out = _Layout(HEADER_SIZE)
+    tree = meta.contexts if meta.contexts is not None else M.ContextTree.from_columns([], ctx_id=[], parent=[])
+    out = _Layout(M.HEADER_SIZE)
     sections: dict[str, tuple[int, int]] = {}
 
-    start = out.reserve(SZ_GENERAL, 8)
-    gen = _records(GENERAL_FIELDS, SZ_GENERAL, 1, pTitle=out.cstr(meta.title),
+    start = out.reserve(M.SZ_GENERAL, 8)
+    gen = _records(M.GENERAL_FIELDS, M.SZ_GENERAL, 1, pTitle=out.cstr(meta.title),
                    pDescription=out.cstr(meta.description))
     out.patch(start, gen.tobytes())
     sections["General"] = (out.size - start, start)
 
-    start = out.reserve(SZ_ID_NAMES, 8)
+    start = out.reserve(M.SZ_ID_NAMES, 8)
     out.cstr("")
     name_ptrs = [out.cstr(n) for n in meta.id_names]
     arr = out.put(np.array(name_ptrs, "<u8").tobytes(), 8)
-    out.patch(start, _records(ID_NAMES_FIELDS, SZ_ID_NAMES, 1, ppNames=arr, nKinds=len(name_ptrs)).tobytes())
+    out.patch(start, _records(M.ID_NAMES_FIELDS, M.SZ_ID_NAMES, 1, ppNames=arr, nKinds=len(name_ptrs)).tobytes())
     sections["IdNames"] = (out.size - start, start)
 
     sections["Metrics"] = _encode_metrics(out, meta)
@@ -147,9 +108,9 @@ def encode_metadb(meta: MetaDB, elide: bool = True) -> bytes:
     sections["Strings"] = (out.size - start, start)
 
     def write_table(fields: list, rec_size: int, recs: np.ndarray, name: str) -> int:
-        start = out.reserve(SZ_TABLE_HDR, 8)
+        start = out.reserve(M.SZ_TABLE_HDR, 8)
         at = out.put(recs.tobytes(), 8)  # an empty table still aligns its (empty) array, as hpcprof does
-        out.patch(start, _records(TABLE_HDR_FIELDS, SZ_TABLE_HDR, 1, ptr=at, count=len(recs),
+        out.patch(start, _records(M.TABLE_HDR_FIELDS, M.SZ_TABLE_HDR, 1, ptr=at, count=len(recs),
                                   size=rec_size).tobytes())
         sections[name] = (out.size - start, start)
         return at
@@ -157,62 +118,62 @@ def encode_metadb(meta: MetaDB, elide: bool = True) -> bytes:
     n_mod, n_file = len(meta.modules), len(meta.files)
     mod_flags = meta.module_flags if len(meta.module_flags) == n_mod else np.zeros(n_mod, np.uint32)
     file_flags = meta.file_flags if len(meta.file_flags) == n_file else np.zeros(n_file, np.uint32)
-    mod_base = write_table(MODULE_FIELDS, SZ_MODULE, _records(
-        MODULE_FIELDS, SZ_MODULE, n_mod, flags=mod_flags, pPath=[table[p] for p in meta.modules]), "Modules")
-    file_base = write_table(FILE_FIELDS, SZ_FILE, _records(
-        FILE_FIELDS, SZ_FILE, n_file, flags=file_flags, pPath=[table[p] for p in meta.files]), "Files")
+    mod_base = write_table(M.MODULE_FIELDS, M.SZ_MODULE, _records(
+        M.MODULE_FIELDS, M.SZ_MODULE, n_mod, flags=mod_flags, pPath=[table[p] for p in meta.modules]), "Modules")
+    file_base = write_table(M.FILE_FIELDS, M.SZ_FILE, _records(
+        M.FILE_FIELDS, M.SZ_FILE, n_file, flags=file_flags, pPath=[table[p] for p in meta.files]), "Files")
     fn = meta.functions
 
     def ptrs(idx: np.ndarray, base: int, stride: int) -> np.ndarray:
         idx = np.asarray(idx, np.int64)
         return np.where(idx >= 0, base + idx * stride, 0).astype(np.uint64)
 
-    func_base = write_table(FUNCTION_FIELDS, SZ_FUNCTION, _records(
-        FUNCTION_FIELDS, SZ_FUNCTION, len(fn),
+    func_base = write_table(M.FUNCTION_FIELDS, M.SZ_FUNCTION, _records(
+        M.FUNCTION_FIELDS, M.SZ_FUNCTION, len(fn),
         pName=[table[n] if n is not None else 0 for n in fn.names],
-        pModule=ptrs(fn.module, mod_base, SZ_MODULE), offset=fn.offset,
-        pFile=ptrs(fn.file, file_base, SZ_FILE), line=fn.line, flags=fn.flags), "Functions")
+        pModule=ptrs(fn.module, mod_base, M.SZ_MODULE), offset=fn.offset,
+        pFile=ptrs(fn.file, file_base, M.SZ_FILE), line=fn.line, flags=fn.flags), "Functions")
 
     sections["Context"] = _encode_contexts(out, tree, elide, table,
-                                           lambda i: ptrs(i, func_base, SZ_FUNCTION),
-                                           lambda i: ptrs(i, file_base, SZ_FILE),
-                                           lambda i: ptrs(i, mod_base, SZ_MODULE))
-    out.patch(0, dbf.encode_header(TAG, [sections[s] for s in SECTIONS]))
-    out.put(dbf.footer(TAG))
+                                           lambda i: ptrs(i, func_base, M.SZ_FUNCTION),
+                                           lambda i: ptrs(i, file_base, M.SZ_FILE),
+                                           lambda i: ptrs(i, mod_base, M.SZ_MODULE))
+    out.patch(0, dbf.encode_header(M.TAG, [sections[s] for s in M.SECTIONS]))
+    out.put(dbf.footer(M.TAG))
     return bytes(out.buf)
 
 
-def _encode_metrics(out: _Layout, meta: MetaDB) -> tuple[int, int]:
-    start = out.reserve(SZ_METRICS_HDR, 8)
+def _encode_metrics(out: _Layout, meta: M.MetaDB) -> tuple[int, int]:
+    start = out.reserve(M.SZ_METRICS_HDR, 8)
     names = [out.cstr(s.name) for s in meta.scopes]
-    scopes = _records(SCOPE_FIELDS, SZ_SCOPE, len(meta.scopes), pScopeName=names,
+    scopes = _records(M.SCOPE_FIELDS, M.SZ_SCOPE, len(meta.scopes), pScopeName=names,
                       type=[s.type for s in meta.scopes],
                       propagationIndex=[s.propagation_index for s in meta.scopes])
     p_scopes = out.put(scopes.tobytes(), 8)
-    descs = np.zeros(len(meta.metrics), dbf.record_dtype(METRIC_FIELDS, SZ_METRIC))
+    descs = np.zeros(len(meta.metrics), dbf.record_dtype(M.METRIC_FIELDS, M.SZ_METRIC))
     for i, m in enumerate(meta.metrics):
-        insts = _records(SCOPE_INST_FIELDS, SZ_SCOPE_INST, len(m.scope_insts),
-                         pScope=[p_scopes + SZ_SCOPE * s.scope for s in m.scope_insts],
+        insts = _records(M.SCOPE_INST_FIELDS, M.SZ_SCOPE_INST, len(m.scope_insts),
+                         pScope=[p_scopes + M.SZ_SCOPE * s.scope for s in m.scope_insts],
                          propMetricId=[s.prop_metric_id for s in m.scope_insts])
         p_insts = out.put(insts.tobytes(), 8)
         formulas = [out.cstr(s.formula) for s in m.summaries]
-        summs = _records(SUMMARY_FIELDS, SZ_SUMMARY, len(m.summaries),
-                         pScope=[p_scopes + SZ_SCOPE * s.scope for s in m.summaries], pFormula=formulas,
+        summs = _records(M.SUMMARY_FIELDS, M.SZ_SUMMARY, len(m.summaries),
+                         pScope=[p_scopes + M.SZ_SCOPE * s.scope for s in m.summaries], pFormula=formulas,
                          combine=[s.combine for s in m.summaries],
                          statMetricId=[s.stat_metric_id for s in m.summaries])
         p_summs = out.put(summs.tobytes(), 8)
         descs[i] = (out.cstr(m.name), p_insts, p_summs, len(m.scope_insts), len(m.summaries))
     p_metrics = out.put(descs.tobytes(), 8)
-    hdr = _records(METRICS_HDR_FIELDS, SZ_METRICS_HDR, 1, pMetrics=p_metrics, nMetrics=len(meta.metrics),
-                   szMetric=SZ_METRIC, szScopeInst=SZ_SCOPE_INST, szSummary=SZ_SUMMARY, pScopes=p_scopes,
-                   nScopes=len(meta.scopes), szScope=SZ_SCOPE)
+    hdr = _records(M.METRICS_HDR_FIELDS, M.SZ_METRICS_HDR, 1, pMetrics=p_metrics, nMetrics=len(meta.metrics),
+                   szMetric=M.SZ_METRIC, szScopeInst=M.SZ_SCOPE_INST, szSummary=M.SZ_SUMMARY, pScopes=p_scopes,
+                   nScopes=len(meta.scopes), szScope=M.SZ_SCOPE)
     out.patch(start, hdr.tobytes())
     return out.size - start, start
 
 
-def _encode_contexts(out: _Layout, tree: ContextTree, elide: bool, strings: dict[str, int],
+def _encode_contexts(out: _Layout, tree: M.ContextTree, elide: bool, strings: dict[str, int],
                      func_ptr: Any, file_ptr: Any, mod_ptr: Any) -> tuple[int, int]:
-    start = out.reserve(SZ_CONTEXTS_HDR, 8)
+    start = out.reserve(M.SZ_CONTEXTS_HDR, 8)
     keep = ~elided(tree) if elide else np.ones(len(tree), bool)
     rows = np.flatnonzero(keep)
     # Parents of kept rows: the nearest kept ancestor (elided instructions hand their children up).
@@ -235,7 +196,7 @@ def _encode_contexts(out: _Layout, tree: ContextTree, elide: bool, strings: dict
     flags = tree.flags[rows].astype(np.int64)
     has_f, has_s, has_p = flags & 1, (flags >> 1) & 1, (flags >> 2) & 1
     nflex = has_f + 2 * has_s + 2 * has_p
-    rec_size = SZ_CTX + 8 * nflex
+    rec_size = M.SZ_CTX + 8 * nflex
 
     # Child arrays in post-order: each node's array before its parent's; per entry point, the
     # entry's own child array last (as hpcprof writes them).
@@ -272,7 +233,7 @@ def _encode_contexts(out: _Layout, tree: ContextTree, elide: bool, strings: dict
 
     total = int(nbytes.sum())
     image = np.zeros(total, np.uint8)
-    hdr = np.zeros(n, CTX)
+    hdr = np.zeros(n, M.CTX)
     hdr["szChildren"] = child_bytes
     hdr["pChildren"] = node_arr
     hdr["ctxId"] = tree.ctx_id[rows]
@@ -286,7 +247,7 @@ def _encode_contexts(out: _Layout, tree: ContextTree, elide: bool, strings: dict
 
     def put_words(mask: np.ndarray, word: np.ndarray, values: np.ndarray) -> None:
         sel = mask.astype(bool)
-        dbf.scatter_records(image, local[sel] + SZ_CTX + 8 * word[sel], values[sel].astype(_U64))
+        dbf.scatter_records(image, local[sel] + M.SZ_CTX + 8 * word[sel], values[sel].astype(_U64))
 
     put_words(has_f, np.zeros(n, np.int64), func_ptr(tree.function[rows]))
     put_words(has_s, has_f, file_ptr(tree.file[rows]))
@@ -296,24 +257,24 @@ def _encode_contexts(out: _Layout, tree: ContextTree, elide: bool, strings: dict
     got = out.put(image.tobytes(), 8) if total else base
     assert got == base or not total
 
-    entries = _records(ENTRY_FIELDS, SZ_ENTRY, n_entries, szChildren=entry_bytes, pChildren=entry_arr,
+    entries = _records(M.ENTRY_FIELDS, M.SZ_ENTRY, n_entries, szChildren=entry_bytes, pChildren=entry_arr,
                        ctxId=[e.ctx_id for e in tree.entry_points],
                        entryPoint=[e.kind for e in tree.entry_points],
                        pPrettyName=[strings[e.pretty_name] for e in tree.entry_points])
     p_entries = out.put(entries.tobytes(), 8)
-    out.patch(start, _records(CONTEXTS_HDR_FIELDS, SZ_CONTEXTS_HDR, 1, pEntryPoints=p_entries,
-                              nEntryPoints=n_entries, szEntryPoint=SZ_ENTRY).tobytes())
+    out.patch(start, _records(M.CONTEXTS_HDR_FIELDS, M.SZ_CONTEXTS_HDR, 1, pEntryPoints=p_entries,
+                              nEntryPoints=n_entries, szEntryPoint=M.SZ_ENTRY).tobytes())
     return out.size - start, start
 
 
-def write_metadb(path: str | os.PathLike[str], meta: MetaDB, elide: bool = True) -> None:
+def write_metadb(path: str | os.PathLike[str], meta: M.MetaDB, elide: bool = True) -> None:
     """Write ``meta`` to ``path`` (a temporary name until complete)."""
     data = encode_metadb(meta, elide)
     with atomic_file(path) as fh:
         fh.write(data)
 
 
-def check_references(meta: MetaDB) -> None:
+def check_references(meta: M.MetaDB) -> None:
     """Every function/file/module index inside its table and flags matching the fields (before writing)."""
     fn, t = meta.functions, meta.contexts
     problems = []
@@ -325,8 +286,9 @@ def check_references(meta: MetaDB) -> None:
         problems.append("a function has neither a name, a module nor a file")
     if t is not None:
         flags = t.flags.astype(np.int64)
-        for what, idx, n, bit in (("function", t.function, len(fn), HAS_FUNCTION), ("file", t.file, len(meta.files),
-                                  HAS_SRCLOC), ("module", t.module, len(meta.modules), HAS_POINT)):
+        for what, idx, n, bit in (("function", t.function, len(fn), M.HAS_FUNCTION),
+                                  ("file", t.file, len(meta.files), M.HAS_SRCLOC),
+                                  ("module", t.module, len(meta.modules), M.HAS_POINT)):
             used = (flags & bit) != 0
             if used.any() and (int(idx[used].max()) >= n or int(idx[used].min()) < 0):
                 problems.append(f"a context's {what} index is outside the {what} table of {n}")
