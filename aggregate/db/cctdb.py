@@ -87,12 +87,11 @@ class RangeValues:
         return len(self.values)
 
 
-class CctDB:
+class CctDB(dbf.DbReader):
     """An open cct.db: context infos in memory, values read on request."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = os.fspath(path)
-        self.blob, self.header = dbf.open_db(self.path, TAG, SECTIONS)
+        super().__init__(path, TAG, SECTIONS)
         blob = self.blob
         sz, ptr = self.header.sections[0]
         dbf.section_blob(blob, self.header, 0, SZ_CTX_INFOS_HDR, "Context Info")
@@ -119,14 +118,6 @@ class CctDB:
             i = int(np.flatnonzero(bad)[0])
             raise blob.fail(f"the values of context {i} lie past the end of the file; the file is truncated "
                             f"or corrupt")
-
-    @property
-    def version(self) -> str:
-        return self.header.version
-
-    @property
-    def notes(self) -> tuple[str, ...]:
-        return self.header.notes
 
     def __len__(self) -> int:
         return len(self.n_values)

@@ -128,6 +128,23 @@ def open_db(path: str, tag: bytes, section_names: Sequence[str]) -> tuple[Blob, 
     return blob, read_header(blob, tag, section_names)
 
 
+class DbReader:
+    """An open ``*.db`` file whose header is checked (:func:`read_header`); the readers of the formats
+    extend it with their sections (``tag`` and ``sections`` are the format's)."""
+
+    def __init__(self, path: str | os.PathLike[str], tag: bytes, sections: Sequence[str]) -> None:
+        self.path = os.fspath(path)
+        self.blob, self.header = open_db(self.path, tag, sections)
+
+    @property
+    def version(self) -> str:
+        return self.header.version
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return self.header.notes
+
+
 def _byte_strided(buf: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """A view of ``buf`` in which element ``i`` is the ``dtype`` record starting at byte ``i``."""
     n = len(buf) - dtype.itemsize + 1

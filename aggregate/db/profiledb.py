@@ -129,12 +129,11 @@ def id_tuple_text(ids: np.ndarray | None, names: Sequence[str]) -> str:
 # -- reading -------------------------------------------------------------------------------------------
 
 
-class ProfileDB:
+class ProfileDB(dbf.DbReader):
     """An open profile.db: infos and identifier tuples in memory, values read per profile on request."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = os.fspath(path)
-        self.blob, self.header = dbf.open_db(self.path, TAG, SECTIONS)
+        super().__init__(path, TAG, SECTIONS)
         blob = self.blob
         sz, ptr = self.header.sections[0]
         dbf.section_blob(blob, self.header, 0, SZ_PROFILE_INFOS_HDR, "Profile Info")
@@ -155,14 +154,6 @@ class ProfileDB:
         self.p_ctx_indices = infos["pCtxIndices"].astype(np.int64)
         self.flags = infos["flags"].astype(np.uint32)
         self._read_id_tuples(infos["pIdTuple"].astype(np.int64))
-
-    @property
-    def version(self) -> str:
-        return self.header.version
-
-    @property
-    def notes(self) -> tuple[str, ...]:
-        return self.header.notes
 
     def __len__(self) -> int:
         return len(self.flags)

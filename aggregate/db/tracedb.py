@@ -39,12 +39,11 @@ TRACE_HDRS_AT = align(TRACES_AT + SZ_TRACES_HDR, 8)
 NO_MIN_TIMESTAMP, NO_MAX_TIMESTAMP = (1 << 63) - 1, 1 << 63
 
 
-class TraceDB:
+class TraceDB(dbf.DbReader):
     """An open trace.db: trace headers in memory, lines read on request."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = os.fspath(path)
-        self.blob, self.header = dbf.open_db(self.path, TAG, SECTIONS)
+        super().__init__(path, TAG, SECTIONS)
         blob = self.blob
         sz, ptr = self.header.sections[0]
         dbf.section_blob(blob, self.header, 0, SZ_TRACES_HDR, "Context Trace Headers")
@@ -66,14 +65,6 @@ class TraceDB:
             i = int(np.flatnonzero(bad)[0])
             raise blob.fail(f"trace {i} ([{int(self.p_start[i]):#x}, {int(self.p_end[i]):#x})) is not a whole "
                             f"number of elements inside the file; the file is truncated or corrupt")
-
-    @property
-    def version(self) -> str:
-        return self.header.version
-
-    @property
-    def notes(self) -> tuple[str, ...]:
-        return self.header.notes
 
     def __len__(self) -> int:
         return len(self.prof_index)
