@@ -86,7 +86,7 @@ class TopDownForest(Forest):
     def info(self, node: int) -> dict[str, Any]:
         exp, c = self.exp, self.exp.cct
         out: dict[str, Any] = {"ctx_id": int(c.ctx_id[node]), "kind": T.KIND_NAME[int(c.kind[node])],
-                               "relation": ["lexical", "call", "inlined_call"][int(c.relation[node])]
+                               "relation": T.RELATION_NAME[int(c.relation[node])]
                                if c.kind[node] not in (T.ROOT, T.ENTRY) else None,
                                "name": exp.scope_name(node)}
         if c.file[node] >= 0:

@@ -29,6 +29,7 @@ from hpcsa.aggregate.db.treeorder import depth_levels, subtree_sizes
 FUNCTION, LOOP, LINE, INSTRUCTION = metadb.FUNCTION, metadb.LOOP, metadb.LINE, metadb.INSTRUCTION
 ROOT, ENTRY = 8, 9
 KIND_NAME = {**metadb.LEXICAL_TYPE, ROOT: "root", ENTRY: "entry"}
+RELATION_NAME = metadb.RELATION
 LEXICAL, CALL, INLINED_CALL = metadb.LEXICAL, metadb.CALL, metadb.INLINED_CALL
 ROOT_LABEL = "Experiment Aggregate Metrics"
 
