@@ -250,6 +250,20 @@ def counts_from_profiledb(pdb: ProfileDB, n_ctxs: int) -> CctLayout:
     return CctLayout.from_counts(n_values, n_metrics)
 
 
+def _check_counts(ctx: np.ndarray, lo: int, hi: int, reserved: np.ndarray, what: str) -> None:
+    """Each context of ``lo..hi`` has as many items in ``ctx`` as the layout ``reserved`` for it."""
+    got = np.bincount(ctx - lo, minlength=hi - lo) if len(ctx) else np.zeros(hi - lo, np.int64)
+    if not np.array_equal(got, reserved):
+        i = int(np.flatnonzero(got != reserved)[0])
+        raise ValueError(f"context {lo + i} has {int(got[i])} {what} but the layout reserved {int(reserved[i])}")
+
+
+def _rank_in_runs(first: np.ndarray) -> np.ndarray:
+    """The position of each item in its run (a run begins where ``first`` is True)."""
+    at = np.arange(len(first))
+    return at - np.maximum.accumulate(np.where(first, at, 0)) if len(first) else at
+
+
 def encode_blocks(layout: CctLayout, lo: int, hi: int, values: RangeValues) -> bytes:
     """The bytes from block ``lo``'s start to block ``hi - 1``'s end, for values sorted by
     (context, metric, profile) and all lying in ``lo..hi``; the counts must match the layout."""
@@ -257,15 +271,10 @@ def encode_blocks(layout: CctLayout, lo: int, hi: int, values: RangeValues) -> b
     end = int(layout.offsets[hi - 1] + layout.block_size()[hi - 1]) if hi > lo else 0
     image = np.zeros(end - base, np.uint8)
     ctx = values.ctx_ids.astype(np.int64)
-    got = np.bincount(ctx - lo, minlength=hi - lo) if len(ctx) else np.zeros(hi - lo, np.int64)
-    if not np.array_equal(got, layout.n_values[lo:hi]):
-        bad = lo + int(np.flatnonzero(got != layout.n_values[lo:hi])[0])
-        raise ValueError(f"context {bad} has {int(got[bad - lo])} values but the layout reserved "
-                         f"{int(layout.n_values[bad])}")
+    _check_counts(ctx, lo, hi, layout.n_values[lo:hi], "values")
     # {Val} records: rank of each value within its context.
     first_of_ctx = np.r_[True, ctx[1:] != ctx[:-1]] if len(ctx) else np.zeros(0, bool)
-    grp = np.maximum.accumulate(np.where(first_of_ctx, np.arange(len(ctx)), 0)) if len(ctx) else ctx
-    rank = np.arange(len(ctx)) - grp
+    rank = _rank_in_runs(first_of_ctx)
     vals = np.zeros(len(ctx), VALUE)
     vals["profIndex"] = values.prof_indices
     vals["value"] = values.values
@@ -276,14 +285,8 @@ def encode_blocks(layout: CctLayout, lo: int, hi: int, values: RangeValues) -> b
     first_of_metric = first_of_ctx | np.r_[True, met[1:] != met[:-1]] if len(ctx) else first_of_ctx
     g = np.flatnonzero(first_of_metric)
     g_ctx = ctx[g]
-    n_met = np.bincount(g_ctx - lo, minlength=hi - lo) if len(g) else np.zeros(hi - lo, np.int64)
-    if not np.array_equal(n_met, layout.n_metrics[lo:hi]):
-        bad = lo + int(np.flatnonzero(n_met != layout.n_metrics[lo:hi])[0])
-        raise ValueError(f"context {bad} has {int(n_met[bad - lo])} metrics but the layout reserved "
-                         f"{int(layout.n_metrics[bad])}")
-    g_first = np.r_[True, g_ctx[1:] != g_ctx[:-1]] if len(g) else np.zeros(0, bool)
-    g_grp = np.maximum.accumulate(np.where(g_first, np.arange(len(g)), 0)) if len(g) else g
-    g_rank = np.arange(len(g)) - g_grp
+    _check_counts(g_ctx, lo, hi, layout.n_metrics[lo:hi], "metrics")
+    g_rank = _rank_in_runs(np.r_[True, g_ctx[1:] != g_ctx[:-1]] if len(g) else np.zeros(0, bool))
     idx = np.zeros(len(g), METRIC_INDEX)
     idx["metricId"] = met[g]
     idx["startIndex"] = rank[g]
