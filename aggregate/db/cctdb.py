@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, ClassVar
 
 import numpy as np
 
@@ -54,24 +54,18 @@ CTXS_AT = align(CTX_INFOS_AT + SZ_CTX_INFOS_HDR, 8)
 
 
 @dataclass
-class ContextValues:
+class ContextValues(dbf.SparseRuns):
     """One context's values: metrics sorted by id, profiles sorted within each metric."""
 
     metric_ids: np.ndarray  # uint16 [nMetrics]
     starts: np.ndarray  # int64 [nMetrics]
     prof_indices: np.ndarray  # uint32 [nValues]
     values: np.ndarray  # float64 [nValues]
-
-    def __len__(self) -> int:
-        return len(self.values)
+    KEYS: ClassVar[str] = "metric_ids"  # get(metric_id) -> {profile index: value}
+    INNER: ClassVar[str] = "prof_indices"
 
     def value_metric_ids(self) -> np.ndarray:
-        return dbf.run_keys(self.metric_ids, self.starts, len(self.values))
-
-    def get(self, metric_id: int) -> dict[int, float]:
-        """profile index -> value for one metric."""
-        sl = dbf.run_of(self.metric_ids, self.starts, len(self.values), metric_id)
-        return {} if sl is None else dict(zip(self.prof_indices[sl].tolist(), self.values[sl].tolist(), strict=True))
+        return self.value_keys()
 
 
 @dataclass

@@ -19,7 +19,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import BinaryIO, Self
+from typing import BinaryIO, ClassVar, Self
 
 import numpy as np
 
@@ -207,6 +207,30 @@ def run_of(keys: np.ndarray, starts: np.ndarray, total: int, key: int) -> slice 
     if i == len(keys) or int(keys[i]) != key:
         return None
     return slice(int(starts[i]), int(starts[i + 1]) if i + 1 < len(starts) else total)
+
+
+class SparseRuns:
+    """Sparse values stored as runs, as profile.db and cct.db store them: key ``i`` (the field named by
+    ``KEYS``) owns the values from ``starts[i]`` up to the next start, each tagged by an id of the field
+    named by ``INNER``. The dataclasses of the two formats extend it with their fields."""
+
+    KEYS: ClassVar[str]
+    INNER: ClassVar[str]
+    starts: np.ndarray
+    values: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def value_keys(self) -> np.ndarray:
+        """The key of every value (aligned with the inner ids and ``values``)."""
+        return run_keys(getattr(self, self.KEYS), self.starts, len(self.values))
+
+    def get(self, key: int) -> dict[int, float]:
+        """inner id -> value for one key (empty if it has none)."""
+        sl = run_of(getattr(self, self.KEYS), self.starts, len(self.values), key)
+        return {} if sl is None else dict(zip(getattr(self, self.INNER)[sl].tolist(), self.values[sl].tolist(),
+                                              strict=True))
 
 
 class StreamedWriter:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, ClassVar
 
 import numpy as np
 
@@ -57,25 +57,19 @@ PROFILES_AT = align(PROFILE_INFOS_AT + SZ_PROFILE_INFOS_HDR, 8)
 
 
 @dataclass
-class ProfileValues:
+class ProfileValues(dbf.SparseRuns):
     """One profile's non-zero values: contexts sorted by id, values sorted by metric within each."""
 
     ctx_ids: np.ndarray  # uint32 [nCtxs]
     starts: np.ndarray  # int64 [nCtxs], index of each context's first value
     metric_ids: np.ndarray  # uint16 [nValues]
     values: np.ndarray  # float64 [nValues]
-
-    def __len__(self) -> int:
-        return len(self.values)
+    KEYS: ClassVar[str] = "ctx_ids"  # get(ctx_id) -> {metric id: value}
+    INNER: ClassVar[str] = "metric_ids"
 
     def value_ctx_ids(self) -> np.ndarray:
         """The context id of every value (aligned with ``metric_ids`` and ``values``)."""
-        return dbf.run_keys(self.ctx_ids, self.starts, len(self.values))
-
-    def get(self, ctx_id: int) -> dict[int, float]:
-        """metric id -> value for one context (empty if it has none)."""
-        sl = dbf.run_of(self.ctx_ids, self.starts, len(self.values), ctx_id)
-        return {} if sl is None else dict(zip(self.metric_ids[sl].tolist(), self.values[sl].tolist(), strict=True))
+        return self.value_keys()
 
     @classmethod
     def empty(cls) -> ProfileValues:
