@@ -87,14 +87,9 @@ class CctDB(dbf.DbReader):
     def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__(path, TAG, SECTIONS)
         blob = self.blob
-        sz, ptr = self.header.sections[0]
-        dbf.section_blob(blob, self.header, 0, SZ_CTX_INFOS_HDR, "Context Info")
-        hdr = blob.record(CTX_INFOS_HDR, ptr, "Context Info header")
-        dt = dbf.stride_dtype(blob, CTX_INFO_FIELDS, SZ_CTX_INFO, int(hdr["szCtx"]), "context info")
-        p_ctxs, n = int(hdr["pCtxs"]), int(hdr["nCtxs"])
-        if n and (p_ctxs < ptr or p_ctxs + n * dt.itemsize > ptr + sz):
-            raise blob.fail(f"the {n} context infos at {p_ctxs:#x} do not fit in the Context Info section")
-        infos = blob.array(dt, p_ctxs, n, "context infos")
+        hdr = self.section_header(0, CTX_INFOS_HDR, SZ_CTX_INFOS_HDR, "Context Info")
+        infos = self.section_array(0, hdr, CTX_INFO_FIELDS, SZ_CTX_INFO, ("szCtx", "pCtxs", "nCtxs"),
+                                   "context info", "Context Info")
         self.n_values = infos["nValues"].astype(np.int64)
         self.p_values = infos["pValues"].astype(np.int64)
         self.n_metrics = infos["nMetrics"].astype(np.int64)

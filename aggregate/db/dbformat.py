@@ -144,6 +144,22 @@ class DbReader:
     def notes(self) -> tuple[str, ...]:
         return self.header.notes
 
+    def section_header(self, index: int, dtype: np.dtype, size: int, section: str) -> np.void:
+        """The header record at the start of section ``index`` (``size`` bytes in format 4.0)."""
+        ptr = section_blob(self.blob, self.header, index, size, section)
+        return self.blob.record(dtype, ptr, f"{section} header")
+
+    def section_array(self, index: int, hdr: np.void, fields: Sequence[Field], base_size: int,
+                      keys: tuple[str, str, str], what: str, section: str) -> np.ndarray:
+        """The array of ``what`` records a section header points at; ``keys`` name the header's stride,
+        pointer and count fields. The array must lie inside the section."""
+        sz, ptr = self.header.sections[index]
+        dt = stride_dtype(self.blob, fields, base_size, int(hdr[keys[0]]), what)
+        at, n = int(hdr[keys[1]]), int(hdr[keys[2]])
+        if n and (at < ptr or at + n * dt.itemsize > ptr + sz):
+            raise self.blob.fail(f"the {n} {what}s at {at:#x} do not fit in the {section} section")
+        return self.blob.array(dt, at, n, f"{what}s")
+
 
 def _byte_strided(buf: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """A view of ``buf`` in which element ``i`` is the ``dtype`` record starting at byte ``i``."""

@@ -129,19 +129,14 @@ class ProfileDB(dbf.DbReader):
     def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__(path, TAG, SECTIONS)
         blob = self.blob
-        sz, ptr = self.header.sections[0]
-        dbf.section_blob(blob, self.header, 0, SZ_PROFILE_INFOS_HDR, "Profile Info")
-        hdr = blob.record(PROFILE_INFOS_HDR, ptr, "Profile Info header")
+        hdr = self.section_header(0, PROFILE_INFOS_HDR, SZ_PROFILE_INFOS_HDR, "Profile Info")
         if int(hdr["szProfile"]) == PRE_RELEASE_PROFILE_INFO_SIZE:
             raise UnsupportedError(blob.path, "pre-release profile.db layout: it says version 4.0 but its "
                                    "profile infos are 40 bytes (released 4.0: 48); it was written by an "
                                    "HPCToolkit development snapshot from before format 4.0 was final; "
                                    "re-run a released hpcprof on the measurements")
-        dt = dbf.stride_dtype(blob, PROFILE_INFO_FIELDS, SZ_PROFILE_INFO, int(hdr["szProfile"]), "profile info")
-        p_profiles, n = int(hdr["pProfiles"]), int(hdr["nProfiles"])
-        if n and (p_profiles < ptr or p_profiles + n * dt.itemsize > ptr + sz):
-            raise blob.fail(f"the {n} profile infos at {p_profiles:#x} do not fit in the Profile Info section")
-        infos = blob.array(dt, p_profiles, n, "profile infos")
+        infos = self.section_array(0, hdr, PROFILE_INFO_FIELDS, SZ_PROFILE_INFO,
+                                   ("szProfile", "pProfiles", "nProfiles"), "profile info", "Profile Info")
         self.n_values = infos["nValues"].astype(np.int64)
         self.p_values = infos["pValues"].astype(np.int64)
         self.n_ctxs = infos["nCtxs"].astype(np.int64)

@@ -45,16 +45,11 @@ class TraceDB(dbf.DbReader):
     def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__(path, TAG, SECTIONS)
         blob = self.blob
-        sz, ptr = self.header.sections[0]
-        dbf.section_blob(blob, self.header, 0, SZ_TRACES_HDR, "Context Trace Headers")
-        hdr = blob.record(TRACES_HDR, ptr, "Context Trace Headers header")
-        dt = dbf.stride_dtype(blob, TRACE_HDR_FIELDS, SZ_TRACE_HDR, int(hdr["szTrace"]), "trace header")
-        p_traces, n = int(hdr["pTraces"]), int(hdr["nTraces"])
-        if n and (p_traces < ptr or p_traces + n * dt.itemsize > ptr + sz):
-            raise blob.fail(f"the {n} trace headers at {p_traces:#x} do not fit in their section")
+        hdr = self.section_header(0, TRACES_HDR, SZ_TRACES_HDR, "Context Trace Headers")
+        heads = self.section_array(0, hdr, TRACE_HDR_FIELDS, SZ_TRACE_HDR, ("szTrace", "pTraces", "nTraces"),
+                                   "trace header", "Context Trace Headers")
         self.min_timestamp = int(hdr["minTimestamp"])
         self.max_timestamp = int(hdr["maxTimestamp"])
-        heads = blob.array(dt, p_traces, n, "trace headers")
         self.prof_index = heads["profIndex"].astype(np.uint32)
         self.p_start = heads["pStart"].astype(np.int64)
         self.p_end = heads["pEnd"].astype(np.int64)
