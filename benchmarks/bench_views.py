@@ -34,10 +34,13 @@ import numpy as np
 from hpcsa.aggregate.db import metadb
 from hpcsa.views import open_experiment
 from hpcsa.views.cmd import render_view
-from hpcsa.views.synthetic import DatabaseBuilder, thread_tuple
 from hpcsa.views.threads import STRATEGIES, aggregate_threads, db_size
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the database builder is a test helper (tests/views/synthetic.py)
+
+from tests.views.synthetic import DatabaseBuilder, thread_tuple  # noqa: E402
+
 THREADS = (1, 2, 4, 8, 16, 32, 64)
 
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hpcsa.ingest.hpcrun import UNWOUND, HpcrunProfile, placeholder_code
+from hpcsa.ingest.hpcrun import UNWOUND, HpcrunProfile
+from hpcsa.ingest.placeholders import GPU_KERNEL
 
 from .model import PcSamples
 
-GPU_KERNEL = placeholder_code("GPUKernl")
 WEIGHT_METRIC = "GINS"
 LAUNCH_COUNT_METRIC = "GKER:COUNT"
 

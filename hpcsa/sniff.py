@@ -5,9 +5,14 @@ from __future__ import annotations
 import os
 import re
 
+from hpcsa.aggregate.db import dbformat
 from hpcsa.errors import HpcsaError
+from hpcsa.ingest import hpcrun, hpctrace
 
-DB_FORMATS = {b"meta": "meta.db", b"prof": "profile.db", b"ctxt": "cct.db", b"trce": "trace.db"}
+#: Each format's magic, from the module that reads and writes it (the padding is not compared).
+HPCRUN_MAGIC = hpcrun.MAGIC.rstrip(b"_")
+HPCTRACE_MAGIC = hpctrace.MAGIC.rstrip(b"_")
+DB_FORMATS = {tag: name for tag, (name, _footer) in dbformat.FORMATS.items()}
 
 
 def _magic_name(head: bytes) -> str:
@@ -33,18 +38,19 @@ def identify(path: str | os.PathLike[str]) -> str:
         raise HpcsaError(path, "no such file or directory") from None
     except OSError as exc:
         raise HpcsaError(path, f"cannot read: {exc.strerror or exc}") from None
-    if head.startswith(b"HPCRUN-profile"):
+    if head.startswith(HPCRUN_MAGIC):
         return "hpcrun"
-    if head.startswith(b"HPCRUN-trace"):
+    if head.startswith(HPCTRACE_MAGIC):
         return "hpctrace"
-    if head.startswith(b"HPCPROF-") or head.startswith(b"HPCRUN-") and not head.startswith(b"HPCRUN-profile"):
+    if head.startswith(b"HPCPROF-") or head.startswith(b"HPCRUN-"):
         raise HpcsaError(path, f"legacy HPCToolkit file ({_magic_name(head)}) from "
                          "before the v4 formats (2022); re-run hpcprof 2022.10 or newer to get a v4 database")
-    if head.startswith(b"HPCTOOLKIT"):
-        kind = DB_FORMATS.get(head[10:14])
+    if head.startswith(dbformat.MAGIC):
+        tag = head[len(dbformat.MAGIC):len(dbformat.MAGIC) + 4]
+        kind = DB_FORMATS.get(tag)
         if kind:
             return kind
-        raise HpcsaError(path, f"HPCToolkit database file of unknown format {head[10:14]!r}")
+        raise HpcsaError(path, f"HPCToolkit database file of unknown format {tag!r}")
     if b"<HPCToolkitExperiment" in head or b"hpc-experiment" in head:
         raise HpcsaError(path, "legacy experiment.xml database from before the v4 formats (2022); re-run "
                          "hpcprof 2022.10 or newer on the measurements to get a v4 database")

@@ -16,10 +16,12 @@ from collections.abc import Mapping
 import numpy as np
 
 from hpcsa.ingest import model as M
+from hpcsa.ingest.hpcrun import SHOW_EXCLUSIVE as SHOW_EXCL
+from hpcsa.ingest.hpcrun import SHOW_HIDE as HIDE
+from hpcsa.ingest.hpcrun import SHOW_INVISIBLE as INVISIBLE
+from hpcsa.ingest.hpcrun import SHOW_SHOW as SHOW
 from hpcsa.ingest.hpcrun import VAL_FMT_INT, VAL_FMT_REAL, MetricDesc
 from hpcsa.ingest.model import COPY_DIRECTIONS, IMPLICIT_DIRECTIONS, MEMORY_KINDS, STALL_CLASSES, SYNC_KINDS
-
-SHOW, HIDE, SHOW_EXCL, INVISIBLE = 1, 0, 3, 4
 
 _KIND_TEXT = {"UNK": "unknown memory kind", "PAG": "pageable memory", "PIN": "pinned memory",
               "DEV": "device memory", "ARY": "array memory", "MAN": "managed memory",

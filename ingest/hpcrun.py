@@ -53,13 +53,31 @@ LOADMAP_ANALYZE = 0x1
 METRIC_TYPE = {1: "raw", 2: "final", 3: "derived"}
 VAL_TYPE = {0: "none", 1: "inclusive", 2: "exclusive"}
 VAL_FMT_INT, VAL_FMT_REAL = 1, 2
-SHOW = {0: "hide", 1: "show", 2: "show-inclusive", 3: "show-exclusive", 4: "invisible"}
+#: A metric's ``show`` code (which columns hpcprof makes of it).
+SHOW_HIDE, SHOW_SHOW, SHOW_INCLUSIVE, SHOW_EXCLUSIVE, SHOW_INVISIBLE = range(5)
+SHOW = {SHOW_HIDE: "hide", SHOW_SHOW: "show", SHOW_INCLUSIVE: "show-inclusive", SHOW_EXCLUSIVE: "show-exclusive",
+        SHOW_INVISIBLE: "invisible"}
 
 # Identifier-tuple kinds and interpretations (id-tuple.h).
 ID_KINDS = {0: "SUMMARY", 1: "NODE", 2: "RANK", 3: "THREAD", 4: "GPUDEVICE", 5: "GPUCONTEXT",
             6: "GPUSTREAM", 7: "CORE"}
 ID_INTERPRET = {0: "BOTH", 1: "LOGIC_LOCAL", 2: "LOGIC_GLOBAL", 3: "LOGIC_ONLY"}
 ID_KIND_MASK = 0x3FFF
+ID_INTERPRET_SHIFT = 14  # the interpretation is the kind field's two high bits
+ID_SUMMARY, ID_NODE, ID_RANK, ID_THREAD, ID_GPUDEVICE, ID_GPUCONTEXT, ID_GPUSTREAM, ID_CORE = range(8)
+BOTH_VALID, LOGIC_LOCAL, LOGIC_GLOBAL, LOGIC_ONLY = range(4)
+
+
+def id_kind(kind: int, interpret: int) -> int:
+    """An identifier element's ``kind`` field: the kind with its interpretation in the high bits."""
+    return interpret << ID_INTERPRET_SHIFT | kind
+
+
+#: The element kinds as hpcrun writes them: a node's logical id is generated per parent
+#: (LOGIC_LOCAL); ranks, threads, GPU contexts and streams carry logical ids only.
+NODE_ELEMENT = id_kind(ID_NODE, LOGIC_LOCAL)
+RANK_ELEMENT, THREAD_ELEMENT, GPUCONTEXT_ELEMENT, GPUSTREAM_ELEMENT = (
+    id_kind(k, LOGIC_ONLY) for k in (ID_RANK, ID_THREAD, ID_GPUCONTEXT, ID_GPUSTREAM))
 
 HEADER_KEYS = ("program-name", "program-path", "env-path", "job-id", "mpi-rank", "thread-id", "host-id",
                "process-id", "trace-min-time", "trace-max-time", "trace-disorder")
@@ -163,8 +181,8 @@ class HpcrunProfile:
         for kind, phys, logical in zip(self.id_tuple["kind"], self.id_tuple["physical"],
                                        self.id_tuple["logical"], strict=True):
             name = ID_KINDS.get(int(kind) & ID_KIND_MASK, f"KIND{int(kind) & ID_KIND_MASK}")
-            interp = int(kind) >> 14
-            parts.append(f"{name} {int(logical)}" if interp == 3 else f"{name} {int(logical)} [{int(phys):#x}]")
+            interp = int(kind) >> ID_INTERPRET_SHIFT
+            parts.append(f"{name} {int(logical)}" if interp == LOGIC_ONLY else f"{name} {int(logical)} [{int(phys):#x}]")
         return " / ".join(parts)
 
 

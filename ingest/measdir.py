@@ -38,19 +38,27 @@ from hpcsa.ingest.hpcrun import (
     MetricDesc,
     default_id_names,
     pack_values,
-    placeholder_code,
     write_hpcrun,
+)
+from hpcsa.ingest.hpcrun import (
+    GPUCONTEXT_ELEMENT as GPUCONTEXT,
+)
+from hpcsa.ingest.hpcrun import (
+    GPUSTREAM_ELEMENT as GPUSTREAM,
+)
+from hpcsa.ingest.hpcrun import (
+    NODE_ELEMENT as NODE,
+)
+from hpcsa.ingest.hpcrun import (
+    RANK_ELEMENT as RANK,
+)
+from hpcsa.ingest.hpcrun import (
+    THREAD_ELEMENT as THREAD,
 )
 from hpcsa.ingest.hpctrace import FLAG_CALL_TRACE, HpctraceFile, make_records, write_hpctrace
 from hpcsa.ingest.names import safe_name, write_names_files
+from hpcsa.ingest.placeholders import PH
 
-PH = {name: placeholder_code(code) for name, code in {
-    "primary": "^Primary", "main": "| Main  ", "thread": "| Thread", "noact": "NoActvty",
-    "kernel": "GPUKernl", "trace": "GPUTrace", "copy": "GPUCp?2?", "copyin": "GPUCpH2D", "copyout": "GPUCpD2H",
-    "alloc": "GPUAlloc", "delete": "GPUDelte", "memset": "GPUMemst", "sync": "GPU Sync"}.items()}
-
-NODE = 0x4000 | 1  # LOGIC_LOCAL NODE (as hpcrun writes it)
-RANK, THREAD, GPUCONTEXT, GPUSTREAM = (0xC000 | k for k in (2, 3, 5, 6))  # LOGIC_ONLY
 FIRST_STREAM_THREAD = 500
 KERNEL_SPAN = 1 << 32  # address space given to each kernel of a synthetic kernel module
 UNKNOWN_CTX = -1

@@ -52,17 +52,14 @@ from hpcsa.ingest.hpcrun import (
     VAL_FMT_REAL,
     LoadModule,
     MetricDesc,
-    placeholder_code,
 )
+from hpcsa.ingest.placeholders import PH
 
 # Template node kinds.
 ROOT, FENCE, CALL, SAMPLE, GPU_PH, KERNEL, TRACE_PH, TRACE_KERNEL, NO_ACTIVITY = range(9)
 MAIN, WORKER = 0, 1  # thread roles
 KERNEL_OP, COPYIN_OP, COPYOUT_OP, SYNC_OP = range(4)
 
-PH = {name: placeholder_code(code) for name, code in {
-    "primary": "^Primary", "main": "| Main  ", "thread": "| Thread", "noact": "NoActvty", "kernel": "GPUKernl",
-    "trace": "GPUTrace", "copyin": "GPUCpH2D", "copyout": "GPUCpD2H", "sync": "GPU Sync"}.items()}
 OP_PLACEHOLDER = {KERNEL_OP: "kernel", COPYIN_OP: "copyin", COPYOUT_OP: "copyout", SYNC_OP: "sync"}
 
 #: hpcrun's CPU-time metric (as in real measurements: seconds, real-valued, period 1).
@@ -73,8 +70,6 @@ STATEMENT_BYTES = 16
 EXE_BASE, LIB_BASE = 0x1000, 0x2000
 KERNEL_BYTES = 0x800
 
-NODE = 0x4000 | 1  # NODE, logical id generated per parent (as hpcrun writes it)
-RANK, THREAD, GPUCONTEXT, GPUSTREAM = (0xC000 | k for k in (2, 3, 5, 6))  # logical ids only
 FIRST_STREAM_THREAD = 500
 
 VERBS = ("compute", "update", "exchange", "reduce", "assemble", "apply", "solve", "pack", "unpack", "scan",

@@ -9,24 +9,24 @@ import numpy as np
 
 from hpcsa.ingest.gpumetrics import metric_ids
 from hpcsa.ingest.hpcrun import CCT_NODE, ID_ELEMENT, UNWOUND, HpcrunProfile, default_id_names, pack_values
+from hpcsa.ingest.hpcrun import GPUCONTEXT_ELEMENT as GPUCONTEXT
+from hpcsa.ingest.hpcrun import GPUSTREAM_ELEMENT as GPUSTREAM
+from hpcsa.ingest.hpcrun import NODE_ELEMENT as NODE
+from hpcsa.ingest.hpcrun import RANK_ELEMENT as RANK
+from hpcsa.ingest.hpcrun import THREAD_ELEMENT as THREAD
 from hpcsa.ingest.hpctrace import FLAG_CALL_TRACE, HpctraceFile, make_records
 
 from .synth import (
     COPYIN_OP,
     COPYOUT_OP,
     FIRST_STREAM_THREAD,
-    GPUCONTEXT,
-    GPUSTREAM,
     KERNEL_OP,
     MAIN,
     NO_ACTIVITY,
-    NODE,
-    RANK,
     SAMPLE,
     SAMPLE_PERIOD_NS,
     START_NS,
     SYNC_OP,
-    THREAD,
     WORKER,
     Program,
     SynthSpec,

@@ -1,4 +1,6 @@
-"""The callers (bottom-up) view: every procedure, then who called it, level by level (seed 003 §III.B).
+"""The callers (bottom-up) view: every procedure, then who called it, level by level
+(§III.B of Adhianto, Mellor-Crummey and Tallent,
+"Effectively Presenting Call Path Profiles of Application Performance", 2010).
 
 The top level has one node per procedure; its instances are the procedure's
 frames in the calling context tree (called or inlined). Level ``k`` splits a
@@ -10,8 +12,8 @@ instances' costs in that chain:
   scope: the frame's body without its callees);
 - inclusive: the sum of the inclusive values of the *exposed* instances only
   (no ancestor instance in the same node): with recursion, ``g`` called from
-  ``m`` and ``g`` called from ``g`` inside it are counted once (seed 003
-  §IV.B; the worked example of Fig. 1-2 is a test).
+  ``m`` and ``g`` called from ``g`` inside it are counted once (§IV.B of the
+  same paper; the worked example of its Fig. 1-2 is a test).
 
 Costs above any procedure (the root's and entry points' own) belong to the
 pseudo-procedure ``<program root>``, so the exclusive values of the top level
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hpcsa.aggregate.db.metricsyaml import Input
+from hpcsa.aggregate.db.treeorder import depth_from_parent
 from hpcsa.views import tree as T
 from hpcsa.views.forest import Forest
 from hpcsa.views.metrics import Partial
@@ -86,7 +89,7 @@ class CallersForest(Forest):
         self.rep = np.concatenate(reps)
         self.site = np.concatenate(sites)
         self.n_sites = np.concatenate(n_sites)
-        self.level = T.depth_from_parent(self.parent)
+        self.level = depth_from_parent(self.parent)
         pn, pr = np.concatenate(pair_node), np.concatenate(pair_row)
         self._pair_node, self._pair_row = pn, pr
         mask = T.exposed(pn, pr, c.end)

@@ -36,7 +36,7 @@ def register(parser: argparse.ArgumentParser) -> None:
                         "bottom-up 1, flat 2)")
     parser.add_argument("--top", type=int, metavar="K", help="show at most K children per scope "
                         "(default 10, 3 along a hot path; 0 = all)")
-    parser.add_argument("--hot-path", action="store_true", help="expand the hot path (seed 003 eq. 3)")
+    parser.add_argument("--hot-path", action="store_true", help="expand the hot path (Adhianto et al. 2010, eq. 3)")
     parser.add_argument("--from", dest="start", metavar="SCOPE", help="start the hot path (and the display) at "
                         "this scope: a context id (#123) or a procedure name")
     parser.add_argument("--hot-metric", metavar="M", help="metric for the hot path (default: the sort column)")

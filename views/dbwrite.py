@@ -1,11 +1,10 @@
 """Write a whole new database from thread profiles (thread aggregation, synthetic databases).
 
-The summary profile is computed here the way hpcprof defines it (reference
-hpctoolkit.md §4.4): every summary statistic of meta.db is a *partial* --
-``$$`` (the value), ``1`` (a count) or ``($$^2)`` (its square) -- combined
-over the profiles by ``sum``, ``min`` or ``max``; profiles without a value
-take no part (0 means "unset" for min and max). All files go through the
-aggregate package's writers, into a directory that appears only when complete.
+The summary profile is computed by the database format's own rule
+(:mod:`hpcsa.aggregate.db.summary`: every summary statistic of meta.db is a
+partial combined over the profiles; profiles without a value take no part).
+All files go through the aggregate package's writers, into a directory that
+appears only when complete.
 """
 
 from __future__ import annotations
@@ -17,12 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from hpcsa.aggregate.db import cctdb, metadb, metricsyaml, profiledb, tracedb
+from hpcsa.aggregate.db import cctdb, metadb, metricsyaml, profiledb, summary, tracedb
 from hpcsa.aggregate.db.profiledb import ProfileValues
 from hpcsa.fileio import atomic_dir, write_file
-
-_PARTIAL_VALUE = {"$$": lambda v: v, "1": lambda v: np.ones_like(v), "($$^2)": lambda v: v * v}
-_REDUCE = {0: np.add, 1: np.minimum, 2: np.maximum}
 
 
 @dataclass
@@ -49,7 +45,7 @@ def summary_profile(meta: metadb.MetaDB, profiles: Sequence[ProfileValues]) -> P
     val = np.concatenate([p.values for p in profiles])
     out_ctx, out_met, out_val = [], [], []
     for (formula, combine), pairs in sorted(kinds.items()):
-        if formula not in _PARTIAL_VALUE or combine not in _REDUCE:
+        if formula not in summary.PARTIALS or combine not in metadb.COMBINE:
             raise ValueError(f"cannot compute the summary partial {formula!r} combined by {combine}")
         pending = list(pairs)
         while pending:  # a prop id feeding two stats of one kind: one more round
@@ -66,11 +62,10 @@ def summary_profile(meta: metadb.MetaDB, profiles: Sequence[ProfileValues]) -> P
                 continue
             stat = stat_of[met[sel]]
             key = ctx[sel] * 65536 + stat
-            v = _PARTIAL_VALUE[formula](val[sel])
             order = np.argsort(key, kind="stable")
-            key, v = key[order], v[order]
+            key, v = key[order], val[sel][order]
             starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-            red = _REDUCE[combine].reduceat(v, starts)
+            red = summary.combine_runs(v, starts, formula, metadb.COMBINE[combine])
             out_ctx.append(key[starts] // 65536)
             out_met.append(key[starts] % 65536)
             out_val.append(red)
@@ -115,7 +110,6 @@ def extended_taxonomy(source: Any, meta: metadb.MetaDB, first_new: int,
     """The source database's default.yaml (or hpcprof's standard one for its metrics) with an input per
     summary of each metric from ``first_new`` on, and the root entry ``root`` makes for that metric."""
     names = [s.name for s in meta.scopes]
-    combine = {0: "sum", 1: "min", 2: "max"}
     if source.db.metrics is not None:
         doc = dict(source.db.metrics.document)
         inputs, roots = list(doc.get("inputs") or []), list(doc.get("roots") or [])
@@ -126,7 +120,7 @@ def extended_taxonomy(source: Any, meta: metadb.MetaDB, first_new: int,
     for m in meta.metrics[first_new:]:
         summaries: SummaryInputs = []
         for s in m.summaries:
-            inp = metricsyaml.Input(m.name, names[s.scope], s.formula, combine[s.combine])
+            inp = metricsyaml.Input(m.name, names[s.scope], s.formula, metadb.COMBINE[s.combine])
             inputs.append(inp)
             summaries.append((names[s.scope], s, inp))
         roots.append(root(m, summaries))

@@ -4,7 +4,7 @@
     >>> exp = open_experiment("app.d")            # meta.db parsed; no profile value read yet
     >>> exp.catalog.find("CPUTIME").name          # metric columns ($n numbering)
     >>> exp.inclusive("CPUTIME")                  # numpy column over exp.cct rows (summary Sum)
-    >>> exp.top_down().hot_path("CPUTIME")        # seed 003 eq. 3
+    >>> exp.top_down().hot_path("CPUTIME")        # the hot path (Adhianto et al. 2010, eq. 3)
     >>> exp.to_dataframe(); exp.to_hatchet()
 
 Values come from the summary profile (profile 0) when first asked for, and

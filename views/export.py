@@ -32,8 +32,6 @@ if TYPE_CHECKING:
 
     from hpcsa.views.experiment import Experiment
 
-RELATION_NAME = {T.LEXICAL: "lexical", T.CALL: "call", T.INLINED_CALL: "inlined_call"}
-
 
 def _pandas() -> Any:
     try:
@@ -87,7 +85,7 @@ def node_table(exp: Experiment) -> dict[str, Any]:
     files = np.array([None, *meta.files], dtype=object)
     modules = np.array([None, *meta.modules], dtype=object)
     kind = np.array([T.KIND_NAME.get(k, "?") for k in range(max(T.KIND_NAME) + 1)], dtype=object)[c.kind[rows]]
-    relation = np.array(["lexical", "call", "inlined_call"], dtype=object)[np.minimum(c.relation[rows], 2)]
+    relation = np.array(list(T.RELATION_NAME.values()), dtype=object)[np.minimum(c.relation[rows], 2)]
     relation[(c.kind[rows] == T.ENTRY)] = None
     return {
         "ctx_id": c.ctx_id[rows], "parent_ctx_id": c.ctx_id[np.maximum(c.parent[rows], 0)],

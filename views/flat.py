@@ -1,12 +1,13 @@
 """The flat view: costs by static scope -- load module / file / procedure / loop / line -- over all contexts.
 
-Every context row maps to one static scope (seed 003 §III.C): a called frame
-to its procedure (under its file and load module), an inlined frame, loop,
+Every context row maps to one static scope (§III.C of Adhianto et al.,
+"Effectively Presenting Call Path Profiles of Application Performance", 2010): a called
+frame to its procedure (under its file and load module), an inlined frame, loop,
 line or instruction to a scope nested in its parent's static scope. A call
 also appears as a *call site* scope ``→ callee`` under the caller's line or
 loop, whose inclusive value is what the calls from there cost.
 
-Values, for every partial of every metric (seed 003 eq. 1-2):
+Values, for every partial of every metric (eq. 1-2 of the same paper):
 
 - exclusive: the rows' own costs summed into their scopes, then propagated
   up the static tree as hpcprof propagates scopes -- a procedure (or inlined
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hpcsa.aggregate.db.metricsyaml import Input
+from hpcsa.aggregate.db.treeorder import depth_from_parent
 from hpcsa.views import tree as T
 from hpcsa.views.forest import Forest
 from hpcsa.views.metrics import Partial
@@ -94,7 +96,7 @@ class FlatForest(Forest):
         self.callsite_node = inverse[2 * len(real) + n:]
         self.calls = calls
         self.pseudo_node = int(self.node_of_row[0]) if n else -1
-        self.depth = T.depth_from_parent(parent)
+        self.depth = depth_from_parent(parent)
 
         # (node, row) membership for inclusive values: a row is in its scope and the scope's static ancestors,
         # a call also in its call-site scope; keep the exposed instances only

@@ -80,8 +80,9 @@ class Forest:
 
     def hot_path(self, spec: str | Column, start: int | None = None,
                  threshold: float = DEFAULT_THRESHOLD) -> list[int]:
-        """Seed 003 eq. 3: from ``start`` follow the child with the largest inclusive value while it holds
-        at least ``threshold`` of its parent's; returns the nodes from ``start`` to the hot spot."""
+        """The hot path (eq. 3 of "Effectively Presenting Call Path Profiles of Application Performance"):
+        from ``start`` follow the child with the largest inclusive value while it holds at least
+        ``threshold`` of its parent's; returns the nodes from ``start`` to the hot spot."""
         if not 0 < threshold <= 1:
             raise ValueError(f"the hot-path threshold must be in (0, 1], not {threshold}")
         inc = self.values(spec, "inclusive")

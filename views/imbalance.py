@@ -1,4 +1,6 @@
-"""Load imbalance: how one context's cost is spread over the profiles (seed 003 §VI.C).
+"""Load imbalance: how one context's cost is spread over the profiles (§VI.C of
+Adhianto, Mellor-Crummey and Tallent, "Effectively Presenting Call Path Profiles of Application Performance",
+2010).
 
 For a metric and scope, the distribution of a context's values over a set of profiles -- by default the
 profiles of the class (CPU threads or GPU streams) where the metric has data, a profile without a value
@@ -128,7 +130,7 @@ def distribution(exp: Experiment, row: int, metric: str, scope: str = "execution
 
 
 def plot_distribution(exp: Experiment, dist: Distribution, path: str | os.PathLike[str], title: str = "") -> None:
-    """A PNG like hpcviewer's (seed 003 Fig. 7): values by profile, sorted values, histogram."""
+    """A PNG like hpcviewer's (Fig. 7 of that paper): values by profile, sorted values, histogram."""
     try:
         import matplotlib
         matplotlib.use("Agg")

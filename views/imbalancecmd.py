@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 
+from hpcsa.aggregate.db import metricsyaml
 from hpcsa.errors import HpcsaError
 from hpcsa.views.cmd import default_columns, parse_column
 from hpcsa.views.experiment import open_experiment
@@ -18,7 +19,7 @@ from hpcsa.views.render import compact
 def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("database", help="database directory")
     parser.add_argument("--metric", "-m", help="metric (name, prefix or $n); default: the first with data")
-    parser.add_argument("--scope", default="execution", choices=("execution", "lex_aware", "function", "point"),
+    parser.add_argument("--scope", default="execution", choices=tuple(reversed(metricsyaml.SCOPES)),
                         help="execution = inclusive (default), lex_aware/function = exclusive")
     parser.add_argument("--profiles", default="auto", choices=KINDS,
                         help="which profiles to compare (default: the class, CPU or GPU, where the metric has data)")

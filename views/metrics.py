@@ -11,8 +11,9 @@ metric's Sum over ``execution`` and ``lex_aware``, falling back to
 Exclusive means what hpcviewer shows: the ``custom`` (``lex_aware``) formula
 when there is one, else the ``standard`` (``function``) one.
 
-User-defined derived metrics (seed 003 §V.D) are spreadsheet formulas over
-columns: ``$n`` is column ``n`` (as numbered by ``hpcsa view --list-metrics``)
+User-defined derived metrics (§V.D of Adhianto et al.,
+"Effectively Presenting Call Path Profiles of Application Performance", 2010) are spreadsheet
+formulas over columns: ``$n`` is column ``n`` (as numbered by ``hpcsa view --list-metrics``)
 and ``${NAME}`` the column called NAME; ``+ - * / ^ **``, ``min``, ``max``,
 ``sqrt``, ``log`` (base 10), ``ln``, ``abs``, ``floor``, ``ceil``. The
 formula is applied to inclusive values for the inclusive column and to

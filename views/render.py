@@ -5,8 +5,9 @@ vectorized sort of the whole forest (:meth:`Forest.children`), the rows are
 chosen by depth, ``--top`` and the hot path, and each column is one numpy
 array indexed by the chosen rows.
 
-Presentation follows hpcviewer (seed 003 §V.A): zeros are blank cells,
-numbers are compact (three significant digits, SI suffix), percentages are of
+Presentation follows hpcviewer (§V.A of Adhianto et al.,
+"Effectively Presenting Call Path Profiles of Application Performance", 2010): zeros are blank
+cells, numbers are compact (three significant digits, SI suffix), percentages are of
 the experiment's aggregate value, rows whose every shown value is zero are not
 shown, siblings are sorted by the chosen column.
 """

@@ -1,4 +1,5 @@
-"""Scaling loss between two executions (seed 001 §2.1.1): where does a run on q units fall short of one on p?
+"""Scaling loss between two executions (§2.1.1 of Tallent et al., "HPCToolkit: performance tools for
+scientific computing", 2008): where does a run on q units fall short of one on p?
 
 Contexts are matched by their path from the root: the sequence of (relation, scope) pairs, a scope being a
 procedure by name (and load module), a loop or line by source file name and line, an instruction by load

@@ -1,4 +1,5 @@
-"""``hpcsa stats``: how sparse a database is, in the columns of seed 000's Table 2.
+"""``hpcsa stats``: how sparse a database is, in the columns of Table 2 of Anderson et al.,
+"Preparing for Performance Analysis at Exascale" (ICS 2022).
 
 - context density: per profile, the % of the database's context ids with at least one non-zero value,
   averaged over the profiles;
@@ -6,7 +7,7 @@
   has, averaged over the profiles (metrics = the propagated metric columns of thread profiles);
 - dense size: what a dense tensor profiles x context ids x metric columns of 8-byte values would take (as
   HPCToolkit's earlier dense metric databases stored them);
-- sparse size: profile.db (seed 000's PMS), with cct.db and the whole database beside it.
+- sparse size: profile.db (the paper's PMS), with cct.db and the whole database beside it.
 
 Everything comes from the profile infos (value and context counts), without reading a value.
 """

@@ -1,4 +1,5 @@
-"""``hpcsa stats DB``: context and metric density, dense vs sparse size (seed 000 Table 2)."""
+"""``hpcsa stats DB``: context and metric density, dense vs sparse size (Table 2 of Anderson et al.,
+"Preparing for Performance Analysis at Exascale", ICS 2022)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Thread aggregation (seed 004): a new database whose profiles are per-process aggregates of threads.
+"""Thread aggregation (Lorenz et al., "Preventing the explosion of exascale profile data with smart
+thread-level aggregation"): a new database whose profiles are per-process aggregates of threads.
 
 Profiles are grouped by process (their identifier tuple without THREAD, CORE and GPU identifiers) and, within a
 process, CPU threads apart from GPU streams. Each group becomes:
@@ -11,7 +12,7 @@ process, CPU threads apart from GPU streams. Each group becomes:
   of threads that have it, ``min``/``max`` are over those; mean = sum / count, variance = sumsq / count -
   mean^2;
 - ``key``: the initial thread (the group's first: lowest thread or stream id), the slowest and the fastest of
-  the others by time in *work* contexts, and one profile summing the rest (seed 004 §4.3);
+  the others by time in *work* contexts, and one profile summing the rest (§4.3 of that paper);
 - ``calltree``: one profile per cluster of threads that visited exactly the same set of contexts.
 
 Every output profile carries a ``num_threads`` metric (at the global root) with the number of threads it

@@ -1,9 +1,11 @@
 """The top-down (calling context) view: the database's tree with its own inclusive and exclusive values.
 
 Inclusive is the ``execution`` scope and exclusive the ``lex_aware`` scope
-(seed 003 eq. 1-2, as hpcviewer shows them), read from the summary profile.
+(eq. 1-2 of Adhianto et al.,
+"Effectively Presenting Call Path Profiles of Application Performance", 2010, as
+hpcviewer shows them), read from the summary profile.
 
-Call site and callee share one line (seed 003 §V.B): a source line whose only
+Call site and callee share one line (§V.B of the same paper): a source line whose only
 child is a call (or an inlined call) is not shown; its callee is shown in its
 place as ``file:line → callee``, with the line's inclusive value and, as
 exclusive, the callee's plus whatever the line itself cost. A line that calls
@@ -84,7 +86,7 @@ class TopDownForest(Forest):
     def info(self, node: int) -> dict[str, Any]:
         exp, c = self.exp, self.exp.cct
         out: dict[str, Any] = {"ctx_id": int(c.ctx_id[node]), "kind": T.KIND_NAME[int(c.kind[node])],
-                               "relation": ["lexical", "call", "inlined_call"][int(c.relation[node])]
+                               "relation": T.RELATION_NAME[int(c.relation[node])]
                                if c.kind[node] not in (T.ROOT, T.ENTRY) else None,
                                "name": exp.scope_name(node)}
         if c.file[node] >= 0:

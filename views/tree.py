@@ -23,12 +23,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hpcsa.aggregate.db import metadb
+from hpcsa.aggregate.db.treeorder import depth_levels, subtree_sizes
 
 # Row kinds: meta.db's lexical types, plus the two kinds of rows meta.db does not store as contexts.
 FUNCTION, LOOP, LINE, INSTRUCTION = metadb.FUNCTION, metadb.LOOP, metadb.LINE, metadb.INSTRUCTION
 ROOT, ENTRY = 8, 9
-KIND_NAME = {FUNCTION: "function", LOOP: "loop", LINE: "line", INSTRUCTION: "instruction", ROOT: "root",
-             ENTRY: "entry"}
+KIND_NAME = {**metadb.LEXICAL_TYPE, ROOT: "root", ENTRY: "entry"}
+RELATION_NAME = metadb.RELATION
 LEXICAL, CALL, INLINED_CALL = metadb.LEXICAL, metadb.CALL, metadb.INLINED_CALL
 ROOT_LABEL = "Experiment Aggregate Metrics"
 
@@ -118,19 +119,14 @@ class CCT:
     def end(self) -> np.ndarray:
         """One past the last row of each row's subtree."""
         if self._end is None:
-            size = np.ones(len(self), np.int64)
-            for rows in reversed(self.levels[1:]):
-                np.add.at(size, self.parent[rows], size[rows])
-            self._end = np.arange(len(self)) + size
+            self._end = np.arange(len(self)) + subtree_sizes(self.parent, self.depth, self.levels)
         return self._end
 
     @property
     def levels(self) -> list[np.ndarray]:
         """Rows of each depth, shallowest first."""
         if self._levels is None:
-            order = np.argsort(self.depth, kind="stable")
-            bounds = np.searchsorted(self.depth[order], np.arange(int(self.depth.max()) + 2))
-            self._levels = [order[bounds[d]:bounds[d + 1]] for d in range(len(bounds) - 1)]
+            self._levels = depth_levels(self.depth)
         return self._levels
 
     def row_of(self, ctx_ids: np.ndarray) -> np.ndarray:
@@ -221,18 +217,6 @@ def sorted_children(parent: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np
     order = nodes[np.lexsort((nodes, k, parent[nodes]))]
     starts = np.searchsorted(parent[order], np.arange(n + 1))
     return order, starts
-
-
-def depth_from_parent(parent: np.ndarray) -> np.ndarray:
-    """Depth of each node of a forest given by parent links (-1 for roots), one numpy step per level."""
-    depth = np.zeros(len(parent), np.int64)
-    up = parent.copy()
-    while True:
-        live = np.flatnonzero(up >= 0)
-        if not len(live):
-            return depth
-        depth[live] += 1
-        up[live] = parent[up[live]]
 
 
 # -- keys --------------------------------------------------------------------------------------------------

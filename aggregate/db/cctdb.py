@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from typing import BinaryIO, ClassVar
 
 import numpy as np
 
@@ -30,7 +30,7 @@ from hpcsa.aggregate.db import dbformat as dbf
 from hpcsa.aggregate.db.profiledb import ProfileDB
 from hpcsa.binfmt import align
 from hpcsa.errors import FormatError
-from hpcsa.fileio import atomic_file
+from hpcsa.workers import LocalPool
 
 TAG = b"ctxt"
 SECTIONS = ("CtxInfos",)
@@ -54,24 +54,18 @@ CTXS_AT = align(CTX_INFOS_AT + SZ_CTX_INFOS_HDR, 8)
 
 
 @dataclass
-class ContextValues:
+class ContextValues(dbf.SparseRuns):
     """One context's values: metrics sorted by id, profiles sorted within each metric."""
 
     metric_ids: np.ndarray  # uint16 [nMetrics]
     starts: np.ndarray  # int64 [nMetrics]
     prof_indices: np.ndarray  # uint32 [nValues]
     values: np.ndarray  # float64 [nValues]
-
-    def __len__(self) -> int:
-        return len(self.values)
+    KEYS: ClassVar[str] = "metric_ids"  # get(metric_id) -> {profile index: value}
+    INNER: ClassVar[str] = "prof_indices"
 
     def value_metric_ids(self) -> np.ndarray:
-        return dbf.run_keys(self.metric_ids, self.starts, len(self.values))
-
-    def get(self, metric_id: int) -> dict[int, float]:
-        """profile index -> value for one metric."""
-        sl = dbf.run_of(self.metric_ids, self.starts, len(self.values), metric_id)
-        return {} if sl is None else dict(zip(self.prof_indices[sl].tolist(), self.values[sl].tolist(), strict=True))
+        return self.value_keys()
 
 
 @dataclass
@@ -87,21 +81,15 @@ class RangeValues:
         return len(self.values)
 
 
-class CctDB:
+class CctDB(dbf.DbReader):
     """An open cct.db: context infos in memory, values read on request."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = os.fspath(path)
-        self.blob, self.header = dbf.open_db(self.path, TAG, SECTIONS)
+        super().__init__(path, TAG, SECTIONS)
         blob = self.blob
-        sz, ptr = self.header.sections[0]
-        dbf.section_blob(blob, self.header, 0, SZ_CTX_INFOS_HDR, "Context Info")
-        hdr = blob.record(CTX_INFOS_HDR, ptr, "Context Info header")
-        dt = dbf.stride_dtype(blob, CTX_INFO_FIELDS, SZ_CTX_INFO, int(hdr["szCtx"]), "context info")
-        p_ctxs, n = int(hdr["pCtxs"]), int(hdr["nCtxs"])
-        if n and (p_ctxs < ptr or p_ctxs + n * dt.itemsize > ptr + sz):
-            raise blob.fail(f"the {n} context infos at {p_ctxs:#x} do not fit in the Context Info section")
-        infos = blob.array(dt, p_ctxs, n, "context infos")
+        hdr = self.section_header(0, CTX_INFOS_HDR, SZ_CTX_INFOS_HDR, "Context Info")
+        infos = self.section_array(0, hdr, CTX_INFO_FIELDS, SZ_CTX_INFO, ("szCtx", "pCtxs", "nCtxs"),
+                                   "context info", "Context Info")
         self.n_values = infos["nValues"].astype(np.int64)
         self.p_values = infos["pValues"].astype(np.int64)
         self.n_metrics = infos["nMetrics"].astype(np.int64)
@@ -119,14 +107,6 @@ class CctDB:
             i = int(np.flatnonzero(bad)[0])
             raise blob.fail(f"the values of context {i} lie past the end of the file; the file is truncated "
                             f"or corrupt")
-
-    @property
-    def version(self) -> str:
-        return self.header.version
-
-    @property
-    def notes(self) -> tuple[str, ...]:
-        return self.header.notes
 
     def __len__(self) -> int:
         return len(self.n_values)
@@ -156,10 +136,10 @@ class CctDB:
         v_ctx = np.repeat(ctx, nv)
         v_first = np.repeat(np.cumsum(nv) - nv, nv)
         v_k = np.arange(len(v_ctx)) - v_first
-        vals = dbf.gather(buf, np.repeat(pv, nv) + SZ_VALUE * v_k, VALUE)
+        vals = dbf.gather_records(buf, np.repeat(pv, nv) + SZ_VALUE * v_k, VALUE)
         m_first = np.repeat(np.cumsum(nm) - nm, nm)
         m_k = np.arange(int(nm.sum())) - m_first
-        idx = dbf.gather(buf, np.repeat(pm, nm) + SZ_METRIC_INDEX * m_k, METRIC_INDEX)
+        idx = dbf.gather_records(buf, np.repeat(pm, nm) + SZ_METRIC_INDEX * m_k, METRIC_INDEX)
         # Expand each metric's [start, next start) to its values.
         starts = idx["startIndex"].astype(np.int64)
         m_ctx = np.repeat(np.arange(hi - lo), nm)
@@ -259,6 +239,20 @@ def counts_from_profiledb(pdb: ProfileDB, n_ctxs: int) -> CctLayout:
     return CctLayout.from_counts(n_values, n_metrics)
 
 
+def _check_counts(ctx: np.ndarray, lo: int, hi: int, reserved: np.ndarray, what: str) -> None:
+    """Each context of ``lo..hi`` has as many items in ``ctx`` as the layout ``reserved`` for it."""
+    got = np.bincount(ctx - lo, minlength=hi - lo) if len(ctx) else np.zeros(hi - lo, np.int64)
+    if not np.array_equal(got, reserved):
+        i = int(np.flatnonzero(got != reserved)[0])
+        raise ValueError(f"context {lo + i} has {int(got[i])} {what} but the layout reserved {int(reserved[i])}")
+
+
+def _rank_in_runs(first: np.ndarray) -> np.ndarray:
+    """The position of each item in its run (a run begins where ``first`` is True)."""
+    at = np.arange(len(first))
+    return at - np.maximum.accumulate(np.where(first, at, 0)) if len(first) else at
+
+
 def encode_blocks(layout: CctLayout, lo: int, hi: int, values: RangeValues) -> bytes:
     """The bytes from block ``lo``'s start to block ``hi - 1``'s end, for values sorted by
     (context, metric, profile) and all lying in ``lo..hi``; the counts must match the layout."""
@@ -266,38 +260,27 @@ def encode_blocks(layout: CctLayout, lo: int, hi: int, values: RangeValues) -> b
     end = int(layout.offsets[hi - 1] + layout.block_size()[hi - 1]) if hi > lo else 0
     image = np.zeros(end - base, np.uint8)
     ctx = values.ctx_ids.astype(np.int64)
-    got = np.bincount(ctx - lo, minlength=hi - lo) if len(ctx) else np.zeros(hi - lo, np.int64)
-    if not np.array_equal(got, layout.n_values[lo:hi]):
-        bad = lo + int(np.flatnonzero(got != layout.n_values[lo:hi])[0])
-        raise ValueError(f"context {bad} has {int(got[bad - lo])} values but the layout reserved "
-                         f"{int(layout.n_values[bad])}")
+    _check_counts(ctx, lo, hi, layout.n_values[lo:hi], "values")
     # {Val} records: rank of each value within its context.
     first_of_ctx = np.r_[True, ctx[1:] != ctx[:-1]] if len(ctx) else np.zeros(0, bool)
-    grp = np.maximum.accumulate(np.where(first_of_ctx, np.arange(len(ctx)), 0)) if len(ctx) else ctx
-    rank = np.arange(len(ctx)) - grp
+    rank = _rank_in_runs(first_of_ctx)
     vals = np.zeros(len(ctx), VALUE)
     vals["profIndex"] = values.prof_indices
     vals["value"] = values.values
     pos = layout.offsets[ctx] - base + SZ_VALUE * rank
-    dbf.scatter(image, pos, vals)
+    dbf.scatter_records(image, pos, vals)
     # {Idx} records: one per (context, metric) group, pointing at the group's first value.
     met = values.metric_ids.astype(np.int64)
     first_of_metric = first_of_ctx | np.r_[True, met[1:] != met[:-1]] if len(ctx) else first_of_ctx
     g = np.flatnonzero(first_of_metric)
     g_ctx = ctx[g]
-    n_met = np.bincount(g_ctx - lo, minlength=hi - lo) if len(g) else np.zeros(hi - lo, np.int64)
-    if not np.array_equal(n_met, layout.n_metrics[lo:hi]):
-        bad = lo + int(np.flatnonzero(n_met != layout.n_metrics[lo:hi])[0])
-        raise ValueError(f"context {bad} has {int(n_met[bad - lo])} metrics but the layout reserved "
-                         f"{int(layout.n_metrics[bad])}")
-    g_first = np.r_[True, g_ctx[1:] != g_ctx[:-1]] if len(g) else np.zeros(0, bool)
-    g_grp = np.maximum.accumulate(np.where(g_first, np.arange(len(g)), 0)) if len(g) else g
-    g_rank = np.arange(len(g)) - g_grp
+    _check_counts(g_ctx, lo, hi, layout.n_metrics[lo:hi], "metrics")
+    g_rank = _rank_in_runs(np.r_[True, g_ctx[1:] != g_ctx[:-1]] if len(g) else np.zeros(0, bool))
     idx = np.zeros(len(g), METRIC_INDEX)
     idx["metricId"] = met[g]
     idx["startIndex"] = rank[g]
     ipos = layout.offsets[g_ctx] - base + SZ_VALUE * layout.n_values[g_ctx] + SZ_METRIC_INDEX * g_rank
-    dbf.scatter(image, ipos, idx)
+    dbf.scatter_records(image, ipos, idx)
     return image.tobytes()
 
 
@@ -390,20 +373,11 @@ def transpose_range(profiledb_path: str, cct_path: str, layout: CctLayout, lo: i
     return len(values)
 
 
-_WORKER_LAYOUT: CctLayout | None = None
+def _transpose_task(layout: CctLayout, profiledb_path: str, cct_path: str, lo: int, hi: int) -> int:
+    return transpose_range(profiledb_path, cct_path, layout, lo, hi)
 
 
-def _init_worker(layout: CctLayout) -> None:
-    global _WORKER_LAYOUT
-    _WORKER_LAYOUT = layout
-
-
-def _transpose_task(profiledb_path: str, cct_path: str, lo: int, hi: int) -> int:
-    assert _WORKER_LAYOUT is not None
-    return transpose_range(profiledb_path, cct_path, _WORKER_LAYOUT, lo, hi)
-
-
-class CctDBWriter:
+class CctDBWriter(dbf.StreamedWriter):
     """A cct.db being written: header and context infos first, blocks by range, footer last.
 
     Use as a context manager; the file appears under ``path`` only when the
@@ -411,34 +385,18 @@ class CctDBWriter:
     """
 
     def __init__(self, path: str | os.PathLike[str], layout: CctLayout) -> None:
-        self.path = os.fspath(path)
+        super().__init__(path)
         self.layout = layout
-        self._cm = None
-        self._fh = None
 
-    def __enter__(self) -> CctDBWriter:
-        self._cm = atomic_file(self.path, "w+b")
-        self._fh = self._cm.__enter__()
-        self._fh.write(encode_infos(self.layout))
-        self._fh.truncate(self.layout.end)
+    def _start(self, fh: BinaryIO) -> None:
+        fh.write(encode_infos(self.layout))
+        fh.truncate(self.layout.end)
+        fh.flush()
+
+    def _finish(self) -> None:
+        assert self._fh is not None
+        _pwrite_all(self.fileno, dbf.footer(TAG), self.layout.end)
         self._fh.flush()
-        return self
-
-    def __exit__(self, exc_type, exc, tb):  # type: ignore[no-untyped-def]
-        assert self._cm is not None and self._fh is not None
-        if exc_type is None:
-            try:
-                _pwrite_all(self._fh.fileno(), dbf.footer(TAG), self.layout.end)
-                self._fh.flush()
-            except BaseException as err:
-                self._cm.__exit__(type(err), err, err.__traceback__)
-                raise
-        return self._cm.__exit__(exc_type, exc, tb)
-
-    @property
-    def temp_path(self) -> str:
-        assert self._fh is not None, "use the writer as a context manager"
-        return self._fh.name
 
     def write_range(self, lo: int, hi: int, values: RangeValues) -> None:
         """Write the blocks of contexts ``lo..hi`` from values sorted by (context, metric, profile)."""
@@ -486,10 +444,7 @@ def write_cctdb_from_profiledb(profiledb_path: str | os.PathLike[str], path: str
             for lo, hi in ranges:
                 w.write_range(lo, hi, gather_range(pdb, lo, hi, indexes))
         else:
-            with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker,
-                                     initargs=(layout,)) as pool:
-                futures = [pool.submit(_transpose_task, profiledb_path, w.temp_path, lo, hi)
-                           for lo, hi in ranges]
-                for f in futures:
-                    f.result()
+            with LocalPool(workers, shared=layout) as pool:  # the layout is inherited, not sent per range
+                for _ in pool.run(_transpose_task, [(profiledb_path, w.temp_path, lo, hi) for lo, hi in ranges]):
+                    pass
     return layout

@@ -13,14 +13,19 @@ major version is refused.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import TracebackType
+from typing import BinaryIO, ClassVar, Self
 
 import numpy as np
 
 from hpcsa.binfmt import Blob, Field, layout
 from hpcsa.errors import FormatError
+from hpcsa.fileio import atomic_file
 
 MAGIC = b"HPCTOOLKIT"
 MAJOR_VERSION = 4
@@ -123,13 +128,46 @@ def open_db(path: str, tag: bytes, section_names: Sequence[str]) -> tuple[Blob, 
     return blob, read_header(blob, tag, section_names)
 
 
+class DbReader:
+    """An open ``*.db`` file whose header is checked (:func:`read_header`); the readers of the formats
+    extend it with their sections (``tag`` and ``sections`` are the format's)."""
+
+    def __init__(self, path: str | os.PathLike[str], tag: bytes, sections: Sequence[str]) -> None:
+        self.path = os.fspath(path)
+        self.blob, self.header = open_db(self.path, tag, sections)
+
+    @property
+    def version(self) -> str:
+        return self.header.version
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return self.header.notes
+
+    def section_header(self, index: int, dtype: np.dtype, size: int, section: str) -> np.void:
+        """The header record at the start of section ``index`` (``size`` bytes in format 4.0)."""
+        ptr = section_blob(self.blob, self.header, index, size, section)
+        return self.blob.record(dtype, ptr, f"{section} header")
+
+    def section_array(self, index: int, hdr: np.void, fields: Sequence[Field], base_size: int,
+                      keys: tuple[str, str, str], what: str, section: str) -> np.ndarray:
+        """The array of ``what`` records a section header points at; ``keys`` name the header's stride,
+        pointer and count fields. The array must lie inside the section."""
+        sz, ptr = self.header.sections[index]
+        dt = stride_dtype(self.blob, fields, base_size, int(hdr[keys[0]]), what)
+        at, n = int(hdr[keys[1]]), int(hdr[keys[2]])
+        if n and (at < ptr or at + n * dt.itemsize > ptr + sz):
+            raise self.blob.fail(f"the {n} {what}s at {at:#x} do not fit in the {section} section")
+        return self.blob.array(dt, at, n, f"{what}s")
+
+
 def _byte_strided(buf: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """A view of ``buf`` in which element ``i`` is the ``dtype`` record starting at byte ``i``."""
     n = len(buf) - dtype.itemsize + 1
     return np.ndarray((max(n, 0),), dtype, buffer=buf, strides=(1,))
 
 
-def gather(buf: np.ndarray, positions: np.ndarray, dtype: np.dtype) -> np.ndarray:
+def gather_records(buf: np.ndarray, positions: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """Records of ``dtype`` at arbitrary byte ``positions`` of ``buf`` (uint8): one fancy index over
     an overlapping byte-strided view, whatever the alignment. Callers bounds-check the positions."""
     if not len(positions):
@@ -137,8 +175,8 @@ def gather(buf: np.ndarray, positions: np.ndarray, dtype: np.dtype) -> np.ndarra
     return _byte_strided(buf, dtype)[np.asarray(positions, np.int64)]
 
 
-def scatter(image: np.ndarray, positions: np.ndarray, records: np.ndarray) -> None:
-    """Write ``records`` at byte ``positions`` of the writable uint8 ``image`` (the twin of :func:`gather`)."""
+def scatter_records(image: np.ndarray, positions: np.ndarray, records: np.ndarray) -> None:
+    """Write ``records`` at byte ``positions`` of the writable uint8 ``image`` (the twin of :func:`gather_records`)."""
     if len(positions):
         _byte_strided(image, records.dtype)[np.asarray(positions, np.int64)] = records
 
@@ -185,3 +223,76 @@ def run_of(keys: np.ndarray, starts: np.ndarray, total: int, key: int) -> slice 
     if i == len(keys) or int(keys[i]) != key:
         return None
     return slice(int(starts[i]), int(starts[i + 1]) if i + 1 < len(starts) else total)
+
+
+class SparseRuns:
+    """Sparse values stored as runs, as profile.db and cct.db store them: key ``i`` (the field named by
+    ``KEYS``) owns the values from ``starts[i]`` up to the next start, each tagged by an id of the field
+    named by ``INNER``. The dataclasses of the two formats extend it with their fields."""
+
+    KEYS: ClassVar[str]
+    INNER: ClassVar[str]
+    starts: np.ndarray
+    values: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def value_keys(self) -> np.ndarray:
+        """The key of every value (aligned with the inner ids and ``values``)."""
+        return run_keys(getattr(self, self.KEYS), self.starts, len(self.values))
+
+    def get(self, key: int) -> dict[int, float]:
+        """inner id -> value for one key (empty if it has none)."""
+        sl = run_of(getattr(self, self.KEYS), self.starts, len(self.values), key)
+        return {} if sl is None else dict(zip(getattr(self, self.INNER)[sl].tolist(), self.values[sl].tolist(),
+                                              strict=True))
+
+
+class StreamedWriter:
+    """A ``*.db`` file written in place, by this process and by workers, under a temporary name.
+
+    Use as a context manager: on entry the file is created and :meth:`_start` lays
+    out what comes first (reserved headers); on a normal exit :meth:`_finish`
+    writes what comes last (headers, footer) and the file appears under ``path``;
+    on an error, in the block or in :meth:`_finish`, the partial file is removed.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self._cm: contextlib.AbstractContextManager[BinaryIO] | None = None
+        self._fh: BinaryIO | None = None
+
+    def __enter__(self) -> Self:
+        self._cm = atomic_file(self.path, "w+b")
+        self._fh = self._cm.__enter__()
+        self._start(self._fh)
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> bool | None:
+        assert self._cm is not None
+        if exc_type is None:
+            try:
+                self._finish()
+            except BaseException as err:
+                self._cm.__exit__(type(err), err, err.__traceback__)  # removes the partial file
+                raise
+        return self._cm.__exit__(exc_type, exc, tb)
+
+    @property
+    def temp_path(self) -> str:
+        """The file being written (workers open it to place their parts)."""
+        assert self._fh is not None, "use the writer as a context manager"
+        return self._fh.name
+
+    @property
+    def fileno(self) -> int:
+        assert self._fh is not None, "use the writer as a context manager"
+        return self._fh.fileno()
+
+    def _start(self, fh: BinaryIO) -> None:
+        """Lay out the beginning of the new file."""
+
+    def _finish(self) -> None:
+        """Write what comes last (the block completed without an error)."""

@@ -17,14 +17,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from types import TracebackType
+from typing import BinaryIO, ClassVar
 
 import numpy as np
 
 from hpcsa.aggregate.db import dbformat as dbf
 from hpcsa.binfmt import align
 from hpcsa.errors import FormatError, UnsupportedError
-from hpcsa.fileio import atomic_file
 
 TAG = b"prof"
 SECTIONS = ("ProfileInfos", "IdTuples")
@@ -58,25 +57,19 @@ PROFILES_AT = align(PROFILE_INFOS_AT + SZ_PROFILE_INFOS_HDR, 8)
 
 
 @dataclass
-class ProfileValues:
+class ProfileValues(dbf.SparseRuns):
     """One profile's non-zero values: contexts sorted by id, values sorted by metric within each."""
 
     ctx_ids: np.ndarray  # uint32 [nCtxs]
     starts: np.ndarray  # int64 [nCtxs], index of each context's first value
     metric_ids: np.ndarray  # uint16 [nValues]
     values: np.ndarray  # float64 [nValues]
-
-    def __len__(self) -> int:
-        return len(self.values)
+    KEYS: ClassVar[str] = "ctx_ids"  # get(ctx_id) -> {metric id: value}
+    INNER: ClassVar[str] = "metric_ids"
 
     def value_ctx_ids(self) -> np.ndarray:
         """The context id of every value (aligned with ``metric_ids`` and ``values``)."""
-        return dbf.run_keys(self.ctx_ids, self.starts, len(self.values))
-
-    def get(self, ctx_id: int) -> dict[int, float]:
-        """metric id -> value for one context (empty if it has none)."""
-        sl = dbf.run_of(self.ctx_ids, self.starts, len(self.values), ctx_id)
-        return {} if sl is None else dict(zip(self.metric_ids[sl].tolist(), self.values[sl].tolist(), strict=True))
+        return self.value_keys()
 
     @classmethod
     def empty(cls) -> ProfileValues:
@@ -130,40 +123,26 @@ def id_tuple_text(ids: np.ndarray | None, names: Sequence[str]) -> str:
 # -- reading -------------------------------------------------------------------------------------------
 
 
-class ProfileDB:
+class ProfileDB(dbf.DbReader):
     """An open profile.db: infos and identifier tuples in memory, values read per profile on request."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = os.fspath(path)
-        self.blob, self.header = dbf.open_db(self.path, TAG, SECTIONS)
+        super().__init__(path, TAG, SECTIONS)
         blob = self.blob
-        sz, ptr = self.header.sections[0]
-        dbf.section_blob(blob, self.header, 0, SZ_PROFILE_INFOS_HDR, "Profile Info")
-        hdr = blob.record(PROFILE_INFOS_HDR, ptr, "Profile Info header")
+        hdr = self.section_header(0, PROFILE_INFOS_HDR, SZ_PROFILE_INFOS_HDR, "Profile Info")
         if int(hdr["szProfile"]) == PRE_RELEASE_PROFILE_INFO_SIZE:
             raise UnsupportedError(blob.path, "pre-release profile.db layout: it says version 4.0 but its "
                                    "profile infos are 40 bytes (released 4.0: 48); it was written by an "
                                    "HPCToolkit development snapshot from before format 4.0 was final; "
                                    "re-run a released hpcprof on the measurements")
-        dt = dbf.stride_dtype(blob, PROFILE_INFO_FIELDS, SZ_PROFILE_INFO, int(hdr["szProfile"]), "profile info")
-        p_profiles, n = int(hdr["pProfiles"]), int(hdr["nProfiles"])
-        if n and (p_profiles < ptr or p_profiles + n * dt.itemsize > ptr + sz):
-            raise blob.fail(f"the {n} profile infos at {p_profiles:#x} do not fit in the Profile Info section")
-        infos = blob.array(dt, p_profiles, n, "profile infos")
+        infos = self.section_array(0, hdr, PROFILE_INFO_FIELDS, SZ_PROFILE_INFO,
+                                   ("szProfile", "pProfiles", "nProfiles"), "profile info", "Profile Info")
         self.n_values = infos["nValues"].astype(np.int64)
         self.p_values = infos["pValues"].astype(np.int64)
         self.n_ctxs = infos["nCtxs"].astype(np.int64)
         self.p_ctx_indices = infos["pCtxIndices"].astype(np.int64)
         self.flags = infos["flags"].astype(np.uint32)
         self._read_id_tuples(infos["pIdTuple"].astype(np.int64))
-
-    @property
-    def version(self) -> str:
-        return self.header.version
-
-    @property
-    def notes(self) -> tuple[str, ...]:
-        return self.header.notes
 
     def __len__(self) -> int:
         return len(self.flags)
@@ -182,7 +161,7 @@ class ProfileDB:
         at = p_tuple[has]
         n_ids = np.zeros(len(p_tuple), np.int64)
         if len(at):
-            n_ids[has] = dbf.gather(buf, at, np.dtype("<u2"))
+            n_ids[has] = dbf.gather_records(buf, at, np.dtype("<u2"))
         end = p_tuple + SZ_ID_TUPLE_HDR + SZ_IDENTIFIER * n_ids
         over = has & (end > hi)
         if over.any():
@@ -195,7 +174,7 @@ class ProfileDB:
         owner = np.repeat(np.arange(len(p_tuple)), n_ids)
         k = np.arange(total) - self.id_offsets[owner]
         pos = p_tuple[owner] + SZ_ID_TUPLE_HDR + SZ_IDENTIFIER * k
-        self.ids = dbf.gather(buf, pos, IDENTIFIER)
+        self.ids = dbf.gather_records(buf, pos, IDENTIFIER)
         self.has_id_tuple = has
 
     def is_summary(self, index: int) -> bool:
@@ -321,7 +300,7 @@ def layout_id_tuples(tuples: Sequence[np.ndarray | None]) -> tuple[int, int, lis
     return start, at - start, ptrs
 
 
-class ProfileDBWriter:
+class ProfileDBWriter(dbf.StreamedWriter):
     """Stream a profile.db: reserve the metadata area, place profile blobs, then summary and footer.
 
     ``id_tuples[i]`` is the identifier tuple of profile ``i + 1`` (profile 0 is
@@ -334,7 +313,7 @@ class ProfileDBWriter:
 
     def __init__(self, path: str | os.PathLike[str], id_tuples: Sequence[np.ndarray | Sequence[tuple]],
                  *, summary_flags: int = IS_SUMMARY, flags: Sequence[int] | None = None) -> None:
-        self.path = os.fspath(path)
+        super().__init__(path)
         tuples = [t if isinstance(t, np.ndarray) else id_tuple(t) for t in id_tuples]
         self.tuples: list[np.ndarray | None] = [None, *tuples]
         n = len(self.tuples)
@@ -346,39 +325,10 @@ class ProfileDBWriter:
         self._next = self.data_start
         self._end = self.data_start
         self._written = np.zeros(n, bool)
-        self._cm = None
-        self._fh = None
 
-    # -- context management --
-
-    def __enter__(self) -> ProfileDBWriter:
-        self._cm = atomic_file(self.path, "w+b")
-        self._fh = self._cm.__enter__()
-        self._fh.write(bytes(self.data_start))  # reserved: header, profile infos, identifier tuples
-        self._fh.flush()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> bool | None:
-        assert self._cm is not None
-        if exc_type is None:
-            try:
-                self._finish()
-            except BaseException as err:
-                self._cm.__exit__(type(err), err, err.__traceback__)  # removes the partial file
-                raise
-        return self._cm.__exit__(exc_type, exc, tb)
-
-    @property
-    def temp_path(self) -> str:
-        """The file being written (workers open it to place their blobs)."""
-        assert self._fh is not None, "use the writer as a context manager"
-        return self._fh.name
-
-    @property
-    def fileno(self) -> int:
-        assert self._fh is not None, "use the writer as a context manager"
-        return self._fh.fileno()
+    def _start(self, fh: BinaryIO) -> None:
+        fh.write(bytes(self.data_start))  # reserved: header, profile infos, identifier tuples
+        fh.flush()
 
     # -- placing blobs --
 

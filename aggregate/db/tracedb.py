@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import BinaryIO
 
 import numpy as np
 
 from hpcsa.aggregate.db import dbformat as dbf
 from hpcsa.binfmt import align
-from hpcsa.fileio import atomic_file
 
 TAG = b"trce"
 SECTIONS = ("CtxTraces",)
@@ -39,23 +39,17 @@ TRACE_HDRS_AT = align(TRACES_AT + SZ_TRACES_HDR, 8)
 NO_MIN_TIMESTAMP, NO_MAX_TIMESTAMP = (1 << 63) - 1, 1 << 63
 
 
-class TraceDB:
+class TraceDB(dbf.DbReader):
     """An open trace.db: trace headers in memory, lines read on request."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = os.fspath(path)
-        self.blob, self.header = dbf.open_db(self.path, TAG, SECTIONS)
+        super().__init__(path, TAG, SECTIONS)
         blob = self.blob
-        sz, ptr = self.header.sections[0]
-        dbf.section_blob(blob, self.header, 0, SZ_TRACES_HDR, "Context Trace Headers")
-        hdr = blob.record(TRACES_HDR, ptr, "Context Trace Headers header")
-        dt = dbf.stride_dtype(blob, TRACE_HDR_FIELDS, SZ_TRACE_HDR, int(hdr["szTrace"]), "trace header")
-        p_traces, n = int(hdr["pTraces"]), int(hdr["nTraces"])
-        if n and (p_traces < ptr or p_traces + n * dt.itemsize > ptr + sz):
-            raise blob.fail(f"the {n} trace headers at {p_traces:#x} do not fit in their section")
+        hdr = self.section_header(0, TRACES_HDR, SZ_TRACES_HDR, "Context Trace Headers")
+        heads = self.section_array(0, hdr, TRACE_HDR_FIELDS, SZ_TRACE_HDR, ("szTrace", "pTraces", "nTraces"),
+                                   "trace header", "Context Trace Headers")
         self.min_timestamp = int(hdr["minTimestamp"])
         self.max_timestamp = int(hdr["maxTimestamp"])
-        heads = blob.array(dt, p_traces, n, "trace headers")
         self.prof_index = heads["profIndex"].astype(np.uint32)
         self.p_start = heads["pStart"].astype(np.int64)
         self.p_end = heads["pEnd"].astype(np.int64)
@@ -66,14 +60,6 @@ class TraceDB:
             i = int(np.flatnonzero(bad)[0])
             raise blob.fail(f"trace {i} ([{int(self.p_start[i]):#x}, {int(self.p_end[i]):#x})) is not a whole "
                             f"number of elements inside the file; the file is truncated or corrupt")
-
-    @property
-    def version(self) -> str:
-        return self.header.version
-
-    @property
-    def notes(self) -> tuple[str, ...]:
-        return self.header.notes
 
     def __len__(self) -> int:
         return len(self.prof_index)
@@ -98,7 +84,7 @@ def elements(timestamps: np.ndarray, ctx_ids: np.ndarray) -> np.ndarray:
     return arr
 
 
-class TraceDBWriter:
+class TraceDBWriter(dbf.StreamedWriter):
     """Write a trace.db: headers and (optionally reserved) regions, lines, footer last.
 
     ``prof_indices[i]`` is the profile of header slot ``i``. With ``reserve``
@@ -114,7 +100,7 @@ class TraceDBWriter:
 
     def __init__(self, path: str | os.PathLike[str], prof_indices: Sequence[int],
                  reserve: Sequence[int] | None = None, time_range: tuple[int, int] | None = None) -> None:
-        self.path = os.fspath(path)
+        super().__init__(path)
         n = len(prof_indices)
         self.heads = np.zeros(n, TRACE_HDR)
         self.heads["profIndex"] = prof_indices
@@ -134,29 +120,9 @@ class TraceDBWriter:
         self.time_range = time_range
         self.min_timestamp: int | None = None
         self.max_timestamp: int | None = None
-        self._cm = None
-        self._fh = None
 
-    def __enter__(self) -> TraceDBWriter:
-        self._cm = atomic_file(self.path, "w+b")
-        self._fh = self._cm.__enter__()
-        self._fh.truncate(self._next)
-        return self
-
-    def __exit__(self, exc_type, exc, tb):  # type: ignore[no-untyped-def]
-        assert self._cm is not None
-        if exc_type is None:
-            try:
-                self._finish()
-            except BaseException as err:
-                self._cm.__exit__(type(err), err, err.__traceback__)
-                raise
-        return self._cm.__exit__(exc_type, exc, tb)
-
-    @property
-    def temp_path(self) -> str:
-        assert self._fh is not None, "use the writer as a context manager"
-        return self._fh.name
+    def _start(self, fh: BinaryIO) -> None:
+        fh.truncate(self._next)
 
     def region(self, slot: int) -> tuple[int, int]:
         """(offset, capacity in elements) of a reserved slot."""

@@ -21,7 +21,7 @@ import numpy as np
 from hpcsa.aggregate.db import metadb, metricsyaml
 from hpcsa.errors import HpcsaError, UnsupportedError
 
-SCOPE_ORDER = ("point", "function", "lex_aware", "execution")
+SCOPE_ORDER = metricsyaml.SCOPES  # the propagation scopes, in the order meta.db lists them
 STATISTICS = metricsyaml.STATISTICS  # Sum, Mean, StdDev, CfVar, Min, Max
 #: ``-M`` words: a statistic, or a group of them.
 STATISTIC_WORDS = {"sum": ("Sum",), "mean": ("Mean",), "stddev": ("StdDev",), "cfvar": ("CfVar",),

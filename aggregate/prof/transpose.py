@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpcsa.aggregate.db import cctdb
+from hpcsa.aggregate.db import cctdb, summary
 from hpcsa.aggregate.db.profiledb import CTX_INDEX, SZ_VALUE, VALUE
 from hpcsa.aggregate.prof.metrictable import SCOPE_ORDER, MetricTable
 from hpcsa.aggregate.prof.profile_values import ASIDE, ASIDE_NOLOOPS
@@ -270,7 +270,6 @@ def summarize(vals: cctdb.RangeValues, aside: tuple[np.ndarray, ...], plan: Stat
         order = np.lexsort((prof, mid, ctx))
         ctx, mid, prof, v = ctx[order], mid[order], prof[order], v[order]
         series = _runs(ctx, mid)
-    keep = v != 0
     gc, gm = ctx[series], mid[series]
 
     # Presence per (ctx, metric): profiles with any stored value of the metric there, or an aside entry.
@@ -292,7 +291,6 @@ def summarize(vals: cctdb.RangeValues, aside: tuple[np.ndarray, ...], plan: Stat
     out_c, out_id, out_v = [], [], []
     g_metric = plan.prop_metric[gm]
     g_scope = plan.prop_scope[gm]
-    x = np.where(keep, v, 0.0)
     for k, (f, comb) in enumerate(plan.partials):
         if f == "1":
             for s in range(4):
@@ -302,12 +300,7 @@ def summarize(vals: cctdb.RangeValues, aside: tuple[np.ndarray, ...], plan: Stat
             continue
         if not len(series):
             continue
-        if comb == "sum":
-            red = np.add.reduceat(x * x if f == "($$^2)" else x, series)
-        else:  # min/max over the profiles with a value (0 means unset, as in hpcprof)
-            fill = np.inf if comb == "min" else -np.inf
-            red = (np.minimum if comb == "min" else np.maximum).reduceat(np.where(keep, v, fill), series)
-            red[~np.isfinite(red)] = 0.0
+        red = summary.combine_runs(v, series, f, comb)
         sidk = plan.stat[g_metric, k, g_scope]
         good = (sidk >= 0) & (red != 0)
         out_c.append(gc[good]), out_id.append(sidk[good]), out_v.append(red[good])

@@ -19,15 +19,13 @@ import numpy as np
 from hpcsa.aggregate.db import metadb, profiledb
 from hpcsa.aggregate.prof import lexical as lx
 from hpcsa.aggregate.prof import rawtree, unify
-from hpcsa.aggregate.prof.metrictable import MetricTable
+from hpcsa.aggregate.prof.metrictable import SCOPE_ORDER, MetricTable
 from hpcsa.aggregate.prof.propagate import TreeArrays
 from hpcsa.aggregate.prof.survey import Discovery, Phase1Env, ProfileFacts
 from hpcsa.errors import HpcsaError
 from hpcsa.gpucct import CallGraph
-from hpcsa.ingest.hpcrun import ID_KIND_MASK, LoadModule, MetricDesc
+from hpcsa.ingest.hpcrun import BOTH_VALID, ID_KIND_MASK, LOGIC_GLOBAL, LOGIC_LOCAL, LoadModule, MetricDesc
 from hpcsa.structure.model import Module
-
-BOTH_VALID, LOGIC_LOCAL, LOGIC_GLOBAL, LOGIC_ONLY = 0, 1, 2, 3
 
 
 @dataclass
@@ -189,7 +187,7 @@ def assemble(disc: Discovery, classifier: lx.Classifier, env: Phase1Env, *, stat
     prop = np.full((len(metrics), 4), -1, np.int64)
     for m in range(len(metrics)):
         for s, pid in metrics.prop_ids(m).items():
-            prop[m, ("point", "function", "lex_aware", "execution").index(s)] = pid
+            prop[m, SCOPE_ORDER.index(s)] = pid
 
     raw_tuples = [f.id_tuple for f in disc.profiles]
     tuples = finalize_id_tuples(raw_tuples)

@@ -38,40 +38,18 @@ from hpcsa.aggregate.prof import rawtree
 from hpcsa.aggregate.prof.gpu_contexts import RECONSTRUCTED, frame_name
 from hpcsa.errors import HpcsaError
 from hpcsa.gpucct import CallGraph, StepKind
-from hpcsa.ingest.hpcrun import placeholder_code
+from hpcsa.ingest.placeholders import (
+    FENCE_MAIN,
+    FENCE_THREAD,
+    NO_ACTIVITY,
+    PARTIAL,
+    PRIMARY,
+    UNNORMALIZED,
+    placeholder_name,
+)
 
-PRIMARY = placeholder_code("^Primary")
-PARTIAL = placeholder_code("^Partial")
-UNNORMALIZED = placeholder_code("*Unnorm ")
-NO_ACTIVITY = placeholder_code("NoActvty")
-FENCE_MAIN = placeholder_code("| Main  ")
-FENCE_THREAD = placeholder_code("| Thread")
 #: Load-module ids hpcrun reserves for outlined range trees (range-based PC sampling).
 OUTLINED_RANGE_IDS = (65531, 65532, 65533)
-
-PLACEHOLDER_NAMES = {placeholder_code(code): name for code, name in (
-    ("| Main  ", "<program root>"), ("| Thread", "<thread root>"),
-    ("OMP Idle", "<omp idle>"), ("OMPOvrHd", "<omp overhead>"), ("OMPBarrW", "<omp barrier wait>"),
-    ("OMPTaskW", "<omp task wait>"), ("OMPMtexW", "<omp mutex wait>"), ("OMP Work", "<omp work>"),
-    ("OMPETask", "<omp expl task>"), ("OMPITask", "<omp impl task>"), ("OMTAlloc", "<omp tgt alloc>"),
-    ("OMTDelte", "<omp tgt delete>"), ("OMTCpIn ", "<omp tgt copyin>"), ("OMTCpOut", "<omp tgt copyout>"),
-    ("OMTKernl", "<omp tgt kernel>"), ("OMPUresv", "<omp region unresolved>"),
-    ("GPUCp?2?", "<gpu copy>"), ("GPUCpH2D", "<gpu copyin>"), ("GPUCpD2H", "<gpu copyout>"),
-    ("GPUAlloc", "<gpu alloc>"), ("GPUDelte", "<gpu delete>"), ("GPUKernl", "<gpu kernel>"),
-    ("GPUMemst", "<gpu memset>"), ("GPU Sync", "<gpu sync>"), ("GPUTrace", "<gpu kernel>"))}
-
-
-def placeholder_name(code: int) -> str:
-    """hpcprof's name for a placeholder, or its shortcode with unprintable bytes escaped."""
-    name = PLACEHOLDER_NAMES.get(int(code))
-    if name is not None:
-        return name
-    out = []
-    for shift in range(56, -8, -8):
-        c = (int(code) >> shift) & 0xFF
-        out.append(chr(c) if 32 <= c < 127 else f"\\{c:02x}")
-    return "".join(out)
-
 
 ROOT_SCOPE: lx.Scope = (-1,)
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from hpcsa.aggregate.db import metadb
 from hpcsa.aggregate.db.tracedb import elements
-from hpcsa.views.synthetic import DatabaseBuilder, stream_tuple, thread_tuple
+from tests.views.synthetic import DatabaseBuilder, stream_tuple, thread_tuple
 
 #: context name -> (function name, load module) under main; "kernel" is the <gpu kernel> placeholder under launch
 FRAMES = {

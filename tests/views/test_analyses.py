@@ -14,9 +14,9 @@ from hpcsa.views.imbalance import distribution, imbalance_table
 from hpcsa.views.perfetto import export_trace
 from hpcsa.views.scaling import path_keys, scaling_loss
 from hpcsa.views.stats import database_stats
-from hpcsa.views.synthetic import DatabaseBuilder, thread_tuple
 from tests.conftest import SHARED_DATA, assert_one_line_error, run_cli
 from tests.views.helpers import SCALING_P, SCALING_Q, SEED003, THREADS, v4_databases
+from tests.views.synthetic import DatabaseBuilder, thread_tuple
 
 CPU = "CPUTIME (sec)"
 

@@ -17,7 +17,7 @@ from hpcsa.aggregate.db.metricsyaml import Input
 from hpcsa.views import open_experiment
 from hpcsa.views import tree as T
 from hpcsa.views.metrics import Partial
-from hpcsa.views.synthetic import DatabaseBuilder, thread_tuple
+from tests.views.synthetic import DatabaseBuilder, thread_tuple
 
 CPU = "CPUTIME (sec)"
 

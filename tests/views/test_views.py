@@ -186,7 +186,7 @@ def test_bad_input_is_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def
 def test_fp_waste_and_relative_efficiency_rank_loops(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Seed 001/003's derived metrics: FP waste = 2 x cycles - flops (peak 2 flops/cycle), efficiency =
     flops / (2 x cycles); sorting by waste ranks loops differently from sorting by cycles."""
-    from hpcsa.views.synthetic import DatabaseBuilder, thread_tuple
+    from tests.views.synthetic import DatabaseBuilder, thread_tuple
 
     b = DatabaseBuilder("fp")
     src = b.file("/src/flux.f90")

@@ -1,11 +1,14 @@
 """Databases built from a tree and point costs: the views' fixtures, tests and benchmarks.
 
+A test oracle: it propagates the scopes by its own, deliberately simple code, independent of
+hpcsa prof's propagation, so that tests comparing the two can fail.
+
 :class:`DatabaseBuilder` collects load modules, files, functions and
 contexts (rows; a context with ``parent=None`` hangs under an entry point),
 then :meth:`DatabaseBuilder.write` takes, per profile, the cost measured *at*
 each context (the ``point`` scope, rows x metrics) and writes a real v4
 database whose other scopes are propagated as hpcprof defines them
-(reference hpctoolkit.md §4.4):
+(HPCToolkit's format specification, ``doc/FORMATS.md``):
 
 - execution: the whole subtree;
 - function: the subtree without crossing call or inlined-call edges;
