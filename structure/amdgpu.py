@@ -6,8 +6,8 @@ DWARF readers of the CPU path (:func:`hpcsa.structure.build.read_source_info`;
 AMD's DWARF 5 needs nothing special). Instructions come from ``llvm-objdump
 -d`` (no capstone backend for AMDGPU; the tool reads the GPU from
 ``e_flags``). A call is ``s_swappc_b64`` through a register pair loaded by
-``s_getpc_b64`` + ``s_add_u32``/``s_addc_u32`` with a literal (reference
-binary-structure.md §3): the target is the address after ``s_getpc_b64``
+``s_getpc_b64`` + ``s_add_u32``/``s_addc_u32`` with a literal (the sequence
+LLVM's AMDGPU backend emits for a call; LLVM's "User Guide for AMDGPU Backend"): the target is the address after ``s_getpc_b64``
 plus the 64-bit literal. ``s_setpc_b64`` returns (or tail-calls, when its pair
 holds a known function entry); ``s_endpgm`` ends a kernel; ``s_branch`` /
 ``s_cbranch_*`` carry their target as ``<function+offset>``.

@@ -1,6 +1,7 @@
 """Program structure of an x86-64 ELF binary, assembled the way HPCToolkit's hpcstruct does.
 
-The pipeline (reference hpctoolkit.md §2.3, binary-structure.md §5.3):
+The pipeline (the HPCToolkit User's Manual on hpcstruct; Tallent, Mellor-Crummey and Fagan, "Binary
+Analysis for Measurement and Attribution of Program Performance", PLDI 2009):
 
 1. *Skeleton*: parsed functions (symbols, PLT stubs, call targets) grouped by
    the symbol that contains them, placed in the source file of their first

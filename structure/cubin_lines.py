@@ -1,7 +1,8 @@
 """Line tables of cubins, with NVIDIA's inlining extension to ``.debug_line``.
 
 With ``-lineinfo``, functions inlined by NVVM are recorded in the line table
-itself (reference binary-structure.md §2.5): extended opcode ``0x90`` carries
+itself (an NVIDIA extension: DWARF 5 §7.22 leaves extended opcodes
+``DW_LNE_lo_user`` 0x80 to ``DW_LNE_hi_user`` 0xff to vendors): extended opcode ``0x90`` carries
 two ULEB operands, *context* (the 1-based number, within the same sequence,
 of the row that is the call site; 0 = not inlined) and *function* (offset of
 the callee's mangled name in ``.debug_str``). Rows after it belong to that

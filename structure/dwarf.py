@@ -1,8 +1,8 @@
 """A selective DWARF (versions 2-5) reader: units, abbreviations, attributes, strings, address ranges.
 
 pyelftools builds a Python object for every DIE and caches whole units, which
-for a binary with 10 MB of ``.debug_info`` means ~40 s and ~1 GB (reference
-binary-structure.md §4). Structure recovery needs a few attributes of a few
+for a binary with 10 MB of ``.debug_info`` means ~40 s and ~1 GB (measured on Debian's
+``python3.11d``). Structure recovery needs a few attributes of a few
 tags, so this reader walks the raw bytes itself: attributes of uninteresting
 DIEs are skipped by form (a fixed stride when the abbreviation allows it) and
 whole uninteresting subtrees are skipped through ``DW_AT_sibling``. Only the

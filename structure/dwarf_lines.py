@@ -1,7 +1,8 @@
 """DWARF line tables (versions 2-5) decoded by our own opcode loop into numpy arrays.
 
 pyelftools builds objects per opcode and per row and is 20-60x slower than
-readelf here (reference binary-structure.md §4). The loop below keeps the
+``readelf --debug-dump=decodedline`` (measured on Debian's ``python3.11d``; the line-number program is
+DWARF 5 §6.2). The loop below keeps the
 state machine in local integers, uses precomputed tables for the special
 opcodes (the bulk of every program) and appends rows to flat lists that
 become numpy arrays per program; no object is created per row. The result
