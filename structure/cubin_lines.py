@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hpcsa.structure.dwarf import cstring, sleb, uleb
+from hpcsa.structure.dwarf_forms import cstring, sleb, uleb
 from hpcsa.structure.dwarf_inline import InlineTable
 from hpcsa.structure.dwarf_lines import LineMap, LineProgram, build_line_map
 

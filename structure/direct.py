@@ -51,6 +51,12 @@ from hpcsa.structure.dwarf import (
     AT_NAME,
     AT_SPECIFICATION,
     CONTAINER_TAGS,
+    TAG_INLINED_SUBROUTINE,
+    TAG_SUBPROGRAM,
+    DebugInfo,
+    walk_unit,
+)
+from hpcsa.structure.dwarf_forms import (
     F_ADDR,
     F_ADDRX,
     F_ADDRX1,
@@ -60,13 +66,9 @@ from hpcsa.structure.dwarf import (
     F_GNU_ADDR_INDEX,
     F_REF_ADDR,
     REF_FORMS,
-    TAG_INLINED_SUBROUTINE,
-    TAG_SUBPROGRAM,
     Abbrev,
-    DebugInfo,
     DwarfError,
     Unit,
-    walk_unit,
 )
 from hpcsa.structure.dwarf_lines import LineProgram, read_program
 from hpcsa.structure.elf import open_elf

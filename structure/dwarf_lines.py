@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hpcsa.structure.dwarf import (
+from hpcsa.structure.dwarf import DebugInfo
+from hpcsa.structure.dwarf_forms import (
     F_BLOCK,
     F_DATA1,
     F_DATA2,
@@ -37,7 +38,6 @@ from hpcsa.structure.dwarf import (
     F_STRX3,
     F_STRX4,
     F_UDATA,
-    DebugInfo,
     DwarfError,
     Unit,
     cstring,

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hpcsa.errors import HpcsaError
-from hpcsa.structure.dwarf import DebugInfo, DwarfError
+from hpcsa.structure.dwarf import DebugInfo
+from hpcsa.structure.dwarf_forms import DwarfError
 from hpcsa.structure.dwarf_inline import InlineTable, read_inlines
 from hpcsa.structure.dwarf_lines import LineMap, build_line_map, read_program
 from hpcsa.structure.elf import ElfImage, open_elf
