@@ -147,6 +147,12 @@ class _InlineNodes:
 def _decode_unit(data: bytes, pos: int, comp_dir: str, addr: list[int], file: list[int], line: list[int],
                  end_seq: list[bool], node_of_row: list[int], nodes: _InlineNodes, file_id: dict[str, int]
                  ) -> tuple[int, list[str]]:
+    """Decode the line program at ``pos`` into the row lists (``node_of_row``: each row's inline context)
+    and ``nodes``; returns the position after it and its files.
+
+    A hot loop (every opcode of every program of a cubin), kept in one function on purpose, as
+    :func:`hpcsa.structure.dwarf_lines._run_opcodes`: the state machine lives in local variables and a
+    split would add a call per opcode."""
     unit_length = struct.unpack_from("<I", data, pos)[0]
     if unit_length == 0xFFFFFFFF:
         unit_length = struct.unpack_from("<Q", data, pos + 4)[0]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+from collections.abc import Callable
 
 import numpy as np
 
@@ -36,52 +37,15 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
     symbols = image.structure_functions
     extent = {f.addr: f.end for f in symbols}
     plt = image.plt_names
-    plt_sections = [(s.addr, s.end) for s in code_secs if s.name.startswith(".plt")]
     names: dict[int, str] = {}
-    # Every PLT stub is a function, as Dyninst makes one per JUMP_SLOT relocation: also the stubs called only
-    # from exception landing pads (_Unwind_Resume, __cxa_begin_catch), which no parsed call reaches.
-    entries = set(extent) | set(plt)
-    e_entry = int(image.elf.header["e_entry"])
-    if e_entry and image.has_interpreter and image.code_region(e_entry) is not None and e_entry not in entries:
-        entries.add(e_entry)
-        names[e_entry] = "_start"
-    if not image.has_symtab and image.debug_symtab is None:
-        # A stripped binary: its few dynamic symbols leave most code unnamed and unreachable from them;
-        # the unwind table knows where functions start (hpcstruct's Dyninst would see only the called ones).
-        covered = sum(f.size for f in symbols)
-        code_bytes = sum(s.size for s in code_secs)
-        if covered < code_bytes / 5:
-            entries |= {a for a in image.fde_ranges if image.code_region(a) is not None}
+    entries = _first_entries(image, extent, plt, names)
     restarts = sorted(entries | set(plt))
     code = CodeIndex(image, restarts)
-    sym_list = sorted(extent.items())
-    sym_keys = [a for a, _ in sym_list]
-
-    def extent_of(addr: int) -> tuple[int, int]:
-        """The code a switch in the function holding ``addr`` may jump to: its symbol, else its section."""
-        i = bisect.bisect_right(sym_keys, addr) - 1
-        if i >= 0 and addr < sym_list[i][1]:
-            return sym_list[i]
-        region = image.code_region(addr)
-        return (region.addr, region.end) if region else (addr, addr)
-
+    extent_of = _switch_extents(image, extent)
     cfg = ProgramCFG(code, restarts, extent_of)
     noreturn: set[int] = {f.addr for f in symbols if any(n in NORETURN_NAMES for n in f.names)}
     noreturn |= {a for a, n in plt.items() if n in NORETURN_NAMES}
-    sym_starts = np.array([f.addr for f in symbols], np.uint64)
-    sym_ends = np.array([f.end for f in symbols], np.uint64)
-
-    def outside_is_tail(targets: np.ndarray) -> np.ndarray:
-        """Targets in a PLT section or inside some symbol's code (a jump there leaves the function)."""
-        out = in_sorted(targets, np.array(sorted(plt), np.uint64))
-        for lo, hi in plt_sections:
-            out |= (targets >= lo) & (targets < hi)
-        if len(sym_starts):
-            k = np.searchsorted(sym_starts, targets, side="right") - 1
-            ok = k >= 0
-            out[ok] |= targets[ok] < sym_ends[k[ok]]
-        return out
-
+    outside_is_tail = _tail_targets(image, plt)
     funcs = Functions(cfg)
     outside_code = {a for a in entries if image.code_region(a) is None}
     returns: dict[int, bool] = {}
@@ -95,17 +59,7 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
             cfg = funcs.cfg = ProgramCFG(code, restarts, extent_of)
             todo = None
         ent = np.array(sorted(entries), np.uint64)
-        ends = np.array([extent.get(int(a)) or _next_end(image, ent, i) for i, a in enumerate(ent.tolist())],
-                        np.uint64)
-        cf_addr = code.addr[cfg.cf]
-        k = np.searchsorted(ent, cf_addr, side="right") - 1
-        if len(ent) == 0:
-            k[:] = -1
-        owner_start = np.where(k >= 0, ent[np.maximum(k, 0)] if len(ent) else 0, 0).astype(np.uint64)
-        owner_end = np.where(k >= 0, ends[np.maximum(k, 0)] if len(ent) else 0, 0).astype(np.uint64)
-        outside = cf_addr >= owner_end
-        owner_start[outside] = 0
-        owner_end[outside] = 0
+        owner_start, owner_end = _owners(image, extent, ent, code.addr[cfg.cf])
         if tail_cfg is not cfg:  # depends on the code only: once per ProgramCFG
             tail_cfg, tail_rows = cfg, outside_is_tail(np.maximum(code.target[cfg.cf], 0).astype(np.uint64))
         cfg.set_edges(ent, np.array(sorted(noreturn), np.uint64), owner_start, owner_end, tail_rows)
@@ -146,6 +100,82 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
         names[a] = plt.get(a, f"targ{a:x}")
     return code, funcs, names
 
+
+
+def _first_entries(image: ElfImage, extent: dict[int, int], plt: dict[int, str], names: dict[int, str]
+                   ) -> set[int]:
+    """Where parsing starts: symbols, every PLT stub (Dyninst makes one function per JUMP_SLOT relocation:
+    also the stubs called only from exception landing pads, _Unwind_Resume, __cxa_begin_catch, which no
+    parsed call reaches), the entry point of an executable (named ``_start`` in ``names``) and, in a
+    stripped binary, the starts of the unwind table's entries."""
+    entries = set(extent) | set(plt)
+    e_entry = int(image.elf.header["e_entry"])
+    if e_entry and image.has_interpreter and image.code_region(e_entry) is not None and e_entry not in entries:
+        entries.add(e_entry)
+        names[e_entry] = "_start"
+    if not image.has_symtab and image.debug_symtab is None:
+        # A stripped binary: its few dynamic symbols leave most code unnamed and unreachable from them;
+        # the unwind table knows where functions start (hpcstruct's Dyninst would see only the called ones).
+        covered = sum(f.size for f in image.structure_functions)
+        code_bytes = sum(s.size for s in image.code_sections)
+        if covered < code_bytes / 5:
+            entries |= {a for a in image.fde_ranges if image.code_region(a) is not None}
+    return entries
+
+
+def _switch_extents(image: ElfImage, extent: dict[int, int]) -> Callable[[int], tuple[int, int]]:
+    """``extent_of(addr)``: the code a switch in the function holding ``addr`` may jump to: its symbol,
+    else its section."""
+    sym_list = sorted(extent.items())
+    sym_keys = [a for a, _ in sym_list]
+
+    def extent_of(addr: int) -> tuple[int, int]:
+        i = bisect.bisect_right(sym_keys, addr) - 1
+        if i >= 0 and addr < sym_list[i][1]:
+            return sym_list[i]
+        region = image.code_region(addr)
+        return (region.addr, region.end) if region else (addr, addr)
+
+    return extent_of
+
+
+def _tail_targets(image: ElfImage, plt: dict[int, str]) -> Callable[[np.ndarray], np.ndarray]:
+    """``outside_is_tail(targets)``: targets in a PLT section or inside some symbol's code (a jump there
+    leaves the function)."""
+    symbols = image.structure_functions
+    plt_sections = [(s.addr, s.end) for s in image.code_sections if s.name.startswith(".plt")]
+    plt_addrs = np.array(sorted(plt), np.uint64)
+    sym_starts = np.array([f.addr for f in symbols], np.uint64)
+    sym_ends = np.array([f.end for f in symbols], np.uint64)
+
+    def outside_is_tail(targets: np.ndarray) -> np.ndarray:
+        out = in_sorted(targets, plt_addrs)
+        for lo, hi in plt_sections:
+            out |= (targets >= lo) & (targets < hi)
+        if len(sym_starts):
+            k = np.searchsorted(sym_starts, targets, side="right") - 1
+            ok = k >= 0
+            out[ok] |= targets[ok] < sym_ends[k[ok]]
+        return out
+
+    return outside_is_tail
+
+
+def _owners(image: ElfImage, extent: dict[int, int], ent: np.ndarray, cf_addr: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end of the function each control-flow instruction at ``cf_addr`` lies in (the last entry
+    at or before it, up to its symbol's end or the next entry), 0 and 0 outside every function."""
+    ends = np.array([extent.get(int(a)) or _next_end(image, ent, i) for i, a in enumerate(ent.tolist())],
+                    np.uint64)
+    k = np.searchsorted(ent, cf_addr, side="right") - 1
+    if len(ent) == 0:
+        k[:] = -1
+    owner_start = np.where(k >= 0, ent[np.maximum(k, 0)] if len(ent) else 0, 0).astype(np.uint64)
+    owner_end = np.where(k >= 0, ends[np.maximum(k, 0)] if len(ent) else 0, 0).astype(np.uint64)
+    outside = cf_addr >= owner_end
+    owner_start[outside] = 0
+    owner_end[outside] = 0
+    return owner_start, owner_end
 
 def _next_end(image: ElfImage, entries: np.ndarray, i: int) -> int:
     """Extent end of an entry without a symbol: the next entry, or the end of its section."""
