@@ -362,8 +362,18 @@ def print_order(files: dict[str, dict[int, Group]]) -> list[tuple[str, int]]:
 
 def send_source_info(conn: multiprocessing.connection.Connection, image: ElfImage,
                      demangle: Callable[[str], str]) -> None:
-    """A forked worker (:class:`hpcsa.workers.ForkedWorker`): read the debug information and send it."""
-    conn.send(("source", read_source_info(image, demangle)))
+    """A forked worker (:class:`hpcsa.workers.ForkedWorker`): read the debug information and send it, with
+    the function extents of the unwind table (the skeleton needs them; parsed here, beside the parent's
+    function discovery, the longer of the two, rather than after it)."""
+    conn.send(("source", (read_source_info(image, demangle), image.fde_ranges)))
+
+
+def receive_source_info(reader: ForkedWorker, image: ElfImage) -> SourceInfo:
+    """What :func:`send_source_info` sent; the unwind table's extents become ``image.fde_ranges``."""
+    source, fdes = reader.receive("source")
+    if "fde_ranges" not in vars(image):  # a stripped binary's discovery has parsed them already
+        image.fde_ranges = fdes  # type: ignore[misc]  # the cached property, filled
+    return source
 
 
 def _send_fragments(conn: multiprocessing.connection.Connection, sb: StructureBuilder,
@@ -397,7 +407,7 @@ def build_module(image: ElfImage, demangle: Callable[[str], str], lm_name: str |
         return sb.build(), source.notes
     with ForkedWorker(send_source_info, image, demangle, what="hpcsa struct", ctx=ctx) as reader:
         code, funcs, names = discover_functions(image)
-        source = reader.receive("source")
+        source = receive_source_info(reader, image)
     sb = StructureBuilder(image, source, demangle, lm_name)
     sb.code = code
     files = sb.skeleton(funcs, names)

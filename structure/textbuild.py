@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from hpcsa.fileio import atomic_file
-from hpcsa.structure.build import Group, StructureBuilder, print_order, send_source_info
+from hpcsa.structure.build import Group, StructureBuilder, print_order, receive_source_info, send_source_info
 from hpcsa.structure.elf import ElfImage
 from hpcsa.structure.functions import Functions, discover_functions
 from hpcsa.structure.hpcstruct_text import (
@@ -107,7 +107,7 @@ def build_text(image: ElfImage, demangle: Callable[[str], str], lm_name: str | N
             return StructureText(sb.lm_name, _weave(layout, texts), counts), source.notes
         with ForkedWorker(send_source_info, image, demangle, what="hpcsa struct", ctx=ctx) as reader:
             code, funcs, names = discover_functions(image)
-            source = reader.receive("source")
+            source = receive_source_info(reader, image)
         sb = StructureBuilder(image, source, demangle, lm_name)
         sb.code = code
         files = sb.skeleton(funcs, names)
