@@ -30,6 +30,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import multiprocessing.connection
+import multiprocessing.context
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -376,6 +377,20 @@ def receive_source_info(reader: ForkedWorker, image: ElfImage) -> SourceInfo:
     return source
 
 
+def skeleton_in_two(image: ElfImage, demangle: Callable[[str], str], lm_name: str | None,
+                    ctx: multiprocessing.context.BaseContext
+                    ) -> tuple[StructureBuilder, Functions, dict[str, dict[int, Group]]]:
+    """The first step with two processes: a forked one reads the debug information while this one finds
+    the functions; then the skeleton. Returns the builder (its code and source set), the functions and
+    the procedure groups by file."""
+    with ForkedWorker(send_source_info, image, demangle, what="hpcsa struct", ctx=ctx) as reader:
+        code, funcs, names = discover_functions(image)
+        source = receive_source_info(reader, image)
+    sb = StructureBuilder(image, source, demangle, lm_name)
+    sb.code = code
+    return sb, funcs, sb.skeleton(funcs, names)
+
+
 def _send_fragments(conn: multiprocessing.connection.Connection, sb: StructureBuilder,
                     files: dict[str, dict[int, Group]], keys: list[tuple[str, int]]) -> None:
     conn.send(("parts", sb.fragments(files, keys)))
@@ -405,12 +420,7 @@ def build_module(image: ElfImage, demangle: Callable[[str], str], lm_name: str |
         source = read_source_info(image, demangle)
         sb = StructureBuilder(image, source, demangle, lm_name)
         return sb.build(), source.notes
-    with ForkedWorker(send_source_info, image, demangle, what="hpcsa struct", ctx=ctx) as reader:
-        code, funcs, names = discover_functions(image)
-        source = receive_source_info(reader, image)
-    sb = StructureBuilder(image, source, demangle, lm_name)
-    sb.code = code
-    files = sb.skeleton(funcs, names)
+    sb, funcs, files = skeleton_in_two(image, demangle, lm_name, ctx)
     shares = _shares(files, print_order(files), jobs)
     parts: dict[tuple[str, int], ModuleBuilder] = {}
     with contextlib.ExitStack() as stack:
@@ -419,4 +429,4 @@ def build_module(image: ElfImage, demangle: Callable[[str], str], lm_name: str |
         parts.update(sb.fragments(files, shares[0]))
         for worker in workers:
             parts.update(worker.receive("parts"))
-    return sb.assemble(files, parts), source.notes
+    return sb.assemble(files, parts), sb.src.notes

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from hpcsa.fileio import atomic_file
-from hpcsa.structure.build import Group, StructureBuilder, print_order, receive_source_info, send_source_info
+from hpcsa.structure.build import Group, StructureBuilder, print_order, skeleton_in_two
 from hpcsa.structure.elf import ElfImage
 from hpcsa.structure.functions import Functions, discover_functions
 from hpcsa.structure.hpcstruct_text import (
@@ -105,14 +105,9 @@ def build_text(image: ElfImage, demangle: Callable[[str], str], lm_name: str | N
             bases, layout = _layout(files, order, {k: len(p) for k, p in parts.items()})
             texts, counts = _render_parts(parts, bases)
             return StructureText(sb.lm_name, _weave(layout, texts), counts), source.notes
-        with ForkedWorker(send_source_info, image, demangle, what="hpcsa struct", ctx=ctx) as reader:
-            code, funcs, names = discover_functions(image)
-            source = receive_source_info(reader, image)
-        sb = StructureBuilder(image, source, demangle, lm_name)
-        sb.code = code
-        files = sb.skeleton(funcs, names)
+        sb, funcs, files = skeleton_in_two(image, demangle, lm_name, ctx)
         text = _parallel_parts(sb, files, funcs, jobs, ctx)
-        return StructureText(sb.lm_name, text[0], text[1]), source.notes
+        return StructureText(sb.lm_name, text[0], text[1]), sb.src.notes
 
 
 def _layout(files: dict[str, dict[int, Group]], order: list[Key], sizes: dict[Key, int]
