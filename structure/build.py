@@ -17,8 +17,11 @@ Analysis for Measurement and Attribution of Program Performance", PLDI 2009):
    ``locateTree``; emitted into a :class:`~hpcsa.structure.model.ModuleBuilder`.
 
 Steps 2 to 4 are hpcstruct's tree rules, the same for GPU binaries: they live
-in :mod:`hpcsa.structure.tree`; this module supplies the x86-64 side (the
-skeleton, the CFG and the line and inline lookups of a parsed function).
+in :mod:`hpcsa.structure.tree`; this module supplies the x86-64 side: the
+skeleton and the per-group driver, here; the functions, from
+:mod:`hpcsa.structure.functions`; their blocks, successors and instruction runs,
+from :mod:`hpcsa.structure.function_code`; the line map and inline table, from
+:mod:`hpcsa.structure.source_info`.
 
 Per-instruction work is vectorized per function (line and inline lookups
 over the instruction address array); Python loops run over runs of
