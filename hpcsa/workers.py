@@ -161,6 +161,7 @@ class DynamicRun:
         self._heap: list[tuple[float, int, Any, Callable[..., Any], tuple[Any, ...]]] = []
         self._seq = 0
         self._done: queue.Queue[tuple[Any, Any]] = queue.Queue()
+        self._empty = queue.Empty
         self._in_flight = 0
 
     def submit(self, key: Any, fn: Callable[..., Any], args: tuple[Any, ...], priority: float = 0.0) -> None:
@@ -189,7 +190,12 @@ class DynamicRun:
             self._launch()
             if not self._in_flight:
                 return
-            key, result = self._done.get()
+            while True:
+                try:
+                    key, result = self._done.get(timeout=1.0)
+                    break
+                except self._empty:
+                    self.pool._check_workers()
             self._in_flight -= 1
             if isinstance(result, _Failure):
                 result.raise_it()

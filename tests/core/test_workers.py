@@ -72,3 +72,31 @@ def _fails(conn, kind: str) -> None:
 def test_forked_worker_failures_reach_the_parent(kind, error, text):
     with ForkedWorker(_fails, kind, what="the test") as worker, pytest.raises(error, match=text):
         worker.receive("never")
+
+
+def _more(shared: int, x: int) -> int:
+    return _scaled(shared, x)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_dynamic_run_takes_tasks_submitted_while_iterating(jobs):
+    from hpcsa.workers import DynamicRun
+
+    with LocalPool(jobs, shared=2) as pool:
+        run = DynamicRun(pool)
+        run.submit("a", _more, (1,))
+        got = {}
+        for key, result in run:
+            got[key] = result
+            if key == "a":
+                run.submit("b", _more, (5,), priority=1.0)
+    assert got == {"a": 2, "b": 10}
+
+
+def test_dynamic_run_killed_worker_is_one_error():
+    from hpcsa.workers import DynamicRun
+
+    with LocalPool(2, shared=1) as pool, pytest.raises(HpcsaError, match="worker process ended"):
+        run = DynamicRun(pool)
+        run.submit("x", _more, (-1,))
+        list(run)
