@@ -20,6 +20,7 @@ functions where the data is, the shared data broadcast, and a shared counter.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import multiprocessing.connection
 import multiprocessing.context
@@ -271,15 +272,21 @@ def _forked_main(conn: multiprocessing.connection.Connection, target: Callable[.
                  args: tuple[Any, ...]) -> None:
     try:
         target(conn, *args)
-    except HpcsaError as exc:
-        conn.send(("error", _Failure(exc)))
     except BaseException as exc:  # noqa: BLE001 - handed to the parent, which raises it
-        try:
-            conn.send(("error", exc))
-        except Exception:  # an exception that does not pickle: its text, in one line
-            conn.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
+        _send_error(conn, exc)
     finally:
         conn.close()
+
+
+def _send_error(conn: multiprocessing.connection.Connection, exc: BaseException) -> None:
+    payload: Any = _Failure(exc) if isinstance(exc, HpcsaError) else exc
+    try:
+        conn.send(("error", payload))
+    except (OSError, EOFError):  # the parent has gone (it failed first and closed its end): nothing to tell
+        pass
+    except Exception:  # an exception that does not pickle (nothing was sent): its text, in one line
+        with contextlib.suppress(OSError, EOFError):
+            conn.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
 
 
 def default_jobs() -> int:

@@ -100,3 +100,15 @@ def test_dynamic_run_killed_worker_is_one_error():
         run = DynamicRun(pool)
         run.submit("x", _more, (-1,))
         list(run)
+
+
+def _waits_for_the_parent(conn) -> None:
+    conn.send(("ready", 1))
+    conn.recv()  # the parent fails and closes its end: EOFError here
+
+
+def test_worker_of_a_failed_parent_ends_quietly(capfd):
+    with pytest.raises(ValueError, match="the parent fails"), ForkedWorker(_waits_for_the_parent) as worker:
+        worker.receive("ready")
+        raise ValueError("the parent fails")
+    assert "Traceback" not in capfd.readouterr().err  # the worker found nobody to tell, and said nothing
