@@ -9,13 +9,21 @@ per pool as ``shared`` and inherited by the forked workers, not sent with
 each task. Offsets in the scratch files come from a counter shared by the
 processes (:class:`SharedCounter`).
 
+For work that does not fit "many independent tasks" (``hpcsa struct`` reads the debug information in one
+process while another decodes the code, and its chunk workers exchange sizes and ids with the parent
+half-way through), :class:`ForkedWorker` is one forked process running a function with its end of a pipe,
+and :class:`Tickets` a counter from which forked processes take the next piece of work.
+
 An MPI transport provides the same three things: a way to run per-item
 functions where the data is, the shared data broadcast, and a shared counter.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
+import multiprocessing.connection
+import multiprocessing.context
 import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -26,11 +34,20 @@ from hpcsa.errors import HpcsaError
 _SHARED: Any = None
 
 
+def fork_context() -> multiprocessing.context.BaseContext | None:
+    """The fork start method's context (forked workers inherit the parent's data without pickling it), or
+    None where the platform has no fork: callers then work in one process."""
+    try:
+        return mp.get_context("fork")
+    except ValueError:  # pragma: no cover - not on Linux
+        return None
+
+
 class SharedCounter:
     """Byte offsets handed out from counters shared by forked processes (one per scratch file)."""
 
     def __init__(self, kinds: Iterable[str]) -> None:
-        ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+        ctx = fork_context() or mp.get_context()
         self._values = {k: ctx.Value("Q", 0) for k in kinds}
 
     def __call__(self, kind: str, nbytes: int) -> int:
@@ -51,13 +68,16 @@ class LocalPool:
         self.jobs = max(1, int(jobs))
         self.shared = shared
         self._pool: Any = None
+        self._workers: list[Any] = []
         if self.jobs > 1:
             global _SHARED
             _SHARED = shared  # inherited by the forked workers
-            if "fork" not in mp.get_all_start_methods():  # pragma: no cover - not on Linux
+            ctx = fork_context()
+            if ctx is None:  # pragma: no cover - not on Linux
                 self.jobs = 1
             else:
-                self._pool = mp.get_context("fork").Pool(self.jobs)
+                self._pool = ctx.Pool(self.jobs)
+                self._workers = list(self._pool._pool)  # the processes it started (to notice a killed one)
             _SHARED = None
 
     def __enter__(self) -> LocalPool:
@@ -80,10 +100,23 @@ class LocalPool:
             for i in order:
                 yield i, fn(self.shared, *tasks[i])
             return
-        for i, result in self._pool.imap_unordered(_indexed, [(i, fn, tasks[i]) for i in order], chunksize=1):
+        results = self._pool.imap_unordered(_indexed, [(i, fn, tasks[i]) for i in order], chunksize=1)
+        for _ in order:
+            while True:
+                try:
+                    i, result = results.next(timeout=1.0)
+                    break
+                except mp.TimeoutError:
+                    self._check_workers()
             if isinstance(result, _Failure):
                 result.raise_it()
             yield i, result
+
+    def _check_workers(self) -> None:
+        """A worker killed (out of memory, a signal) takes its task with it and the pool would wait for
+        ever: one line instead."""
+        if any(p.exitcode not in (None, 0) for p in self._workers):
+            raise HpcsaError(None, "a worker process ended without its result")
 
 
 class _Failure:
@@ -129,6 +162,7 @@ class DynamicRun:
         self._heap: list[tuple[float, int, Any, Callable[..., Any], tuple[Any, ...]]] = []
         self._seq = 0
         self._done: queue.Queue[tuple[Any, Any]] = queue.Queue()
+        self._empty = queue.Empty
         self._in_flight = 0
 
     def submit(self, key: Any, fn: Callable[..., Any], args: tuple[Any, ...], priority: float = 0.0) -> None:
@@ -157,13 +191,102 @@ class DynamicRun:
             self._launch()
             if not self._in_flight:
                 return
-            key, result = self._done.get()
+            while True:
+                try:
+                    key, result = self._done.get(timeout=1.0)
+                    break
+                except self._empty:
+                    self.pool._check_workers()
             self._in_flight -= 1
             if isinstance(result, _Failure):
                 result.raise_it()
             if isinstance(result, BaseException):
                 raise result
             yield key, result
+
+
+class Tickets:
+    """Numbers 0, 1, 2, ... taken by forked processes, each number once: the next piece of work for whichever
+    process is free (a process slowed by other work on the machine takes fewer)."""
+
+    def __init__(self, ctx: multiprocessing.context.BaseContext | None = None) -> None:
+        self._value = (ctx or fork_context() or mp.get_context()).Value("q", 0)
+
+    def take(self) -> int:
+        with self._value.get_lock():
+            i = int(self._value.value)
+            self._value.value = i + 1
+        return i
+
+
+class ForkedWorker:
+    """One forked process running ``target(conn, *args)`` with its end of a pipe.
+
+    ``args`` are inherited by the fork, never pickled (objects of any size cost nothing to hand over).
+    The target sends ``(tag, payload)`` pairs; :meth:`receive` returns the payload of the expected tag. An
+    exception in the target reaches the parent, raised again by :meth:`receive` (an input error as the
+    same :class:`HpcsaError`); a process that ended without sending (killed, out of memory) is one
+    :class:`HpcsaError` naming ``what``."""
+
+    def __init__(self, target: Callable[..., None], *args: Any, what: str = "hpcsa",
+                 ctx: multiprocessing.context.BaseContext | None = None) -> None:
+        ctx = ctx or fork_context()
+        if ctx is None:  # pragma: no cover - not on Linux
+            raise RuntimeError("ForkedWorker needs the fork start method")
+        self.what = what
+        self.conn, theirs = ctx.Pipe()
+        self.proc = ctx.Process(target=_forked_main, args=(theirs, target, args), daemon=True)
+        self.proc.start()
+        theirs.close()
+
+    def send(self, obj: Any) -> None:
+        self.conn.send(obj)
+
+    def receive(self, tag: str) -> Any:
+        try:
+            got, payload = self.conn.recv()
+        except EOFError:  # killed (out of memory, a signal): say so in one line
+            raise HpcsaError(None, f"a worker process of {self.what} ended without its result") from None
+        if got == "error":
+            if isinstance(payload, _Failure):
+                payload.raise_it()
+            raise payload
+        assert got == tag, (got, tag)
+        return payload
+
+    def close(self) -> None:
+        self.conn.close()
+        self.proc.join(timeout=5)
+        if self.proc.is_alive():
+            self.proc.terminate()
+            self.proc.join()
+
+    def __enter__(self) -> ForkedWorker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _forked_main(conn: multiprocessing.connection.Connection, target: Callable[..., None],
+                 args: tuple[Any, ...]) -> None:
+    try:
+        target(conn, *args)
+    except BaseException as exc:  # noqa: BLE001 - handed to the parent, which raises it
+        _send_error(conn, exc)
+    finally:
+        conn.close()
+
+
+def _send_error(conn: multiprocessing.connection.Connection, exc: BaseException) -> None:
+    payload: Any = _Failure(exc) if isinstance(exc, HpcsaError) else exc
+    try:
+        conn.send(("error", payload))
+    except (OSError, EOFError):  # the parent has gone (it failed first and closed its end): nothing to tell
+        pass
+    except Exception:  # an exception that does not pickle (nothing was sent): its text, in one line
+        with contextlib.suppress(OSError, EOFError):
+            conn.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
 
 
 def default_jobs() -> int:

@@ -2,12 +2,12 @@
 
 Code objects are ordinary linked ELF files (ET_DYN, real virtual addresses),
 so functions come from the symbol table and lines and inlining from the
-DWARF readers of the CPU path (:func:`hpcsa.structure.build.read_source_info`;
+DWARF readers of the CPU path (:func:`hpcsa.structure.source_info.read_source_info`;
 AMD's DWARF 5 needs nothing special). Instructions come from ``llvm-objdump
 -d`` (no capstone backend for AMDGPU; the tool reads the GPU from
 ``e_flags``). A call is ``s_swappc_b64`` through a register pair loaded by
-``s_getpc_b64`` + ``s_add_u32``/``s_addc_u32`` with a literal (reference
-binary-structure.md §3): the target is the address after ``s_getpc_b64``
+``s_getpc_b64`` + ``s_add_u32``/``s_addc_u32`` with a literal (the sequence
+LLVM's AMDGPU backend emits for a call; LLVM's "User Guide for AMDGPU Backend"): the target is the address after ``s_getpc_b64``
 plus the 64-bit literal. ``s_setpc_b64`` returns (or tail-calls, when its pair
 holds a known function entry); ``s_endpgm`` ends a kernel; ``s_branch`` /
 ``s_cbranch_*`` carry their target as ``<function+offset>``.
@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hpcsa.errors import FormatError
-from hpcsa.structure.build import read_source_info
 from hpcsa.structure.elf import EM_AMDGPU, ElfImage, open_elf
 from hpcsa.structure.gpu_build import GpuBinary, GpuProc, build_structure, demangle
 from hpcsa.structure.gpu_cfg import K_TAILCALL, Code, build_graph
 from hpcsa.structure.model import Module
 from hpcsa.structure.nvdisasm import K_BRANCH, K_CALL, K_EXIT, K_OTHER, K_RETURN, K_TRAP
+from hpcsa.structure.source_info import read_source_info
 
 _FUNC = re.compile(r"^([0-9a-fA-F]+) <(.+)>:\s*$")
 _INSN = re.compile(r"^\s+([a-z_][a-z0-9_]*)\s*(.*?)\s*//\s*([0-9A-Fa-f]+):((?:\s+[0-9A-Fa-f]{8})+)"

@@ -25,7 +25,8 @@ import numpy as np
 
 from hpcsa.structure.cubin_elf import Cubin
 from hpcsa.structure.cubin_lines import read_cubin_lines
-from hpcsa.structure.dwarf import DebugInfo, DwarfError
+from hpcsa.structure.dwarf import DebugInfo
+from hpcsa.structure.dwarf_forms import DwarfError
 from hpcsa.structure.dwarf_inline import InlineTable, read_inlines
 from hpcsa.structure.dwarf_lines import LineMap
 from hpcsa.structure.elf import ElfImage, open_elf

@@ -1,7 +1,8 @@
 """Line tables of cubins, with NVIDIA's inlining extension to ``.debug_line``.
 
 With ``-lineinfo``, functions inlined by NVVM are recorded in the line table
-itself (reference binary-structure.md §2.5): extended opcode ``0x90`` carries
+itself (an NVIDIA extension: DWARF 5 §7.22 leaves extended opcodes
+``DW_LNE_lo_user`` 0x80 to ``DW_LNE_hi_user`` 0xff to vendors): extended opcode ``0x90`` carries
 two ULEB operands, *context* (the 1-based number, within the same sequence,
 of the row that is the call site; 0 = not inlined) and *function* (offset of
 the callee's mangled name in ``.debug_str``). Rows after it belong to that
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hpcsa.structure.dwarf import cstring, sleb, uleb
+from hpcsa.structure.dwarf_forms import cstring, sleb, uleb
 from hpcsa.structure.dwarf_inline import InlineTable
 from hpcsa.structure.dwarf_lines import LineMap, LineProgram, build_line_map
 
@@ -146,6 +147,12 @@ class _InlineNodes:
 def _decode_unit(data: bytes, pos: int, comp_dir: str, addr: list[int], file: list[int], line: list[int],
                  end_seq: list[bool], node_of_row: list[int], nodes: _InlineNodes, file_id: dict[str, int]
                  ) -> tuple[int, list[str]]:
+    """Decode the line program at ``pos`` into the row lists (``node_of_row``: each row's inline context)
+    and ``nodes``; returns the position after it and its files.
+
+    A hot loop (every opcode of every program of a cubin), kept in one function on purpose, as
+    :func:`hpcsa.structure.dwarf_lines._run_opcodes`: the state machine lives in local variables and a
+    split would add a call per opcode."""
     unit_length = struct.unpack_from("<I", data, pos)[0]
     if unit_length == 0xFFFFFFFF:
         unit_length = struct.unpack_from("<Q", data, pos + 4)[0]

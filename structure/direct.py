@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hpcsa.errors import HpcsaError
-from hpcsa.structure.build import _dwarf_sections
 from hpcsa.structure.dwarf import (
     AT_ABSTRACT_ORIGIN,
     AT_CALL_FILE,
@@ -52,6 +51,12 @@ from hpcsa.structure.dwarf import (
     AT_NAME,
     AT_SPECIFICATION,
     CONTAINER_TAGS,
+    TAG_INLINED_SUBROUTINE,
+    TAG_SUBPROGRAM,
+    DebugInfo,
+    walk_unit,
+)
+from hpcsa.structure.dwarf_forms import (
     F_ADDR,
     F_ADDRX,
     F_ADDRX1,
@@ -61,17 +66,14 @@ from hpcsa.structure.dwarf import (
     F_GNU_ADDR_INDEX,
     F_REF_ADDR,
     REF_FORMS,
-    TAG_INLINED_SUBROUTINE,
-    TAG_SUBPROGRAM,
     Abbrev,
-    DebugInfo,
     DwarfError,
     Unit,
-    walk_unit,
 )
 from hpcsa.structure.dwarf_lines import LineProgram, read_program
 from hpcsa.structure.elf import open_elf
 from hpcsa.structure.model import GUARD_NAME, A, F, Module, ModuleBuilder, P
+from hpcsa.structure.source_info import dwarf_sections
 
 AT_ENTRY_PC = 0x52
 ADDRESS_FORMS = frozenset({F_ADDR, F_ADDRX, F_ADDRX1, F_ADDRX2, F_ADDRX3, F_ADDRX4, F_GNU_ADDR_INDEX})
@@ -335,12 +337,12 @@ def read_direct(path: str | os.PathLike[str], demangle: Callable[[str], str]) ->
     empty when it has none. Raises HpcsaError when ``path`` is not a readable ELF file."""
     image = open_elf(path)
     notes: list[str] = []
-    sections = _dwarf_sections(image, notes)
+    sections = dwarf_sections(image, notes)
     debug_file = None
     if ".debug_info" not in sections and image.debug_link:
         debug_file = image.debug_link
         try:
-            sections = _dwarf_sections(open_elf(debug_file), notes)
+            sections = dwarf_sections(open_elf(debug_file), notes)
         except HpcsaError as exc:
             notes.append(f"separate debug file unusable: {exc}")
             sections = {}

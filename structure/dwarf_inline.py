@@ -24,16 +24,12 @@ from hpcsa.structure.dwarf import (
     AT_MIPS_LINKAGE_NAME,
     AT_NAME,
     AT_SPECIFICATION,
-    F_REF_ADDR,
-    REF_FORMS,
     TAG_INLINED_SUBROUTINE,
     TAG_SUBPROGRAM,
-    Abbrev,
     DebugInfo,
-    DwarfError,
-    Unit,
     walk_unit,
 )
+from hpcsa.structure.dwarf_forms import F_REF_ADDR, REF_FORMS, Abbrev, DwarfError, Unit
 
 UNKNOWN_PROC = "<unknown procedure>"
 

@@ -102,6 +102,8 @@ def find_loops(succs: list[list[int]], entry: int) -> tuple[list[Loop], list[int
         if stack:
             tag(stack[-1][0], header[b0])
 
+    if not loops:  # most searched functions (an earlier block is a jump target, but in no cycle)
+        return [], [-1] * n
     # Nesting and block sets.
     innermost = [-1] * n
     for b in range(n):

@@ -19,7 +19,6 @@ the others are reported once as unverifiable.
 
 from __future__ import annotations
 
-import concurrent.futures
 import hashlib
 import json
 import os
@@ -34,6 +33,7 @@ from hpcsa.fileio import write_file
 from hpcsa.progress import Progress
 from hpcsa.structure.hpcstruct import read_hpcstruct
 from hpcsa.structure.hpcstruct_text import write_hpcstruct
+from hpcsa.workers import LocalPool
 
 CACHE_INDEX = ".hpcsa-cache.json"
 _HASHED_NAME = re.compile(r"^([0-9a-f]{32})\.(gpubin|vdso)$")
@@ -249,17 +249,11 @@ def struct_measdir(measdir: str, load_modules: Iterable[str], jobs: int = 1, cac
     # Biggest binaries first so that the pool does not end waiting on one of them.
     work.sort(key=lambda tm: -os.path.getsize(tm[0].path))
     results: dict[str, tuple[Target, str, str, list[str] | str]] = {}
-    if jobs <= 1 or len(work) <= 1:
-        for t, md5, key in work:
-            results[t.output] = (t, md5, key, _run_one(t, key, cache_dir))
+    with LocalPool(min(jobs, len(work)) or 1) as pool:
+        for i, outcome in pool.run(_run_task, [(t, key, cache_dir) for t, _md5, key in work]):
+            t, md5, key = work[i]
+            results[t.output] = (t, md5, key, outcome)
             progress.advance()
-    else:
-        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(_run_one, t, key, cache_dir): (t, md5, key) for t, md5, key in work}
-            for fut in concurrent.futures.as_completed(futures):
-                t, md5, key = futures[fut]
-                results[t.output] = (t, md5, key, fut.result())
-                progress.advance()
     for out in sorted(results):
         t, md5, key, outcome = results[out]
         if isinstance(outcome, str):
@@ -274,6 +268,12 @@ def struct_measdir(measdir: str, load_modules: Iterable[str], jobs: int = 1, cac
         report.notes.extend(f"{t.path}: {note}" for note in notes)
     write_file(index_path, json.dumps(index, indent=1, sort_keys=True) + "\n")
     return report
+
+
+def _run_task(_shared: None, t: Target, key: str, cache_dir: str | None) -> list[str] | str:
+    """:func:`_run_one` as a :class:`hpcsa.workers.LocalPool` task (worker processes take the biggest binaries
+    first)."""
+    return _run_one(t, key, cache_dir)
 
 
 def _run_one(t: Target, key: str, cache_dir: str | None) -> list[str] | str:

@@ -4,7 +4,7 @@ hpcsa builds control flow itself from ``nvdisasm -c -poff`` (every
 instruction with its section offset; branch and call targets printed as
 labels and symbol names) rather than from nvdisasm's own ``-cfg``/``-bbcfg``
 graphs: those fail on cubins made by CUDA <= 11 with the CUDA 13
-disassembler that PyPI ships (reference binary-structure.md §8), while the
+disassembler that PyPI ships (it rejects their older control-flow encodings), while the
 plain listing works on every architecture the tool accepts.
 
 The disassembler comes from the ``nvidia-cuda-nvdisasm`` wheel, which puts

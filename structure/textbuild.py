@@ -22,23 +22,15 @@ import collections
 import contextlib
 import gc
 import multiprocessing.connection
-import multiprocessing.process
+import multiprocessing.context
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from hpcsa.errors import HpcsaError
 from hpcsa.fileio import atomic_file
-from hpcsa.structure import build as _build
-from hpcsa.structure.build import (
-    Functions,
-    Group,
-    StructureBuilder,
-    discover_functions,
-    print_order,
-    read_source_info,
-)
+from hpcsa.structure.build import Group, StructureBuilder, print_order, skeleton_in_two
 from hpcsa.structure.elf import ElfImage
+from hpcsa.structure.functions import Functions, discover_functions
 from hpcsa.structure.hpcstruct_text import (
     document_head,
     document_tail,
@@ -49,6 +41,8 @@ from hpcsa.structure.hpcstruct_text import (
     render_scopes,
 )
 from hpcsa.structure.model import ModuleBuilder
+from hpcsa.structure.source_info import read_source_info
+from hpcsa.workers import ForkedWorker, Tickets, fork_context
 
 LM_ID = 2                 # ids as hpcsa.structure.model.renumber gives them to a file of one module
 CHUNKS_PER_JOB = 8        # chunks per process: small enough to even out, big enough to batch numpy work
@@ -99,7 +93,7 @@ def build_text(image: ElfImage, demangle: Callable[[str], str], lm_name: str | N
                jobs: int = 1) -> tuple[StructureText, list[str]]:
     """The structure file of an x86-64 binary as text, and notes on missing or unreadable debug information."""
     small = sum(sec.size for sec in image.code_sections) < SMALL_CODE
-    ctx = _build._fork_context() if jobs > 1 and not small else None
+    ctx = fork_context() if jobs > 1 and not small else None
     with gc_paused():
         if ctx is None:
             source = read_source_info(image, demangle)
@@ -111,21 +105,9 @@ def build_text(image: ElfImage, demangle: Callable[[str], str], lm_name: str | N
             bases, layout = _layout(files, order, {k: len(p) for k, p in parts.items()})
             texts, counts = _render_parts(parts, bases)
             return StructureText(sb.lm_name, _weave(layout, texts), counts), source.notes
-        _build._FORK_STATE.update(image=image, demangle=demangle)
-        try:
-            reader = _start(ctx, _source_worker)
-            try:
-                code, funcs, names = discover_functions(image)
-                source = _receive(reader[1], "source")
-            finally:
-                _stop(*reader)
-            sb = StructureBuilder(image, source, demangle, lm_name)
-            sb.code = code
-            files = sb.skeleton(funcs, names)
-            text = _parallel_parts(sb, files, funcs, jobs, ctx)
-            return StructureText(sb.lm_name, text[0], text[1]), source.notes
-        finally:
-            _build._FORK_STATE.clear()
+        sb, funcs, files = skeleton_in_two(image, demangle, lm_name, ctx)
+        text = _parallel_parts(sb, files, funcs, jobs, ctx)
+        return StructureText(sb.lm_name, text[0], text[1]), sb.src.notes
 
 
 def _layout(files: dict[str, dict[int, Group]], order: list[Key], sizes: dict[Key, int]
@@ -198,92 +180,42 @@ def _chunks(files: dict[str, dict[int, Group]], funcs: Functions, jobs: int) -> 
 
 
 def _take_chunks(sb: StructureBuilder, files: dict[str, dict[int, Group]], chunks: list[list[Key]],
-                 counter: object) -> dict[Key, ModuleBuilder]:
-    """Build chunks taken from the shared counter until none is left."""
+                 tickets: Tickets) -> dict[Key, ModuleBuilder]:
+    """Build chunks taken from the shared tickets until none is left."""
     parts: dict[Key, ModuleBuilder] = {}
     while True:
-        with counter.get_lock():  # type: ignore[attr-defined]
-            i = counter.value  # type: ignore[attr-defined]
-            counter.value = i + 1  # type: ignore[attr-defined]
+        i = tickets.take()
         if i >= len(chunks):
             return parts
         parts.update(sb.fragments(files, chunks[i]))
 
 
-def _chunk_worker(conn: multiprocessing.connection.Connection) -> None:
+def _chunk_worker(conn: multiprocessing.connection.Connection, sb: StructureBuilder,
+                  files: dict[str, dict[int, Group]], chunks: list[list[Key]], tickets: Tickets) -> None:
     """A forked process: build chunks, send the sizes of its parts, receive the ids, send the texts."""
-    try:
-        st = _build._FORK_STATE
-        parts = _take_chunks(st["builder"], st["files"], st["chunks"], st["counter"])  # type: ignore[arg-type]
-        conn.send(("sizes", {k: len(p) for k, p in parts.items()}))
-        bases = conn.recv()
-        conn.send(("texts", _render_parts(parts, bases)))
-    except BaseException as exc:  # noqa: BLE001 - handed to the parent, which raises it
-        conn.send(("error", exc))
-    finally:
-        conn.close()
-
-
-def _source_worker(conn: multiprocessing.connection.Connection) -> None:
-    """A forked process: read the debug information and send it."""
-    try:
-        conn.send(("source", _build._source_worker()))
-    except BaseException as exc:  # noqa: BLE001 - handed to the parent, which raises it
-        conn.send(("error", exc))
-    finally:
-        conn.close()
-
-
-def _start(ctx: object, target: Callable[[multiprocessing.connection.Connection], None]
-           ) -> tuple[multiprocessing.process.BaseProcess, multiprocessing.connection.Connection]:
-    """A forked process running ``target`` with its end of a pipe; returns the process and this end."""
-    mine, theirs = ctx.Pipe()  # type: ignore[attr-defined]
-    proc = ctx.Process(target=target, args=(theirs,), daemon=True)  # type: ignore[attr-defined]
-    proc.start()
-    theirs.close()
-    return proc, mine
-
-
-def _stop(proc: multiprocessing.process.BaseProcess, conn: multiprocessing.connection.Connection) -> None:
-    conn.close()
-    proc.join(timeout=5)
-    if proc.is_alive():
-        proc.terminate()
-
-
-def _receive(conn: multiprocessing.connection.Connection, what: str) -> object:
-    try:
-        tag, payload = conn.recv()
-    except EOFError:  # killed (out of memory, a signal): say so in one line
-        raise HpcsaError(None, "a worker process of hpcsa struct ended without its result") from None
-    if tag == "error":
-        raise payload  # type: ignore[misc]
-    assert tag == what
-    return payload
+    parts = _take_chunks(sb, files, chunks, tickets)
+    conn.send(("sizes", {k: len(p) for k, p in parts.items()}))
+    bases = conn.recv()
+    conn.send(("texts", _render_parts(parts, bases)))
 
 
 def _parallel_parts(sb: StructureBuilder, files: dict[str, dict[int, Group]], funcs: Functions, jobs: int,
-                    ctx: object) -> tuple[list[str], collections.Counter[int]]:
+                    ctx: multiprocessing.context.BaseContext) -> tuple[list[str], collections.Counter[int]]:
     chunks = _chunks(files, funcs, jobs)
-    counter = ctx.Value("q", 0)  # type: ignore[attr-defined]
-    _build._FORK_STATE.update(builder=sb, files=files, chunks=chunks, counter=counter)
-    workers = []
-    try:
-        for _ in range(jobs - 1):
-            workers.append(_start(ctx, _chunk_worker))
-        parts = _take_chunks(sb, files, chunks, counter)
+    tickets = Tickets(ctx)
+    with contextlib.ExitStack() as stack:
+        workers = [stack.enter_context(ForkedWorker(_chunk_worker, sb, files, chunks, tickets,
+                                                    what="hpcsa struct", ctx=ctx)) for _ in range(jobs - 1)]
+        parts = _take_chunks(sb, files, chunks, tickets)
         sizes = {k: len(p) for k, p in parts.items()}
-        for _proc, conn in workers:
-            sizes.update(_receive(conn, "sizes"))  # type: ignore[arg-type]
+        for worker in workers:
+            sizes.update(worker.receive("sizes"))
         bases, layout = _layout(files, print_order(files), sizes)
-        for _proc, conn in workers:
-            conn.send(bases)
+        for worker in workers:
+            worker.send(bases)
         texts, counts = _render_parts(parts, bases)
-        for _proc, conn in workers:
-            their_texts, their_counts = _receive(conn, "texts")  # type: ignore[misc]
+        for worker in workers:
+            their_texts, their_counts = worker.receive("texts")
             texts.update(their_texts)
             counts.update(their_counts)
         return _weave(layout, texts), counts
-    finally:
-        for proc, conn in workers:
-            _stop(proc, conn)

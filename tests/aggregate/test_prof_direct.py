@@ -34,11 +34,11 @@ from hpcsa.ingest.hpcrun import (
 )
 from hpcsa.structure import elf as elfmod
 from hpcsa.structure.binary import analyze_binary
-from hpcsa.structure.build import _dwarf_sections
 from hpcsa.structure.dwarf import DebugInfo
 from hpcsa.structure.dwarf_lines import read_program
 from hpcsa.structure.hpcstruct_text import write_hpcstruct
 from hpcsa.structure.model import S
+from hpcsa.structure.source_info import dwarf_sections
 from tests.aggregate.profcheck import build
 
 SAMPLE_C = Path(__file__).resolve().parents[2] / "fixtures" / "structure" / "sample.c"
@@ -87,7 +87,7 @@ def statement_addresses(module, names: tuple[str, ...]) -> list[int]:
 
 def single_row(debug: Path, offsets: list[int]) -> list[int]:
     """The offsets whose line-table row is the only one starting at its address."""
-    dw = DebugInfo(_dwarf_sections(elfmod.open_elf(debug), []))
+    dw = DebugInfo(dwarf_sections(elfmod.open_elf(debug), []))
     addrs = np.concatenate([read_program(dw, u.stmt_list, u).addr for u in dw.units if u.stmt_list is not None])
     starts, counts = np.unique(addrs, return_counts=True)
     row = np.searchsorted(starts, np.array(offsets, np.uint64), side="right") - 1

@@ -57,8 +57,10 @@ def test_text_is_the_module_rendered(tmp_path, jobs, many_chunks):
 
 def test_chunks_cover_every_group_once(many_chunks):
     from hpcsa.demangle import demangle
-    from hpcsa.structure.build import discover_functions, print_order, read_source_info
+    from hpcsa.structure.build import print_order
     from hpcsa.structure.elf import open_elf
+    from hpcsa.structure.functions import discover_functions
+    from hpcsa.structure.source_info import read_source_info
 
     image = open_elf(str(SAMPLE))
     sb = StructureBuilder(image, read_source_info(image, demangle), demangle)

@@ -1,0 +1,114 @@
+"""The one worker-process helper (hpcsa.workers): tasks in forked processes, results and errors carried back,
+and a killed worker ending as one error instead of a wait for ever."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from hpcsa.errors import FormatError, HpcsaError
+from hpcsa.workers import ForkedWorker, LocalPool, Tickets
+
+
+def _scaled(shared: int, x: int) -> int:
+    if x < 0:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return shared * x
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_pool_runs_every_task_once_largest_first_inline(jobs):
+    with LocalPool(jobs, shared=10) as pool:
+        got = dict(pool.run(_scaled, [(1,), (2,), (3,)], cost=[1.0, 3.0, 2.0]))
+    assert got == {0: 10, 1: 20, 2: 30}
+    if jobs == 1:  # inline: the order of the costs
+        with LocalPool(1, shared=1) as pool:
+            assert [i for i, _ in pool.run(_scaled, [(1,), (2,), (3,)], cost=[1.0, 3.0, 2.0])] == [1, 2, 0]
+
+
+def test_pool_killed_worker_is_one_error():
+    with LocalPool(2, shared=1) as pool, pytest.raises(HpcsaError, match="worker process ended"):
+        list(pool.run(_scaled, [(1,), (-1,), (2,)]))
+
+
+def _echo(conn, big: list[int], tickets: Tickets) -> None:
+    taken = []
+    while (i := tickets.take()) < 50:
+        taken.append(i)
+    conn.send(("sum", (sum(big), taken)))
+    extra = conn.recv()
+    conn.send(("again", extra + 1))
+
+
+def test_forked_worker_inherits_arguments_and_talks_both_ways():
+    big = list(range(100_000))
+    tickets = Tickets()
+    with ForkedWorker(_echo, big, tickets) as worker:
+        mine = []
+        while (i := tickets.take()) < 50:
+            mine.append(i)
+        total, theirs = worker.receive("sum")
+        worker.send(41)
+        assert worker.receive("again") == 42
+    assert total == sum(big)
+    assert sorted(mine + theirs) == list(range(50))  # every ticket taken once
+
+
+def _fails(conn, kind: str) -> None:
+    if kind == "input":
+        raise FormatError("/some/file", "damaged in a worker")
+    if kind == "bug":
+        raise ValueError("a defect")
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+@pytest.mark.parametrize(("kind", "error", "text"), [
+    ("input", FormatError, "/some/file: damaged in a worker"),
+    ("bug", ValueError, "a defect"),
+    ("killed", HpcsaError, "a worker process of the test ended without its result"),
+])
+def test_forked_worker_failures_reach_the_parent(kind, error, text):
+    with ForkedWorker(_fails, kind, what="the test") as worker, pytest.raises(error, match=text):
+        worker.receive("never")
+
+
+def _more(shared: int, x: int) -> int:
+    return _scaled(shared, x)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_dynamic_run_takes_tasks_submitted_while_iterating(jobs):
+    from hpcsa.workers import DynamicRun
+
+    with LocalPool(jobs, shared=2) as pool:
+        run = DynamicRun(pool)
+        run.submit("a", _more, (1,))
+        got = {}
+        for key, result in run:
+            got[key] = result
+            if key == "a":
+                run.submit("b", _more, (5,), priority=1.0)
+    assert got == {"a": 2, "b": 10}
+
+
+def test_dynamic_run_killed_worker_is_one_error():
+    from hpcsa.workers import DynamicRun
+
+    with LocalPool(2, shared=1) as pool, pytest.raises(HpcsaError, match="worker process ended"):
+        run = DynamicRun(pool)
+        run.submit("x", _more, (-1,))
+        list(run)
+
+
+def _waits_for_the_parent(conn) -> None:
+    conn.send(("ready", 1))
+    conn.recv()  # the parent fails and closes its end: EOFError here
+
+
+def test_worker_of_a_failed_parent_ends_quietly(capfd):
+    with pytest.raises(ValueError, match="the parent fails"), ForkedWorker(_waits_for_the_parent) as worker:
+        worker.receive("ready")
+        raise ValueError("the parent fails")
+    assert "Traceback" not in capfd.readouterr().err  # the worker found nobody to tell, and said nothing
