@@ -3,8 +3,8 @@
 Inputs come from the generator (:mod:`hpcsa.ingest.synth`, ``hpcsa synth``): a CPU-like set shaped like the
 issue's yardstick (CPU threads, 1 metric, ~13 KB per profile with its trace; real hpcprof takes ~0.8 s and
 66 MiB for a real 1,024-thread measurement of that shape on these 2 cores) and a GPU-like set shaped like
-seed 000's LAMMPS/PeleC runs (per rank a CPU thread and a GPU stream, 1 CPU + 63 GPU metrics, ~19 % of
-contexts and ~2 % of metrics non-zero), each at 256, 1,024 and 4,096 profiles, with structure files.
+an MPI application's run on GPUs (per rank a CPU thread and a GPU stream, 1 CPU + 63 GPU metrics, ~19 %
+of contexts and ~2 % of metrics non-zero), each at 256, 1,024 and 4,096 profiles, with structure files.
 
 Each configuration is the command a user runs, in a fresh process: ``hpcsa prof -j 1``, ``-j 2``, and
 ``mpiexec -n 2 hpcsa prof -j 1`` (the project's MPICH from PyPI); wall time is the best of ``--repeat``
