@@ -38,7 +38,7 @@ def phase2_task(shared: tuple[unified_tables.ClassTwo, profile_values.Sinks, boo
 
 #: Most input bytes (.hpcrun and .hpctrace) in one phase-2 batch: a batch's arrays take some tens of times
 #: its input, so this bounds phase 2's memory whatever the number of profiles.
-BATCH_BYTES = 256 << 10
+BATCH_BYTES = 128 << 10
 
 
 def phase2_batches(costs: list[int], workers: int) -> list[list[int]]:
