@@ -39,14 +39,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from functools import cached_property
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import networkx as nx
 import numpy as np
 
 from hpcsa.errors import HpcsaError
 
 from .scc import call_digraph, strongly_connected
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 ADDRESS_END = 2**64 - 1  # the end of the last function when its extent is not given
 

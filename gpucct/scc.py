@@ -19,12 +19,16 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
-import networkx as nx
+if TYPE_CHECKING:  # imported where used: networkx takes a fifth of a second to import, reconstruction never needs it
+    import networkx as nx
 
 
 def call_digraph(n: int, edges: Iterable[tuple[int, int]]) -> nx.DiGraph:
     """Vertices ``0..n-1``, one edge per distinct (caller, callee) pair, successors in the order given."""
+    import networkx as nx
+
     graph = nx.DiGraph()
     graph.add_nodes_from(range(n))
     graph.add_edges_from(edges)
@@ -40,6 +44,8 @@ def components(graph: nx.DiGraph) -> list[list[int]]:
     highest-numbered is placed first, so the order is a function of the graph's
     vertex and successor order only.
     """
+    import networkx as nx
+
     dag = nx.condensation(graph)
     order = list(nx.lexicographical_topological_sort(dag, key=operator.neg))
     return [sorted(dag.nodes[c]["members"]) for c in reversed(order)]

@@ -1,7 +1,7 @@
 """The MPI transport: ``mpiexec -n R hpcsa prof ...`` with mpi4py (MPICH from PyPI: ``pip install hpcsa[mpi]``).
 
-hpcprof-mpi's two-phase scheme (seed 000 §3.2.2; reference/hpctoolkit.md
-§4.3) over :class:`transport.Transport`'s operations:
+hpcprof-mpi's two-phase scheme ("Preparing for Performance Analysis at
+Exascale", ICS 2022, §3.2) over :class:`transport.Transport`'s operations:
 
 - reductions go up a t-ary tree of ranks (t = max(workers per rank, 2), as
   hpcprof-mpi's ``RankTree``): a rank merges its own value with its

@@ -28,30 +28,27 @@ if TYPE_CHECKING:
 
 
 def phase2_task(shared: tuple[unified_tables.ClassTwo, profile_values.Sinks, bool], batch: list[int]
-                ) -> tuple[Phase2State, list[tuple[int, tuple[bytes, bytes]]]]:
-    """Class 1 for a batch of profiles, their facts folded into one state where they are computed (one
-    small message per batch, not per profile: with per-profile tasks the hand-offs between a pool's
-    workers and its parent cost as much as the profiles). Blobs a worker could not place come back as
-    (profile, blobs) for its rank to store."""
+                ) -> profile_values.BatchOutput:
+    """Class 1 for a batch of profiles, propagated together (one small message per batch, not per profile:
+    with per-profile tasks the hand-offs between a pool's workers and its parent cost as much as the
+    profiles). Blobs a worker could not place come back pending, for its rank to store."""
     c2, sinks, traces = shared
-    state = Phase2State.empty(c2)
-    pending = []
-    for index in batch:
-        o = profile_values.process_profile(c2, index, sinks, traces=traces)
-        if o.pending is not None:
-            pending.append((index, o.pending))
-            o.pending = None
-        state.add(o)
-    return state, pending
+    return profile_values.process_batch(c2, batch, sinks, traces=traces)
+
+
+#: Most input bytes (.hpcrun and .hpctrace) in one phase-2 batch: a batch's arrays take some tens of times
+#: its input, so this bounds phase 2's memory whatever the number of profiles.
+BATCH_BYTES = 128 << 10
 
 
 def phase2_batches(costs: list[int], workers: int) -> list[list[int]]:
     """Profiles largest first, cut into batches of about equal cost, a dozen per worker of all ranks (few
-    enough to keep the hand-offs cheap, enough to balance the load by size)."""
+    enough to keep the hand-offs cheap, enough to balance the load by size), none over BATCH_BYTES unless
+    a single profile is."""
     order = sorted(range(len(costs)), key=lambda i: (-costs[i], i))
     if not order:
         return []
-    target = max(1.0, sum(costs) / (12 * max(1, workers)))
+    target = min(BATCH_BYTES, max(1.0, sum(costs) / (12 * max(1, workers))))
     batches: list[list[int]] = [[]]
     acc = 0.0
     for i in order:
@@ -102,17 +99,20 @@ class Phase2State:
         return cls(transpose.Placement(*(np.zeros(n, np.int64) for _ in range(6))), np.zeros(c2.n_ctx, np.int64),
                    np.zeros((c2.n_ctx, words), np.uint64), np.zeros(n, np.int64))
 
-    def add(self, o: profile_values.ProfileOutput) -> None:
-        i, p = o.index, self.place
-        p.pms_offset[i], p.n_values[i], p.n_ctxs[i] = o.pms_offset, o.n_values, o.n_ctxs
-        p.pms_size[i], p.aside_offset[i], p.n_aside[i] = o.pms_size, o.aside_offset, o.n_aside
-        self.ctx_values[o.ctx] += o.n_ctx_values  # contexts are distinct within a profile
-        bc, bw, bb = o.ctx_metric_bits
-        self.ctx_bits[bc, bw] |= bb
-        self.trace_count[i] = o.trace_count
-        if o.trace_min is not None and o.trace_max is not None:
-            self.t_lo = o.trace_min if self.t_lo is None else min(self.t_lo, o.trace_min)
-            self.t_hi = o.trace_max if self.t_hi is None else max(self.t_hi, o.trace_max)
+    def add(self, batch: profile_values.BatchOutput) -> None:
+        """Take a batch's facts (its blobs stored)."""
+        p = self.place
+        for o in batch.profiles:
+            i = o.index
+            p.pms_offset[i], p.n_values[i], p.n_ctxs[i] = o.pms_offset, o.n_values, o.n_ctxs
+            p.pms_size[i], p.aside_offset[i], p.n_aside[i] = o.pms_size, o.aside_offset, o.n_aside
+            self.trace_count[i] = o.trace_count
+            if o.trace_min is not None and o.trace_max is not None:
+                self.t_lo = o.trace_min if self.t_lo is None else min(self.t_lo, o.trace_min)
+                self.t_hi = o.trace_max if self.t_hi is None else max(self.t_hi, o.trace_max)
+        self.ctx_values[batch.ctx] += batch.n_ctx_values  # contexts are distinct within a batch
+        bc, bw, bb = batch.ctx_metric_bits
+        self.ctx_bits[bc, bw] |= bb  # so are (context, word) pairs
 
     def merge(self, other: Phase2State) -> None:
         for name in ("pms_offset", "n_values", "n_ctxs", "pms_size", "aside_offset", "n_aside"):
@@ -244,12 +244,10 @@ def phase2_share(c2: unified_tables.ClassTwo, sinks: profile_values.Sinks, alloc
     state = Phase2State.empty(c2)
     done = 0
     with LocalPool(min(jobs, len(batches)) or 1, shared=(c2, sinks, traces)) as pool:
-        for k, (part, pending) in run_shared(pool, phase2_task, transport.tasks("phase 2", len(batches)),
-                                             lambda k: (batches[k],), tasks_ahead(jobs)):
-            for index, blobs in pending:  # blobs a worker could not place (an MPI rank's workers)
-                place = part.place
-                place.pms_offset[index], place.aside_offset[index] = profile_values.store_blobs(blobs, sinks, allocate)
-            state.merge(part)
+        for k, part in run_shared(pool, phase2_task, transport.tasks("phase 2", len(batches)),
+                                  lambda k: (batches[k],), tasks_ahead(jobs)):
+            profile_values.store(part, sinks, allocate)  # blobs a worker could not place (an MPI rank's workers)
+            state.add(part)
             done += len(batches[k])
             if progress is not None:
                 progress.advance(len(batches[k]))

@@ -1,12 +1,14 @@
-"""Phase 2 of the aggregation, per profile: class 1 results, streamed to the output.
+"""Phase 2 of the aggregation, by batches of profiles: class 1 results, streamed to the output.
 
 The second reading of a profile finds its nodes in the union (the same path
 hashes as in phase 1), attributes every value (x period) to its context —
 the "relation" context for ``move2proc`` metrics — redistributes
-reconstructed GPU samples, propagates (:mod:`propagate`), and writes:
+reconstructed GPU samples. The profiles of a batch are propagated together
+(:mod:`propagate`: numpy's per-call costs once per batch, each profile's sums
+as alone), and each profile gets:
 
-- its PMS blob (profile.db format) into a scratch file at an offset from a
-  shared counter (:class:`Sinks`), where the transposition reads it back and
+- its PMS blob (profile.db format) in a scratch file, the batch's blobs one
+  after the other at an offset from a shared counter (:class:`Sinks`), where the transposition reads it back and
   from which the final profile.db is assembled in canonical order;
 - an "aside" blob with what the summary needs beyond the PMS values (loop-free
   sums of loops without values of their own, presence without values);
@@ -15,8 +17,8 @@ reconstructed GPU samples, propagates (:mod:`propagate`), and writes:
   line, sorted by time when the measurement announced disorder, repeated
   blanks dropped.
 
-It returns small facts: where the blobs are, how many values each context
-got (for cct.db's layout), the trace's length and time range.
+A batch returns small facts: where the blobs are, how many values each context
+got (for cct.db's layout), the traces' lengths and time ranges.
 """
 
 from __future__ import annotations
@@ -28,14 +30,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpcsa.aggregate.db import tracedb
-from hpcsa.aggregate.db.profiledb import ProfileBlob, ProfileValues
+from hpcsa.aggregate.db.profiledb import CTX_INDEX, SZ_VALUE, VALUE
 from hpcsa.aggregate.prof import rawtree
-from hpcsa.aggregate.prof.gpu_contexts import RECONSTRUCTED
+from hpcsa.aggregate.prof.gpu_contexts import RECONSTRUCTED, GpuPart
 from hpcsa.aggregate.prof.inputs import ProfileInput
 from hpcsa.aggregate.prof.propagate import Propagated, propagate
-from hpcsa.aggregate.prof.survey import profile_nodes, read_again
+from hpcsa.aggregate.prof.survey import NodeIndex, profile_nodes, read_again
 from hpcsa.aggregate.prof.unified_tables import ClassTwo
+from hpcsa.binfmt import align
 from hpcsa.errors import HpcsaError
+from hpcsa.ingest.hpcrun import HpcrunProfile
 from hpcsa.ingest.hpctrace import FLAG_CALL_TRACE, read_hpctrace
 
 #: The aside blob: per context, per metric, what kind of number (0: loop-free sum, 1: present) and it.
@@ -51,7 +55,7 @@ class Sinks:
     kind ("pms" or "aside"); locally a counter shared by the worker processes,
     over MPI an atomic counter shared by the ranks. Where the process that
     computes a profile cannot use the counter (an MPI rank's forked workers),
-    ``allocate`` is None: the blobs come back in :attr:`ProfileOutput.pending`
+    ``allocate`` is None: the blobs come back in :attr:`BatchOutput.pending`
     and the rank stores them (:func:`store`).
     """
 
@@ -65,40 +69,45 @@ class Sinks:
 @dataclass
 class ProfileOutput:
     index: int            # canonical profile number (0-based; profile.db index - 1)
-    pms_offset: int
+    pms_offset: int       # in the scratch file (relative to its batch's blobs until they are stored)
     n_values: int
     n_ctxs: int
     pms_size: int
     aside_offset: int
     n_aside: int
-    ctx: np.ndarray       # contexts with values
-    n_ctx_values: np.ndarray  # values per such context
-    ctx_metric_bits: tuple[np.ndarray, np.ndarray, np.ndarray]  # (context, word, bits) of the propMetricIds
     trace_count: int = 0
     trace_min: int | None = None
     trace_max: int | None = None
-    points_read: np.ndarray | None = None  # per global metric: sum of point values read (conservation)
-    pending: tuple[bytes, bytes] | None = None  # (PMS blob, aside blob) not yet written (see Sinks)
 
 
-def store(out: ProfileOutput, sinks: Sinks, allocate: Callable[[str, int], int]) -> None:
-    """Write a profile's pending blobs at offsets from ``allocate``."""
-    if out.pending is not None:
-        out.pms_offset, out.aside_offset = store_blobs(out.pending, sinks, allocate)
-        out.pending = None
+@dataclass
+class BatchOutput:
+    """A batch of profiles' class 1 facts: each profile's placement, and what cct.db's layout needs of
+    them together (each context and each (context, word) once)."""
+
+    profiles: list[ProfileOutput]
+    ctx: np.ndarray           # contexts with values
+    n_ctx_values: np.ndarray  # values per such context, over the batch
+    ctx_metric_bits: tuple[np.ndarray, np.ndarray, np.ndarray]  # (context, word, bits) of the propMetricIds
+    pending: tuple[bytes, bytes] | None = None  # the batch's (PMS blobs, aside blobs) not yet written
 
 
-def store_blobs(blobs: tuple[bytes, bytes], sinks: Sinks, allocate: Callable[[str, int], int]) -> tuple[int, int]:
-    """Write (PMS blob, aside blob) at offsets from ``allocate`` (an MPI rank, for its workers); the offsets
-    (0 for an empty aside blob)."""
-    pms, aside = blobs
-    pms_offset = allocate("pms", len(pms))
-    _pwrite(sinks.pms_path, pms_offset, pms)
-    aside_offset = 0
+def store(batch: BatchOutput, sinks: Sinks, allocate: Callable[[str, int], int]) -> None:
+    """Write a batch's pending blobs at offsets from ``allocate`` (one allocation per scratch file), and
+    make its profiles' offsets absolute."""
+    if batch.pending is None:
+        return
+    pms, aside = batch.pending
+    batch.pending = None
+    pms_base = allocate("pms", len(pms))
+    _pwrite(sinks.pms_path, pms_base, pms)
+    aside_base = 0
     if aside:
-        aside_offset = allocate("aside", len(aside))
-        _pwrite(sinks.aside_path, aside_offset, aside)
-    return pms_offset, aside_offset
+        aside_base = allocate("aside", len(aside))
+        _pwrite(sinks.aside_path, aside_base, aside)
+    for o in batch.profiles:
+        o.pms_offset += pms_base
+        o.aside_offset = o.aside_offset + aside_base if o.n_aside else 0
 
 
 def _pwrite(path: str, offset: int, data: bytes) -> None:
@@ -112,11 +121,30 @@ def _pwrite(path: str, offset: int, data: bytes) -> None:
         os.close(fd)
 
 
-def point_values(prof, inp: ProfileInput, c2: ClassTwo, table: int | None = None
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+@dataclass
+class Points:
+    """One profile's point values (context, global metric, value) and its node -> context maps (traces)."""
+
+    ctx: np.ndarray
+    metric: np.ndarray
+    value: np.ndarray
+    full: np.ndarray   # context of each CCT node (-1: none)
+    rel: np.ndarray    # its "relation" context
+    ids: np.ndarray    # the CCT node ids
+
+
+def profile_points(c2: ClassTwo, index: int) -> Points:
+    """Profile ``index`` of the canonical order, read again: its point values."""
+    facts = c2.profiles[index]
+    prof = read_again(facts, c2.metric_tables[facts.metrics], c2.loadmaps[facts.loadmap])
+    raw, nodes, gpu = profile_nodes(prof, facts.input, c2.env)
+    return point_values(prof, raw, nodes, gpu, facts.input, c2, facts.metrics)
+
+
+def point_values(prof: HpcrunProfile, raw: rawtree.RawNodes, index: NodeIndex, gpu: GpuPart, inp: ProfileInput,
+                 c2: ClassTwo, table: int | None = None) -> Points:
     """(context, metric, value) of every value of the profile, plus the node -> (full, rel) contexts and
     CCT ids (for traces)."""
-    raw, index, gpu = profile_nodes(prof, inp, c2.env)
     ids = index.ids
     rows = rawtree.find(c2.raw_h1, raw.nodes["h1"], c2.raw_h2, raw.nodes["h2"])
     if (rows < 0).any():
@@ -135,11 +163,11 @@ def point_values(prof, inp: ProfileInput, c2: ClassTwo, table: int | None = None
             raise HpcsaError(inp.path, "sparse metrics: values for a CCT node that is not in the CCT")
         local = prof.values["metric"].astype(np.int64)
         vals = prof.value_floats() * period[local]
-        keep = (glob[local] >= 0) & ((raw.nodes["flag"][vrow] & RECONSTRUCTED) == 0)
+        gl = glob[local]
         ctx = np.where(m2p[local], rel[vrow], full[vrow])
-        keep &= ctx >= 0
+        keep = (gl >= 0) & ((raw.nodes["flag"][vrow] & RECONSTRUCTED) == 0) & (ctx >= 0)
         ctx_parts.append(ctx[keep])
-        met_parts.append(glob[local][keep])
+        met_parts.append(gl[keep])
         val_parts.append(vals[keep])
     if len(gpu.point_nodes):
         pctx = full[n + gpu.point_nodes]
@@ -149,39 +177,80 @@ def point_values(prof, inp: ProfileInput, c2: ClassTwo, table: int | None = None
         ctx_parts.append(pctx[rr][keep])
         met_parts.append(cols[cc][keep])
         val_parts.append(gpu.values[rr, cc][keep])
+    if len(ctx_parts) == 1:
+        return Points(ctx_parts[0], met_parts[0], val_parts[0], full[:n], rel[:n], ids)
     if ctx_parts:
-        return (np.concatenate(ctx_parts), np.concatenate(met_parts), np.concatenate(val_parts), full[:n],
-                rel[:n], ids)
+        return Points(np.concatenate(ctx_parts), np.concatenate(met_parts), np.concatenate(val_parts), full[:n],
+                      rel[:n], ids)
     z = np.zeros(0, np.int64)
-    return z, z, np.zeros(0), full[:n], rel[:n], ids
+    return Points(z, z, np.zeros(0), full[:n], rel[:n], ids)
 
 
 def _stored(p: Propagated, c2: ClassTwo) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The thread values hpcprof stores: (value matrix [pairs, 4 scopes], propMetricIds, keep mask)."""
+    """The thread values hpcprof stores: (value matrix [rows, 4 scopes], propMetricIds, keep mask)."""
     vals = np.stack([p.point, p.function, p.lex_aware, p.execution], axis=1)
     pid = c2.prop[p.metric]
     return vals, pid, (vals != 0) & (pid >= 0)
 
 
-def pms_values(p: Propagated, c2: ClassTwo) -> ProfileValues:
-    """The thread profile's values: every non-zero scope value of every (context, metric).
+def _cuts(sorted_prof: np.ndarray, n: int) -> np.ndarray:
+    """Where each profile 0..n-1 of a batch starts among rows sorted by profile (and where the last ends)."""
+    return np.searchsorted(sorted_prof, np.arange(n + 1))
 
-    Pairs are sorted by (context, metric) and a metric's ids are a block in scope order, so the
-    row-major order of the kept matrix entries is already (context, propMetricId) order.
+
+def pms_blobs(p: Propagated, c2: ClassTwo, n: int) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray,
+                                                              tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The PMS blobs (profile.db format) of the ``n`` profiles of a batch, one after the other: (their bytes,
+    where each starts in them, values and contexts of each), and the batch's values per context and
+    propMetricId bits per (context, word).
+
+    A profile's values are every non-zero scope value of every (context, metric). Rows are sorted by
+    (profile, context, metric) and a metric's ids are a block in scope order, so the row-major order of
+    the kept matrix entries is already (profile, context, propMetricId) order.
     """
     vals, pid, keep = _stored(p, c2)
-    rows = np.nonzero(keep)
-    ctx = p.ctx[rows[0]]
+    rows, cols = np.nonzero(keep)
+    ctx = p.ctx[rows]
+    prof = p.prof[rows]
+    mids = pid[rows, cols]
     first = np.empty(len(ctx), bool)
     first[:1] = True
     np.not_equal(ctx[1:], ctx[:-1], out=first[1:])
+    first[1:] |= prof[1:] != prof[:-1]
     starts = np.flatnonzero(first)
-    return ProfileValues(ctx[starts].astype(np.uint32), starts.astype(np.int64), pid[rows].astype(np.uint16),
-                         vals[rows])
+    vcut = _cuts(prof, n)
+    ccut = _cuts(prof[starts], n)
+    value_rec = np.zeros(len(mids), VALUE)
+    value_rec["metricId"] = mids
+    value_rec["value"] = vals[rows, cols]
+    index_rec = np.zeros(len(starts), CTX_INDEX)
+    index_rec["ctxId"] = ctx[starts]
+    index_rec["startIndex"] = starts - vcut[prof[starts]]
+    vbytes, ibytes = value_rec.tobytes(), index_rec.tobytes()
+    blobs, offsets, at = [], np.zeros(n, np.int64), 0
+    for k in range(n):
+        v0, v1, c0, c1 = int(vcut[k]), int(vcut[k + 1]), int(ccut[k]), int(ccut[k + 1])
+        pad = align((v1 - v0) * SZ_VALUE, 4) - (v1 - v0) * SZ_VALUE
+        blobs += [vbytes[v0 * SZ_VALUE:v1 * SZ_VALUE], bytes(pad), ibytes[c0 * CTX_INDEX.itemsize:c1 * CTX_INDEX.itemsize]]
+        offsets[k] = at
+        at += align((v1 - v0) * SZ_VALUE, 4) + (c1 - c0) * CTX_INDEX.itemsize
+    # cct.db layout: values per context, and as bits the propMetricIds each context has.
+    uctx, n_per_ctx = np.unique(ctx, return_counts=True)
+    mids = mids.astype(np.int64)
+    words = max(1, (c2.n_prop_ids + 63) // 64)
+    cw = ctx * words + (mids >> 6)
+    order = np.argsort(cw, kind="stable")
+    cw = cw[order]
+    bit = np.left_shift(np.uint64(1), (mids[order] & 63).astype(np.uint64))
+    grp = np.flatnonzero(np.r_[True, cw[1:] != cw[:-1]]) if len(cw) else np.zeros(0, np.int64)
+    bits = np.bitwise_or.reduceat(bit, grp) if len(grp) else np.zeros(0, np.uint64)
+    return (b"".join(blobs), offsets, np.diff(vcut), np.diff(ccut),
+            (uctx, n_per_ctx.astype(np.int64), (cw[grp] // words, cw[grp] % words, bits)))
 
 
 def aside_values(p: Propagated, c2: ClassTwo) -> np.ndarray:
-    """Loop-free sums the thread values do not carry, and presence without any stored value."""
+    """Loop-free sums the thread values do not carry, and presence without any stored value, with the
+    profile (of the batch) of each: ASIDE records sorted by (profile, context, key), and the profiles."""
     _, _, keep = _stored(p, c2)
     nl = np.flatnonzero(p.aside)
     pres = np.flatnonzero(~keep.any(axis=1))
@@ -189,7 +258,9 @@ def aside_values(p: Propagated, c2: ClassTwo) -> np.ndarray:
     out["ctx"] = np.concatenate([p.ctx[nl], p.ctx[pres]])
     out["key"] = np.concatenate([p.metric[nl] * 2 + ASIDE_NOLOOPS, p.metric[pres] * 2 + ASIDE_PRESENT])
     out["value"] = np.concatenate([p.noloops[nl], np.ones(len(pres))])
-    return out[np.lexsort((out["key"], out["ctx"]))]
+    prof = np.concatenate([p.prof[nl], p.prof[pres]])
+    order = np.lexsort((out["key"], out["ctx"], prof))
+    return out[order], prof[order]
 
 
 def trace_line(inp: ProfileInput, disorder: int, full: np.ndarray, rel: np.ndarray,
@@ -219,40 +290,37 @@ def trace_line(inp: ProfileInput, disorder: int, full: np.ndarray, rel: np.ndarr
     return times[~drop], tid[~drop].astype(np.uint32), lo, hi  # type: ignore[return-value]
 
 
-def process_profile(c2: ClassTwo, index: int, sinks: Sinks, *, traces: bool = True) -> ProfileOutput:
-    """Class 1 for profile ``index`` of the canonical order (its second reading)."""
-    facts = c2.profiles[index]
-    inp = facts.input
-    prof = read_again(facts, c2.metric_tables[facts.metrics], c2.loadmaps[facts.loadmap])
-    ctx, met, val, full, rel, ids = point_values(prof, inp, c2, facts.metrics)
-    points_read = np.bincount(met, weights=val, minlength=len(c2.metrics)) if len(met) else \
-        np.zeros(len(c2.metrics))
-    p = propagate(ctx, met, val, c2.tree)
-    pv = pms_values(p, c2)
-    blob = ProfileBlob.encode(pv)
-    aside = aside_values(p, c2)
-    # cct.db layout: values per context, and as bits the propMetricIds each context has.
-    counts = np.diff(np.append(pv.starts, len(pv.values)))
-    vctx = np.repeat(pv.ctx_ids.astype(np.int64), counts)
-    mids = pv.metric_ids.astype(np.int64)
-    word = mids >> 6
-    bit = np.left_shift(np.uint64(1), (mids & 63).astype(np.uint64))
-    grp = np.empty(len(mids), bool)
-    grp[:1] = True
-    grp[1:] = (vctx[1:] != vctx[:-1]) | (word[1:] != word[:-1])
-    gstart = np.flatnonzero(grp)
-    bits = np.bitwise_or.reduceat(bit, gstart) if len(gstart) else np.zeros(0, np.uint64)
-    out = ProfileOutput(index, 0, len(pv.values), len(pv.ctx_ids), blob.size, 0, len(aside),
-                        pv.ctx_ids.astype(np.int64), counts.astype(np.int64),
-                        (vctx[gstart], word[gstart], bits), points_read=points_read,
-                        pending=(blob.data, aside.tobytes() if len(aside) else b""))
+def process_batch(c2: ClassTwo, indexes: list[int], sinks: Sinks, *, traces: bool = True) -> BatchOutput:
+    """Class 1 for profiles ``indexes`` of the canonical order (their second reading), propagated together."""
+    outs: list[ProfileOutput] = []
+    if not indexes:
+        z = np.zeros(0, np.int64)
+        return BatchOutput([], z, z, (z, z, np.zeros(0, np.uint64)))
+    points = [profile_points(c2, i) for i in indexes]
+    n = len(points)
+    prof = np.repeat(np.arange(n), [len(pt.ctx) for pt in points])
+    p = propagate(np.concatenate([pt.ctx for pt in points]), np.concatenate([pt.metric for pt in points]),
+                  np.concatenate([pt.value for pt in points]), c2.tree, prof)
+    pms, offsets, n_values, n_ctxs, (uctx, n_per_ctx, bits) = pms_blobs(p, c2, n)
+    aside, aside_prof = aside_values(p, c2)
+    acut = _cuts(aside_prof, n)
+    sizes = np.diff(np.append(offsets, len(pms)))
+    for k, index in enumerate(indexes):
+        outs.append(ProfileOutput(index, int(offsets[k]), int(n_values[k]), int(n_ctxs[k]), int(sizes[k]),
+                                  int(acut[k]) * ASIDE.itemsize, int(acut[k + 1] - acut[k])))
+    batch = BatchOutput(outs, uctx.astype(np.int64), n_per_ctx, bits,
+                        pending=(pms, aside.tobytes() if len(aside) else b""))
     if sinks.allocate is not None:
-        store(out, sinks, sinks.allocate)
-    if traces and inp.trace is not None and facts.trace_records and sinks.trace_path and sinks.trace_offsets:
-        times, tid, lo, hi = trace_line(inp, facts.trace_disorder, full, rel, ids, c2)
-        if len(times) > facts.trace_records:
-            raise HpcsaError(inp.trace, "the trace grew between the two readings")
-        elem = tracedb.elements(times, tid)
-        _pwrite(sinks.trace_path, sinks.trace_offsets[index], elem.tobytes())
-        out.trace_count, out.trace_min, out.trace_max = len(times), lo, hi
-    return out
+        store(batch, sinks, sinks.allocate)
+    if traces and sinks.trace_path and sinks.trace_offsets:
+        for out, pt in zip(outs, points, strict=True):
+            facts = c2.profiles[out.index]
+            if facts.input.trace is None or not facts.trace_records:
+                continue
+            times, tid, lo, hi = trace_line(facts.input, facts.trace_disorder, pt.full, pt.rel, pt.ids, c2)
+            if len(times) > facts.trace_records:
+                raise HpcsaError(facts.input.trace, "the trace grew between the two readings")
+            elem = tracedb.elements(times, tid)
+            _pwrite(sinks.trace_path, sinks.trace_offsets[out.index], elem.tobytes())
+            out.trace_count, out.trace_min, out.trace_max = len(times), lo, hi
+    return batch

@@ -1,8 +1,8 @@
 """Where the phases of ``hpcsa prof`` run: one process (with its workers), or the ranks of an MPI job.
 
 The driver (:func:`pipeline.run`) is written once, against the few
-operations hpcprof-mpi's two-phase scheme needs (seed 000 §3.2.2;
-reference/hpctoolkit.md §4.3):
+operations hpcprof-mpi's two-phase scheme needs ("Preparing for Performance
+Analysis at Exascale", ICS 2022, §3.2):
 
 - :meth:`Transport.tasks`: which of ``n`` tasks (in canonical priority order,
   largest first) this rank runs. One process runs them all; MPI ranks take

@@ -17,17 +17,17 @@ from hpcsa.errors import HpcsaError
 
 
 def inject(kind: str) -> None:
-    original = profile_values.process_profile
+    original = profile_values.profile_points
 
-    def failing(c2, index, sinks, **kw):  # type: ignore[no-untyped-def]
+    def failing(c2, index):  # type: ignore[no-untyped-def]
         if kind == "input":
             raise HpcsaError(c2.profiles[index].input.path, "injected: unreadable on the second reading")
         if kind == "crash":
             raise RuntimeError("injected bug")
         os.kill(os.getpid(), signal.SIGKILL)
-        return original(c2, index, sinks, **kw)
+        return original(c2, index)
 
-    profile_values.process_profile = failing
+    profile_values.profile_points = failing
 
 
 if __name__ == "__main__":

@@ -91,14 +91,15 @@ def test_reductions_do_not_depend_on_grouping(hpctoolkit_data: Path, tmp_path: P
     for name in ("p", "a"):
         (tmp_path / name).write_bytes(b"")
     sinks = profile_values.Sinks(str(tmp_path / "p"), str(tmp_path / "a"), None, None, SharedCounter(("pms", "aside")))
-    outputs = [profile_values.process_profile(c2, i, sinks, traces=False) for i in range(len(c2.profiles))]
+    n = len(c2.profiles)
     whole = pipeline_write.Phase2State.empty(c2)
-    for o in outputs:
-        whole.add(o)
+    whole.add(profile_values.process_batch(c2, list(range(n)), sinks, traces=False))
     parts = [pipeline_write.Phase2State.empty(c2) for _ in range(2)]
-    for k, o in enumerate(outputs):
-        parts[k % 2].add(o)
+    for i in range(n):  # one batch per profile, in two states
+        parts[i % 2].add(profile_values.process_batch(c2, [i], sinks, traces=False))
     parts[1].merge(parts[0])
+    for name in ("n_values", "n_ctxs", "pms_size", "n_aside"):
+        assert np.array_equal(getattr(whole.place, name), getattr(parts[1].place, name)), name
     for name in ("ctx_values", "ctx_bits", "trace_count"):
         assert np.array_equal(getattr(whole, name), getattr(parts[1], name)), name
     assert np.array_equal(whole.cct_layout().offsets, parts[1].cct_layout().offsets)

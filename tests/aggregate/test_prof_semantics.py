@@ -126,6 +126,40 @@ def test_propagation_agrees_with_walking_up_every_path(chunk: int | None, monkey
     assert list(zip(p.ctx.tolist(), p.metric.tolist(), strict=True)) == sorted(got)
 
 
+@pytest.mark.parametrize("chunk", [None, 700])
+def test_profiles_propagated_together_get_exactly_their_values_alone(chunk: int | None,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch of profiles propagated in one call: each profile's rows are bit-for-bit those of the profile
+    propagated alone (the same sums in the same order), and its closure is every ancestor of its points."""
+    from hpcsa.aggregate.prof import propagate as prop
+
+    if chunk:
+        monkeypatch.setattr(prop, "QUERY_CHUNK", chunk)
+    tree, par, _, _ = _random_tree(800, 3)
+    rng = np.random.default_rng(4)
+    profiles = []
+    for b in range(9):
+        n = 0 if b == 4 else int(rng.integers(1, 400))  # one profile without values
+        deep = rng.integers(600, 800, n // 2)  # points deep in the tree, and duplicates summed in order
+        ctx = np.concatenate([deep, rng.integers(0, 800, n - len(deep)), deep[:3]])
+        profiles.append((ctx, rng.integers(0, 3 + b, len(ctx)), rng.standard_normal(len(ctx)) * 10.0 ** b))
+    prof = np.repeat(np.arange(9), [len(c) for c, _, _ in profiles])
+    together = propagate(*(np.concatenate([p[k] for p in profiles]) for k in range(3)), tree, prof)
+    for b, (ctx, met, val) in enumerate(profiles):
+        alone = propagate(ctx, met, val, tree)
+        rows = together.prof == b
+        for name in ("ctx", "metric", "point", "function", "lex_aware", "execution", "noloops", "aside"):
+            assert np.array_equal(getattr(together, name)[rows], getattr(alone, name)), (b, name)
+        cb, cc = prop.closure(ctx, tree)
+        want = set()
+        for c in set(ctx.tolist()):
+            while c >= 0 and c not in want:
+                want.add(c)
+                c = int(par[c])
+        assert cc.tolist() == sorted(want) and not cb.any()
+    assert np.array_equal(together.prof, np.sort(together.prof))
+
+
 # -- statistics --------------------------------------------------------------------------------------------
 
 
@@ -287,7 +321,7 @@ def test_an_interrupted_run_leaves_no_database(hpctoolkit_data: Path, tmp_path: 
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     from hpcsa.aggregate.prof import profile_values
 
-    real = profile_values.process_profile
+    real = profile_values.profile_points
     calls = []
 
     def failing(*args, **kwargs):  # type: ignore[no-untyped-def]
@@ -296,7 +330,7 @@ def test_an_interrupted_run_leaves_no_database(hpctoolkit_data: Path, tmp_path: 
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(profile_values, "process_profile", failing)
+    monkeypatch.setattr(profile_values, "profile_points", failing)
     with pytest.raises(KeyboardInterrupt):
         build(hpctoolkit_data / "meas" / "loops-cputime-t.m", tmp_path / "db.d")
     assert list(tmp_path.iterdir()) == []
