@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hpcsa.demangle import demangle
 from hpcsa.errors import HpcsaError
 from hpcsa.structure.model import LexStep, Module
 
@@ -283,6 +282,7 @@ class BinaryExpander:
 
 def read_binary_symbols(file: str, display_path: str) -> BinarySymbols | None:
     """ELF function symbols of ``file`` (``.symtab``, else ``.dynsym``), None when it is not a readable ELF."""
+    from hpcsa.demangle import demangle
     from hpcsa.structure.elf import open_elf
 
     try:
@@ -299,6 +299,7 @@ def read_binary_symbols(file: str, display_path: str) -> BinarySymbols | None:
 def read_binary(file: str, display_path: str, warn: list[str] | None = None) -> BinaryExpander | None:
     """What hpcprof reads from a binary without a structure file: functions, inlined calls and lines from
     its DWARF (or its separate debug file), and its ELF symbols. None when ``file`` is not a readable ELF."""
+    from hpcsa.demangle import demangle
     from hpcsa.structure.direct import read_direct
 
     symbols = read_binary_symbols(file, display_path)
@@ -391,6 +392,8 @@ def agrees_with_structure(file: str, witness: Module) -> Agreement:
             addrs = names.get(link.split("@", 1)[0])
         else:
             if by_pretty is None:
+                from hpcsa.demangle import demangle
+
                 by_pretty = {}
                 for raw, a in names.items():
                     by_pretty.setdefault(demangle(raw), set()).update(a)

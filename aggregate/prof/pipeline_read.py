@@ -5,7 +5,7 @@ CPU structure files parsed beside them, the reports merged associatively (see :m
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,12 +16,13 @@ from hpcsa.aggregate.prof import (
 )
 from hpcsa.aggregate.prof.inputs import Inputs, ProfileInput, StructInput
 from hpcsa.aggregate.prof.transport import Single, Transport, tasks_ahead
-from hpcsa.gpucct import CallGraph
-from hpcsa.gpucct.fromstruct import call_graph_from_module
 from hpcsa.progress import Progress
 from hpcsa.structure.model import C, Module
 from hpcsa.structure.parsedcache import read_cached, read_structure
 from hpcsa.workers import DynamicRun, LocalPool
+
+if TYPE_CHECKING:  # hpcsa.gpucct (and networkx) are imported only when there are GPU structure files
+    from hpcsa.gpucct import CallGraph
 
 #: Profiles per phase-1 task: enough to amortize a task, few enough to balance.
 DISCOVER_BATCH_BYTES = 4 << 20
@@ -56,6 +57,7 @@ def gpu_env(structs: list[StructInput], seed: int) -> tuple[survey.Phase1Env, li
             parsed.append((s.measdir, module))
             if not has_call_graph(module):
                 continue
+            from hpcsa.gpucct.fromstruct import call_graph_from_module
             graph = call_graph_from_module(module, source=s.path)
             key = lexical.module_key(module.path, s.measdir) if s.measdir else os.path.normpath(module.path)
             by_key[key] = graph

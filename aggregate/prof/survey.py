@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,7 +24,6 @@ from hpcsa.aggregate.prof.lexical import hashed_name, module_key
 from hpcsa.aggregate.prof.unify import NO_ACTIVITY, OUTLINED_RANGE_IDS, PARTIAL, PRIMARY
 from hpcsa.binfmt import Blob, Cursor
 from hpcsa.errors import FormatError, UnsupportedError
-from hpcsa.gpucct import CallGraph
 from hpcsa.ingest.hpcrun import (
     CCT_NODE,
     END_SENTINEL,
@@ -38,6 +38,9 @@ from hpcsa.ingest.hpcrun import (
     read_hpcrun,
 )
 from hpcsa.ingest.hpctrace import FLAG_DATA_CENTRIC, HEADER, HEADER_SIZE, MAGIC, RECORD, VERSION
+
+if TYPE_CHECKING:
+    from hpcsa.gpucct import CallGraph
 
 TRACE_RECORD = RECORD.itemsize
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,8 +38,10 @@ from hpcsa.aggregate.prof import lexical as lx
 from hpcsa.aggregate.prof import rawtree
 from hpcsa.aggregate.prof.gpu_contexts import RECONSTRUCTED, frame_name
 from hpcsa.errors import HpcsaError
-from hpcsa.gpucct import CallGraph, StepKind
 from hpcsa.ingest.hpcrun import placeholder_code
+
+if TYPE_CHECKING:
+    from hpcsa.gpucct import CallGraph
 
 PRIMARY = placeholder_code("^Primary")
 PARTIAL = placeholder_code("^Partial")
@@ -118,6 +121,16 @@ class Expansion:
     rel: np.ndarray
 
 
+def _frame_steps(kind: np.ndarray) -> tuple[int, int]:
+    """The step kinds (call, unknown caller) of reconstructed GPU frames; (-1, -1) without any FRAME node,
+    so that CPU-only runs never import hpcsa.gpucct (and networkx)."""
+    if not (kind == rawtree.FRAME).any():
+        return -1, -1
+    from hpcsa.gpucct import StepKind
+
+    return int(StepKind.CALL), int(StepKind.UNKNOWN)
+
+
 def expand(raw: rawtree.RawNodes, classifier: lx.Classifier, graphs: dict[int, CallGraph]) -> Expansion:
     """Contexts for every node of the union (see the module docstring)."""
     nodes = raw.nodes
@@ -128,8 +141,9 @@ def expand(raw: rawtree.RawNodes, classifier: lx.Classifier, graphs: dict[int, C
     if (has_parent & (parent_row < 0)).any():
         raise HpcsaError(None, "internal error: a node of the union has no parent in it")
     kind = nodes["kind"]
+    step_call, step_unknown = _frame_steps(kind)
     is_point = ((kind == rawtree.CCT) & (nodes["module"] != 0)) | (kind == rawtree.POINT) | \
-               ((kind == rawtree.FRAME) & (nodes["flag"] == int(StepKind.CALL)))
+               ((kind == rawtree.FRAME) & (nodes["flag"] == step_call))
     # Classify every distinct (module, address) once, per module (vectorized lookups).
     chains: dict[tuple[int, int], tuple[lx.Step, ...]] = {}
     pts = np.unique(nodes[["module", "ip"]][is_point]) if n else np.zeros(0, nodes.dtype)
@@ -171,9 +185,9 @@ def expand(raw: rawtree.RawNodes, classifier: lx.Classifier, graphs: dict[int, C
                 par = b.ensure(par, lx.CALL, lx.UNKNOWN)
             rel[row], full[row] = b.chain(par, lx.CALL, chains[(mod, ip)])
         elif k == rawtree.FRAME:
-            if flag == int(StepKind.CALL):
+            if flag == step_call:
                 rel[row], full[row] = b.chain(par, lx.CALL, chains[(mod, ip)])
-            elif flag == int(StepKind.UNKNOWN):
+            elif flag == step_unknown:
                 full[row] = rel[row] = b.ensure(par, lx.CALL, lx.UNKNOWN)
             else:
                 name = frame_name(graphs.get(mod), flag, ip)
