@@ -46,7 +46,8 @@ def has_call_graph(module: Module) -> bool:
     return bool(module.has_calls) or module.count(C) > 0
 
 
-def gpu_env(structs: list[StructInput], seed: int) -> tuple[survey.Phase1Env, list[tuple[str | None, Module]]]:
+def gpu_env(structs: list[StructInput], seed: int, scratch: str | None = None
+            ) -> tuple[survey.Phase1Env, list[tuple[str | None, Module]]]:
     by_key: dict[str, CallGraph] = {}
     by_name: dict[str, CallGraph] = {}
     parsed: list[tuple[str | None, Module]] = []
@@ -64,7 +65,7 @@ def gpu_env(structs: list[StructInput], seed: int) -> tuple[survey.Phase1Env, li
             named = lexical.hashed_name(module.path)
             if named is not None:
                 by_name[named[1]] = graph
-    return survey.Phase1Env(by_key, by_name, seed), parsed
+    return survey.Phase1Env(by_key, by_name, seed, scratch), parsed
 
 
 def phase1_task(env: survey.Phase1Env, kind: str, payload: Any) -> Any:

@@ -33,7 +33,7 @@ from hpcsa.aggregate.prof import rawtree
 from hpcsa.aggregate.prof.gpu_contexts import RECONSTRUCTED
 from hpcsa.aggregate.prof.inputs import ProfileInput
 from hpcsa.aggregate.prof.propagate import Propagated, propagate
-from hpcsa.aggregate.prof.survey import profile_nodes, read_again
+from hpcsa.aggregate.prof.survey import profile_nodes, second_reading
 from hpcsa.aggregate.prof.unified_tables import ClassTwo
 from hpcsa.errors import HpcsaError
 from hpcsa.ingest.hpctrace import FLAG_CALL_TRACE, read_hpctrace
@@ -112,11 +112,11 @@ def _pwrite(path: str, offset: int, data: bytes) -> None:
         os.close(fd)
 
 
-def point_values(prof, inp: ProfileInput, c2: ClassTwo, table: int | None = None
+def point_values(prof, inp: ProfileInput, c2: ClassTwo, table: int | None = None, nodes=None
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(context, metric, value) of every value of the profile, plus the node -> (full, rel) contexts and
-    CCT ids (for traces)."""
-    raw, index, gpu = profile_nodes(prof, inp, c2.env)
+    CCT ids (for traces). ``nodes``: the profile's (raw nodes, node index, GPU part) when already known."""
+    raw, index, gpu = nodes if nodes is not None else profile_nodes(prof, inp, c2.env)
     ids = index.ids
     rows = rawtree.find(c2.raw_h1, raw.nodes["h1"], c2.raw_h2, raw.nodes["h2"])
     if (rows < 0).any():
@@ -223,8 +223,8 @@ def process_profile(c2: ClassTwo, index: int, sinks: Sinks, *, traces: bool = Tr
     """Class 1 for profile ``index`` of the canonical order (its second reading)."""
     facts = c2.profiles[index]
     inp = facts.input
-    prof = read_again(facts, c2.metric_tables[facts.metrics], c2.loadmaps[facts.loadmap])
-    ctx, met, val, full, rel, ids = point_values(prof, inp, c2, facts.metrics)
+    prof, *nodes = second_reading(facts, c2.metric_tables[facts.metrics], c2.loadmaps[facts.loadmap], c2.env)
+    ctx, met, val, full, rel, ids = point_values(prof, inp, c2, facts.metrics, tuple(nodes))
     points_read = np.bincount(met, weights=val, minlength=len(c2.metrics)) if len(met) else \
         np.zeros(len(c2.metrics))
     p = propagate(ctx, met, val, c2.tree)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import functools
 import os
+import pickle
+import tempfile
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -22,27 +24,22 @@ from hpcsa.aggregate.prof.gpu_contexts import RECONSTRUCTED, GpuPart, reconstruc
 from hpcsa.aggregate.prof.inputs import ProfileInput
 from hpcsa.aggregate.prof.lexical import hashed_name, module_key
 from hpcsa.aggregate.prof.unify import NO_ACTIVITY, OUTLINED_RANGE_IDS, PARTIAL, PRIMARY
-from hpcsa.binfmt import Blob, Cursor
-from hpcsa.errors import FormatError, UnsupportedError
+from hpcsa.errors import FormatError, HpcsaError, UnsupportedError
 from hpcsa.ingest.hpcrun import (
     CCT_NODE,
-    END_SENTINEL,
-    ID_ELEMENT,
     SPARSE_INDEX,
     SPARSE_VALUE,
     UNWOUND,
     HpcrunProfile,
     LoadModule,
     MetricDesc,
-    read_footer,
-    read_hpcrun,
+    read_hpcrun_tree,
+    tree_rows,
 )
-from hpcsa.ingest.hpctrace import FLAG_DATA_CENTRIC, HEADER, HEADER_SIZE, MAGIC, RECORD, VERSION
+from hpcsa.ingest.hpctrace import FLAG_DATA_CENTRIC, read_hpctrace_header
 
 if TYPE_CHECKING:
     from hpcsa.gpucct import CallGraph
-
-TRACE_RECORD = RECORD.itemsize
 
 
 @dataclass(frozen=True)
@@ -56,6 +53,8 @@ class Phase1Env:
     graphs_by_key: dict[str, CallGraph] = field(default_factory=dict)
     graphs_by_name: dict[str, CallGraph] = field(default_factory=dict)
     seed: int = 0
+    #: A private directory where the first reading keeps what the second needs (None: read profiles twice).
+    scratch: str | None = None
 
     def graph_for(self, key: str) -> CallGraph | None:
         g = self.graphs_by_key.get(key)
@@ -80,6 +79,7 @@ class ProfileFacts:
     metrics: int                  # index into Discovery.metric_tables
     trace_records: int            # records in its .hpctrace (0 without one)
     loadmap: int = 0              # index into Discovery.loadmaps
+    kept: tuple[str, int, int] | None = None  # (scratch file, offset, size) of what phase 2 needs of it
 
 
 @dataclass
@@ -122,39 +122,21 @@ def merge(parts: list[Discovery]) -> Discovery:
             lremap.append(map_index[key])
         for f in p.profiles:
             profiles.append(ProfileFacts(f.input, f.id_tuple, f.trace_disorder, remap[f.metrics], f.trace_records,
-                                         lremap[f.loadmap]))
+                                         lremap[f.loadmap], f.kept))
         names.update(p.id_names)
     programs = set().union(*(p.programs for p in parts)) if parts else set()
     return Discovery(rawtree.union([p.raw for p in parts]), profiles, tables, names, maps, programs)
 
 
-def check_trace_header(path: str) -> None:
-    """The trace header is readable and not data-centric (hpcprof refuses those); records are read later."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(HEADER_SIZE)
-    except OSError as exc:
-        raise FormatError(path, f"cannot read: {exc.strerror or exc}") from None
-    if len(head) < HEADER_SIZE:
-        raise FormatError(path, f"too short for an .hpctrace file ({len(head)} bytes, the header alone is 32)")
-    rec = np.frombuffer(head, HEADER, 1)[0]
-    if bytes(rec["magic"]) != MAGIC:
-        raise FormatError(path, "not an .hpctrace trace file (bad magic)")
-    if bytes(rec["version"]) != VERSION.encode():
-        raise UnsupportedError(path, f"unsupported .hpctrace version {bytes(rec['version'])!r}")
-    if int(rec["flags"]) & FLAG_DATA_CENTRIC:
-        raise UnsupportedError(path, "data-centric traces are not supported (hpcprof refuses them too)")
-
-
 def trace_records(inp: ProfileInput) -> int:
-    """Records in a profile's trace, checked the way hpcprof checks it (size, data-centric flag)."""
+    """Records in a profile's trace (0 without one), checked by the trace reader's own header checks; refuses
+    data-centric traces, as hpcprof does. The records themselves are read in phase 2."""
     if inp.trace is None:
         return 0
-    body = inp.trace_size - HEADER_SIZE
-    if body < 0 or body % TRACE_RECORD:
-        raise FormatError(inp.trace, f"trace data is {max(body, 0)} bytes, not a whole number of "
-                          f"{TRACE_RECORD}-byte records; the file is truncated")
-    return body // TRACE_RECORD
+    flags, count = read_hpctrace_header(inp.trace)
+    if flags & FLAG_DATA_CENTRIC:
+        raise UnsupportedError(inp.trace, "data-centric traces are not supported (hpcprof refuses them too)")
+    return count
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -180,22 +162,28 @@ class NodeIndex:
         return np.where(sorted_ids[pos] == node_ids, self.order[pos], -1)
 
 
-def profile_nodes(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env
-                  ) -> tuple[rawtree.RawNodes, NodeIndex, GpuPart]:
+class _Refusal:
+    """Problems found in a profile's tree, reported against its path (what :func:`tree_rows` needs)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def fail(self, problem: str) -> FormatError:
+        return FormatError(self.path, problem)
+
+
+def profile_nodes(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env,
+                  rows: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[rawtree.RawNodes, NodeIndex, GpuPart]:
     """A profile's raw nodes (CCT rows first, then reconstructed GPU nodes), its node index and the GPU
-    part. Refuses trees hpcprof refuses (and ones it would misread)."""
+    part. ``rows``: the CCT rows in id order and each node's parent row, as the reader's tree checks found
+    them (:func:`hpcsa.ingest.hpcrun.read_hpcrun_tree`); computed here when not given. Refuses trees
+    hpcprof refuses (and ones it would misread)."""
     cct = prof.cct
+    path = inp.path
+    order, parent = rows if rows is not None else tree_rows(_Refusal(path), cct)
     ids = cct["id"].astype(np.int64)
     n = len(ids)
-    index = NodeIndex(ids, np.argsort(ids, kind="stable"))
-    path = inp.path
-    sorted_ids = ids[index.order]
-    if n and (sorted_ids[0] <= 0 or (sorted_ids[1:] == sorted_ids[:-1]).any()):
-        raise FormatError(path, "CCT: node ids must be unique and non-zero")
-    par_id = cct["parent"].astype(np.int64)
-    parent = np.where(par_id == 0, -1, index.rows(par_id))
-    if ((par_id != 0) & ((parent < 0) | (parent >= np.arange(n)))).any():
-        raise FormatError(path, "CCT: a node's parent is missing or comes after it (records must be parent-first)")
+    index = NodeIndex(ids, order)
     lm = cct["lm_id"].astype(np.int64)
     ip = cct["lm_ip"].astype(np.uint64)
     unwound = (cct["flags"] & UNWOUND) != 0
@@ -249,44 +237,120 @@ def profile_nodes(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env
 
 
 def survey_profile(inp: ProfileInput, env: Phase1Env) -> Discovery:
-    """Phase 1 for one profile (the first of its two readings)."""
-    prof = read_hpcrun(inp.path, values=env.has_graphs)
-    raw, _, _ = profile_nodes(prof, inp, env)
+    """Phase 1 for one profile: its only reading. What phase 2 needs of it is kept in the scratch
+    directory when there is one (:func:`second_reading`)."""
+    prof, order, parent = read_hpcrun_tree(inp.path)
+    raw, _, gpu = profile_nodes(prof, inp, env, (order, parent))
     n_trace = trace_records(inp)
-    if inp.trace is not None:
-        check_trace_header(inp.trace)
     try:
         disorder = int(prof.header.get("trace-disorder", "0") or 0)
     except ValueError:
         raise FormatError(inp.path, f"trace-disorder {prof.header.get('trace-disorder')!r} is not a number") from None
+    kept = _keep(env, prof, raw, gpu) if env.scratch is not None else None
     program = os.path.basename(prof.header.get("program-name", "") or "")
-    return Discovery(raw, [ProfileFacts(inp, prof.id_tuple.copy(), disorder, 0, n_trace, 0)],
+    return Discovery(raw, [ProfileFacts(inp, prof.id_tuple.copy(), disorder, 0, n_trace, 0, kept)],
                      [tuple(prof.metrics)], dict(prof.id_names), [tuple(prof.loadmap)],
                      {program} if program else set())
 
 
-def read_again(facts: ProfileFacts, metrics: tuple[MetricDesc, ...], loadmap: tuple[LoadModule, ...]
-               ) -> HpcrunProfile:
-    """The second reading of a profile: only its CCT and values (through the .hpcrun layouts of
-    :mod:`hpcsa.ingest.hpcrun`); header, load map, metric table and identity come from the first."""
+# -- what phase 2 needs of a profile, kept by phase 1 ---------------------------------------------------
+
+#: Per node, what phase 2 needs of a profile's raw nodes (the path hash lanes and the flags).
+KEPT_NODE = np.dtype([("h1", "<u8"), ("h2", "<u8"), ("flag", "u1")])
+#: What phase 1 keeps of a profile, in this order after a header of their lengths (int64 each): CCT rows,
+#: raw nodes, sparse values, sparse index (each in its .hpcrun layout or :data:`KEPT_NODE`), then the
+#: pickled GPU part (0 bytes when nothing was reconstructed).
+KEPT_PARTS = (CCT_NODE, KEPT_NODE, SPARSE_VALUE, SPARSE_INDEX)
+KEPT_HEAD = np.dtype(("<i8", len(KEPT_PARTS) + 1))
+
+
+def _kept_bytes(prof: HpcrunProfile, raw: rawtree.RawNodes, gpu: GpuPart) -> bytes:
+    nodes = np.empty(len(raw.nodes), KEPT_NODE)
+    for name in KEPT_NODE.names:
+        nodes[name] = raw.nodes[name]
+    gpu_bytes = pickle.dumps(gpu, protocol=pickle.HIGHEST_PROTOCOL) if len(gpu.parent) else b""
+    arrays = (prof.cct, nodes, prof.values, prof.index)
+    head = np.array([len(a) for a in arrays] + [len(gpu_bytes)], "<i8")
+    return b"".join([head.tobytes(), *(np.ascontiguousarray(a).tobytes() for a in arrays), gpu_bytes])
+
+
+def _kept_arrays(data: bytes) -> tuple[list[np.ndarray], GpuPart]:
+    """The arrays :func:`_kept_bytes` wrote (views of ``data``) and the GPU part."""
+    head = np.frombuffer(data, KEPT_HEAD, 1)[0]
+    at = KEPT_HEAD.itemsize
+    arrays = []
+    for dtype, count in zip(KEPT_PARTS, head[:-1].tolist(), strict=True):
+        arrays.append(np.frombuffer(data, dtype, count, at))
+        at += dtype.itemsize * count
+    gpu = pickle.loads(data[at:]) if head[-1] else GpuPart.empty()  # noqa: S301 - our file, private directory
+    return arrays, gpu
+
+
+#: This process's scratch file per (process, directory, seed): [descriptor, path, bytes written].
+_KEEPERS: dict[tuple[int, str, int], list] = {}  # type: ignore[type-arg]
+
+
+def _keep(env: Phase1Env, prof: HpcrunProfile, raw: rawtree.RawNodes, gpu: GpuPart) -> tuple[str, int, int]:
+    """Append the arrays phase 2 needs of a profile (its CCT, node hashes and flags, sparse values, GPU part)
+    to this process's scratch file; where they are. One file per process: no locking, offsets are its own."""
+    assert env.scratch is not None
+    key = (os.getpid(), env.scratch, env.seed)
+    keeper = _KEEPERS.get(key)
+    try:
+        if keeper is None:
+            fd, path = tempfile.mkstemp(prefix=f"phase1-{env.seed}-", suffix=".arrays", dir=env.scratch)
+            keeper = _KEEPERS[key] = [fd, path, 0]
+        data = _kept_bytes(prof, raw, gpu)
+        fd, path, offset = keeper
+        view = memoryview(data)
+        at = offset
+        while view:
+            written = os.pwrite(fd, view, at)
+            view, at = view[written:], at + written
+    except OSError as exc:
+        raise HpcsaError(env.scratch, f"cannot write a scratch file: {exc.strerror or exc}") from None
+    keeper[2] = offset + len(data)
+    return path, offset, len(data)
+
+
+def release_scratch(scratch: str) -> None:
+    """Close this process's scratch files in ``scratch`` (the directory itself is the caller's)."""
+    for key in [k for k in _KEEPERS if k[1] == scratch]:
+        os.close(_KEEPERS.pop(key)[0])
+
+
+def second_reading(facts: ProfileFacts, metrics: tuple[MetricDesc, ...], loadmap: tuple[LoadModule, ...],
+                   env: Phase1Env) -> tuple[HpcrunProfile, rawtree.RawNodes, NodeIndex, GpuPart]:
+    """What phase 2 needs of a profile: its CCT and values (header, load map, metric table and identity come
+    from phase 1), its raw nodes, node index and GPU part. Taken from what phase 1 kept, so the .hpcrun file
+    is read once; read again (through the .hpcrun reader and its checks) only where nothing was kept."""
     path = facts.input.path
-    blob = Blob(path)
-    footer = read_footer(blob)
-    cur = Cursor(blob, int(footer["cct_start"]), int(footer["cct_end"]), ">", "CCT")
-    cct = cur.array(CCT_NODE, cur.count(8, CCT_NODE.itemsize, "CCT node count"), "CCT nodes")
-    cur = Cursor(blob, int(footer["sm_start"]), int(footer["sm_end"]), ">", "sparse metrics")
-    cur.array(ID_ELEMENT, cur.count(2, ID_ELEMENT.itemsize, "identifier tuple length"), "identifier tuple")
-    nvals = cur.count(8, SPARSE_VALUE.itemsize, "value count")
-    nnodes = cur.count(4, SPARSE_INDEX.itemsize, "non-zero node count")
-    vals = cur.array(SPARSE_VALUE, nvals, "values")
-    index = cur.array(SPARSE_INDEX, nnodes + 1, "context index")
-    starts = index["start"].astype(np.int64)
-    if int(index["node"][-1]) != END_SENTINEL or starts[-1] != nvals or (np.diff(starts) < 0).any():
-        raise FormatError(path, "sparse metrics: the context index is not an ascending list ending with 'end!'")
-    if nvals and int(vals["metric"].max()) >= len(metrics):
-        raise FormatError(path, "a value names a metric the file does not declare")
-    return HpcrunProfile(header={}, loadmap=list(loadmap), cct=cct, metrics=list(metrics), id_names=[],
-                         id_tuple=facts.id_tuple, values=vals, index=index[:-1], path=path)
+    if facts.kept is None:
+        prof, order, parent = read_hpcrun_tree(path)
+        raw, index, gpu = profile_nodes(prof, facts.input, env, (order, parent))
+        cct, values, sparse = prof.cct, prof.values, prof.index
+    else:
+        kept_path, offset, size = facts.kept
+        try:
+            fd = os.open(kept_path, os.O_RDONLY)
+            try:
+                data = os.pread(fd, size, offset)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise HpcsaError(kept_path, f"cannot read a scratch file: {exc.strerror or exc}") from None
+        if len(data) != size:
+            raise HpcsaError(kept_path, "a scratch file is shorter than written (was it removed?)")
+        (cct, kept, values, sparse), gpu = _kept_arrays(data)
+        nodes = np.zeros(len(kept), rawtree.RAW)
+        for name in KEPT_NODE.names:
+            nodes[name] = kept[name]
+        raw = rawtree.RawNodes(nodes)
+        ids = cct["id"].astype(np.int64)
+        index = NodeIndex(ids, np.argsort(ids, kind="stable"))
+    prof = HpcrunProfile(header={}, loadmap=list(loadmap), cct=cct, metrics=list(metrics), id_names=[],
+                         id_tuple=facts.id_tuple, values=values, index=sparse, path=path)
+    return prof, raw, index, gpu
 
 
 def program_name(disc: Discovery) -> str | None:
