@@ -73,13 +73,7 @@ def phase1_task(env: survey.Phase1Env, kind: str, payload: Any) -> Any:
     if kind == "struct":
         s: StructInput = payload
         return [(s.path, s.measdir, m) for m in read_structure(s.path).modules]
-    batch: list[ProfileInput] = payload
-    parts: list[survey.Discovery] = []
-    for p in batch:
-        parts.append(survey.survey_profile(p, env))
-        if len(parts) >= MERGE_EVERY:  # memory bounded by the union, not by the batch's profiles
-            parts = [survey.merge(parts)]
-    return survey.merge(parts)
+    return survey.survey_profiles(payload, env)
 
 
 def _batches(profiles: list[ProfileInput], jobs: int) -> list[list[ProfileInput]]:

@@ -172,12 +172,45 @@ class _Refusal:
         return FormatError(self.path, problem)
 
 
-def profile_nodes(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env,
-                  rows: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[rawtree.RawNodes, NodeIndex, GpuPart]:
-    """A profile's raw nodes (CCT rows first, then reconstructed GPU nodes), its node index and the GPU
-    part. ``rows``: the CCT rows in id order and each node's parent row, as the reader's tree checks found
-    them (:func:`hpcsa.ingest.hpcrun.read_hpcrun_tree`); computed here when not given. Refuses trees
-    hpcprof refuses (and ones it would misread)."""
+@dataclass
+class ProfileFields:
+    """A profile's nodes before hashing: CCT rows first, then reconstructed GPU nodes (parent rows, -1 at the
+    top), with the node index, the load modules used and the GPU part."""
+
+    parent: np.ndarray
+    kind: np.ndarray
+    flag: np.ndarray
+    module: np.ndarray
+    ip: np.ndarray
+    modules: dict[int, rawtree.ModuleRef]
+    index: NodeIndex
+    gpu: GpuPart
+
+
+@functools.lru_cache(maxsize=256)
+def _loadmap_table(loadmap: tuple[LoadModule, ...], measdir: str
+                   ) -> tuple[np.ndarray, np.ndarray, dict[int, int], dict[int, rawtree.ModuleRef]]:
+    """Load-map ids -> module hashes (0 = placeholders) as a table by id, which ids are known, and the
+    modules by hash: computed once per distinct load map (every profile of a run has the same one)."""
+    lm_hash: dict[int, int] = {}
+    modules: dict[int, rawtree.ModuleRef] = {}
+    for entry in loadmap:
+        h, ref = _module_ref(entry.path, measdir)
+        lm_hash[entry.id] = h
+        modules[h] = ref
+    table = np.zeros(max([0, *lm_hash]) + 1, np.uint64)
+    known = np.zeros(len(table), bool)
+    known[0] = True
+    for i, h in lm_hash.items():
+        table[i], known[i] = h, True
+    return table, known, lm_hash, modules
+
+
+def profile_fields(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env,
+                   rows: tuple[np.ndarray, np.ndarray] | None = None) -> ProfileFields:
+    """A profile's nodes, checked (refuses trees hpcprof refuses, and ones it would misread). ``rows``: the
+    CCT rows in id order and each node's parent row, as the reader's tree checks found them
+    (:func:`hpcsa.ingest.hpcrun.read_hpcrun_tree`); computed here when not given."""
     cct = prof.cct
     path = inp.path
     order, parent = rows if rows is not None else tree_rows(_Refusal(path), cct)
@@ -187,18 +220,7 @@ def profile_nodes(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env,
     lm = cct["lm_id"].astype(np.int64)
     ip = cct["lm_ip"].astype(np.uint64)
     unwound = (cct["flags"] & UNWOUND) != 0
-    # Load modules: ids of the load map -> module hashes (0 = placeholders), through a table by id.
-    lm_hash: dict[int, int] = {}
-    modules: dict[int, rawtree.ModuleRef] = {}
-    for entry in prof.loadmap:
-        h, ref = _module_ref(entry.path, inp.measdir)
-        lm_hash[entry.id] = h
-        modules[h] = ref
-    table = np.zeros(max([0, *lm_hash]) + 1, np.uint64)
-    known = np.zeros(len(table), bool)
-    known[0] = True
-    for i, h in lm_hash.items():
-        table[i], known[i] = h, True
+    table, known, lm_hash, modules = _loadmap_table(tuple(prof.loadmap), inp.measdir)
     unknown = (lm >= len(table)) | ~known[np.minimum(lm, len(table) - 1)] if n else np.zeros(0, bool)
     if unknown.any():
         bad = lm[unknown]
@@ -207,20 +229,22 @@ def profile_nodes(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env,
         raise FormatError(path, f"a CCT node names load module {int(bad[0])}, which is not in the load map")
     module = table[lm]
     top = parent < 0
-    if (top & ~((lm == 0) & (ip == np.uint64(PRIMARY)))).any():
+    placeholder = lm == 0
+    if (top & ~(placeholder & (ip == np.uint64(PRIMARY)))).any():
         raise FormatError(path, "a root of the CCT is not the <primary root> placeholder")
     pr = np.where(top, 0, parent)
-    at_global = ~top & (lm[pr] == 0) & (ip[pr] == np.uint64(PRIMARY)) if n else np.zeros(0, bool)
-    special = (lm == 0) & ((ip == np.uint64(NO_ACTIVITY)) | (ip == np.uint64(PARTIAL)))
+    at_global = ~top & placeholder[pr] & (ip[pr] == np.uint64(PRIMARY)) if n else np.zeros(0, bool)
+    special = placeholder & ((ip == np.uint64(NO_ACTIVITY)) | (ip == np.uint64(PARTIAL)))
     if (special & ~top & ~at_global).any():
         raise FormatError(path, "<no activity> or <partial root> below a context other than the root")
-    if ((lm == 0) & ~unwound & ~top).any():
+    if (placeholder & ~unwound & ~top).any():
         raise FormatError(path, "a placeholder CCT node is marked as not unwound")
     graphs = {}
     if env.has_graphs:
         graphs = {h: g for h in set(lm_hash.values()) if (g := env.graph_for(modules[h].key)) is not None}
     gpu = reconstruct_profile(prof, index.rows, lm_hash, graphs) if graphs else GpuPart.empty()
     flag = unwound.astype(np.uint8)
+    kind = np.zeros(n, np.uint8)
     if len(gpu.reconstructed_rows):
         flag[gpu.reconstructed_rows] |= RECONSTRUCTED
         has_kids = np.zeros(n, bool)
@@ -228,29 +252,102 @@ def profile_nodes(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env,
         if has_kids[gpu.reconstructed_rows].any():
             raise FormatError(path, "a GPU PC-sample node has children")
     if len(gpu.parent):
-        nodes = rawtree.make_nodes(np.concatenate([parent, gpu.parent]), np.concatenate([np.zeros(n, np.uint8),
-                                   gpu.kind]), np.concatenate([flag, gpu.flag]), np.concatenate([module, gpu.module]),
-                                   np.concatenate([ip, gpu.ip]), env.seed)
-    else:
-        nodes = rawtree.make_nodes(parent, np.zeros(n, np.uint8), flag, module, ip, env.seed)
-    return rawtree.RawNodes(nodes, modules), index, gpu
+        parent, kind = np.concatenate([parent, gpu.parent]), np.concatenate([kind, gpu.kind])
+        flag, module = np.concatenate([flag, gpu.flag]), np.concatenate([module, gpu.module])
+        ip = np.concatenate([ip, gpu.ip])
+    return ProfileFields(parent, kind, flag, module, ip, dict(modules), index, gpu)
+
+
+def profile_nodes(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env,
+                  rows: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[rawtree.RawNodes, NodeIndex, GpuPart]:
+    """A profile's raw nodes (:func:`profile_fields`, hashed), its node index and the GPU part."""
+    f = profile_fields(prof, inp, env, rows)
+    return rawtree.RawNodes(hash_nodes([f], env.seed)[0], f.modules), f.index, f.gpu
+
+
+def hash_nodes(profiles: list[ProfileFields], seed: int) -> list[np.ndarray]:
+    """The RAW rows of several profiles' nodes, hashed together as one forest (one vectorized pass, not one
+    per profile: the per-call cost of numpy dominates small profiles); one array per profile."""
+    sizes = np.array([len(f.parent) for f in profiles], np.int64)
+    base = np.concatenate([[0], np.cumsum(sizes)])
+    if len(profiles) == 1:
+        f = profiles[0]
+        return [rawtree.make_nodes(f.parent, f.kind, f.flag, f.module, f.ip, seed)]
+    parent = np.concatenate([np.where(f.parent >= 0, f.parent + b, -1) for f, b in zip(profiles, base, strict=False)])
+    nodes = rawtree.make_nodes(parent, *(np.concatenate([getattr(f, name) for f in profiles])
+                                         for name in ("kind", "flag", "module", "ip")), seed)
+    return np.split(nodes, base[1:-1])
+
+
+#: Profiles hashed together in phase 1: at most this many, or this many bytes of .hpcrun files.
+HASH_TOGETHER = 64
+HASH_TOGETHER_BYTES = 16 << 20
+
+
+def survey_profiles(batch: list[ProfileInput], env: Phase1Env) -> Discovery:
+    """Phase 1 for a batch of profiles: each profile's only reading. Nodes are hashed a group of profiles at
+    a time; what phase 2 needs of each is kept in the scratch directory when there is one
+    (:func:`second_reading`)."""
+    parts: list[Discovery] = []
+    group: list[ProfileInput] = []
+    size = 0
+    for inp in batch:
+        group.append(inp)
+        size += inp.size
+        if len(group) >= HASH_TOGETHER or size >= HASH_TOGETHER_BYTES:
+            parts.append(_survey_group(group, env))
+            group, size = [], 0
+            if len(parts) >= 4:  # memory bounded by the union, not by the batch's profiles
+                parts = [merge(parts)]
+    if group:
+        parts.append(_survey_group(group, env))
+    return merge(parts) if len(parts) != 1 else parts[0]
 
 
 def survey_profile(inp: ProfileInput, env: Phase1Env) -> Discovery:
-    """Phase 1 for one profile: its only reading. What phase 2 needs of it is kept in the scratch
-    directory when there is one (:func:`second_reading`)."""
-    prof, order, parent = read_hpcrun_tree(inp.path)
-    raw, _, gpu = profile_nodes(prof, inp, env, (order, parent))
-    n_trace = trace_records(inp)
-    try:
-        disorder = int(prof.header.get("trace-disorder", "0") or 0)
-    except ValueError:
-        raise FormatError(inp.path, f"trace-disorder {prof.header.get('trace-disorder')!r} is not a number") from None
-    kept = _keep(env, prof, raw, gpu) if env.scratch is not None else None
-    program = os.path.basename(prof.header.get("program-name", "") or "")
-    return Discovery(raw, [ProfileFacts(inp, prof.id_tuple.copy(), disorder, 0, n_trace, 0, kept)],
-                     [tuple(prof.metrics)], dict(prof.id_names), [tuple(prof.loadmap)],
-                     {program} if program else set())
+    """Phase 1 for one profile (see :func:`survey_profiles`)."""
+    return _survey_group([inp], env)
+
+
+def _survey_group(group: list[ProfileInput], env: Phase1Env) -> Discovery:
+    profs: list[HpcrunProfile] = []
+    fields: list[ProfileFields] = []
+    facts: list[ProfileFacts] = []
+    tables: dict[tuple[int, ...], int] = {}  # metric tables and load maps by identity (the reader shares
+    loadmaps: dict[tuple[int, ...], int] = {}  # the parse of equal ones); merged by value later
+    disc = Discovery(rawtree.RawNodes(np.zeros(0, rawtree.RAW)))
+    for inp in group:
+        prof, order, parent = read_hpcrun_tree(inp.path)
+        fields.append(profile_fields(prof, inp, env, (order, parent)))
+        n_trace = trace_records(inp)
+        try:
+            disorder = int(prof.header.get("trace-disorder", "0") or 0)
+        except ValueError:
+            raise FormatError(inp.path, f"trace-disorder {prof.header.get('trace-disorder')!r} "
+                              "is not a number") from None
+        key = tuple(map(id, prof.metrics))
+        if key not in tables:
+            tables[key] = len(disc.metric_tables)
+            disc.metric_tables.append(tuple(prof.metrics))
+        lkey = tuple(map(id, prof.loadmap))
+        if lkey not in loadmaps:
+            loadmaps[lkey] = len(disc.loadmaps)
+            disc.loadmaps.append(tuple(prof.loadmap))
+        facts.append(ProfileFacts(inp, prof.id_tuple.copy(), disorder, tables[key], n_trace, loadmaps[lkey]))
+        disc.id_names.update(prof.id_names)
+        program = os.path.basename(prof.header.get("program-name", "") or "")
+        if program:
+            disc.programs.add(program)
+        profs.append(prof)
+    hashed = hash_nodes(fields, env.seed)
+    modules: dict[int, rawtree.ModuleRef] = {}
+    for prof, f, nodes, fact in zip(profs, fields, hashed, facts, strict=True):
+        modules.update(f.modules)
+        if env.scratch is not None:
+            fact.kept = _keep(env, prof, nodes, f.gpu)
+    disc.profiles = facts
+    disc.raw = rawtree.RawNodes(np.concatenate(hashed), modules)
+    return merge([disc])  # the union of the nodes (sorted, one row per path)
 
 
 # -- what phase 2 needs of a profile, kept by phase 1 ---------------------------------------------------
@@ -264,10 +361,10 @@ KEPT_PARTS = (CCT_NODE, KEPT_NODE, SPARSE_VALUE, SPARSE_INDEX)
 KEPT_HEAD = np.dtype(("<i8", len(KEPT_PARTS) + 1))
 
 
-def _kept_bytes(prof: HpcrunProfile, raw: rawtree.RawNodes, gpu: GpuPart) -> bytes:
-    nodes = np.empty(len(raw.nodes), KEPT_NODE)
+def _kept_bytes(prof: HpcrunProfile, raw: np.ndarray, gpu: GpuPart) -> bytes:
+    nodes = np.empty(len(raw), KEPT_NODE)
     for name in KEPT_NODE.names:
-        nodes[name] = raw.nodes[name]
+        nodes[name] = raw[name]
     gpu_bytes = pickle.dumps(gpu, protocol=pickle.HIGHEST_PROTOCOL) if len(gpu.parent) else b""
     arrays = (prof.cct, nodes, prof.values, prof.index)
     head = np.array([len(a) for a in arrays] + [len(gpu_bytes)], "<i8")
@@ -290,7 +387,7 @@ def _kept_arrays(data: bytes) -> tuple[list[np.ndarray], GpuPart]:
 _KEEPERS: dict[tuple[int, str, int], list] = {}  # type: ignore[type-arg]
 
 
-def _keep(env: Phase1Env, prof: HpcrunProfile, raw: rawtree.RawNodes, gpu: GpuPart) -> tuple[str, int, int]:
+def _keep(env: Phase1Env, prof: HpcrunProfile, nodes: np.ndarray, gpu: GpuPart) -> tuple[str, int, int]:
     """Append the arrays phase 2 needs of a profile (its CCT, node hashes and flags, sparse values, GPU part)
     to this process's scratch file; where they are. One file per process: no locking, offsets are its own."""
     assert env.scratch is not None
@@ -300,7 +397,7 @@ def _keep(env: Phase1Env, prof: HpcrunProfile, raw: rawtree.RawNodes, gpu: GpuPa
         if keeper is None:
             fd, path = tempfile.mkstemp(prefix=f"phase1-{env.seed}-", suffix=".arrays", dir=env.scratch)
             keeper = _KEEPERS[key] = [fd, path, 0]
-        data = _kept_bytes(prof, raw, gpu)
+        data = _kept_bytes(prof, nodes, gpu)
         fd, path, offset = keeper
         view = memoryview(data)
         at = offset
