@@ -200,6 +200,29 @@ def read_hpcrun(path: str | os.PathLike[str], *, values: bool = True) -> HpcrunP
     return _read(path, values)[0]
 
 
+def _parse_header(blob: Blob, end: int) -> dict[str, str]:
+    """The header's (key, value) strings: sliced directly while every length is in bounds (thousands of
+    profiles, some twenty strings each), else read again by the bounds-checked cursor, which names the
+    problem."""
+    cur = Cursor(blob, 24, end, ">", "header")
+    n = cur.count(4, 8, "header pair count")
+    data, pos, stop = blob.data, cur.pos, cur.end
+    strings = []
+    for _ in range(2 * n):
+        size = int.from_bytes(data[pos:pos + 4], "big")
+        if pos + 4 + size > stop:
+            break
+        strings.append(bytes(data[pos + 4:pos + 4 + size]).decode("utf-8", errors="surrogateescape"))
+        pos += 4 + size
+    else:
+        return dict(zip(strings[0::2], strings[1::2], strict=True))
+    header = {}
+    for _ in range(n):
+        key = cur.lstring("header key")
+        header[key] = cur.lstring("header value")
+    return header
+
+
 def read_hpcrun_tree(path: str | os.PathLike[str]) -> tuple[HpcrunProfile, np.ndarray, np.ndarray]:
     """Read a ``.hpcrun`` file (values included) and return with it what the tree checks found: the rows
     of the CCT in node-id order, and each node's parent row (-1 at a root), for readers that index the
@@ -211,13 +234,7 @@ def _read(path: str | os.PathLike[str], values: bool) -> tuple[HpcrunProfile, np
     blob = Blob(path)
     footer = read_footer(blob)
 
-    cur = Cursor(blob, 24, int(footer["hdr_end"]), ">", "header")
-    n = cur.count(4, 8, "header pair count")
-    header = {}
-    for _ in range(n):
-        key = cur.lstring("header key")
-        header[key] = cur.lstring("header value")
-
+    header = _parse_header(blob, int(footer["hdr_end"]))
     loadmap = _parse_loadmap(_section_bytes(blob, footer, "loadmap"), blob.path)
     cur = Cursor(blob, int(footer["cct_start"]), int(footer["cct_end"]), ">", "CCT")
     n = cur.count(8, CCT_NODE.itemsize, "CCT node count")
