@@ -4,8 +4,9 @@ A measured context is an instruction: (load module, offset). hpcprof turns
 it into a chain of source-level contexts — function, loops, inlined calls,
 lines, then the instruction itself — from, in order of preference:
 
-1. a structure file for the module (``finalizers/struct.cpp``;
-   reference/hpctoolkit.md §2.2): the statement holding the offset and the
+1. a structure file for the module (hpcprof's ``src/lib/profile/finalizers/struct.cpp`` in the
+   HPCToolkit sources; the file's procedure, loop, alien and statement scopes are those of the
+   HPCToolkit User's Manual's chapter on hpcstruct): the statement holding the offset and the
    chain of procedures, loops and aliens around it. An offset in no statement
    of a module the file describes gets no information: the instruction stays
    where it is;

@@ -2,8 +2,8 @@
 
 The union of the measured trees (:mod:`rawtree`) is expanded once, node by
 node, into source-level contexts the way hpcprof creates them
-(``sources/hpcrun4.cpp``, ``finalizers/struct.cpp``; reference/hpctoolkit.md
-§1.7, §2.2, §4):
+(``src/lib/profile/sources/hpcrun4.cpp`` and ``finalizers/struct.cpp`` in the HPCToolkit sources;
+the placeholders and partial call paths as the HPCToolkit User's Manual presents them):
 
 - ``^Primary`` and ``NoActvty`` are the global context; ``^Partial`` and
   ``*Unnorm`` are ``(unknown)``; ``| Main`` and ``| Thread`` placeholders
@@ -284,9 +284,19 @@ def canonical_ids(b: ContextBuilder) -> tuple[UnifiedTree, np.ndarray]:
 ENTRY_KINDS = {FENCE_MAIN: (1, "main thread"), FENCE_THREAD: (2, "application thread")}
 
 
-def meta_tables(tree: UnifiedTree) -> tuple[metadb.ContextTree, metadb.Functions, list[str], list[str]]:
-    """meta.db's context tree, functions, modules and files for ``tree`` (all in canonical order)."""
-    scopes = tree.scopes
+@dataclass
+class _Names:
+    """meta.db's module, file and function tables of a tree's scopes, with the index of each entry."""
+
+    modules: list[str]
+    files: list[str]
+    functions: list[tuple[object, ...]]  # ("f", name, module, offset, file, line) or ("p", name, code)
+    module_index: dict[str, int]
+    file_index: dict[str, int]
+    function_index: dict[tuple[object, ...], int]
+
+
+def _names(scopes: list[lx.Scope]) -> _Names:
     modules: set[str] = set()
     files: set[str] = set()
     functions: set[tuple[object, ...]] = set()
@@ -309,51 +319,68 @@ def meta_tables(tree: UnifiedTree) -> tuple[metadb.ContextTree, metadb.Functions
             modules.add(s[1])
     module_list = sorted(modules)
     file_list = sorted(files)
-    mod_idx = {m: i for i, m in enumerate(module_list)}
-    file_idx = {f: i for i, f in enumerate(file_list)}
     # Real functions first, then placeholders (hpcprof's order of the two groups).
     fn_keys = sorted(f for f in functions if f[0] == "f") + sorted((f for f in functions if f[0] == "p"),
                                                                   key=lambda f: (f[1], f[2]))
-    fn_idx = {f: i for i, f in enumerate(fn_keys)}
-    names: list[str | None] = []
+    return _Names(module_list, file_list, fn_keys, {m: i for i, m in enumerate(module_list)},
+                  {f: i for i, f in enumerate(file_list)}, {f: i for i, f in enumerate(fn_keys)})
+
+
+def _functions(names: _Names) -> metadb.Functions:
+    shown: list[str | None] = []
     fmod, foff, ffile, fline = [], [], [], []
-    for f in fn_keys:
+    for f in names.functions:
         if f[0] == "p":
-            names.append(f[1])
+            shown.append(f[1])
             fmod.append(-1), foff.append(0), ffile.append(-1), fline.append(0)
         else:
             _, name, module, offset, file, line = f
-            names.append(name)
-            fmod.append(mod_idx[module] if module else -1)
+            shown.append(name)
+            fmod.append(names.module_index[module] if module else -1)
             foff.append(offset if module and offset >= 0 else 0)
-            ffile.append(file_idx[file] if file else -1)
+            ffile.append(names.file_index[file] if file else -1)
             fline.append(line if file and line >= 0 else 0)
-    funcs = metadb.Functions(names, np.array(fmod, np.int32), np.array(foff, np.uint64),
-                             np.array(ffile, np.int32), np.array(fline, np.uint32), np.zeros(len(names), np.uint32))
+    return metadb.Functions(shown, np.array(fmod, np.int32), np.array(foff, np.uint64),
+                            np.array(ffile, np.int32), np.array(fline, np.uint32), np.zeros(len(shown), np.uint32))
 
-    n = len(tree)
+
+def _entry_points(tree: UnifiedTree) -> tuple[np.ndarray, list[metadb.EntryPoint], np.ndarray]:
+    """The top-level contexts, meta.db's entry points for them, and the entry point of every context."""
     top = np.flatnonzero(tree.parent == 0)
     entries = []
-    entry_of = {}
+    entry_id = np.zeros(len(tree), np.int64)
     for c in top.tolist():
-        s = scopes[c]
+        s = tree.scopes[c]
         if s[0] == lx.UNKNOWN_KIND:
             kind, pretty = 0, "unknown entry"
         elif s[0] == lx.PLACEHOLDER and s[1] in ENTRY_KINDS:
             kind, pretty = ENTRY_KINDS[s[1]]
         else:
             raise HpcsaError(None, f"internal error: invalid top-level context {s}")
-        entry_of[c] = len(entries)
+        entry_id[c: tree.end[c]] = len(entries)  # ids are pre-order: a subtree is an id range
         entries.append(metadb.EntryPoint(c, kind, pretty))
+    return top, entries, entry_id
+
+
+def meta_tables(tree: UnifiedTree) -> tuple[metadb.ContextTree, metadb.Functions, list[str], list[str]]:
+    """meta.db's context tree, functions, modules and files for ``tree`` (all in canonical order)."""
+    names = _names(tree.scopes)
+    top, entries, entry_id = _entry_points(tree)
     rows = np.flatnonzero(tree.parent > 0)  # every context below an entry point
-    row_of = np.full(n, -1, np.int64)
+    row_of = np.full(len(tree), -1, np.int64)
     row_of[rows] = np.arange(len(rows))
     par = tree.parent[rows].astype(np.int64)
     parent_rows = np.where(np.isin(par, top), -1, row_of[par])
-    # The entry point each context descends from.
-    entry_id = np.zeros(n, np.int64)
-    for c in top.tolist():
-        entry_id[c: tree.end[c]] = entry_of[c]
+    cols = _context_columns(tree.scopes, rows, names)
+    relation = tree.relation[rows].astype(np.uint8)
+    ctree = metadb.ContextTree.from_columns(
+        entries, ctx_id=rows.astype(np.uint32), parent=parent_rows, entry=entry_id[rows],
+        relation=relation, propagation=(relation == lx.LEXICAL).astype(np.uint16), **cols)
+    return ctree, _functions(names), names.modules, names.files
+
+
+def _context_columns(scopes: list[lx.Scope], rows: np.ndarray, names: _Names) -> dict[str, np.ndarray]:
+    """meta.db's per-context columns (lexical type, flags, function, source line, module and offset)."""
     lex_type = np.zeros(len(rows), np.uint8)
     func = np.full(len(rows), -1, np.int64)
     file = np.full(len(rows), -1, np.int64)
@@ -361,6 +388,7 @@ def meta_tables(tree: UnifiedTree) -> tuple[metadb.ContextTree, metadb.Functions
     module = np.full(len(rows), -1, np.int64)
     offset = np.zeros(len(rows), np.uint64)
     flags = np.zeros(len(rows), np.uint8)
+    fn_idx, file_idx, mod_idx = names.function_index, names.file_index, names.module_index
     for i, c in enumerate(rows.tolist()):
         s = scopes[c]
         k = s[0]
@@ -387,10 +415,5 @@ def meta_tables(tree: UnifiedTree) -> tuple[metadb.ContextTree, metadb.Functions
             lex_type[i] = metadb.INSTRUCTION
             module[i], offset[i] = mod_idx[s[1]], s[2]
             flags[i] = metadb.HAS_POINT
-    relation = tree.relation[rows].astype(np.uint8)
-    ctree = metadb.ContextTree.from_columns(
-        entries, ctx_id=rows.astype(np.uint32), parent=parent_rows, entry=entry_id[rows],
-        relation=relation, lexical_type=lex_type, flags=flags,
-        propagation=(relation == lx.LEXICAL).astype(np.uint16), function=func, file=file, line=line,
-        module=module, offset=offset)
-    return ctree, funcs, module_list, file_list
+    return {"lexical_type": lex_type, "flags": flags, "function": func, "file": file, "line": line,
+            "module": module, "offset": offset}
