@@ -247,35 +247,48 @@ class UnifiedTree:
 
 def canonical_ids(b: ContextBuilder) -> tuple[UnifiedTree, np.ndarray]:
     """Ids by a depth-first walk with siblings sorted by (relation, scope); (tree, id of each provisional)."""
-    children: list[list[int]] = [[] for _ in range(len(b))]
-    for node in range(1, len(b)):
-        children[b.parent[node]].append(node)
-    sort_key: Callable[[int], tuple[int, lx.Scope]] = lambda c: (b.relation[c], b.scope[c])  # noqa: E731
-    new_id = np.full(len(b), -1, np.int64)
+    nb = len(b)
+    b_parent, b_relation, b_scope = b.parent, b.relation, b.scope
+    children: list[list[int]] = [[] for _ in range(nb)]
+    for node in range(1, nb):
+        children[b_parent[node]].append(node)
+    sort_key: Callable[[int], tuple[int, lx.Scope]] = lambda c: (b_relation[c], b_scope[c])  # noqa: E731
     order: list[int] = []
-    depth_of = [0] * len(b)
+    depth_of = [0] * nb
     stack = [0]
     while stack:
         node = stack.pop()
-        new_id[node] = len(order)
         order.append(node)
-        kids = sorted(children[node], key=sort_key)
-        for c in kids:
-            depth_of[c] = depth_of[node] + 1
-        stack.extend(reversed(kids))
+        kids = children[node]
+        if kids:
+            kids.sort(key=sort_key)
+            d = depth_of[node] + 1
+            for c in kids:
+                depth_of[c] = d
+            stack.extend(reversed(kids))
     n = len(order)
     old = np.array(order, np.int64)
-    parent = np.array([-1] + [int(new_id[b.parent[o]]) for o in order[1:]], np.int32)
-    relation = np.array([b.relation[o] for o in order], np.int8)
-    scopes = [b.scope[o] for o in order]
-    depth = np.array([depth_of[o] for o in order], np.int32)
-    # Subtree ends: a node's subtree ends where the next node of its depth or shallower starts.
+    new_id = np.full(nb, -1, np.int64)
+    new_id[old] = np.arange(n)
+    parent = np.full(n, -1, np.int32)
+    parent[1:] = new_id[np.array(b_parent, np.int64)[old[1:]]]
+    relation = np.array(b_relation, np.int8)[old]
+    scopes = [b_scope[o] for o in order]
+    depth = np.array(depth_of, np.int32)[old]
+    return UnifiedTree(parent, relation, scopes, depth, subtree_ends(parent, depth)), new_id
+
+
+def subtree_ends(parent: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """End (exclusive) of each node's subtree in a pre-order numbering: its id plus its subtree's size, the
+    sizes summed into parents one depth level at a time, deepest first (vectorized per level)."""
+    n = len(parent)
     size = np.ones(n, np.int64)
-    for c in range(n - 1, 0, -1):
-        size[parent[c]] += size[c]
-    end = np.arange(n, dtype=np.int64) + size
-    del old
-    return UnifiedTree(parent, relation, scopes, depth, end), new_id
+    by_depth = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max()) + 2 if n else 1))
+    for d in range(len(bounds) - 2, 0, -1):
+        level = by_depth[bounds[d]:bounds[d + 1]]
+        np.add.at(size, parent[level], size[level])
+    return np.arange(n, dtype=np.int64) + size
 
 
 # -- meta.db ----------------------------------------------------------------------------------------------
