@@ -105,9 +105,17 @@ class ContextBuilder:
         """Create a classified chain below ``parent``; (first context, last context)."""
         ctx = parent
         first = -1
-        for i, (rel, scope) in enumerate(steps):
-            ctx = self.ensure(ctx, relation if rel is None else rel, scope)
-            if i == 0:
+        index = self._index
+        for rel, scope in steps:  # ensure(), inlined: this runs once per step of every chain
+            key = (ctx, relation if rel is None else rel, scope)
+            got = index.get(key)
+            if got is None:
+                got = index[key] = len(self.parent)
+                self.parent.append(ctx)
+                self.relation.append(key[1])
+                self.scope.append(scope)
+            ctx = got
+            if first < 0:
                 first = ctx
         return first, ctx
 
