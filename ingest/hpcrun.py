@@ -215,21 +215,49 @@ def read_footer(blob: Blob) -> np.void:
 
 def read_hpcrun(path: str | os.PathLike[str], *, values: bool = True) -> HpcrunProfile:
     """Read a ``.hpcrun`` file. With ``values=False`` the sparse values are skipped (empty arrays)."""
-    blob = Blob(path)
-    footer = read_footer(blob)
+    return _read(path, values)[0]
 
-    cur = Cursor(blob, 24, int(footer["hdr_end"]), ">", "header")
+
+def _parse_header(blob: Blob, end: int) -> dict[str, str]:
+    """The header's (key, value) strings: sliced directly while every length is in bounds (thousands of
+    profiles, some twenty strings each), else read again by the bounds-checked cursor, which names the
+    problem."""
+    cur = Cursor(blob, 24, end, ">", "header")
     n = cur.count(4, 8, "header pair count")
+    data, pos, stop = blob.data, cur.pos, cur.end
+    strings = []
+    for _ in range(2 * n):
+        size = int.from_bytes(data[pos:pos + 4], "big")
+        if pos + 4 + size > stop:
+            break
+        strings.append(bytes(data[pos + 4:pos + 4 + size]).decode("utf-8", errors="surrogateescape"))
+        pos += 4 + size
+    else:
+        return dict(zip(strings[0::2], strings[1::2], strict=True))
     header = {}
     for _ in range(n):
         key = cur.lstring("header key")
         header[key] = cur.lstring("header value")
+    return header
 
+
+def read_hpcrun_tree(path: str | os.PathLike[str]) -> tuple[HpcrunProfile, np.ndarray, np.ndarray]:
+    """Read a ``.hpcrun`` file (values included) and return with it what the tree checks found: the rows
+    of the CCT in node-id order, and each node's parent row (-1 at a root), for readers that index the
+    tree by row (an aggregation's first reading) without sorting it again."""
+    return _read(path, True)
+
+
+def _read(path: str | os.PathLike[str], values: bool) -> tuple[HpcrunProfile, np.ndarray, np.ndarray]:
+    blob = Blob(path)
+    footer = read_footer(blob)
+
+    header = _parse_header(blob, int(footer["hdr_end"]))
     loadmap = _parse_loadmap(_section_bytes(blob, footer, "loadmap"), blob.path)
     cur = Cursor(blob, int(footer["cct_start"]), int(footer["cct_end"]), ">", "CCT")
     n = cur.count(8, CCT_NODE.itemsize, "CCT node count")
     cct = cur.array(CCT_NODE, n, "CCT nodes")
-    _check_tree(blob, cct)
+    order, parent_row = tree_rows(blob, cct)
     metrics = _parse_metrics(_section_bytes(blob, footer, "met_tbl"), blob.path)
     id_names = _parse_id_names(_section_bytes(blob, footer, "idtpl_dxnry"), blob.path)
 
@@ -241,7 +269,7 @@ def read_hpcrun(path: str | os.PathLike[str], *, values: bool = True) -> HpcrunP
         nnodes = cur.count(4, SPARSE_INDEX.itemsize, "non-zero node count")
         vals = cur.array(SPARSE_VALUE, nvals, "values")
         index = cur.array(SPARSE_INDEX, nnodes + 1, "context index")
-        _check_sparse(blob, cct, vals, index, metrics)
+        _check_sparse(blob, cct, vals, index, metrics, cct["id"][order].astype(np.int64))
         index = index[:-1]
     else:
         vals = np.zeros(0, SPARSE_VALUE)
@@ -250,7 +278,7 @@ def read_hpcrun(path: str | os.PathLike[str], *, values: bool = True) -> HpcrunP
     return HpcrunProfile(header=header, loadmap=list(loadmap), cct=cct, metrics=list(metrics),
                          id_names=list(id_names),
                          id_tuple=id_tuple, values=vals, index=index,
-                         version=VERSION, path=blob.path)
+                         version=VERSION, path=blob.path), order, parent_row
 
 
 # The load map, metric table and identifier dictionary are the same bytes in every profile of a run
@@ -322,11 +350,12 @@ def _parse_id_names(blob: Blob) -> tuple[tuple[int, str], ...]:
     return tuple((cur.u16("identifier kind"), cur.lstring("identifier name")) for _ in range(n))
 
 
-def _check_tree(blob: Blob, cct: np.ndarray) -> None:
-    """Node ids are unique and non-zero, and every parent (0 = root) precedes its children, as hpcprof requires."""
+def tree_rows(blob: Blob, cct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Check that node ids are unique and non-zero and that every parent (0 = root) precedes its children,
+    as hpcprof requires; return the rows in node-id order and each node's parent row (-1 at a root)."""
     ids = cct["id"].astype(np.int64)
     if len(ids) == 0:
-        return
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     order = np.argsort(ids, kind="stable")
     sorted_ids = ids[order]
     if sorted_ids[0] == 0 or np.any(sorted_ids[1:] == sorted_ids[:-1]):
@@ -343,11 +372,14 @@ def _check_tree(blob: Blob, cct: np.ndarray) -> None:
     if np.any(parent_pos >= own_pos):
         bad = int(ids[own_pos[parent_pos >= own_pos][0]])
         raise blob.fail(f"CCT: node {bad} appears before its parent (records must be parent-first)")
+    parent_row = np.full(len(ids), -1, np.int64)
+    parent_row[own_pos] = parent_pos
+    return order, parent_row
 
 
 def _check_sparse(blob: Blob, cct: np.ndarray, vals: np.ndarray, index: np.ndarray,
-                  metrics: list[MetricDesc]) -> None:
-    """Refuse value groups that would send a later stage out of bounds."""
+                  metrics: list[MetricDesc], sorted_ids: np.ndarray) -> None:
+    """Refuse value groups that would send a later stage out of bounds (``sorted_ids``: the CCT's ids, sorted)."""
     if int(index["node"][-1]) != END_SENTINEL or int(index["start"][-1]) != len(vals):
         raise blob.fail("sparse metrics: the context index does not end with the 'end!' sentinel")
     starts = index["start"].astype(np.uint64)
@@ -357,8 +389,9 @@ def _check_sparse(blob: Blob, cct: np.ndarray, vals: np.ndarray, index: np.ndarr
         raise blob.fail(f"sparse metrics: a value names metric {int(vals['metric'].max())}, but only "
                         f"{len(metrics)} metrics are declared")
     if len(index) > 1:
-        nodes = index["node"][:-1]
-        known = np.isin(nodes, cct["id"])
+        nodes = index["node"][:-1].astype(np.int64)
+        pos = np.minimum(np.searchsorted(sorted_ids, nodes), max(len(sorted_ids) - 1, 0))
+        known = sorted_ids[pos] == nodes if len(sorted_ids) else np.zeros(len(nodes), bool)
         if not np.all(known):
             bad = int(nodes[~known][0])
             raise blob.fail(f"sparse metrics: values for CCT node {bad}, which is not in the CCT")

@@ -9,11 +9,13 @@ as one numpy array.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from hpcsa.binfmt import Blob, layout, records
+from hpcsa.errors import FormatError
 from hpcsa.fileio import atomic_file
 
 MAGIC = b"HPCRUN-trace______"
@@ -48,24 +50,46 @@ def record_dtype(flags: int) -> np.dtype:
 
 def read_hpctrace(path: str | os.PathLike[str]) -> HpctraceFile:
     blob = Blob(path)
-    if len(blob) < HEADER_SIZE:
-        raise blob.fail(f"too short for an .hpctrace file ({len(blob)} bytes, the header alone is 32)")
-    head = blob.record(HEADER, 0, "header")
-    if bytes(head["magic"]) != MAGIC:
-        raise blob.fail("not an .hpctrace trace file (bad magic)")
-    version = bytes(head["version"]).decode("ascii", "replace")
+    flags, count = _check_header(blob.fail, blob.bytes(0, min(len(blob), HEADER_SIZE), "header"), len(blob))
+    recs = blob.array(record_dtype(flags), HEADER_SIZE, count, "trace records")
+    return HpctraceFile(flags=flags, records=recs, version=VERSION, path=blob.path)
+
+
+def read_hpctrace_header(path: str | os.PathLike[str]) -> tuple[int, int]:
+    """A trace's flags and number of records, with :func:`read_hpctrace`'s checks, reading only the header
+    (for readers that take the records later)."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(HEADER_SIZE)
+            size = os.fstat(fh.fileno()).st_size
+    except FileNotFoundError:
+        raise FormatError(path, "no such file") from None
+    except OSError as exc:
+        raise FormatError(path, f"cannot read: {exc.strerror or exc}") from None
+    return _check_header(lambda problem: FormatError(path, problem), head, size)
+
+
+def _check_header(fail: Callable[[str], FormatError], head: bytes, size: int) -> tuple[int, int]:
+    """(flags, record count) of a trace file of ``size`` bytes starting with ``head``; refuses bad headers
+    and bodies that are not a whole number of records."""
+    if len(head) < HEADER_SIZE:
+        raise fail(f"too short for an .hpctrace file ({size} bytes, the header alone is 32)")
+    rec = np.frombuffer(head, HEADER, 1)[0]
+    if bytes(rec["magic"]) != MAGIC:
+        raise fail("not an .hpctrace trace file (bad magic)")
+    version = bytes(rec["version"]).decode("ascii", "replace")
     if version != VERSION:
-        raise blob.fail(f"unsupported .hpctrace version {version!r} (hpcsa reads {VERSION})")
-    if bytes(head["endian"]) != b"b":
-        raise blob.fail("unsupported .hpctrace byte order (expected big-endian 'b')")
-    flags = int(head["flags"])
-    dtype = record_dtype(flags)
-    body = len(blob) - HEADER_SIZE
-    if body % dtype.itemsize:
-        raise blob.fail(f"trace data is {body} bytes, not a whole number of {dtype.itemsize}-byte records; "
-                        "the file is truncated")
-    recs = blob.array(dtype, HEADER_SIZE, body // dtype.itemsize, "trace records")
-    return HpctraceFile(flags=flags, records=recs, version=version, path=blob.path)
+        raise fail(f"unsupported .hpctrace version {version!r} (hpcsa reads {VERSION})")
+    if bytes(rec["endian"]) != b"b":
+        raise fail("unsupported .hpctrace byte order (expected big-endian 'b')")
+    flags = int(rec["flags"])
+    itemsize = record_dtype(flags).itemsize
+    body = size - HEADER_SIZE
+    if body % itemsize:
+        raise fail(f"trace data is {body} bytes, not a whole number of {itemsize}-byte records; "
+                   "the file is truncated")
+    return flags, body // itemsize
 
 
 def encode_hpctrace(trace: HpctraceFile) -> bytes:

@@ -19,14 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from hpcsa.aggregate.prof import rawtree
-from hpcsa.gpucct import CallGraph, PcSamples, StepKind, reconstruct
-from hpcsa.gpucct.launches import launch_contexts
-from hpcsa.gpucct.model import TRUNCATED_NAME, recursion_name
-from hpcsa.ingest.hpcrun import HpcrunProfile
+
+if TYPE_CHECKING:  # hpcsa.gpucct (and networkx) are imported only by runs with GPU call graphs
+    from hpcsa.gpucct import CallGraph
+    from hpcsa.ingest.hpcrun import HpcrunProfile
 
 #: Flag bit of a CCT node whose samples were placed by reconstruction (it gets no context of its own).
 RECONSTRUCTED = 0x2
@@ -67,6 +68,9 @@ def reconstruct_profile(prof: HpcrunProfile, rows_of: Callable[[np.ndarray], np.
     """
     if not graphs or not len(prof.values):
         return GpuPart.empty()
+    from hpcsa.gpucct import PcSamples, reconstruct
+    from hpcsa.gpucct.launches import launch_contexts
+
     periods = np.array([m.period for m in prof.metrics], np.float64)
     parents: list[int] = []
     kinds: list[int] = []
@@ -123,6 +127,8 @@ def reconstruct_profile(prof: HpcrunProfile, rows_of: Callable[[np.ndarray], np.
 
 def frame_name(graph: CallGraph | None, kind: int, pc: int) -> str:
     """The function name shown for a RECURSION or TRUNCATED frame."""
+    from hpcsa.gpucct.model import TRUNCATED_NAME, StepKind, recursion_name
+
     def fname(entry: int) -> str:
         i = graph.index_of(entry) if graph is not None else -1
         return (graph.functions[i].name or f"{entry:#x}") if i >= 0 and graph is not None else f"{entry:#x}"

@@ -4,8 +4,9 @@ A measured context is an instruction: (load module, offset). hpcprof turns
 it into a chain of source-level contexts — function, loops, inlined calls,
 lines, then the instruction itself — from, in order of preference:
 
-1. a structure file for the module (``finalizers/struct.cpp``;
-   reference/hpctoolkit.md §2.2): the statement holding the offset and the
+1. a structure file for the module (hpcprof's ``src/lib/profile/finalizers/struct.cpp`` in the
+   HPCToolkit sources; the file's procedure, loop, alien and statement scopes are those of the
+   HPCToolkit User's Manual's chapter on hpcstruct): the statement holding the offset and the
    chain of procedures, loops and aliens around it. An offset in no statement
    of a module the file describes gets no information: the instruction stays
    where it is;
@@ -41,7 +42,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hpcsa.demangle import demangle
 from hpcsa.errors import HpcsaError
 from hpcsa.structure.model import LexStep, Module
 
@@ -283,6 +283,7 @@ class BinaryExpander:
 
 def read_binary_symbols(file: str, display_path: str) -> BinarySymbols | None:
     """ELF function symbols of ``file`` (``.symtab``, else ``.dynsym``), None when it is not a readable ELF."""
+    from hpcsa.demangle import demangle
     from hpcsa.structure.elf import open_elf
 
     try:
@@ -299,6 +300,7 @@ def read_binary_symbols(file: str, display_path: str) -> BinarySymbols | None:
 def read_binary(file: str, display_path: str, warn: list[str] | None = None) -> BinaryExpander | None:
     """What hpcprof reads from a binary without a structure file: functions, inlined calls and lines from
     its DWARF (or its separate debug file), and its ELF symbols. None when ``file`` is not a readable ELF."""
+    from hpcsa.demangle import demangle
     from hpcsa.structure.direct import read_direct
 
     symbols = read_binary_symbols(file, display_path)
@@ -391,6 +393,8 @@ def agrees_with_structure(file: str, witness: Module) -> Agreement:
             addrs = names.get(link.split("@", 1)[0])
         else:
             if by_pretty is None:
+                from hpcsa.demangle import demangle
+
                 by_pretty = {}
                 for raw, a in names.items():
                     by_pretty.setdefault(demangle(raw), set()).update(a)

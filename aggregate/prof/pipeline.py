@@ -44,6 +44,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,7 +66,7 @@ from hpcsa.aggregate.prof.pipeline_read import (
 from hpcsa.aggregate.prof.pipeline_write import write_outputs
 from hpcsa.aggregate.prof.transport import Single, Transport, unwrap
 from hpcsa.errors import HpcsaError
-from hpcsa.fileio import atomic_dir
+from hpcsa.fileio import atomic_dir, remove_stale_partials
 from hpcsa.progress import Progress
 
 
@@ -100,6 +102,31 @@ def run(inputs: Inputs, options: Options, transport: Transport | None = None) ->
     transport = transport or Single()
     progress = Progress("hpcsa prof", None, enabled=options.progress if transport.size == 1 else False)
     jobs = max(1, options.jobs)
+    scratch = transport.bcast(lambda: make_scratch(options.output))
+    try:
+        return _run(inputs, options, transport, progress, jobs, scratch)
+    finally:
+        if scratch is not None:
+            survey.release_scratch(scratch)
+            if transport.is_root:
+                shutil.rmtree(scratch, ignore_errors=True)
+
+
+def make_scratch(output: str | None) -> str | None:
+    """A private directory beside the output where phase 1 keeps what phase 2 needs of each profile (so that
+    every .hpcrun file is read once); named like the output's partial directories, so that what a killed run
+    leaves is removed by the next. None where it cannot be made (profiles are then read twice)."""
+    final = os.path.abspath(output or "hpcsa-prof")
+    remove_stale_partials(final)
+    try:
+        return tempfile.mkdtemp(prefix=f".{os.path.basename(final)}.partial-{os.getpid()}-scratch-",
+                                dir=os.path.dirname(final))
+    except OSError:
+        return None
+
+
+def _run(inputs: Inputs, options: Options, transport: Transport, progress: Progress, jobs: int,
+         scratch: str | None) -> Result:
     timings: dict[str, float] = {}
 
     def lap(name: str) -> None:
@@ -108,7 +135,7 @@ def run(inputs: Inputs, options: Options, transport: Transport | None = None) ->
     held: dict[str, Any] = {}  # rank 0's class-2 inputs between the steps
 
     def phase1_share(seed: int) -> tuple[survey.Discovery, Parsed]:
-        env, gpu_structs = gpu_env(inputs.structs, seed=seed)
+        env, gpu_structs = gpu_env(inputs.structs, seed=seed, scratch=scratch)
         held["env"], held["gpu_structs"] = env, gpu_structs
         lap("GPU call graphs")
         progress.what, progress.total, progress.done = "hpcsa prof: reading", len(inputs.profiles), 0

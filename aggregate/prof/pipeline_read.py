@@ -5,7 +5,7 @@ CPU structure files parsed beside them, the reports merged associatively (see :m
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,12 +16,13 @@ from hpcsa.aggregate.prof import (
 )
 from hpcsa.aggregate.prof.inputs import Inputs, ProfileInput, StructInput
 from hpcsa.aggregate.prof.transport import Single, Transport, tasks_ahead
-from hpcsa.gpucct import CallGraph
-from hpcsa.gpucct.fromstruct import call_graph_from_module
 from hpcsa.progress import Progress
 from hpcsa.structure.model import C, Module
 from hpcsa.structure.parsedcache import read_cached, read_structure
 from hpcsa.workers import DynamicRun, LocalPool
+
+if TYPE_CHECKING:  # hpcsa.gpucct (and networkx) are imported only when there are GPU structure files
+    from hpcsa.gpucct import CallGraph
 
 #: Profiles per phase-1 task: enough to amortize a task, few enough to balance.
 DISCOVER_BATCH_BYTES = 4 << 20
@@ -45,7 +46,8 @@ def has_call_graph(module: Module) -> bool:
     return bool(module.has_calls) or module.count(C) > 0
 
 
-def gpu_env(structs: list[StructInput], seed: int) -> tuple[survey.Phase1Env, list[tuple[str | None, Module]]]:
+def gpu_env(structs: list[StructInput], seed: int, scratch: str | None = None
+            ) -> tuple[survey.Phase1Env, list[tuple[str | None, Module]]]:
     by_key: dict[str, CallGraph] = {}
     by_name: dict[str, CallGraph] = {}
     parsed: list[tuple[str | None, Module]] = []
@@ -56,13 +58,14 @@ def gpu_env(structs: list[StructInput], seed: int) -> tuple[survey.Phase1Env, li
             parsed.append((s.measdir, module))
             if not has_call_graph(module):
                 continue
+            from hpcsa.gpucct.fromstruct import call_graph_from_module
             graph = call_graph_from_module(module, source=s.path)
             key = lexical.module_key(module.path, s.measdir) if s.measdir else os.path.normpath(module.path)
             by_key[key] = graph
             named = lexical.hashed_name(module.path)
             if named is not None:
                 by_name[named[1]] = graph
-    return survey.Phase1Env(by_key, by_name, seed), parsed
+    return survey.Phase1Env(by_key, by_name, seed, scratch), parsed
 
 
 def phase1_task(env: survey.Phase1Env, kind: str, payload: Any) -> Any:
@@ -70,13 +73,7 @@ def phase1_task(env: survey.Phase1Env, kind: str, payload: Any) -> Any:
     if kind == "struct":
         s: StructInput = payload
         return [(s.path, s.measdir, m) for m in read_structure(s.path).modules]
-    batch: list[ProfileInput] = payload
-    parts: list[survey.Discovery] = []
-    for p in batch:
-        parts.append(survey.survey_profile(p, env))
-        if len(parts) >= MERGE_EVERY:  # memory bounded by the union, not by the batch's profiles
-            parts = [survey.merge(parts)]
-    return survey.merge(parts)
+    return survey.survey_profiles(payload, env)
 
 
 def _batches(profiles: list[ProfileInput], jobs: int) -> list[list[ProfileInput]]:

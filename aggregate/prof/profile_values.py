@@ -35,7 +35,7 @@ from hpcsa.aggregate.prof import rawtree
 from hpcsa.aggregate.prof.gpu_contexts import RECONSTRUCTED, GpuPart
 from hpcsa.aggregate.prof.inputs import ProfileInput
 from hpcsa.aggregate.prof.propagate import Propagated, propagate
-from hpcsa.aggregate.prof.survey import NodeIndex, profile_nodes, read_again
+from hpcsa.aggregate.prof.survey import NodeIndex, second_reading
 from hpcsa.aggregate.prof.unified_tables import ClassTwo
 from hpcsa.binfmt import align
 from hpcsa.errors import HpcsaError
@@ -134,10 +134,10 @@ class Points:
 
 
 def profile_points(c2: ClassTwo, index: int) -> Points:
-    """Profile ``index`` of the canonical order, read again: its point values."""
+    """Profile ``index`` of the canonical order, as phase 1 kept it: its point values."""
     facts = c2.profiles[index]
-    prof = read_again(facts, c2.metric_tables[facts.metrics], c2.loadmaps[facts.loadmap])
-    raw, nodes, gpu = profile_nodes(prof, facts.input, c2.env)
+    prof, raw, nodes, gpu = second_reading(facts, c2.metric_tables[facts.metrics], c2.loadmaps[facts.loadmap],
+                                           c2.env)
     return point_values(prof, raw, nodes, gpu, facts.input, c2, facts.metrics)
 
 

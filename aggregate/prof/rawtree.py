@@ -108,6 +108,7 @@ class RawNodes:
 
     nodes: np.ndarray  # RAW
     modules: dict[int, ModuleRef] = field(default_factory=dict)
+    is_union: bool = False  # sorted by h1, one row per path (what :func:`union` returns)
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -127,8 +128,11 @@ def make_nodes(parent: np.ndarray, kind: np.ndarray, flag: np.ndarray, module: n
 
 
 def union(parts: Sequence[RawNodes]) -> RawNodes:
-    """The union of node sets: sorted by ``h1``, one row per path (verified)."""
-    arrays = [p.nodes for p in parts if len(p.nodes)]
+    """The union of node sets: sorted by ``h1``, one row per path (verified).
+
+    When one part is already a union (the running union of a merge), only the other parts' nodes that are
+    new to it are sorted and inserted: a merge costs what is new, not the size of the union so far.
+    """
     modules: dict[int, ModuleRef] = {}
     for p in parts:
         for h, ref in p.modules.items():
@@ -137,20 +141,41 @@ def union(parts: Sequence[RawNodes]) -> RawNodes:
                 modules[h] = ref
             elif known.key != ref.key:
                 raise HashCollision(f"two load modules hash alike: {known.key} and {ref.key}")
-    if not arrays:
-        return RawNodes(np.zeros(0, RAW), modules)
-    nodes = np.concatenate(arrays) if len(arrays) > 1 else arrays[0]
-    order = np.argsort(nodes["h1"], kind="stable")
-    nodes = nodes[order]
+    nonempty = [p for p in parts if len(p.nodes)]
+    if not nonempty:
+        return RawNodes(np.zeros(0, RAW), modules, True)
+    base = max((p for p in nonempty if p.is_union), key=len, default=None)
+    rest = [p.nodes for p in nonempty if p is not base]
+    if base is None:
+        return RawNodes(_sorted_unique(np.concatenate(rest) if len(rest) > 1 else rest[0]), modules, True)
+    if not rest:
+        return RawNodes(base.nodes, modules, True)
+    other = np.concatenate(rest) if len(rest) > 1 else rest[0]
+    rows = find(base.nodes["h1"], other["h1"])
+    seen = rows >= 0
+    _verify(other[seen], base.nodes[rows[seen]])
+    new = _sorted_unique(other[~seen])
+    if not len(new):
+        return RawNodes(base.nodes, modules, True)
+    at = np.searchsorted(base.nodes["h1"], new["h1"])
+    return RawNodes(np.insert(base.nodes, at, new), modules, True)
+
+
+def _sorted_unique(nodes: np.ndarray) -> np.ndarray:
+    nodes = nodes[np.argsort(nodes["h1"], kind="stable")]
     first = np.r_[True, nodes["h1"][1:] != nodes["h1"][:-1]]
     if not first.all():
         grp = np.cumsum(first) - 1
-        lead = nodes[np.flatnonzero(first)][grp]
-        for name in ("h2", "parent", "kind", "flag", "module", "ip", "depth"):
-            if not np.array_equal(nodes[name], lead[name]):
-                raise HashCollision(f"path hash collision (field {name})")
+        _verify(nodes, nodes[np.flatnonzero(first)][grp])
         nodes = nodes[first]
-    return RawNodes(nodes, modules)
+    return nodes
+
+
+def _verify(nodes: np.ndarray, lead: np.ndarray) -> None:
+    """Nodes with equal first hash lanes (``nodes`` and ``lead`` row by row) must be the same path."""
+    for name in ("h2", "parent", "kind", "flag", "module", "ip", "depth"):
+        if not np.array_equal(nodes[name], lead[name]):
+            raise HashCollision(f"path hash collision (field {name})")
 
 
 def find(keys_h1: np.ndarray, h1: np.ndarray, keys_h2: np.ndarray | None = None,

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import functools
 import os
+import pickle
+import tempfile
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,25 +24,22 @@ from hpcsa.aggregate.prof.gpu_contexts import RECONSTRUCTED, GpuPart, reconstruc
 from hpcsa.aggregate.prof.inputs import ProfileInput
 from hpcsa.aggregate.prof.lexical import hashed_name, module_key
 from hpcsa.aggregate.prof.unify import NO_ACTIVITY, OUTLINED_RANGE_IDS, PARTIAL, PRIMARY
-from hpcsa.binfmt import Blob, Cursor
-from hpcsa.errors import FormatError, UnsupportedError
-from hpcsa.gpucct import CallGraph
+from hpcsa.errors import FormatError, HpcsaError, UnsupportedError
 from hpcsa.ingest.hpcrun import (
     CCT_NODE,
-    END_SENTINEL,
-    ID_ELEMENT,
     SPARSE_INDEX,
     SPARSE_VALUE,
     UNWOUND,
     HpcrunProfile,
     LoadModule,
     MetricDesc,
-    read_footer,
-    read_hpcrun,
+    read_hpcrun_tree,
+    tree_rows,
 )
-from hpcsa.ingest.hpctrace import FLAG_DATA_CENTRIC, HEADER, HEADER_SIZE, MAGIC, RECORD, VERSION
+from hpcsa.ingest.hpctrace import FLAG_DATA_CENTRIC, read_hpctrace_header
 
-TRACE_RECORD = RECORD.itemsize
+if TYPE_CHECKING:
+    from hpcsa.gpucct import CallGraph
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,8 @@ class Phase1Env:
     graphs_by_key: dict[str, CallGraph] = field(default_factory=dict)
     graphs_by_name: dict[str, CallGraph] = field(default_factory=dict)
     seed: int = 0
+    #: A private directory where the first reading keeps what the second needs (None: read profiles twice).
+    scratch: str | None = None
 
     def graph_for(self, key: str) -> CallGraph | None:
         g = self.graphs_by_key.get(key)
@@ -77,6 +79,7 @@ class ProfileFacts:
     metrics: int                  # index into Discovery.metric_tables
     trace_records: int            # records in its .hpctrace (0 without one)
     loadmap: int = 0              # index into Discovery.loadmaps
+    kept: tuple[str, int, int] | None = None  # (scratch file, offset, size) of what phase 2 needs of it
 
 
 @dataclass
@@ -119,39 +122,21 @@ def merge(parts: list[Discovery]) -> Discovery:
             lremap.append(map_index[key])
         for f in p.profiles:
             profiles.append(ProfileFacts(f.input, f.id_tuple, f.trace_disorder, remap[f.metrics], f.trace_records,
-                                         lremap[f.loadmap]))
+                                         lremap[f.loadmap], f.kept))
         names.update(p.id_names)
     programs = set().union(*(p.programs for p in parts)) if parts else set()
     return Discovery(rawtree.union([p.raw for p in parts]), profiles, tables, names, maps, programs)
 
 
-def check_trace_header(path: str) -> None:
-    """The trace header is readable and not data-centric (hpcprof refuses those); records are read later."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(HEADER_SIZE)
-    except OSError as exc:
-        raise FormatError(path, f"cannot read: {exc.strerror or exc}") from None
-    if len(head) < HEADER_SIZE:
-        raise FormatError(path, f"too short for an .hpctrace file ({len(head)} bytes, the header alone is 32)")
-    rec = np.frombuffer(head, HEADER, 1)[0]
-    if bytes(rec["magic"]) != MAGIC:
-        raise FormatError(path, "not an .hpctrace trace file (bad magic)")
-    if bytes(rec["version"]) != VERSION.encode():
-        raise UnsupportedError(path, f"unsupported .hpctrace version {bytes(rec['version'])!r}")
-    if int(rec["flags"]) & FLAG_DATA_CENTRIC:
-        raise UnsupportedError(path, "data-centric traces are not supported (hpcprof refuses them too)")
-
-
 def trace_records(inp: ProfileInput) -> int:
-    """Records in a profile's trace, checked the way hpcprof checks it (size, data-centric flag)."""
+    """Records in a profile's trace (0 without one), checked by the trace reader's own header checks; refuses
+    data-centric traces, as hpcprof does. The records themselves are read in phase 2."""
     if inp.trace is None:
         return 0
-    body = inp.trace_size - HEADER_SIZE
-    if body < 0 or body % TRACE_RECORD:
-        raise FormatError(inp.trace, f"trace data is {max(body, 0)} bytes, not a whole number of "
-                          f"{TRACE_RECORD}-byte records; the file is truncated")
-    return body // TRACE_RECORD
+    flags, count = read_hpctrace_header(inp.trace)
+    if flags & FLAG_DATA_CENTRIC:
+        raise UnsupportedError(inp.trace, "data-centric traces are not supported (hpcprof refuses them too)")
+    return count
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -177,30 +162,40 @@ class NodeIndex:
         return np.where(sorted_ids[pos] == node_ids, self.order[pos], -1)
 
 
-def profile_nodes(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env
-                  ) -> tuple[rawtree.RawNodes, NodeIndex, GpuPart]:
-    """A profile's raw nodes (CCT rows first, then reconstructed GPU nodes), its node index and the GPU
-    part. Refuses trees hpcprof refuses (and ones it would misread)."""
-    cct = prof.cct
-    ids = cct["id"].astype(np.int64)
-    n = len(ids)
-    index = NodeIndex(ids, np.argsort(ids, kind="stable"))
-    path = inp.path
-    sorted_ids = ids[index.order]
-    if n and (sorted_ids[0] <= 0 or (sorted_ids[1:] == sorted_ids[:-1]).any()):
-        raise FormatError(path, "CCT: node ids must be unique and non-zero")
-    par_id = cct["parent"].astype(np.int64)
-    parent = np.where(par_id == 0, -1, index.rows(par_id))
-    if ((par_id != 0) & ((parent < 0) | (parent >= np.arange(n)))).any():
-        raise FormatError(path, "CCT: a node's parent is missing or comes after it (records must be parent-first)")
-    lm = cct["lm_id"].astype(np.int64)
-    ip = cct["lm_ip"].astype(np.uint64)
-    unwound = (cct["flags"] & UNWOUND) != 0
-    # Load modules: ids of the load map -> module hashes (0 = placeholders), through a table by id.
+class _Refusal:
+    """Problems found in a profile's tree, reported against its path (what :func:`tree_rows` needs)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def fail(self, problem: str) -> FormatError:
+        return FormatError(self.path, problem)
+
+
+@dataclass
+class ProfileFields:
+    """A profile's nodes before hashing: CCT rows first, then reconstructed GPU nodes (parent rows, -1 at the
+    top), with the node index, the load modules used and the GPU part."""
+
+    parent: np.ndarray
+    kind: np.ndarray
+    flag: np.ndarray
+    module: np.ndarray
+    ip: np.ndarray
+    modules: dict[int, rawtree.ModuleRef]
+    index: NodeIndex
+    gpu: GpuPart
+
+
+@functools.lru_cache(maxsize=256)
+def _loadmap_table(loadmap: tuple[LoadModule, ...], measdir: str
+                   ) -> tuple[np.ndarray, np.ndarray, dict[int, int], dict[int, rawtree.ModuleRef]]:
+    """Load-map ids -> module hashes (0 = placeholders) as a table by id, which ids are known, and the
+    modules by hash: computed once per distinct load map (every profile of a run has the same one)."""
     lm_hash: dict[int, int] = {}
     modules: dict[int, rawtree.ModuleRef] = {}
-    for entry in prof.loadmap:
-        h, ref = _module_ref(entry.path, inp.measdir)
+    for entry in loadmap:
+        h, ref = _module_ref(entry.path, measdir)
         lm_hash[entry.id] = h
         modules[h] = ref
     table = np.zeros(max([0, *lm_hash]) + 1, np.uint64)
@@ -208,6 +203,24 @@ def profile_nodes(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env
     known[0] = True
     for i, h in lm_hash.items():
         table[i], known[i] = h, True
+    return table, known, lm_hash, modules
+
+
+def profile_fields(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env,
+                   rows: tuple[np.ndarray, np.ndarray] | None = None) -> ProfileFields:
+    """A profile's nodes, checked (refuses trees hpcprof refuses, and ones it would misread). ``rows``: the
+    CCT rows in id order and each node's parent row, as the reader's tree checks found them
+    (:func:`hpcsa.ingest.hpcrun.read_hpcrun_tree`); computed here when not given."""
+    cct = prof.cct
+    path = inp.path
+    order, parent = rows if rows is not None else tree_rows(_Refusal(path), cct)
+    ids = cct["id"].astype(np.int64)
+    n = len(ids)
+    index = NodeIndex(ids, order)
+    lm = cct["lm_id"].astype(np.int64)
+    ip = cct["lm_ip"].astype(np.uint64)
+    unwound = (cct["flags"] & UNWOUND) != 0
+    table, known, lm_hash, modules = _loadmap_table(tuple(prof.loadmap), inp.measdir)
     unknown = (lm >= len(table)) | ~known[np.minimum(lm, len(table) - 1)] if n else np.zeros(0, bool)
     if unknown.any():
         bad = lm[unknown]
@@ -216,20 +229,22 @@ def profile_nodes(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env
         raise FormatError(path, f"a CCT node names load module {int(bad[0])}, which is not in the load map")
     module = table[lm]
     top = parent < 0
-    if (top & ~((lm == 0) & (ip == np.uint64(PRIMARY)))).any():
+    placeholder = lm == 0
+    if (top & ~(placeholder & (ip == np.uint64(PRIMARY)))).any():
         raise FormatError(path, "a root of the CCT is not the <primary root> placeholder")
     pr = np.where(top, 0, parent)
-    at_global = ~top & (lm[pr] == 0) & (ip[pr] == np.uint64(PRIMARY)) if n else np.zeros(0, bool)
-    special = (lm == 0) & ((ip == np.uint64(NO_ACTIVITY)) | (ip == np.uint64(PARTIAL)))
+    at_global = ~top & placeholder[pr] & (ip[pr] == np.uint64(PRIMARY)) if n else np.zeros(0, bool)
+    special = placeholder & ((ip == np.uint64(NO_ACTIVITY)) | (ip == np.uint64(PARTIAL)))
     if (special & ~top & ~at_global).any():
         raise FormatError(path, "<no activity> or <partial root> below a context other than the root")
-    if ((lm == 0) & ~unwound & ~top).any():
+    if (placeholder & ~unwound & ~top).any():
         raise FormatError(path, "a placeholder CCT node is marked as not unwound")
     graphs = {}
     if env.has_graphs:
         graphs = {h: g for h in set(lm_hash.values()) if (g := env.graph_for(modules[h].key)) is not None}
     gpu = reconstruct_profile(prof, index.rows, lm_hash, graphs) if graphs else GpuPart.empty()
     flag = unwound.astype(np.uint8)
+    kind = np.zeros(n, np.uint8)
     if len(gpu.reconstructed_rows):
         flag[gpu.reconstructed_rows] |= RECONSTRUCTED
         has_kids = np.zeros(n, bool)
@@ -237,53 +252,202 @@ def profile_nodes(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env
         if has_kids[gpu.reconstructed_rows].any():
             raise FormatError(path, "a GPU PC-sample node has children")
     if len(gpu.parent):
-        nodes = rawtree.make_nodes(np.concatenate([parent, gpu.parent]), np.concatenate([np.zeros(n, np.uint8),
-                                   gpu.kind]), np.concatenate([flag, gpu.flag]), np.concatenate([module, gpu.module]),
-                                   np.concatenate([ip, gpu.ip]), env.seed)
-    else:
-        nodes = rawtree.make_nodes(parent, np.zeros(n, np.uint8), flag, module, ip, env.seed)
-    return rawtree.RawNodes(nodes, modules), index, gpu
+        parent, kind = np.concatenate([parent, gpu.parent]), np.concatenate([kind, gpu.kind])
+        flag, module = np.concatenate([flag, gpu.flag]), np.concatenate([module, gpu.module])
+        ip = np.concatenate([ip, gpu.ip])
+    return ProfileFields(parent, kind, flag, module, ip, dict(modules), index, gpu)
+
+
+def profile_nodes(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env,
+                  rows: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[rawtree.RawNodes, NodeIndex, GpuPart]:
+    """A profile's raw nodes (:func:`profile_fields`, hashed), its node index and the GPU part."""
+    f = profile_fields(prof, inp, env, rows)
+    return rawtree.RawNodes(hash_nodes([f], env.seed)[0], f.modules), f.index, f.gpu
+
+
+def hash_nodes(profiles: list[ProfileFields], seed: int) -> list[np.ndarray]:
+    """The RAW rows of several profiles' nodes, hashed together as one forest (one vectorized pass, not one
+    per profile: the per-call cost of numpy dominates small profiles); one array per profile."""
+    sizes = np.array([len(f.parent) for f in profiles], np.int64)
+    base = np.concatenate([[0], np.cumsum(sizes)])
+    if len(profiles) == 1:
+        f = profiles[0]
+        return [rawtree.make_nodes(f.parent, f.kind, f.flag, f.module, f.ip, seed)]
+    parent = np.concatenate([np.where(f.parent >= 0, f.parent + b, -1) for f, b in zip(profiles, base, strict=False)])
+    nodes = rawtree.make_nodes(parent, *(np.concatenate([getattr(f, name) for f in profiles])
+                                         for name in ("kind", "flag", "module", "ip")), seed)
+    return np.split(nodes, base[1:-1])
+
+
+#: Profiles hashed together in phase 1: at most this many, or this many bytes of .hpcrun files.
+HASH_TOGETHER = 64
+HASH_TOGETHER_BYTES = 16 << 20
+
+
+def survey_profiles(batch: list[ProfileInput], env: Phase1Env) -> Discovery:
+    """Phase 1 for a batch of profiles: each profile's only reading. Nodes are hashed a group of profiles at
+    a time; what phase 2 needs of each is kept in the scratch directory when there is one
+    (:func:`second_reading`)."""
+    parts: list[Discovery] = []
+    group: list[ProfileInput] = []
+    size = 0
+    for inp in batch:
+        group.append(inp)
+        size += inp.size
+        if len(group) >= HASH_TOGETHER or size >= HASH_TOGETHER_BYTES:
+            parts.append(_survey_group(group, env))
+            group, size = [], 0
+            if len(parts) >= 4:  # memory bounded by the union, not by the batch's profiles
+                parts = [merge(parts)]
+    if group:
+        parts.append(_survey_group(group, env))
+    return merge(parts) if len(parts) != 1 else parts[0]
 
 
 def survey_profile(inp: ProfileInput, env: Phase1Env) -> Discovery:
-    """Phase 1 for one profile (the first of its two readings)."""
-    prof = read_hpcrun(inp.path, values=env.has_graphs)
-    raw, _, _ = profile_nodes(prof, inp, env)
-    n_trace = trace_records(inp)
-    if inp.trace is not None:
-        check_trace_header(inp.trace)
+    """Phase 1 for one profile (see :func:`survey_profiles`)."""
+    return _survey_group([inp], env)
+
+
+def _survey_group(group: list[ProfileInput], env: Phase1Env) -> Discovery:
+    profs: list[HpcrunProfile] = []
+    fields: list[ProfileFields] = []
+    facts: list[ProfileFacts] = []
+    tables: dict[tuple[int, ...], int] = {}  # metric tables and load maps by identity (the reader shares
+    loadmaps: dict[tuple[int, ...], int] = {}  # the parse of equal ones); merged by value later
+    disc = Discovery(rawtree.RawNodes(np.zeros(0, rawtree.RAW)))
+    for inp in group:
+        prof, order, parent = read_hpcrun_tree(inp.path)
+        fields.append(profile_fields(prof, inp, env, (order, parent)))
+        n_trace = trace_records(inp)
+        try:
+            disorder = int(prof.header.get("trace-disorder", "0") or 0)
+        except ValueError:
+            raise FormatError(inp.path, f"trace-disorder {prof.header.get('trace-disorder')!r} "
+                              "is not a number") from None
+        key = tuple(map(id, prof.metrics))
+        if key not in tables:
+            tables[key] = len(disc.metric_tables)
+            disc.metric_tables.append(tuple(prof.metrics))
+        lkey = tuple(map(id, prof.loadmap))
+        if lkey not in loadmaps:
+            loadmaps[lkey] = len(disc.loadmaps)
+            disc.loadmaps.append(tuple(prof.loadmap))
+        facts.append(ProfileFacts(inp, prof.id_tuple.copy(), disorder, tables[key], n_trace, loadmaps[lkey]))
+        disc.id_names.update(prof.id_names)
+        program = os.path.basename(prof.header.get("program-name", "") or "")
+        if program:
+            disc.programs.add(program)
+        profs.append(prof)
+    hashed = hash_nodes(fields, env.seed)
+    modules: dict[int, rawtree.ModuleRef] = {}
+    for prof, f, nodes, fact in zip(profs, fields, hashed, facts, strict=True):
+        modules.update(f.modules)
+        if env.scratch is not None:
+            fact.kept = _keep(env, prof, nodes, f.gpu)
+    disc.profiles = facts
+    disc.raw = rawtree.RawNodes(np.concatenate(hashed), modules)
+    return merge([disc])  # the union of the nodes (sorted, one row per path)
+
+
+# -- what phase 2 needs of a profile, kept by phase 1 ---------------------------------------------------
+
+#: Per node, what phase 2 needs of a profile's raw nodes (the path hash lanes and the flags).
+KEPT_NODE = np.dtype([("h1", "<u8"), ("h2", "<u8"), ("flag", "u1")])
+#: What phase 1 keeps of a profile, in this order after a header of their lengths (int64 each): CCT rows,
+#: raw nodes, sparse values, sparse index (each in its .hpcrun layout or :data:`KEPT_NODE`), then the
+#: pickled GPU part (0 bytes when nothing was reconstructed).
+KEPT_PARTS = (CCT_NODE, KEPT_NODE, SPARSE_VALUE, SPARSE_INDEX)
+KEPT_HEAD = np.dtype(("<i8", len(KEPT_PARTS) + 1))
+
+
+def _kept_bytes(prof: HpcrunProfile, raw: np.ndarray, gpu: GpuPart) -> bytes:
+    nodes = np.empty(len(raw), KEPT_NODE)
+    for name in KEPT_NODE.names:
+        nodes[name] = raw[name]
+    gpu_bytes = pickle.dumps(gpu, protocol=pickle.HIGHEST_PROTOCOL) if len(gpu.parent) else b""
+    arrays = (prof.cct, nodes, prof.values, prof.index)
+    head = np.array([len(a) for a in arrays] + [len(gpu_bytes)], "<i8")
+    return b"".join([head.tobytes(), *(np.ascontiguousarray(a).tobytes() for a in arrays), gpu_bytes])
+
+
+def _kept_arrays(data: bytes) -> tuple[list[np.ndarray], GpuPart]:
+    """The arrays :func:`_kept_bytes` wrote (views of ``data``) and the GPU part."""
+    head = np.frombuffer(data, KEPT_HEAD, 1)[0]
+    at = KEPT_HEAD.itemsize
+    arrays = []
+    for dtype, count in zip(KEPT_PARTS, head[:-1].tolist(), strict=True):
+        arrays.append(np.frombuffer(data, dtype, count, at))
+        at += dtype.itemsize * count
+    gpu = pickle.loads(data[at:]) if head[-1] else GpuPart.empty()  # noqa: S301 - our file, private directory
+    return arrays, gpu
+
+
+#: This process's scratch file per (process, directory, seed): [descriptor, path, bytes written].
+_KEEPERS: dict[tuple[int, str, int], list] = {}  # type: ignore[type-arg]
+
+
+def _keep(env: Phase1Env, prof: HpcrunProfile, nodes: np.ndarray, gpu: GpuPart) -> tuple[str, int, int]:
+    """Append the arrays phase 2 needs of a profile (its CCT, node hashes and flags, sparse values, GPU part)
+    to this process's scratch file; where they are. One file per process: no locking, offsets are its own."""
+    assert env.scratch is not None
+    key = (os.getpid(), env.scratch, env.seed)
+    keeper = _KEEPERS.get(key)
     try:
-        disorder = int(prof.header.get("trace-disorder", "0") or 0)
-    except ValueError:
-        raise FormatError(inp.path, f"trace-disorder {prof.header.get('trace-disorder')!r} is not a number") from None
-    program = os.path.basename(prof.header.get("program-name", "") or "")
-    return Discovery(raw, [ProfileFacts(inp, prof.id_tuple.copy(), disorder, 0, n_trace, 0)],
-                     [tuple(prof.metrics)], dict(prof.id_names), [tuple(prof.loadmap)],
-                     {program} if program else set())
+        if keeper is None:
+            fd, path = tempfile.mkstemp(prefix=f"phase1-{env.seed}-", suffix=".arrays", dir=env.scratch)
+            keeper = _KEEPERS[key] = [fd, path, 0]
+        data = _kept_bytes(prof, nodes, gpu)
+        fd, path, offset = keeper
+        view = memoryview(data)
+        at = offset
+        while view:
+            written = os.pwrite(fd, view, at)
+            view, at = view[written:], at + written
+    except OSError as exc:
+        raise HpcsaError(env.scratch, f"cannot write a scratch file: {exc.strerror or exc}") from None
+    keeper[2] = offset + len(data)
+    return path, offset, len(data)
 
 
-def read_again(facts: ProfileFacts, metrics: tuple[MetricDesc, ...], loadmap: tuple[LoadModule, ...]
-               ) -> HpcrunProfile:
-    """The second reading of a profile: only its CCT and values (through the .hpcrun layouts of
-    :mod:`hpcsa.ingest.hpcrun`); header, load map, metric table and identity come from the first."""
+def release_scratch(scratch: str) -> None:
+    """Close this process's scratch files in ``scratch`` (the directory itself is the caller's)."""
+    for key in [k for k in _KEEPERS if k[1] == scratch]:
+        os.close(_KEEPERS.pop(key)[0])
+
+
+def second_reading(facts: ProfileFacts, metrics: tuple[MetricDesc, ...], loadmap: tuple[LoadModule, ...],
+                   env: Phase1Env) -> tuple[HpcrunProfile, rawtree.RawNodes, NodeIndex, GpuPart]:
+    """What phase 2 needs of a profile: its CCT and values (header, load map, metric table and identity come
+    from phase 1), its raw nodes, node index and GPU part. Taken from what phase 1 kept, so the .hpcrun file
+    is read once; read again (through the .hpcrun reader and its checks) only where nothing was kept."""
     path = facts.input.path
-    blob = Blob(path)
-    footer = read_footer(blob)
-    cur = Cursor(blob, int(footer["cct_start"]), int(footer["cct_end"]), ">", "CCT")
-    cct = cur.array(CCT_NODE, cur.count(8, CCT_NODE.itemsize, "CCT node count"), "CCT nodes")
-    cur = Cursor(blob, int(footer["sm_start"]), int(footer["sm_end"]), ">", "sparse metrics")
-    cur.array(ID_ELEMENT, cur.count(2, ID_ELEMENT.itemsize, "identifier tuple length"), "identifier tuple")
-    nvals = cur.count(8, SPARSE_VALUE.itemsize, "value count")
-    nnodes = cur.count(4, SPARSE_INDEX.itemsize, "non-zero node count")
-    vals = cur.array(SPARSE_VALUE, nvals, "values")
-    index = cur.array(SPARSE_INDEX, nnodes + 1, "context index")
-    starts = index["start"].astype(np.int64)
-    if int(index["node"][-1]) != END_SENTINEL or starts[-1] != nvals or (np.diff(starts) < 0).any():
-        raise FormatError(path, "sparse metrics: the context index is not an ascending list ending with 'end!'")
-    if nvals and int(vals["metric"].max()) >= len(metrics):
-        raise FormatError(path, "a value names a metric the file does not declare")
-    return HpcrunProfile(header={}, loadmap=list(loadmap), cct=cct, metrics=list(metrics), id_names=[],
-                         id_tuple=facts.id_tuple, values=vals, index=index[:-1], path=path)
+    if facts.kept is None:
+        prof, order, parent = read_hpcrun_tree(path)
+        raw, index, gpu = profile_nodes(prof, facts.input, env, (order, parent))
+        cct, values, sparse = prof.cct, prof.values, prof.index
+    else:
+        kept_path, offset, size = facts.kept
+        try:
+            fd = os.open(kept_path, os.O_RDONLY)
+            try:
+                data = os.pread(fd, size, offset)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise HpcsaError(kept_path, f"cannot read a scratch file: {exc.strerror or exc}") from None
+        if len(data) != size:
+            raise HpcsaError(kept_path, "a scratch file is shorter than written (was it removed?)")
+        (cct, kept, values, sparse), gpu = _kept_arrays(data)
+        nodes = np.zeros(len(kept), rawtree.RAW)
+        for name in KEPT_NODE.names:
+            nodes[name] = kept[name]
+        raw = rawtree.RawNodes(nodes)
+        ids = cct["id"].astype(np.int64)
+        index = NodeIndex(ids, np.argsort(ids, kind="stable"))
+    prof = HpcrunProfile(header={}, loadmap=list(loadmap), cct=cct, metrics=list(metrics), id_names=[],
+                         id_tuple=facts.id_tuple, values=values, index=sparse, path=path)
+    return prof, raw, index, gpu
 
 
 def program_name(disc: Discovery) -> str | None:

@@ -23,7 +23,6 @@ from hpcsa.aggregate.prof.metrictable import SCOPE_ORDER, MetricTable
 from hpcsa.aggregate.prof.propagate import TreeArrays
 from hpcsa.aggregate.prof.survey import Discovery, Phase1Env, ProfileFacts
 from hpcsa.errors import HpcsaError
-from hpcsa.gpucct import CallGraph
 from hpcsa.ingest.hpcrun import BOTH_VALID, ID_KIND_MASK, LOGIC_GLOBAL, LOGIC_LOCAL, LoadModule, MetricDesc
 from hpcsa.structure.model import Module
 
@@ -166,7 +165,7 @@ def _tuple_key(t: np.ndarray) -> tuple[tuple[int, int, int], ...]:
 def assemble(disc: Discovery, classifier: lx.Classifier, env: Phase1Env, *, statistics: tuple[str, ...],
              title: str | None, warnings: list[str] | None = None) -> ClassTwo:
     binaries = list(classifier.read_from)
-    graphs: dict[int, CallGraph] = {}
+    graphs: dict[int, object] = {}  # module hash -> hpcsa.gpucct.CallGraph
     for h, ref in disc.raw.modules.items():
         g = env.graph_for(ref.key)
         if g is not None:

@@ -2,8 +2,8 @@
 
 The union of the measured trees (:mod:`rawtree`) is expanded once, node by
 node, into source-level contexts the way hpcprof creates them
-(``sources/hpcrun4.cpp``, ``finalizers/struct.cpp``; reference/hpctoolkit.md
-§1.7, §2.2, §4):
+(``src/lib/profile/sources/hpcrun4.cpp`` and ``finalizers/struct.cpp`` in the HPCToolkit sources;
+the placeholders and partial call paths as the HPCToolkit User's Manual presents them):
 
 - ``^Primary`` and ``NoActvty`` are the global context; ``^Partial`` and
   ``*Unnorm`` are ``(unknown)``; ``| Main`` and ``| Thread`` placeholders
@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,7 +38,6 @@ from hpcsa.aggregate.prof import lexical as lx
 from hpcsa.aggregate.prof import rawtree
 from hpcsa.aggregate.prof.gpu_contexts import RECONSTRUCTED, frame_name
 from hpcsa.errors import HpcsaError
-from hpcsa.gpucct import CallGraph, StepKind
 from hpcsa.ingest.placeholders import (
     FENCE_MAIN,
     FENCE_THREAD,
@@ -47,6 +47,9 @@ from hpcsa.ingest.placeholders import (
     UNNORMALIZED,
     placeholder_name,
 )
+
+if TYPE_CHECKING:
+    from hpcsa.gpucct import CallGraph
 
 #: Load-module ids hpcrun reserves for outlined range trees (range-based PC sampling).
 OUTLINED_RANGE_IDS = (65531, 65532, 65533)
@@ -80,9 +83,17 @@ class ContextBuilder:
         """Create a classified chain below ``parent``; (first context, last context)."""
         ctx = parent
         first = -1
-        for i, (rel, scope) in enumerate(steps):
-            ctx = self.ensure(ctx, relation if rel is None else rel, scope)
-            if i == 0:
+        index = self._index
+        for rel, scope in steps:  # ensure(), inlined: this runs once per step of every chain
+            key = (ctx, relation if rel is None else rel, scope)
+            got = index.get(key)
+            if got is None:
+                got = index[key] = len(self.parent)
+                self.parent.append(ctx)
+                self.relation.append(key[1])
+                self.scope.append(scope)
+            ctx = got
+            if first < 0:
                 first = ctx
         return first, ctx
 
@@ -96,6 +107,16 @@ class Expansion:
     rel: np.ndarray
 
 
+def _frame_steps(kind: np.ndarray) -> tuple[int, int]:
+    """The step kinds (call, unknown caller) of reconstructed GPU frames; (-1, -1) without any FRAME node,
+    so that CPU-only runs never import hpcsa.gpucct (and networkx)."""
+    if not (kind == rawtree.FRAME).any():
+        return -1, -1
+    from hpcsa.gpucct import StepKind
+
+    return int(StepKind.CALL), int(StepKind.UNKNOWN)
+
+
 def expand(raw: rawtree.RawNodes, classifier: lx.Classifier, graphs: dict[int, CallGraph]) -> Expansion:
     """Contexts for every node of the union (see the module docstring)."""
     nodes = raw.nodes
@@ -106,8 +127,9 @@ def expand(raw: rawtree.RawNodes, classifier: lx.Classifier, graphs: dict[int, C
     if (has_parent & (parent_row < 0)).any():
         raise HpcsaError(None, "internal error: a node of the union has no parent in it")
     kind = nodes["kind"]
+    step_call, step_unknown = _frame_steps(kind)
     is_point = ((kind == rawtree.CCT) & (nodes["module"] != 0)) | (kind == rawtree.POINT) | \
-               ((kind == rawtree.FRAME) & (nodes["flag"] == int(StepKind.CALL)))
+               ((kind == rawtree.FRAME) & (nodes["flag"] == step_call))
     # Classify every distinct (module, address) once, per module (vectorized lookups).
     chains: dict[tuple[int, int], tuple[lx.Step, ...]] = {}
     pts = np.unique(nodes[["module", "ip"]][is_point]) if n else np.zeros(0, nodes.dtype)
@@ -149,9 +171,9 @@ def expand(raw: rawtree.RawNodes, classifier: lx.Classifier, graphs: dict[int, C
                 par = b.ensure(par, lx.CALL, lx.UNKNOWN)
             rel[row], full[row] = b.chain(par, lx.CALL, chains[(mod, ip)])
         elif k == rawtree.FRAME:
-            if flag == int(StepKind.CALL):
+            if flag == step_call:
                 rel[row], full[row] = b.chain(par, lx.CALL, chains[(mod, ip)])
-            elif flag == int(StepKind.UNKNOWN):
+            elif flag == step_unknown:
                 full[row] = rel[row] = b.ensure(par, lx.CALL, lx.UNKNOWN)
             else:
                 name = frame_name(graphs.get(mod), flag, ip)
@@ -211,35 +233,48 @@ class UnifiedTree:
 
 def canonical_ids(b: ContextBuilder) -> tuple[UnifiedTree, np.ndarray]:
     """Ids by a depth-first walk with siblings sorted by (relation, scope); (tree, id of each provisional)."""
-    children: list[list[int]] = [[] for _ in range(len(b))]
-    for node in range(1, len(b)):
-        children[b.parent[node]].append(node)
-    sort_key: Callable[[int], tuple[int, lx.Scope]] = lambda c: (b.relation[c], b.scope[c])  # noqa: E731
-    new_id = np.full(len(b), -1, np.int64)
+    nb = len(b)
+    b_parent, b_relation, b_scope = b.parent, b.relation, b.scope
+    children: list[list[int]] = [[] for _ in range(nb)]
+    for node in range(1, nb):
+        children[b_parent[node]].append(node)
+    sort_key: Callable[[int], tuple[int, lx.Scope]] = lambda c: (b_relation[c], b_scope[c])  # noqa: E731
     order: list[int] = []
-    depth_of = [0] * len(b)
+    depth_of = [0] * nb
     stack = [0]
     while stack:
         node = stack.pop()
-        new_id[node] = len(order)
         order.append(node)
-        kids = sorted(children[node], key=sort_key)
-        for c in kids:
-            depth_of[c] = depth_of[node] + 1
-        stack.extend(reversed(kids))
+        kids = children[node]
+        if kids:
+            kids.sort(key=sort_key)
+            d = depth_of[node] + 1
+            for c in kids:
+                depth_of[c] = d
+            stack.extend(reversed(kids))
     n = len(order)
     old = np.array(order, np.int64)
-    parent = np.array([-1] + [int(new_id[b.parent[o]]) for o in order[1:]], np.int32)
-    relation = np.array([b.relation[o] for o in order], np.int8)
-    scopes = [b.scope[o] for o in order]
-    depth = np.array([depth_of[o] for o in order], np.int32)
-    # Subtree ends: a node's subtree ends where the next node of its depth or shallower starts.
+    new_id = np.full(nb, -1, np.int64)
+    new_id[old] = np.arange(n)
+    parent = np.full(n, -1, np.int32)
+    parent[1:] = new_id[np.array(b_parent, np.int64)[old[1:]]]
+    relation = np.array(b_relation, np.int8)[old]
+    scopes = [b_scope[o] for o in order]
+    depth = np.array(depth_of, np.int32)[old]
+    return UnifiedTree(parent, relation, scopes, depth, subtree_ends(parent, depth)), new_id
+
+
+def subtree_ends(parent: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """End (exclusive) of each node's subtree in a pre-order numbering: its id plus its subtree's size, the
+    sizes summed into parents one depth level at a time, deepest first (vectorized per level)."""
+    n = len(parent)
     size = np.ones(n, np.int64)
-    for c in range(n - 1, 0, -1):
-        size[parent[c]] += size[c]
-    end = np.arange(n, dtype=np.int64) + size
-    del old
-    return UnifiedTree(parent, relation, scopes, depth, end), new_id
+    by_depth = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max()) + 2 if n else 1))
+    for d in range(len(bounds) - 2, 0, -1):
+        level = by_depth[bounds[d]:bounds[d + 1]]
+        np.add.at(size, parent[level], size[level])
+    return np.arange(n, dtype=np.int64) + size
 
 
 # -- meta.db ----------------------------------------------------------------------------------------------
@@ -248,9 +283,19 @@ def canonical_ids(b: ContextBuilder) -> tuple[UnifiedTree, np.ndarray]:
 ENTRY_KINDS = {FENCE_MAIN: (1, "main thread"), FENCE_THREAD: (2, "application thread")}
 
 
-def meta_tables(tree: UnifiedTree) -> tuple[metadb.ContextTree, metadb.Functions, list[str], list[str]]:
-    """meta.db's context tree, functions, modules and files for ``tree`` (all in canonical order)."""
-    scopes = tree.scopes
+@dataclass
+class _Names:
+    """meta.db's module, file and function tables of a tree's scopes, with the index of each entry."""
+
+    modules: list[str]
+    files: list[str]
+    functions: list[tuple[object, ...]]  # ("f", name, module, offset, file, line) or ("p", name, code)
+    module_index: dict[str, int]
+    file_index: dict[str, int]
+    function_index: dict[tuple[object, ...], int]
+
+
+def _names(scopes: list[lx.Scope]) -> _Names:
     modules: set[str] = set()
     files: set[str] = set()
     functions: set[tuple[object, ...]] = set()
@@ -273,51 +318,68 @@ def meta_tables(tree: UnifiedTree) -> tuple[metadb.ContextTree, metadb.Functions
             modules.add(s[1])
     module_list = sorted(modules)
     file_list = sorted(files)
-    mod_idx = {m: i for i, m in enumerate(module_list)}
-    file_idx = {f: i for i, f in enumerate(file_list)}
     # Real functions first, then placeholders (hpcprof's order of the two groups).
     fn_keys = sorted(f for f in functions if f[0] == "f") + sorted((f for f in functions if f[0] == "p"),
                                                                   key=lambda f: (f[1], f[2]))
-    fn_idx = {f: i for i, f in enumerate(fn_keys)}
-    names: list[str | None] = []
+    return _Names(module_list, file_list, fn_keys, {m: i for i, m in enumerate(module_list)},
+                  {f: i for i, f in enumerate(file_list)}, {f: i for i, f in enumerate(fn_keys)})
+
+
+def _functions(names: _Names) -> metadb.Functions:
+    shown: list[str | None] = []
     fmod, foff, ffile, fline = [], [], [], []
-    for f in fn_keys:
+    for f in names.functions:
         if f[0] == "p":
-            names.append(f[1])
+            shown.append(f[1])
             fmod.append(-1), foff.append(0), ffile.append(-1), fline.append(0)
         else:
             _, name, module, offset, file, line = f
-            names.append(name)
-            fmod.append(mod_idx[module] if module else -1)
+            shown.append(name)
+            fmod.append(names.module_index[module] if module else -1)
             foff.append(offset if module and offset >= 0 else 0)
-            ffile.append(file_idx[file] if file else -1)
+            ffile.append(names.file_index[file] if file else -1)
             fline.append(line if file and line >= 0 else 0)
-    funcs = metadb.Functions(names, np.array(fmod, np.int32), np.array(foff, np.uint64),
-                             np.array(ffile, np.int32), np.array(fline, np.uint32), np.zeros(len(names), np.uint32))
+    return metadb.Functions(shown, np.array(fmod, np.int32), np.array(foff, np.uint64),
+                            np.array(ffile, np.int32), np.array(fline, np.uint32), np.zeros(len(shown), np.uint32))
 
-    n = len(tree)
+
+def _entry_points(tree: UnifiedTree) -> tuple[np.ndarray, list[metadb.EntryPoint], np.ndarray]:
+    """The top-level contexts, meta.db's entry points for them, and the entry point of every context."""
     top = np.flatnonzero(tree.parent == 0)
     entries = []
-    entry_of = {}
+    entry_id = np.zeros(len(tree), np.int64)
     for c in top.tolist():
-        s = scopes[c]
+        s = tree.scopes[c]
         if s[0] == lx.UNKNOWN_KIND:
             kind, pretty = 0, "unknown entry"
         elif s[0] == lx.PLACEHOLDER and s[1] in ENTRY_KINDS:
             kind, pretty = ENTRY_KINDS[s[1]]
         else:
             raise HpcsaError(None, f"internal error: invalid top-level context {s}")
-        entry_of[c] = len(entries)
+        entry_id[c: tree.end[c]] = len(entries)  # ids are pre-order: a subtree is an id range
         entries.append(metadb.EntryPoint(c, kind, pretty))
+    return top, entries, entry_id
+
+
+def meta_tables(tree: UnifiedTree) -> tuple[metadb.ContextTree, metadb.Functions, list[str], list[str]]:
+    """meta.db's context tree, functions, modules and files for ``tree`` (all in canonical order)."""
+    names = _names(tree.scopes)
+    top, entries, entry_id = _entry_points(tree)
     rows = np.flatnonzero(tree.parent > 0)  # every context below an entry point
-    row_of = np.full(n, -1, np.int64)
+    row_of = np.full(len(tree), -1, np.int64)
     row_of[rows] = np.arange(len(rows))
     par = tree.parent[rows].astype(np.int64)
     parent_rows = np.where(np.isin(par, top), -1, row_of[par])
-    # The entry point each context descends from.
-    entry_id = np.zeros(n, np.int64)
-    for c in top.tolist():
-        entry_id[c: tree.end[c]] = entry_of[c]
+    cols = _context_columns(tree.scopes, rows, names)
+    relation = tree.relation[rows].astype(np.uint8)
+    ctree = metadb.ContextTree.from_columns(
+        entries, ctx_id=rows.astype(np.uint32), parent=parent_rows, entry=entry_id[rows],
+        relation=relation, propagation=(relation == lx.LEXICAL).astype(np.uint16), **cols)
+    return ctree, _functions(names), names.modules, names.files
+
+
+def _context_columns(scopes: list[lx.Scope], rows: np.ndarray, names: _Names) -> dict[str, np.ndarray]:
+    """meta.db's per-context columns (lexical type, flags, function, source line, module and offset)."""
     lex_type = np.zeros(len(rows), np.uint8)
     func = np.full(len(rows), -1, np.int64)
     file = np.full(len(rows), -1, np.int64)
@@ -325,6 +387,7 @@ def meta_tables(tree: UnifiedTree) -> tuple[metadb.ContextTree, metadb.Functions
     module = np.full(len(rows), -1, np.int64)
     offset = np.zeros(len(rows), np.uint64)
     flags = np.zeros(len(rows), np.uint8)
+    fn_idx, file_idx, mod_idx = names.function_index, names.file_index, names.module_index
     for i, c in enumerate(rows.tolist()):
         s = scopes[c]
         k = s[0]
@@ -351,10 +414,5 @@ def meta_tables(tree: UnifiedTree) -> tuple[metadb.ContextTree, metadb.Functions
             lex_type[i] = metadb.INSTRUCTION
             module[i], offset[i] = mod_idx[s[1]], s[2]
             flags[i] = metadb.HAS_POINT
-    relation = tree.relation[rows].astype(np.uint8)
-    ctree = metadb.ContextTree.from_columns(
-        entries, ctx_id=rows.astype(np.uint32), parent=parent_rows, entry=entry_id[rows],
-        relation=relation, lexical_type=lex_type, flags=flags,
-        propagation=(relation == lx.LEXICAL).astype(np.uint16), function=func, file=file, line=line,
-        module=module, offset=offset)
-    return ctree, funcs, module_list, file_list
+    return {"lexical_type": lex_type, "flags": flags, "function": func, "file": file, "line": line,
+            "module": module, "offset": offset}
