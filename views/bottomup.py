@@ -128,7 +128,7 @@ class CallersForest(Forest):
     def label(self, node: int) -> str:
         exp = self.exp
         if node == 0:
-            return "<program root>"
+            return T.PROGRAM_ROOT
         name = exp.scope_name(int(self.rep[node]))
         if self.parent[node] < 0:
             return name
@@ -142,7 +142,7 @@ class CallersForest(Forest):
     def info(self, node: int) -> dict[str, Any]:
         exp, c = self.exp, self.exp.cct
         rep = int(self.rep[node])
-        out: dict[str, Any] = {"level": int(self.level[node]), "name": "<program root>" if node == 0
+        out: dict[str, Any] = {"level": int(self.level[node]), "name": T.PROGRAM_ROOT if node == 0
                                else exp.scope_name(rep)}
         if node and c.kind[rep] == T.FUNCTION and c.function[rep] >= 0:
             f = int(c.function[rep])

@@ -189,7 +189,7 @@ class FlatForest(Forest):
         exp, c = self.exp, self.exp.cct
         kind, row = int(self.kind[node]), int(self.row[node])
         if node == self.pseudo_node:
-            return "<program root>"
+            return T.PROGRAM_ROOT
         if kind == MODULE:
             f = int(c.function[row])
             m = int(exp.meta.functions.module[f]) if c.kind[row] == T.FUNCTION and f >= 0 else int(c.module[row])

@@ -32,6 +32,7 @@ KIND_NAME = {**metadb.LEXICAL_TYPE, ROOT: "root", ENTRY: "entry"}
 RELATION_NAME = metadb.RELATION
 LEXICAL, CALL, INLINED_CALL = metadb.LEXICAL, metadb.CALL, metadb.INLINED_CALL
 ROOT_LABEL = "Experiment Aggregate Metrics"
+PROGRAM_ROOT = "<program root>"  # the pseudo-procedure the entry points are in the flat and callers views
 
 
 @dataclass
