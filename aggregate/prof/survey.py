@@ -284,7 +284,7 @@ def hash_nodes(profiles: list[ProfileFields], seed: int) -> list[np.ndarray]:
 
 #: Profiles hashed together in phase 1: at most this many, or this many bytes of .hpcrun files.
 HASH_TOGETHER = 64
-HASH_TOGETHER_BYTES = 16 << 20
+HASH_TOGETHER_BYTES = 4 << 20  # (the group's files are held until it is hashed)
 
 
 def survey_profiles(batch: list[ProfileInput], env: Phase1Env) -> Discovery:
