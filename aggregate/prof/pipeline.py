@@ -12,8 +12,9 @@ The scheme is hpcprof-mpi's ("Preparing for Performance Analysis at Exascale", I
    canonical ids, metric ids, profile order and trace layout
    (:func:`unified_tables.assemble`), and writes meta.db and metrics/default.yaml.
    The result is shared with every worker (fork; over MPI a broadcast).
-2. **Class 1.** Every profile is read a second time and processed
-   (:func:`profile_values.process_profile`): its PMS blob goes to a scratch file at
+2. **Class 1.** Every profile is processed from what phase 1 kept of it in a
+   scratch directory (:func:`survey.second_reading`: the .hpcrun file is not
+   read again) (:func:`profile_values.process_profile`): its PMS blob goes to a scratch file at
    an offset from a shared counter, its trace line into its reserved region of
    trace.db; it returns the counts cct.db's layout needs (summed/ORed: an
    associative reduction).

@@ -1,11 +1,14 @@
 """Phase 1 of the aggregation, per profile: what class 2 needs to know about it.
 
-A profile's first reading reports its calling-context tree as raw nodes
-(:mod:`rawtree`; GPU samples of binaries with a call graph are reconstructed
-first, :mod:`gpu`), its metric table, identity (identifier tuple), header and
-trace size. Reports merge associatively (:func:`merge`), so they can be
-combined in any grouping — per worker, per rank, up a reduction tree — with
-the same union as the result. Bad input is refused here, naming the file.
+A profile's reading (through the ``.hpcrun`` and ``.hpctrace`` readers of
+:mod:`hpcsa.ingest`, with their checks) reports its calling-context tree as raw
+nodes (:mod:`rawtree`; GPU samples of binaries with a call graph are
+reconstructed first, :mod:`gpu_contexts`), its metric table, identity
+(identifier tuple), header and trace size. Reports merge associatively
+(:func:`merge`), so they can be combined in any grouping — per worker, per
+rank, up a reduction tree — with the same union as the result. Bad input is
+refused here, naming the file. What phase 2 needs of a profile is kept in a
+scratch directory (:func:`second_reading`), so each file is read once.
 """
 
 from __future__ import annotations
@@ -281,7 +284,7 @@ def hash_nodes(profiles: list[ProfileFields], seed: int) -> list[np.ndarray]:
 
 #: Profiles hashed together in phase 1: at most this many, or this many bytes of .hpcrun files.
 HASH_TOGETHER = 64
-HASH_TOGETHER_BYTES = 16 << 20
+HASH_TOGETHER_BYTES = 4 << 20  # (the group's files are held until it is hashed)
 
 
 def survey_profiles(batch: list[ProfileInput], env: Phase1Env) -> Discovery:
