@@ -12,12 +12,13 @@ The scheme is hpcprof-mpi's ("Preparing for Performance Analysis at Exascale", I
    canonical ids, metric ids, profile order and trace layout
    (:func:`unified_tables.assemble`), and writes meta.db and metrics/default.yaml.
    The result is shared with every worker (fork; over MPI a broadcast).
-2. **Class 1.** Every profile is processed from what phase 1 kept of it in a
-   scratch directory (:func:`survey.second_reading`: the .hpcrun file is not
-   read again) (:func:`profile_values.process_profile`): its PMS blob goes to a scratch file at
-   an offset from a shared counter, its trace line into its reserved region of
-   trace.db; it returns the counts cct.db's layout needs (summed/ORed: an
-   associative reduction).
+2. **Class 1.** Profiles are processed in batches from what phase 1 kept of
+   them in a scratch directory (:func:`survey.second_reading`: the .hpcrun
+   file is not read again), propagated together
+   (:func:`profile_values.process_batch`): their PMS blobs go to a scratch file
+   at an offset from a shared counter, their trace lines into their reserved
+   regions of trace.db; a batch returns the counts cct.db's layout needs
+   (summed/ORed: an associative reduction).
 3. **CMS and class 3.** Context ranges are transposed into cct.db and reduced
    into the summary statistics in canonical profile order
    (:func:`transpose.transpose_range`). profile.db is assembled from the
