@@ -241,6 +241,13 @@ def _parse_header(blob: Blob, end: int) -> dict[str, str]:
     return header
 
 
+def read_hpcrun_loadmap(path: str | os.PathLike[str]) -> tuple[LoadModule, ...]:
+    """Only a ``.hpcrun`` file's load map (the header and footer checked): what structure recovery of a
+    measurement needs of each of its thousands of profiles, without their trees and values."""
+    blob = Blob(path)
+    return _parse_loadmap(_section_bytes(blob, read_footer(blob), "loadmap"), blob.path)
+
+
 def read_hpcrun_tree(path: str | os.PathLike[str]) -> tuple[HpcrunProfile, np.ndarray, np.ndarray]:
     """Read a ``.hpcrun`` file (values included) and return with it what the tree checks found: the rows
     of the CCT in node-id order, and each node's parent row (-1 at a root), for readers that index the

@@ -11,7 +11,7 @@ import os
 
 from hpcsa.errors import HpcsaError
 
-from .hpcrun import LOADMAP_ANALYZE, read_hpcrun
+from .hpcrun import LOADMAP_ANALYZE, read_hpcrun_loadmap
 
 
 def measurement_load_modules(measdir: str, all_modules: bool = False) -> list[str]:
@@ -23,7 +23,7 @@ def measurement_load_modules(measdir: str, all_modules: bool = False) -> list[st
         raise HpcsaError(measdir, "not a measurement directory (no .hpcrun files)")
     recorded: dict[str, int] = {}
     for name in profiles:
-        for lm in read_hpcrun(os.path.join(measdir, name), values=False).loadmap:
+        for lm in read_hpcrun_loadmap(os.path.join(measdir, name)):
             recorded[lm.path] = recorded.get(lm.path, 0) | lm.flags
     gpubins = os.path.join(measdir, "gpubins")
     if os.path.isdir(gpubins):
