@@ -24,6 +24,7 @@ from elftools.elf.elffile import ELFFile
 
 from hpcsa.binfmt import layout
 from hpcsa.errors import FormatError, HpcsaError, UnsupportedError
+from hpcsa.fileio import map_input
 
 EM_X86_64 = 62
 EM_CUDA = 190
@@ -488,16 +489,7 @@ def _cie_fde_encoding(data: bytes, pos: int, end: int) -> int:
 def open_elf(path: str | os.PathLike[str]) -> ElfImage:
     """Open and sanity-check an ELF file (any machine; callers decide what they analyse)."""
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            data: bytes | mmap.mmap = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
-    except FileNotFoundError:
-        raise HpcsaError(path, "no such file") from None
-    except IsADirectoryError:
-        raise HpcsaError(path, "is a directory, expected a binary") from None
-    except OSError as exc:
-        raise HpcsaError(path, f"cannot read: {exc.strerror or exc}") from None
+    data = map_input(path, "a binary")
     if bytes(data[:4]) != b"\x7fELF":
         raise FormatError(path, "not an ELF binary (no \\x7fELF magic)")
     if len(data) < 64:
