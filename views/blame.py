@@ -392,10 +392,7 @@ def _new_meta(meta: metadb.MetaDB) -> tuple[metadb.MetaDB, dict[tuple[str, str],
     missing = {"point", "function", "lex_aware", "execution"} - set(scope_names)
     if missing:
         raise HpcsaError(meta.path, f"meta.db lacks the propagation scope(s) {sorted(missing)}")
-    new = metadb.MetaDB(title=meta.title, description=meta.description, id_names=list(meta.id_names),
-                        scopes=list(meta.scopes), metrics=metrics, modules=list(meta.modules),
-                        module_flags=meta.module_flags, files=list(meta.files), file_flags=meta.file_flags,
-                        functions=meta.functions, contexts=meta.contexts)
+    new = meta.with_metrics(metrics)
     return new, prop
 
 

@@ -285,6 +285,14 @@ class MetaDB:
     notes: tuple[str, ...] = ()
     path: str | None = None
 
+    def with_metrics(self, metrics: list[Metric]) -> MetaDB:
+        """This database's names, scopes, modules, files, functions and context tree with other metrics
+        (what a view that adds metrics writes; version, notes and path are the new file's)."""
+        return MetaDB(title=self.title, description=self.description, id_names=list(self.id_names),
+                      scopes=list(self.scopes), metrics=metrics, modules=list(self.modules),
+                      module_flags=self.module_flags, files=list(self.files), file_flags=self.file_flags,
+                      functions=self.functions, contexts=self.contexts)
+
     def scope_index(self, name: str) -> int:
         for i, s in enumerate(self.scopes):
             if s.name == name:
