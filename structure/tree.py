@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from hpcsa.interning import intern
 from hpcsa.structure.loops import Loop
 from hpcsa.structure.model import GUARD_NAME, A, C, L, ModuleBuilder, P
 
@@ -40,11 +41,7 @@ class StrTab:
         self.strings: list[str] = [""]
 
     def __call__(self, s: str) -> int:
-        i = self.index.get(s)
-        if i is None:
-            i = self.index[s] = len(self.strings)
-            self.strings.append(s)
-        return i
+        return intern(self.strings, self.index, s)
 
 
 @dataclass(frozen=True, order=True)
