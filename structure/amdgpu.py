@@ -32,7 +32,7 @@ from hpcsa.structure.gpu_cfg import K_TAILCALL, Code, build_graph
 from hpcsa.structure.model import Module
 from hpcsa.structure.nvdisasm import K_BRANCH, K_CALL, K_EXIT, K_OTHER, K_RETURN, K_TRAP
 from hpcsa.structure.source_info import read_source_info
-from hpcsa.structure.tools import find_tool, run_tool
+from hpcsa.structure.tools import disassembly, find_tool, run_tool
 
 _FUNC = re.compile(r"^([0-9a-fA-F]+) <(.+)>:\s*$")
 _INSN = re.compile(r"^\s+([a-z_][a-z0-9_]*)\s*(.*?)\s*//\s*([0-9A-Fa-f]+):((?:\s+[0-9A-Fa-f]{8})+)"
@@ -195,22 +195,18 @@ def amd_binary(image: ElfImage, lm_name: str | None = None, disassemble: bool = 
     source = read_source_info(image, demangle)
     notes = [n for n in source.notes if n != "no DWARF line or debug information"]
     procs = [GpuProc(list(f.names), f.index, f.addr, f.end) for f in image.functions]
-    has_cfg = False
-    if disassemble and procs:
-        try:
-            listing = parse_objdump(run_objdump(image.path))
-        except ObjdumpError as exc:
-            notes.append(f"warning: {exc}; structure from ELF and DWARF only (no loops, no call sites)")
-        else:
-            has_cfg = True
-            entries = {p.start for p in procs}
-            for p in procs:
-                amd = listing.get(p.start, AmdCode())
-                keep = [i for i, a in enumerate(amd.address) if p.start <= a < p.end]
-                sub = AmdCode(*([getattr(amd, f)[i] for i in keep] for f in ("address", "size", "mnemonic",
-                                                                                 "operands", "target")))
-                code, p.callee = classify(sub, entries)
-                p.graph = build_graph(code)
+    listing = disassembly(lambda: parse_objdump(run_objdump(image.path)), ObjdumpError,
+                          notes) if disassemble and procs else None
+    has_cfg = listing is not None
+    if listing is not None:
+        entries = {p.start for p in procs}
+        for p in procs:
+            amd = listing.get(p.start, AmdCode())
+            keep = [i for i, a in enumerate(amd.address) if p.start <= a < p.end]
+            sub = AmdCode(*([getattr(amd, f)[i] for i in keep] for f in ("address", "size", "mnemonic",
+                                                                             "operands", "target")))
+            code, p.callee = classify(sub, entries)
+            p.graph = build_graph(code)
     return GpuBinary(lm_name or image.path, os.path.basename(image.path), procs, source.lines, source.inlines,
                      f"AMD {gpu_name(image)}", 4, has_cfg, notes, proc_line_rule="entry")
 

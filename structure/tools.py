@@ -8,6 +8,9 @@ import os
 import shutil
 import subprocess
 from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def find_tool(env: str, name: str, more: Callable[[], Iterable[str]] = tuple) -> str | None:
@@ -29,3 +32,13 @@ def run_tool(exe: str, args: list[str], timeout: float,
         return subprocess.run([exe, *args], capture_output=True, timeout=timeout, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
         raise error(f"cannot run {exe}: {exc}") from None
+
+
+def disassembly(run: Callable[[], T], error: type[Exception], notes: list[str]) -> T | None:
+    """``run()``'s parsed listing, or None with a warning in ``notes`` when the disassembler is missing or
+    failed (``error``): the structure then comes from ELF and DWARF only."""
+    try:
+        return run()
+    except error as exc:
+        notes.append(f"warning: {exc}; structure from ELF and DWARF only (no loops, no call sites)")
+        return None

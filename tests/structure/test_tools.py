@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from hpcsa.structure.tools import find_tool, run_tool
+from hpcsa.structure.tools import disassembly, find_tool, run_tool
 
 
 class ToolFailed(Exception):
@@ -51,3 +51,18 @@ def test_run_tool_captures_output_and_turns_a_failed_start_into_the_callers_erro
         run_tool(missing, [], 60, ToolFailed)
     with pytest.raises(ToolFailed, match="timed out"):
         run_tool(sys.executable, ["-c", "import time; time.sleep(5)"], 0.2, ToolFailed)
+
+
+def test_a_failed_disassembler_degrades_to_a_warning_and_other_errors_pass(tmp_path):
+    notes: list[str] = []
+    assert disassembly(lambda: {"listing": 1}, ToolFailed, notes) == {"listing": 1} and notes == []
+
+    def missing() -> None:
+        raise ToolFailed("mytool not found")
+    assert disassembly(missing, ToolFailed, notes) is None
+    assert notes == ["warning: mytool not found; structure from ELF and DWARF only (no loops, no call sites)"]
+
+    def broken() -> None:
+        raise ValueError("a parser bug is not a missing tool")
+    with pytest.raises(ValueError):
+        disassembly(broken, ToolFailed, notes)
