@@ -37,10 +37,12 @@ if TYPE_CHECKING:
     from hpcsa.views.flat import FlatForest
     from hpcsa.views.topdown import TopDownForest
 
-#: Identifier-tuple kind names (hpcrun's id-tuple.h, declared by the measurement reader) that mark a GPU
-#: profile, and those below a process (a rank's threads and GPU streams).
-GPU_KINDS = tuple(ID_KINDS[k] for k in (ID_GPUDEVICE, ID_GPUCONTEXT, ID_GPUSTREAM))
-THREAD_KINDS = tuple(ID_KINDS[k] for k in (ID_THREAD, ID_CORE)) + GPU_KINDS
+#: Identifier-tuple kind names (hpcrun's id-tuple.h, declared by the measurement reader); GPU_KINDS mark a
+#: GPU profile, THREAD_KINDS are those below a process (a rank's threads and GPU streams).
+KIND_THREAD, KIND_CORE, KIND_GPUDEVICE, KIND_GPUCONTEXT, KIND_GPUSTREAM = (
+    ID_KINDS[k] for k in (ID_THREAD, ID_CORE, ID_GPUDEVICE, ID_GPUCONTEXT, ID_GPUSTREAM))
+GPU_KINDS = (KIND_GPUDEVICE, KIND_GPUCONTEXT, KIND_GPUSTREAM)
+THREAD_KINDS = (KIND_THREAD, KIND_CORE) + GPU_KINDS
 
 
 @dataclass
