@@ -26,6 +26,7 @@ from hpcsa.binfmt import layout
 from hpcsa.errors import FormatError, HpcsaError, UnsupportedError
 from hpcsa.fileio import map_input
 
+ELF_MAGIC = b"\x7fELF"
 EM_X86_64 = 62
 EM_CUDA = 190
 EM_AMDGPU = 224
@@ -490,7 +491,7 @@ def open_elf(path: str | os.PathLike[str]) -> ElfImage:
     """Open and sanity-check an ELF file (any machine; callers decide what they analyse)."""
     path = os.fspath(path)
     data = map_input(path, "a binary")
-    if bytes(data[:4]) != b"\x7fELF":
+    if bytes(data[:4]) != ELF_MAGIC:
         raise FormatError(path, "not an ELF binary (no \\x7fELF magic)")
     if len(data) < 64:
         raise FormatError(path, "ELF header is truncated")
