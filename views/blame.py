@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from hpcsa.aggregate.db import metadb
+from hpcsa.aggregate.db.metricsyaml import SCOPES
 from hpcsa.aggregate.db.profiledb import ProfileDB, ProfileValues, id_tuple
 from hpcsa.errors import HpcsaError
 from hpcsa.progress import Progress
@@ -61,7 +62,6 @@ DESCRIPTIONS = {
     CLASS_METRICS[2]: "GPU idle blame while the CPU was in a launch or copy API (launch-bound)",
 }
 NS = 1e9
-SCOPES = ("point", "function", "lex_aware", "execution")
 
 
 @dataclass

@@ -70,6 +70,7 @@ PRE_RELEASE_METRIC_SIZES = (24, 24, 16)
 # -- enumerations --------------------------------------------------------------------------------------
 
 HAS_FUNCTION, HAS_SRCLOC, HAS_POINT = 0x1, 0x2, 0x4
+FILE_COPIED = 0x1  # a source file's flags: copied into the database (its path is then under src/)
 RELATION = {0: "lexical", 1: "call", 2: "inlined_call"}
 LEXICAL, CALL, INLINED_CALL = 0, 1, 2
 LEXICAL_TYPE = {0: "function", 1: "loop", 2: "line", 3: "instruction"}
