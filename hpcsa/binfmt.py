@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from hpcsa.errors import FormatError, HpcsaError
+from hpcsa.errors import FormatError
+from hpcsa.fileio import map_input
 
 Field = tuple[str, int, str]
 
@@ -54,21 +55,7 @@ class Blob:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
-        try:
-            with open(self.path, "rb") as fh:
-                size = os.fstat(fh.fileno()).st_size
-                if size >= 1 << 20:
-                    self.data: bytes | mmap.mmap = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-                else:
-                    self.data = fh.read()
-        except FileNotFoundError:
-            raise HpcsaError(self.path, "no such file") from None
-        except IsADirectoryError:
-            raise HpcsaError(self.path, "is a directory, expected a file") from None
-        except PermissionError:
-            raise HpcsaError(self.path, "permission denied") from None
-        except OSError as exc:
-            raise HpcsaError(self.path, f"cannot read: {exc.strerror or exc}") from None
+        self.data: bytes | mmap.mmap = map_input(self.path, map_from=1 << 20)
 
     def __len__(self) -> int:
         return len(self.data)

@@ -1,14 +1,16 @@
-"""Outputs that appear under their final name only when complete.
+"""Inputs that fail as one line, and outputs that appear under their final name only when complete.
 
-Every writer in hpcsa goes through :func:`atomic_file` or :func:`atomic_dir`:
-the data is written under a temporary name in the same directory and renamed
-into place at the end, so an interrupted run (an exception, SIGKILL, a full
-disk) never leaves a file or database that reads as complete.
+Every reader in hpcsa opens its input through :func:`open_input`, :func:`read_input` or
+:func:`map_input`, so a missing, unreadable or wrong-kind path gives the same one-line error whatever the
+format. Every writer goes through :func:`atomic_file` or :func:`atomic_dir`: the data is written under a
+temporary name in the same directory and renamed into place at the end, so an interrupted run (an
+exception, SIGKILL, a full disk) never leaves a file or database that reads as complete.
 """
 
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import re
 import shutil
@@ -18,6 +20,51 @@ from typing import BinaryIO
 
 from hpcsa.errors import HpcsaError
 from hpcsa.textout import ERRORS
+
+
+def input_error(path: str | os.PathLike[str], exc: OSError, expected: str = "a file",
+                error: type[HpcsaError] = HpcsaError) -> HpcsaError:
+    """The one error line for an input that cannot be opened or read (``expected`` names what a
+    directory given in its place should have been: "a binary", "a structure file")."""
+    if isinstance(exc, FileNotFoundError):
+        return error(path, "no such file or directory")
+    if isinstance(exc, IsADirectoryError):
+        return error(path, f"is a directory, expected {expected}")
+    if isinstance(exc, PermissionError):
+        return error(path, "permission denied")
+    return error(path, f"cannot read: {exc.strerror or exc}")
+
+
+def open_input(path: str | os.PathLike[str], expected: str = "a file",
+               error: type[HpcsaError] = HpcsaError) -> BinaryIO:
+    """Open an input for binary reading, or raise :func:`input_error`'s one line."""
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise input_error(path, exc, expected, error) from None
+
+
+def read_input(path: str | os.PathLike[str], size: int = -1, expected: str = "a file",
+               error: type[HpcsaError] = HpcsaError) -> bytes:
+    """The first ``size`` bytes of an input (all of it by default), or :func:`input_error`'s one line."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(size)
+    except OSError as exc:
+        raise input_error(path, exc, expected, error) from None
+
+
+def map_input(path: str | os.PathLike[str], expected: str = "a file", map_from: int = 1) -> bytes | mmap.mmap:
+    """A whole input as read-only bytes: memory-mapped when it has at least ``map_from`` bytes, read
+    otherwise (an empty file cannot be mapped); errors as :func:`input_error`."""
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size and size >= map_from:
+                return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            return fh.read()
+    except OSError as exc:
+        raise input_error(path, exc, expected) from None
 
 
 def _tmp_name(final: str, kind: str) -> str:

@@ -7,6 +7,7 @@ import re
 
 from hpcsa.aggregate.db import dbformat
 from hpcsa.errors import HpcsaError
+from hpcsa.fileio import read_input
 from hpcsa.ingest import hpcrun, hpctrace
 
 #: Each format's magic, from the module that reads and writes it (the padding is not compared).
@@ -31,13 +32,7 @@ def identify(path: str | os.PathLike[str]) -> str:
         if any(n.endswith(".hpcrun") for n in names):
             return "measurement-dir"
         raise HpcsaError(path, "directory is neither a measurement directory (*.hpcrun) nor a database (meta.db)")
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(512)
-    except FileNotFoundError:
-        raise HpcsaError(path, "no such file or directory") from None
-    except OSError as exc:
-        raise HpcsaError(path, f"cannot read: {exc.strerror or exc}") from None
+    head = read_input(path, 512)
     if head.startswith(HPCRUN_MAGIC):
         return "hpcrun"
     if head.startswith(HPCTRACE_MAGIC):

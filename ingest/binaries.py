@@ -15,6 +15,7 @@ recomputed offline (its algorithm is not published), so it is not the key.
 from __future__ import annotations
 
 from hpcsa.errors import HpcsaError
+from hpcsa.fileio import read_input
 from hpcsa.ingest import model as M
 from hpcsa.structure.gpubin import device_images, entry_offsets, ptx_entries
 
@@ -22,11 +23,7 @@ from hpcsa.structure.gpubin import device_images, entry_offsets, ptx_entries
 def load_images(paths: list[str]) -> list[tuple[str, bytes, dict[str, int]]]:
     images = []
     for path in paths:
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except OSError as exc:
-            raise HpcsaError(path, f"cannot read: {exc.strerror or exc}") from None
+        data = read_input(path)
         found = device_images(data, path)
         if not found and ptx_entries(data, path):
             raise HpcsaError(path, "holds only PTX, no cubin: the CUDA driver compiled it when the program ran; "

@@ -79,6 +79,9 @@ NODE_ELEMENT = id_kind(ID_NODE, LOGIC_LOCAL)
 RANK_ELEMENT, THREAD_ELEMENT, GPUCONTEXT_ELEMENT, GPUSTREAM_ELEMENT = (
     id_kind(k, LOGIC_ONLY) for k in (ID_RANK, ID_THREAD, ID_GPUCONTEXT, ID_GPUSTREAM))
 
+#: The thread number of a rank's first GPU stream: hpcrun writes each stream as a pseudo-thread, 500, 501, ...
+FIRST_STREAM_THREAD = 500
+
 HEADER_KEYS = ("program-name", "program-path", "env-path", "job-id", "mpi-rank", "thread-id", "host-id",
                "process-id", "trace-min-time", "trace-max-time", "trace-disorder")
 

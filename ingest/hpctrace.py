@@ -16,7 +16,7 @@ import numpy as np
 
 from hpcsa.binfmt import Blob, layout, records
 from hpcsa.errors import FormatError
-from hpcsa.fileio import atomic_file
+from hpcsa.fileio import atomic_file, input_error
 
 MAGIC = b"HPCRUN-trace______"
 VERSION = "01.01"
@@ -63,10 +63,8 @@ def read_hpctrace_header(path: str | os.PathLike[str]) -> tuple[int, int]:
         with open(path, "rb") as fh:
             head = fh.read(HEADER_SIZE)
             size = os.fstat(fh.fileno()).st_size
-    except FileNotFoundError:
-        raise FormatError(path, "no such file") from None
     except OSError as exc:
-        raise FormatError(path, f"cannot read: {exc.strerror or exc}") from None
+        raise input_error(path, exc, "a trace file", FormatError) from None
     return _check_header(lambda problem: FormatError(path, problem), head, size)
 
 

@@ -30,6 +30,7 @@ from hpcsa.ingest import model as M
 from hpcsa.ingest.gpumetrics import metric_ids, metric_table, operation_values, sum_values
 from hpcsa.ingest.hpcrun import (
     CCT_NODE,
+    FIRST_STREAM_THREAD,
     ID_ELEMENT,
     LOADMAP_ANALYZE,
     UNWOUND,
@@ -59,7 +60,6 @@ from hpcsa.ingest.hpctrace import FLAG_CALL_TRACE, HpctraceFile, make_records, w
 from hpcsa.ingest.names import safe_name, write_names_files
 from hpcsa.ingest.placeholders import PH
 
-FIRST_STREAM_THREAD = 500
 KERNEL_SPAN = 1 << 32  # address space given to each kernel of a synthetic kernel module
 UNKNOWN_CTX = -1
 

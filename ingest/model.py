@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hpcsa.interning import intern
+
 # -- operation kinds and their hpcrun sub-categories ---------------------------------------------------
 
 KERNEL, MEMCPY, MEMSET, SYNC, ALLOC, FREE = 1, 2, 3, 4, 5, 6
@@ -162,11 +164,7 @@ class GpuTrace:
 
     def intern(self, text: str) -> int:
         """The id of ``text`` in :attr:`strings` (added if new)."""
-        idx = self._index.get(text)
-        if idx is None:
-            idx = self._index[text] = len(self.strings)
-            self.strings.append(text)
-        return idx
+        return intern(self.strings, self._index, text)
 
     def intern_many(self, texts: list[str] | np.ndarray) -> np.ndarray:
         """Ids for many strings, interning each distinct one once."""

@@ -13,26 +13,15 @@ from __future__ import annotations
 import os
 
 from hpcsa.errors import FormatError, HpcsaError
+from hpcsa.fileio import read_input
 from hpcsa.ingest import model as M
 from hpcsa.ingest.sqlsrc import SQLITE_MAGIC, Db
 from hpcsa.ingest.vendors import HEAD_BYTES, NoRecords, Probe, Reader, accepted, read_group, readers
 
 
-def _head(path: str, n: int = HEAD_BYTES) -> bytes:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(n)
-    except FileNotFoundError:
-        raise HpcsaError(path, "no such file or directory") from None
-    except IsADirectoryError:
-        raise HpcsaError(path, "is a directory") from None
-    except OSError as exc:
-        raise HpcsaError(path, f"cannot read: {exc.strerror or exc}") from None
-
-
 def recognise(path: str) -> Reader:
     """The registered reader whose format the file's content is (first in recognition order)."""
-    head = _head(path)
+    head = read_input(path, HEAD_BYTES)
     if not head:
         raise FormatError(path, "empty file")
     sqlite = head.startswith(SQLITE_MAGIC)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from hpcsa.errors import FormatError, HpcsaError
+from hpcsa.ingest import model as M
 
 SQLITE_MAGIC = b"SQLite format 3\0"
 
@@ -84,6 +85,19 @@ class Db:
 #: names the readers use.
 OPERATION_COLUMNS = {"start": "start", "end": '"end"', "dev": "deviceId", "ctx": "contextId", "stream": "streamId",
                      "corr": "correlationId"}
+
+
+#: CUPTI's CUpti_ActivitySynchronizationType (1 event, 2 stream wait event, 3 stream, 4 context) -> the
+#: model's sync kinds, for the synchronization records of nsys and nvprof exports.
+CUPTI_SYNC_TYPE = {1: M.SY_EVT, 2: M.SY_STRE, 3: M.SY_STR, 4: M.SY_CTX}
+
+
+def cupti_sync_kinds(types: np.ndarray) -> np.ndarray:
+    """The model's sync kind of each CUPTI synchronization type (0 for an unknown type)."""
+    by_type = np.zeros(8, np.uint8)
+    for t, k in CUPTI_SYNC_TYPE.items():
+        by_type[t] = k
+    return by_type[np.clip(types, 0, 7)]
 
 
 def kernel_columns(db: Db, table: str) -> dict[str, str]:

@@ -48,6 +48,7 @@ import numpy as np
 
 from hpcsa.ingest.gpumetrics import metric_table
 from hpcsa.ingest.hpcrun import (
+    FIRST_STREAM_THREAD,
     LOADMAP_ANALYZE,
     VAL_FMT_REAL,
     LoadModule,
@@ -69,8 +70,6 @@ START_NS = 1_700_000_000_000_000_000
 STATEMENT_BYTES = 16
 EXE_BASE, LIB_BASE = 0x1000, 0x2000
 KERNEL_BYTES = 0x800
-
-FIRST_STREAM_THREAD = 500
 
 VERBS = ("compute", "update", "exchange", "reduce", "assemble", "apply", "solve", "pack", "unpack", "scan",
          "sort", "build", "integrate", "smooth", "project", "advance")

@@ -21,8 +21,6 @@ from __future__ import annotations
 import glob
 import os
 import re
-import shutil
-import subprocess
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,6 +32,7 @@ from hpcsa.structure.gpu_cfg import K_TAILCALL, Code, build_graph
 from hpcsa.structure.model import Module
 from hpcsa.structure.nvdisasm import K_BRANCH, K_CALL, K_EXIT, K_OTHER, K_RETURN, K_TRAP
 from hpcsa.structure.source_info import read_source_info
+from hpcsa.structure.tools import disassembly, find_tool, run_tool
 
 _FUNC = re.compile(r"^([0-9a-fA-F]+) <(.+)>:\s*$")
 _INSN = re.compile(r"^\s+([a-z_][a-z0-9_]*)\s*(.*?)\s*//\s*([0-9A-Fa-f]+):((?:\s+[0-9A-Fa-f]{8})+)"
@@ -59,29 +58,21 @@ class AmdCode:
 
 def find_llvm_objdump() -> str | None:
     """``$HPCSA_LLVM_OBJDUMP``, ``llvm-objdump`` on PATH, a versioned ``llvm-objdump-N``, or ROCm's."""
-    env = os.environ.get("HPCSA_LLVM_OBJDUMP")
-    if env:
-        return env if os.access(env, os.X_OK) else None
-    found = shutil.which("llvm-objdump")
-    if found:
-        return found
+    return find_tool("HPCSA_LLVM_OBJDUMP", "llvm-objdump", _installed_objdumps)
+
+
+def _installed_objdumps() -> list[str]:
+    """Debian's versioned ``llvm-objdump-N`` (newest first), then ROCm's."""
     versioned = sorted(glob.glob("/usr/bin/llvm-objdump-[0-9]*"), key=lambda p: int(p.rsplit("-", 1)[1])
                        if p.rsplit("-", 1)[1].isdigit() else 0)
-    for cand in reversed(versioned):
-        if os.access(cand, os.X_OK):
-            return cand
-    rocm = "/opt/rocm/llvm/bin/llvm-objdump"
-    return rocm if os.access(rocm, os.X_OK) else None
+    return [*reversed(versioned), "/opt/rocm/llvm/bin/llvm-objdump"]
 
 
 def run_objdump(path: str, exe: str | None = None, timeout: float = 600.0) -> str:
     exe = exe or find_llvm_objdump()
     if exe is None:
         raise ObjdumpError("llvm-objdump not found (install LLVM, or set HPCSA_LLVM_OBJDUMP)")
-    try:
-        proc = subprocess.run([exe, "-d", path], capture_output=True, timeout=timeout, check=False)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise ObjdumpError(f"cannot run {exe}: {exc}") from None
+    proc = run_tool(exe, ["-d", path], timeout, ObjdumpError)
     if proc.returncode != 0:
         err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
         raise ObjdumpError(f"llvm-objdump failed: {err[-1] if err else f'exit status {proc.returncode}'}")
@@ -204,22 +195,18 @@ def amd_binary(image: ElfImage, lm_name: str | None = None, disassemble: bool = 
     source = read_source_info(image, demangle)
     notes = [n for n in source.notes if n != "no DWARF line or debug information"]
     procs = [GpuProc(list(f.names), f.index, f.addr, f.end) for f in image.functions]
-    has_cfg = False
-    if disassemble and procs:
-        try:
-            listing = parse_objdump(run_objdump(image.path))
-        except ObjdumpError as exc:
-            notes.append(f"warning: {exc}; structure from ELF and DWARF only (no loops, no call sites)")
-        else:
-            has_cfg = True
-            entries = {p.start for p in procs}
-            for p in procs:
-                amd = listing.get(p.start, AmdCode())
-                keep = [i for i, a in enumerate(amd.address) if p.start <= a < p.end]
-                sub = AmdCode(*([getattr(amd, f)[i] for i in keep] for f in ("address", "size", "mnemonic",
-                                                                                 "operands", "target")))
-                code, p.callee = classify(sub, entries)
-                p.graph = build_graph(code)
+    listing = disassembly(lambda: parse_objdump(run_objdump(image.path)), ObjdumpError,
+                          notes) if disassemble and procs else None
+    has_cfg = listing is not None
+    if listing is not None:
+        entries = {p.start for p in procs}
+        for p in procs:
+            amd = listing.get(p.start, AmdCode())
+            keep = [i for i, a in enumerate(amd.address) if p.start <= a < p.end]
+            sub = AmdCode(*([getattr(amd, f)[i] for i in keep] for f in ("address", "size", "mnemonic",
+                                                                             "operands", "target")))
+            code, p.callee = classify(sub, entries)
+            p.graph = build_graph(code)
     return GpuBinary(lm_name or image.path, os.path.basename(image.path), procs, source.lines, source.inlines,
                      f"AMD {gpu_name(image)}", 4, has_cfg, notes, proc_line_rule="entry")
 

@@ -34,6 +34,7 @@ from hpcsa.structure.gpu_build import GpuBinary, GpuProc, build_structure, deman
 from hpcsa.structure.gpu_cfg import Code, build_graph
 from hpcsa.structure.model import Module
 from hpcsa.structure.nvdisasm import K_BRANCH, K_CALL, NvdisasmError, SectionCode, parse_listing, run_nvdisasm
+from hpcsa.structure.tools import disassembly
 
 _SUFFIX = re.compile(r"^(.*)__(\d+)$")
 _DWARF = (".debug_info", ".debug_abbrev", ".debug_str", ".debug_ranges", ".debug_line")
@@ -127,34 +128,30 @@ def cubin_binary(image: ElfImage, lm_name: str | None = None, disassemble: bool 
         if addr in names_at and names[row] not in names_at[addr]:
             names_at[addr].append(names[row])
     procs = [GpuProc(names_at[f.address], f.symbol, f.address, f.end) for f in cubin.functions]
-    has_cfg = False
-    if disassemble and procs:
-        try:
-            listing = parse_listing(run_nvdisasm(image.path))
-        except NvdisasmError as exc:
-            notes.append(f"warning: {exc}; structure from ELF and DWARF only (no loops, no call sites)")
-        else:
-            has_cfg = True
-            sections = _match_sections(cubin, listing)
-            by_listing = {id(sc): idx for idx, sc in sections.items()}
-            labels: dict[str, int] = {}
-            for sc in listing:
-                idx = by_listing.get(id(sc))
-                if idx is None:
-                    continue
-                base = cubin.section(idx).offset
-                for lab, off in sc.labels.items():
-                    labels.setdefault(lab, base + off)
-            entries = {p.start for p in procs}
-            for f, proc in zip(cubin.functions, procs, strict=True):
-                sc = sections.get(f.section)
-                if sc is None:
-                    notes.append(f"warning: nvdisasm printed no code for {f.name}")
-                    proc.graph = build_graph(Code(*(np.zeros(0, t) for t in ("u8", "i8", "u1", "?", "i8"))))
-                    continue
-                code, proc.callee = _function_code(cubin, f.address, f.end, cubin.section(f.section).offset,
-                                                   sc, labels, entries)
-                proc.graph = build_graph(code)
+    listing = disassembly(lambda: parse_listing(run_nvdisasm(image.path)), NvdisasmError,
+                          notes) if disassemble and procs else None
+    has_cfg = listing is not None
+    if listing is not None:
+        sections = _match_sections(cubin, listing)
+        by_listing = {id(sc): idx for idx, sc in sections.items()}
+        labels: dict[str, int] = {}
+        for sc in listing:
+            idx = by_listing.get(id(sc))
+            if idx is None:
+                continue
+            base = cubin.section(idx).offset
+            for lab, off in sc.labels.items():
+                labels.setdefault(lab, base + off)
+        entries = {p.start for p in procs}
+        for f, proc in zip(cubin.functions, procs, strict=True):
+            sc = sections.get(f.section)
+            if sc is None:
+                notes.append(f"warning: nvdisasm printed no code for {f.name}")
+                proc.graph = build_graph(Code(*(np.zeros(0, t) for t in ("u8", "i8", "u1", "?", "i8"))))
+                continue
+            code, proc.callee = _function_code(cubin, f.address, f.end, cubin.section(f.section).offset,
+                                               sc, labels, entries)
+            proc.graph = build_graph(code)
     basename = image.path.rsplit("/", 1)[-1]
     return GpuBinary(lm_name or image.path, basename, procs, lines, inlines, cubin.device,
                      cubin.instruction_size, has_cfg, notes)

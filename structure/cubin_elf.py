@@ -24,12 +24,19 @@ from functools import cached_property
 import numpy as np
 
 from hpcsa.errors import FormatError
-from hpcsa.structure.elf import EM_CUDA, REL64, RELA64, SYM64, ElfImage, Section
+from hpcsa.structure.elf import (
+    EM_CUDA,
+    REL64,
+    RELA64,
+    SHN_LORESERVE,
+    SHN_UNDEF,
+    STT_FUNC,
+    SYM64,
+    ElfImage,
+    Section,
+)
 
-STT_FUNC = 2
 STT_SECTION = 3
-SHN_UNDEF = 0
-SHN_LORESERVE = 0xFF00
 R_CUDA_32 = 1
 R_CUDA_64 = 2
 EV_CUDA_ABI_V8 = 8  # ELF ABI version of cubins made by CUDA >= 12.8: the SM number moved in e_flags

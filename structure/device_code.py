@@ -22,6 +22,7 @@ import tempfile
 from collections.abc import Callable
 
 from hpcsa.errors import FormatError, HpcsaError
+from hpcsa.fileio import read_input
 from hpcsa.structure import fatbin, offload_bundle
 from hpcsa.structure.gpubin import CONTAINER_SECTIONS, DeviceImage, device_images, ptx_entries
 from hpcsa.structure.model import Module
@@ -55,12 +56,7 @@ def structure_file_name(md5: str) -> str:
 
 
 def read_images(path: str) -> list[DeviceImage]:
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        raise HpcsaError(path, f"cannot read: {exc.strerror or exc}") from None
-    return device_images(data, path)
+    return device_images(read_input(path), path)
 
 
 def container_modules(path: str, lm_name: str, jobs: int, analyze: Analyze) -> tuple[list[Module], list[str]]:

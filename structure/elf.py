@@ -24,7 +24,9 @@ from elftools.elf.elffile import ELFFile
 
 from hpcsa.binfmt import layout
 from hpcsa.errors import FormatError, HpcsaError, UnsupportedError
+from hpcsa.fileio import map_input
 
+ELF_MAGIC = b"\x7fELF"
 EM_X86_64 = 62
 EM_CUDA = 190
 EM_AMDGPU = 224
@@ -488,17 +490,8 @@ def _cie_fde_encoding(data: bytes, pos: int, end: int) -> int:
 def open_elf(path: str | os.PathLike[str]) -> ElfImage:
     """Open and sanity-check an ELF file (any machine; callers decide what they analyse)."""
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            data: bytes | mmap.mmap = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
-    except FileNotFoundError:
-        raise HpcsaError(path, "no such file") from None
-    except IsADirectoryError:
-        raise HpcsaError(path, "is a directory, expected a binary") from None
-    except OSError as exc:
-        raise HpcsaError(path, f"cannot read: {exc.strerror or exc}") from None
-    if bytes(data[:4]) != b"\x7fELF":
+    data = map_input(path, "a binary")
+    if bytes(data[:4]) != ELF_MAGIC:
         raise FormatError(path, "not an ELF binary (no \\x7fELF magic)")
     if len(data) < 64:
         raise FormatError(path, "ELF header is truncated")

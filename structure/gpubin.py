@@ -18,8 +18,8 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
 from hpcsa.structure import fatbin, offload_bundle
+from hpcsa.structure.elf import ELF_MAGIC
 
-ELF_MAGIC = b"\x7fELF"
 CONTAINER_SECTIONS = (".nv_fatbin", ".hip_fatbin")
 CODEC_NAMES = {"zstd": "zstd", "lz4": "LZ4", "zlib": "zlib"}
 # What pyelftools raises on damaged ELF bytes (a lookup of a section far past the end overflows a seek).

@@ -23,11 +23,11 @@ import os
 import re
 import xml.parsers.expat as expat
 from collections.abc import Callable, Iterator
-from typing import IO
 
 import numpy as np
 
-from hpcsa.errors import FormatError, HpcsaError, UnsupportedError
+from hpcsa.errors import FormatError, UnsupportedError
+from hpcsa.fileio import open_input
 from hpcsa.structure.model import (
     ALLOWED_CHILDREN,
     HAS_V,
@@ -377,14 +377,7 @@ def iter_modules(path: str | os.PathLike[str], header: StructureFile | None = No
     reader = _DocumentReader(path)
     parser = _make_parser(reader)
     total = 0
-    try:
-        fh: IO[bytes] = open(path, "rb")
-    except FileNotFoundError:
-        raise HpcsaError(path, "no such file") from None
-    except IsADirectoryError:
-        raise HpcsaError(path, "is a directory, expected a structure file") from None
-    except OSError as exc:
-        raise HpcsaError(path, f"cannot read: {exc.strerror or exc}") from None
+    fh = open_input(path, "a structure file")
     with fh:
         while True:
             chunk = fh.read(CHUNK)

@@ -15,15 +15,14 @@ precedence so a CUDA toolkit's own disassembler can be used instead.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import metadata
 
 import numpy as np
+
+from hpcsa.structure.tools import find_tool, run_tool
 
 # Instruction kinds.
 K_OTHER, K_BRANCH, K_INDIRECT, K_CALL, K_RETURN, K_EXIT, K_TRAP = range(7)
@@ -70,22 +69,16 @@ class SectionCode:
 @lru_cache(maxsize=1)
 def find_nvdisasm() -> str | None:
     """Path of an nvdisasm executable, or None: ``$HPCSA_NVDISASM``, ``PATH``, then the PyPI wheel."""
-    env = os.environ.get("HPCSA_NVDISASM")
-    if env:
-        return env if os.access(env, os.X_OK) else None
-    on_path = shutil.which("nvdisasm")
-    if on_path:
-        return on_path
+    return find_tool("HPCSA_NVDISASM", "nvdisasm", _wheel_nvdisasm)
+
+
+def _wheel_nvdisasm() -> list[str]:
+    """The ``bin/nvdisasm`` of the nvidia-cuda-nvdisasm wheel, when it is installed."""
     try:
         files = metadata.files("nvidia-cuda-nvdisasm") or []
     except metadata.PackageNotFoundError:
-        return None
-    for f in files:
-        if f.name == "nvdisasm" and f.parent.name == "bin":
-            path = str(f.locate())
-            if os.access(path, os.X_OK):
-                return path
-    return None
+        return []
+    return [str(f.locate()) for f in files if f.name == "nvdisasm" and f.parent.name == "bin"]
 
 
 def run_nvdisasm(cubin: str, exe: str | None = None, timeout: float = 600.0) -> str:
@@ -93,10 +86,7 @@ def run_nvdisasm(cubin: str, exe: str | None = None, timeout: float = 600.0) -> 
     exe = exe or find_nvdisasm()
     if exe is None:
         raise NvdisasmError("nvdisasm not found (pip install nvidia-cuda-nvdisasm, or set HPCSA_NVDISASM)")
-    try:
-        proc = subprocess.run([exe, "-c", "-poff", cubin], capture_output=True, timeout=timeout, check=False)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise NvdisasmError(f"cannot run {exe}: {exc}") from None
+    proc = run_tool(exe, ["-c", "-poff", cubin], timeout, NvdisasmError)
     err = proc.stderr.decode("utf-8", "replace")
     fatal = [ln.split(":", 1)[-1].strip() for ln in err.splitlines() if "fatal" in ln or "error" in ln.lower()]
     if proc.returncode != 0 or fatal:

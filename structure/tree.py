@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from hpcsa.interning import intern
 from hpcsa.structure.loops import Loop
 from hpcsa.structure.model import GUARD_NAME, A, C, L, ModuleBuilder, P
 
@@ -40,11 +41,7 @@ class StrTab:
         self.strings: list[str] = [""]
 
     def __call__(self, s: str) -> int:
-        i = self.index.get(s)
-        if i is None:
-            i = self.index[s] = len(self.strings)
-            self.strings.append(s)
-        return i
+        return intern(self.strings, self.index, s)
 
 
 @dataclass(frozen=True, order=True)
@@ -356,22 +353,16 @@ class Emitter:
     def tree(self, parent: int, node: TreeNode, scope_base: int, scope_line: int) -> None:
         aliens: dict[int, TreeNode] = {}
         local = TreeNode()
-        for st in node.stmts:
-            if st.line > 0 and (st.base != scope_base or st.line < scope_line):
-                a = aliens.get(st.base)
-                if a is None:
-                    a = aliens[st.base] = TreeNode(st.file)
-                a.stmts.append(st)
-            else:
-                local.stmts.append(st)
-        for lp in node.loops:
-            if lp.line > 0 and (lp.base != scope_base or lp.line < scope_line):
-                a = aliens.get(lp.base)
-                if a is None:
-                    a = aliens[lp.base] = TreeNode(lp.file)
-                a.loops.append(lp)
-            else:
-                local.loops.append(lp)
+        for attr in ("stmts", "loops"):  # statements first: an alien takes the file of its first item
+            keep = getattr(local, attr).append
+            for item in getattr(node, attr):
+                if item.line > 0 and (item.base != scope_base or item.line < scope_line):
+                    a = aliens.get(item.base)
+                    if a is None:
+                        a = aliens[item.base] = TreeNode(item.file)
+                    getattr(a, attr).append(item)
+                else:
+                    keep(item)
         self.stmts(parent, local)
         for base in sorted(aliens):
             a = aliens[base]

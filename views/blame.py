@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from hpcsa.aggregate.db import metadb
+from hpcsa.aggregate.db.metricsyaml import SCOPES
 from hpcsa.aggregate.db.profiledb import ProfileDB, ProfileValues, id_tuple
 from hpcsa.errors import HpcsaError
 from hpcsa.progress import Progress
@@ -43,7 +44,7 @@ from hpcsa.views import tree as T
 from hpcsa.views.blamerules import CLASS_NAMES, Rules, classify_rows, frame_decisions
 from hpcsa.views.blamesweep import Acc, Line, ProcessResult, sweep_process
 from hpcsa.views.dbwrite import SummaryInputs, extended_taxonomy, summary_profile, write_from_profiles
-from hpcsa.views.experiment import Experiment
+from hpcsa.views.experiment import KIND_GPUCONTEXT, KIND_GPUDEVICE, KIND_THREAD, Experiment
 
 WORK_M, IDLENESS_M, OVERHEAD_M, WAIT_M = "CPU WORK (sec)", "CPU IDLENESS (sec)", "CPU OVERHEAD (sec)", "CPU WAIT (sec)"
 GPU_IDLE_M, BLAME_M = "GPU IDLE (sec)", "GPU IDLE BLAME (sec)"
@@ -61,7 +62,6 @@ DESCRIPTIONS = {
     CLASS_METRICS[2]: "GPU idle blame while the CPU was in a launch or copy API (launch-bound)",
 }
 NS = 1e9
-SCOPES = ("point", "function", "lex_aware", "execution")
 
 
 @dataclass
@@ -139,9 +139,9 @@ def _split_runs(members: list, lines: dict[int, Line | None]) -> list[list]:
     if all((key := tuple(sorted(p.ids.items()))) not in seen and not seen.add(key) for p in members):
         return [members]
     cpu = [p for p in members if not p.gpu]
-    first_id = min((p.ids.get("THREAD", 0) for p in cpu), default=0)
+    first_id = min((p.ids.get(KIND_THREAD, 0) for p in cpu), default=0)
     anchors = sorted((lines[p.index].span[0], p.index) for p in cpu
-                     if p.ids.get("THREAD", 0) == first_id and lines.get(p.index) is not None)
+                     if p.ids.get(KIND_THREAD, 0) == first_id and lines.get(p.index) is not None)
     if len(anchors) < 2:
         return [members]
     starts = np.array([a[0] for a in anchors], np.int64)
@@ -170,8 +170,8 @@ def _layout(exp: Experiment) -> list[tuple[str, list[Line], list[int], list[tupl
             for p in group:
                 line = lines[p.index]
                 if p.gpu:
-                    dev = (("GPUDEVICE", p.ids["GPUDEVICE"]) if "GPUDEVICE" in p.ids
-                           else ("GPUCONTEXT", p.ids.get("GPUCONTEXT", 0)))
+                    dev = ((KIND_GPUDEVICE, p.ids[KIND_GPUDEVICE]) if KIND_GPUDEVICE in p.ids
+                           else (KIND_GPUCONTEXT, p.ids.get(KIND_GPUCONTEXT, 0)))
                     if line is not None:
                         gpus.setdefault(dev, []).append(line)
                 else:
@@ -392,10 +392,7 @@ def _new_meta(meta: metadb.MetaDB) -> tuple[metadb.MetaDB, dict[tuple[str, str],
     missing = {"point", "function", "lex_aware", "execution"} - set(scope_names)
     if missing:
         raise HpcsaError(meta.path, f"meta.db lacks the propagation scope(s) {sorted(missing)}")
-    new = metadb.MetaDB(title=meta.title, description=meta.description, id_names=list(meta.id_names),
-                        scopes=list(meta.scopes), metrics=metrics, modules=list(meta.modules),
-                        module_flags=meta.module_flags, files=list(meta.files), file_flags=meta.file_flags,
-                        functions=meta.functions, contexts=meta.contexts)
+    new = meta.with_metrics(metrics)
     return new, prop
 
 

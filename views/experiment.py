@@ -26,6 +26,7 @@ from hpcsa.aggregate.db.database import Database, open_database
 from hpcsa.aggregate.db.metricsyaml import Input
 from hpcsa.aggregate.db.profiledb import ProfileValues
 from hpcsa.errors import HpcsaError
+from hpcsa.ingest.hpcrun import ID_CORE, ID_GPUCONTEXT, ID_GPUDEVICE, ID_GPUSTREAM, ID_KINDS, ID_THREAD
 from hpcsa.views import tree as T
 from hpcsa.views.metrics import Catalog, Column, Partial, catalog_from_database, evaluate
 
@@ -36,8 +37,12 @@ if TYPE_CHECKING:
     from hpcsa.views.flat import FlatForest
     from hpcsa.views.topdown import TopDownForest
 
-GPU_KINDS = ("GPUDEVICE", "GPUCONTEXT", "GPUSTREAM")
-THREAD_KINDS = ("THREAD", "CORE") + GPU_KINDS
+#: Identifier-tuple kind names (hpcrun's id-tuple.h, declared by the measurement reader); GPU_KINDS mark a
+#: GPU profile, THREAD_KINDS are those below a process (a rank's threads and GPU streams).
+KIND_THREAD, KIND_CORE, KIND_GPUDEVICE, KIND_GPUCONTEXT, KIND_GPUSTREAM = (
+    ID_KINDS[k] for k in (ID_THREAD, ID_CORE, ID_GPUDEVICE, ID_GPUCONTEXT, ID_GPUSTREAM))
+GPU_KINDS = (KIND_GPUDEVICE, KIND_GPUCONTEXT, KIND_GPUSTREAM)
+THREAD_KINDS = (KIND_THREAD, KIND_CORE) + GPU_KINDS
 
 
 @dataclass

@@ -22,6 +22,7 @@ from hpcsa.errors import HpcsaError
 from hpcsa.fileio import atomic_file
 from hpcsa.textout import json_safe
 from hpcsa.views import tree as T
+from hpcsa.views.experiment import KIND_CORE, KIND_THREAD
 
 if TYPE_CHECKING:
     from hpcsa.views.experiment import Experiment
@@ -80,7 +81,7 @@ def export_trace(exp: Experiment, path: str | os.PathLike[str], max_depth: int =
             thread_name = "GPU " + " ".join(f"{k.lower().replace('gpu', '')} {v}" for k, v in p.ids.items()
                                             if k.startswith("GPU"))
         else:
-            thread_name = " ".join(f"{k.lower()} {v}" for k, v in p.ids.items() if k in ("THREAD", "CORE")) or \
+            thread_name = " ".join(f"{k.lower()} {v}" for k, v in p.ids.items() if k in (KIND_THREAD, KIND_CORE)) or \
                 f"profile {prof}"
         events.append(meta("thread_name", pid, prof, {"name": thread_name}))
         events.append(meta("thread_sort_index", pid, prof, {"sort_index": prof}))

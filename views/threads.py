@@ -277,10 +277,7 @@ def _new_meta(meta: metadb.MetaDB, with_set: bool) -> tuple[metadb.MetaDB, dict[
     metrics.append(metadb.Metric(NUM_THREADS, nt_insts, nt_summaries))
     if next_prop > 65535 or next_stat > 65535:
         raise HpcsaError(meta.path, "too many metrics for the statistics of the SET strategy (metric ids are 16-bit)")
-    new = metadb.MetaDB(title=meta.title, description=meta.description, id_names=list(meta.id_names),
-                        scopes=list(meta.scopes), metrics=metrics, modules=list(meta.modules),
-                        module_flags=meta.module_flags, files=list(meta.files), file_flags=meta.file_flags,
-                        functions=meta.functions, contexts=meta.contexts)
+    new = meta.with_metrics(metrics)
     return new, stats
 
 

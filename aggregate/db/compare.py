@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from hpcsa.aggregate.db import metadb
-from hpcsa.aggregate.db.database import Database, open_database
+from hpcsa.aggregate.db.database import SOURCES, Database, open_database
 
 ULP_GRACE = 16
 
@@ -161,8 +161,9 @@ def _original_path(meta: metadb.MetaDB, i: int) -> str:
     """A source file's own path: a copy in the database (``src/<path>``, flagged copied) names its original."""
     path = meta.files[i]
     flags = getattr(meta, "file_flags", None)
-    if flags is not None and i < len(flags) and int(flags[i]) & 1 and path.startswith("src/"):
-        return path[len("src"):]
+    if flags is not None and i < len(flags) and int(flags[i]) & metadb.FILE_COPIED and \
+            path.startswith(SOURCES + "/"):
+        return path[len(SOURCES):]
     return path
 
 

@@ -22,6 +22,7 @@ from hpcsa.fileio import atomic_dir
 
 META, PROFILE, CCT, TRACE = "meta.db", "profile.db", "cct.db", "trace.db"
 METRICS_YAML = os.path.join("metrics", "default.yaml")
+SOURCES = "src"  # the directory of the source files copied into a database
 
 
 @dataclass

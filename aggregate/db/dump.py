@@ -10,37 +10,39 @@ tuple. The context tree is a flat pre-order list with ``parent`` and
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import numpy as np
 
 from hpcsa.aggregate.db import cctdb, database, metadb, metricsyaml, profiledb, tracedb
 from hpcsa.errors import HpcsaError
 
+T = TypeVar("T")
+
 
 def _limit(n: int, max_values: int | None) -> int:
     return n if max_values is None else min(n, max_values)
 
 
-def _sibling_meta(path: str) -> metadb.MetaDB | None:
-    """The meta.db next to a profile.db/cct.db/trace.db, if it reads cleanly (used for names only)."""
-    sib = os.path.join(os.path.dirname(os.path.abspath(path)), database.META)
+def _sibling(path: str, name: str, read: Callable[[str], T]) -> T | None:
+    """The database file ``name`` next to a profile.db/cct.db/trace.db, if it reads cleanly (used for
+    names and identities only)."""
+    sib = os.path.join(os.path.dirname(os.path.abspath(path)), name)
     if not os.path.isfile(sib):
         return None
     try:
-        return metadb.read_metadb(sib)
+        return read(sib)
     except HpcsaError:
         return None
+
+
+def _sibling_meta(path: str) -> metadb.MetaDB | None:
+    return _sibling(path, database.META, metadb.read_metadb)
 
 
 def _sibling_profiles(path: str) -> profiledb.ProfileDB | None:
-    sib = os.path.join(os.path.dirname(os.path.abspath(path)), database.PROFILE)
-    if not os.path.isfile(sib):
-        return None
-    try:
-        return profiledb.ProfileDB(sib)
-    except HpcsaError:
-        return None
+    return _sibling(path, database.PROFILE, profiledb.ProfileDB)
 
 
 def _head(path: str, fmt: str, version: str, notes: tuple[str, ...] | list[str]) -> dict[str, Any]:

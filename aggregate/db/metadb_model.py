@@ -70,6 +70,7 @@ PRE_RELEASE_METRIC_SIZES = (24, 24, 16)
 # -- enumerations --------------------------------------------------------------------------------------
 
 HAS_FUNCTION, HAS_SRCLOC, HAS_POINT = 0x1, 0x2, 0x4
+FILE_COPIED = 0x1  # a source file's flags: copied into the database (its path is then under src/)
 RELATION = {0: "lexical", 1: "call", 2: "inlined_call"}
 LEXICAL, CALL, INLINED_CALL = 0, 1, 2
 LEXICAL_TYPE = {0: "function", 1: "loop", 2: "line", 3: "instruction"}
@@ -284,6 +285,14 @@ class MetaDB:
     version: str = "4.0"
     notes: tuple[str, ...] = ()
     path: str | None = None
+
+    def with_metrics(self, metrics: list[Metric]) -> MetaDB:
+        """This database's names, scopes, modules, files, functions and context tree with other metrics
+        (what a view that adds metrics writes; version, notes and path are the new file's)."""
+        return MetaDB(title=self.title, description=self.description, id_names=list(self.id_names),
+                      scopes=list(self.scopes), metrics=metrics, modules=list(self.modules),
+                      module_flags=self.module_flags, files=list(self.files), file_flags=self.file_flags,
+                      functions=self.functions, contexts=self.contexts)
 
     def scope_index(self, name: str) -> int:
         for i, s in enumerate(self.scopes):

@@ -15,6 +15,7 @@ import yaml
 
 from hpcsa.aggregate.db.metricsyaml_model import COMBINES, MAX_NODES, VERSION, Input, MetricsTaxonomy
 from hpcsa.errors import FormatError, UnsupportedError
+from hpcsa.fileio import read_input
 
 
 class _Loader(yaml.SafeLoader):
@@ -162,13 +163,7 @@ def _check_roots(items: Any, path: str | None, where: str) -> None:
 
 def read_metrics_yaml(path: str | os.PathLike[str]) -> MetricsTaxonomy:
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except FileNotFoundError:
-        raise FormatError(path, "no such file") from None
-    except OSError as exc:
-        raise FormatError(path, f"cannot read: {exc.strerror or exc}") from None
+    raw = read_input(path, expected="a metrics YAML file", error=FormatError)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from hpcsa.errors import HpcsaError
+from hpcsa.fileio import input_error, read_input
 
 _LM_TAG = re.compile(rb'<LM\b[^>]*?\bn="([^"]*)"')
 _HAS_CALLS = re.compile(rb'<LM\b[^>]*?\bhas-calls="([^"]*)"')
@@ -57,16 +58,12 @@ def _size(path: str) -> int:
     try:
         return os.stat(path).st_size
     except OSError as exc:
-        raise HpcsaError(path, f"cannot read: {exc.strerror or exc}") from None
+        raise input_error(path, exc) from None
 
 
 def peek_struct_module(path: str) -> str | None:
     """The ``n`` of the first ``<LM>`` of a structure file, from the head of the file (no XML parse)."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(HEAD_BYTES)
-    except OSError as exc:
-        raise HpcsaError(path, f"cannot read: {exc.strerror or exc}") from None
+    head = read_input(path, HEAD_BYTES, "a structure file")
     m = _LM_TAG.search(head)
     if not m:
         return None

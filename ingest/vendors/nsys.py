@@ -21,7 +21,7 @@ import numpy as np
 
 from hpcsa.errors import FormatError, UnsupportedError
 from hpcsa.ingest import model as M
-from hpcsa.ingest.sqlsrc import OPERATION_COLUMNS, Db, activity, kernel_columns
+from hpcsa.ingest.sqlsrc import OPERATION_COLUMNS, Db, activity, cupti_sync_kinds, kernel_columns
 from hpcsa.ingest.vendors import Probe, VendorReader, register, sqlite_read
 
 #: Newest export schema whose tables this reader knows (columns are looked up, never assumed).
@@ -35,8 +35,6 @@ PROFILER_MODULES = re.compile(r"(libcupti|libcuda\.so|libnvidia-|libToolsInjecti
                               r"/target-linux-|libnvperf|libpthread.*\bnsys)", re.IGNORECASE)
 _SYNC_BY_API = (("StreamWaitEvent", M.SY_STRE), ("EventSynchronize", M.SY_EVT), ("StreamSynchronize", M.SY_STR),
                 ("DeviceSynchronize", M.SY_CTX), ("CtxSynchronize", M.SY_CTX), ("ThreadSynchronize", M.SY_CTX))
-#: CUPTI's CUpti_ActivitySynchronizationType -> our kinds (used when the API name says nothing).
-_SYNC_TYPE = {1: M.SY_EVT, 2: M.SY_STRE, 3: M.SY_STR, 4: M.SY_CTX}
 #: nsys ENUM_CUDA_MEM_KIND (0 Pageable ... 6 Managed Static, 7 Unknown) -> CUPTI order.
 _NSYS_MEM_KIND = np.array([M.MK_PAG, M.MK_PIN, M.MK_DEV, 4, 5, 6, 7, M.MK_UNK])
 _UVM_COPY = {11: M.CP_H2D, 12: M.CP_D2H, 13: M.CP_D2D}
@@ -306,10 +304,7 @@ def _syncs(db: Db, tr: M.GpuTrace, epoch: int) -> np.ndarray | None:
         return None
     pid = (c["gpid"] >> 24) & 0xFFFFFF
     # syncType is not trustworthy across nsys versions: classify by the API call's name first.
-    by_type = np.zeros(8, np.uint8)
-    for t, k in _SYNC_TYPE.items():
-        by_type[t] = k
-    sub = by_type[np.clip(c["type"], 0, 7)]
+    sub = cupti_sync_kinds(c["type"])
     if len(tr.apis) and len(pid):
         k_o, k_a = M.pair_keys(pid, c["corr"], tr.apis["process"], tr.apis["corr"])
         hit = M.lookup(k_o, k_a)

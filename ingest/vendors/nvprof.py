@@ -22,7 +22,7 @@ import numpy as np
 
 from hpcsa.errors import UnsupportedError
 from hpcsa.ingest import model as M
-from hpcsa.ingest.sqlsrc import OPERATION_COLUMNS, Db, activity, kernel_columns
+from hpcsa.ingest.sqlsrc import OPERATION_COLUMNS, Db, activity, cupti_sync_kinds, kernel_columns
 from hpcsa.ingest.stalls import CUPTI_LEGACY_REASONS, stall_class
 from hpcsa.ingest.vendors import Probe, VendorReader, register, sqlite_read
 
@@ -49,7 +49,6 @@ _RUNTIME_CBIDS = {
 _KNOWN_CBIDS = {("runtime", cbid): name for cbid, name in _RUNTIME_CBIDS.items()}
 _KNOWN_CBIDS.update({("driver", 307): "cuLaunchKernel", ("driver", 442): "cuLaunchKernel_ptsz",
                      ("driver", 652): "cuLaunchKernelEx"})
-_SYNC_TYPE = {1: M.SY_EVT, 2: M.SY_STRE, 3: M.SY_STR, 4: M.SY_CTX}
 
 
 def recognise(probe: Probe) -> bool:
@@ -181,10 +180,7 @@ def _syncs(db: Db) -> np.ndarray | None:
         return None
     c = db.columns_of(f'SELECT start, "end", contextId, streamId, correlationId, type FROM {t}',
                       ["start", "end", "ctx", "stream", "corr", "type"])
-    by_type = np.zeros(8, np.uint8)
-    for t, k in _SYNC_TYPE.items():
-        by_type[t] = k
-    sub = by_type[np.clip(c["type"], 0, 7)]
+    sub = cupti_sync_kinds(c["type"])
     stream = np.where((c["stream"] == -1) | (c["stream"] == 0xFFFFFFFF), -1, c["stream"])
     return M.table(M.OP_DTYPE, len(sub), kind=M.SYNC, context=c["ctx"], stream=stream, corr=c["corr"],
                    start=c["start"], end=c["end"], sub=sub)

@@ -25,7 +25,8 @@ import re
 
 import numpy as np
 
-from hpcsa.errors import FormatError, HpcsaError, UnsupportedError
+from hpcsa.errors import FormatError, UnsupportedError
+from hpcsa.fileio import input_error
 from hpcsa.ingest import model as M
 from hpcsa.ingest.vendors import Probe, VendorReader, register
 from hpcsa.ingest.vendors.rocpd import waits_as_sync_ops
@@ -110,7 +111,7 @@ def _parse(path: str) -> _Rows:
     try:
         fh = open(path, encoding="utf-8", errors="replace")
     except OSError as exc:
-        raise HpcsaError(path, f"cannot read: {exc.strerror or exc}") from None
+        raise input_error(path, exc) from None
     with fh:
         for no, raw in enumerate(fh, start=1):
             line = raw.rstrip("\r\n")

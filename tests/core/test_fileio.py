@@ -1,4 +1,4 @@
-"""Outputs appear under their final name only when complete."""
+"""Inputs fail as one line naming the file; outputs appear under their final name only when complete."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hpcsa.errors import HpcsaError
-from hpcsa.fileio import atomic_dir, atomic_file, write_file
+from hpcsa.errors import FormatError, HpcsaError
+from hpcsa.fileio import atomic_dir, atomic_file, map_input, open_input, read_input, write_file
 
 
 def test_atomic_file_success_and_failure(tmp_path):
@@ -78,3 +78,36 @@ def test_atomic_dir_gets_the_umask_mode_not_mkdtemp_private_mode(tmp_path):
     finally:
         os.umask(old)
     assert (tmp_path / "out.d").stat().st_mode & 0o777 == 0o750
+
+
+def test_input_errors_are_one_line_naming_the_file(tmp_path):
+    missing = tmp_path / "nope.bin"
+    with pytest.raises(HpcsaError) as info:
+        read_input(missing)
+    assert str(info.value) == f"{missing}: no such file or directory"
+    with pytest.raises(HpcsaError) as info:
+        open_input(tmp_path, "a structure file")
+    assert str(info.value) == f"{tmp_path}: is a directory, expected a structure file"
+    with pytest.raises(FormatError) as info:  # the caller's error class is kept
+        read_input(missing, error=FormatError)
+    assert info.value.problem == "no such file or directory"
+    if os.geteuid() != 0:  # root reads any file whatever its mode
+        locked = tmp_path / "locked.bin"
+        locked.write_bytes(b"x")
+        locked.chmod(0)
+        with pytest.raises(HpcsaError, match="permission denied$"):
+            read_input(locked)
+
+
+def test_inputs_are_read_or_mapped_whole_or_by_head(tmp_path):
+    f = tmp_path / "data.bin"
+    f.write_bytes(bytes(range(200)))
+    assert read_input(f, 4) == bytes(range(4))
+    assert read_input(f) == bytes(range(200))
+    mapped = map_input(f)  # at least one byte: mapped
+    assert not isinstance(mapped, bytes) and bytes(mapped[:3]) == bytes(range(3))
+    assert map_input(f, map_from=1 << 20) == bytes(range(200))  # below the threshold: read
+    (tmp_path / "empty.bin").write_bytes(b"")
+    assert map_input(tmp_path / "empty.bin") == b""  # an empty file cannot be mapped
+    with open_input(f) as fh:
+        assert fh.read(2) == b"\x00\x01"

@@ -12,22 +12,23 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from hpcsa.aggregate.db.database import SOURCES
+from hpcsa.aggregate.db.metadb import FILE_COPIED
+
 if TYPE_CHECKING:
     from hpcsa.views.experiment import Experiment
 
-COPIED = 1
-SRC = "src"
 #: Larger sources are not shown (the pane is for reading a few lines around a cost).
 MAX_BYTES = 8 << 20
 
 
 def copied_relpath(path: str, flags: int) -> str | None:
     """The path below ``src/`` of a file meta.db says was copied; None if it was not."""
-    if not flags & COPIED:
+    if not flags & FILE_COPIED:
         return None
     p = path.replace("\\", "/")
-    if p.startswith(SRC + "/"):
-        return p[len(SRC) + 1:]
+    if p.startswith(SOURCES + "/"):
+        return p[len(SOURCES) + 1:]
     return None
 
 
@@ -38,7 +39,7 @@ def resolve(db_path: str, rel: str) -> str | None:
     parts = rel.split("/")
     if any(p in ("", ".", "..") for p in parts):
         return None
-    root = os.path.realpath(os.path.join(db_path, SRC))
+    root = os.path.realpath(os.path.join(db_path, SOURCES))
     real = os.path.realpath(os.path.join(root, *parts))
     if not real.startswith(root + os.sep) or not os.path.isfile(real):
         return None
