@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hpcsa.structure.cfg import CodeIndex
+from hpcsa.structure.dwarf_inline import UNKNOWN_PROC
 from hpcsa.structure.elf import ElfImage, FunctionSymbol
 from hpcsa.structure.function_code import FuncCtx, FunctionBatch, GroupCtx, InstructionRuns
 from hpcsa.structure.functions import Functions, discover_functions
@@ -60,7 +61,6 @@ from hpcsa.structure.tree import (
 )
 from hpcsa.workers import ForkedWorker, fork_context
 
-UNKNOWN_PROC = "<unknown procedure>"
 #: Extent of a procedure whose entry lies in no code section (a corrupt section or symbol table: none of the
 #: real test binaries has one). There is no code to cover, and taking the next entry or the symbol's size
 #: as its end let a damaged file make statements over gigabytes.

@@ -22,13 +22,11 @@ import capstone
 import numpy as np
 
 from hpcsa.structure.codeptr import resolve_code_pointer_jump
+from hpcsa.structure.edges import E_CALL_FT, E_DIRECT, E_FALLTHROUGH, E_NOT_TAKEN, E_TAKEN
 from hpcsa.structure.elf import ElfImage
 
 # Instruction kinds (K_OTHER is everything that does not transfer control)
 K_OTHER, K_JUMP, K_COND, K_CALL, K_RET, K_IJUMP, K_ICALL, K_HALT = range(8)
-
-# Edge kinds (as ParseAPI names them)
-E_TAKEN, E_NOT_TAKEN, E_DIRECT, E_FALLTHROUGH, E_CALL_FT, E_INDIRECT = range(6)
 
 _CONDITIONAL = {"ja", "jae", "jb", "jbe", "jc", "je", "jg", "jge", "jl", "jle", "jna", "jnae", "jnb", "jnbe",
                 "jnc", "jne", "jng", "jnge", "jnl", "jnle", "jno", "jnp", "jns", "jnz", "jo", "jp", "jpe", "jpo",

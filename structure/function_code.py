@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hpcsa.structure.cfg import E_CALL_FT, CodeIndex, ProgramCFG, in_sorted
+from hpcsa.structure.cfg import CodeIndex, ProgramCFG, in_sorted
+from hpcsa.structure.edges import E_CALL_FT
 from hpcsa.structure.source_info import SourceInfo
 from hpcsa.structure.tree import FLP, Stmt, StrTab, TreeNode, basename
 

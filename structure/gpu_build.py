@@ -43,7 +43,8 @@ from hpcsa.demangle import demangle_symbol as demangle
 from hpcsa.demangle import drop_return_type as drop_return_type  # re-exported
 from hpcsa.structure.dwarf_inline import InlineTable
 from hpcsa.structure.dwarf_lines import LineMap
-from hpcsa.structure.gpu_cfg import E_CALL_FT, FunctionGraph
+from hpcsa.structure.edges import E_CALL_FT
+from hpcsa.structure.gpu_cfg import FunctionGraph
 from hpcsa.structure.loops import find_loops
 from hpcsa.structure.model import F, Module, ModuleBuilder
 from hpcsa.structure.tree import (

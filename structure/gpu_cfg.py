@@ -21,13 +21,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hpcsa.structure.edges import E_CALL_FT, E_DIRECT, E_FALLTHROUGH, E_INDIRECT, E_NOT_TAKEN, E_TAKEN
 from hpcsa.structure.nvdisasm import K_BRANCH, K_CALL, K_EXIT, K_INDIRECT, K_OTHER, K_RETURN, K_TRAP
 
 # A jump to another function's entry that does not come back (AMD ``s_setpc_b64`` to a known entry).
 K_TAILCALL = 7
-
-# Edge kinds (ParseAPI's names)
-E_TAKEN, E_NOT_TAKEN, E_DIRECT, E_FALLTHROUGH, E_CALL_FT, E_INDIRECT = range(6)
 
 
 @dataclass

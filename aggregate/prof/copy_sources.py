@@ -17,10 +17,9 @@ import shutil
 import numpy as np
 
 from hpcsa.aggregate.db import metadb
+from hpcsa.aggregate.db.database import SOURCES
+from hpcsa.aggregate.db.metadb import FILE_COPIED
 from hpcsa.errors import HpcsaError
-
-COPIED = 1
-SRC = "src"
 
 
 def parse_replacements(specs: list[str] | None) -> tuple[tuple[str, str], ...]:
@@ -50,7 +49,7 @@ def copy_sources(meta: metadb.MetaDB, db_dir: str, replacements: tuple[tuple[str
              else np.zeros(len(files), np.uint32))
     copied = 0
     for i, path in enumerate(files):
-        if flags[i] & COPIED or not path.startswith("/"):
+        if flags[i] & FILE_COPIED or not path.startswith("/"):
             continue
         name = os.path.normpath(path).lstrip("/")
         if not name or name.startswith(".."):
@@ -58,14 +57,14 @@ def copy_sources(meta: metadb.MetaDB, db_dir: str, replacements: tuple[tuple[str
         found = remap(path, replacements)
         if not os.path.isfile(found) or not os.access(found, os.R_OK):
             continue
-        dest = os.path.join(db_dir, SRC, name)
+        dest = os.path.join(db_dir, SOURCES, name)
         try:
             os.makedirs(os.path.dirname(dest), exist_ok=True)
             shutil.copyfile(found, dest)
         except OSError:
             continue
-        files[i] = f"{SRC}/{name}"
-        flags[i] |= COPIED
+        files[i] = f"{SOURCES}/{name}"
+        flags[i] |= FILE_COPIED
         copied += 1
     if not copied:
         return meta, 0

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from hpcsa.aggregate.db.metadb_model import INLINED_CALL, LEXICAL  # relations, as meta.db codes them
 from hpcsa.errors import HpcsaError
 from hpcsa.structure.model import LexStep, Module
 
@@ -53,9 +54,6 @@ UNKNOWN_KIND, PLACEHOLDER, FUNCTION, LOOP, LINE, POINT = 0, 1, 2, 3, 4, 5
 Scope = tuple
 
 UNKNOWN: Scope = (UNKNOWN_KIND,)
-
-# Relations, as meta.db codes them.
-LEXICAL, CALL, INLINED_CALL = 0, 1, 2
 
 #: One step of an expansion: (relation, scope); relation None = the relation the caller asked for.
 Step = tuple[int | None, Scope]

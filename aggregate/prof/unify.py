@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from hpcsa.aggregate.db import metadb
+from hpcsa.aggregate.db.metadb_model import CALL, INLINED_CALL, LEXICAL
 from hpcsa.aggregate.prof import lexical as lx
 from hpcsa.aggregate.prof import rawtree
 from hpcsa.aggregate.prof.gpu_contexts import RECONSTRUCTED, frame_name
@@ -164,22 +165,22 @@ def expand(raw: rawtree.RawNodes, classifier: lx.Classifier, graphs: dict[int, C
                 full[row] = rel[row] = f
                 continue
             if par == 0:  # instructions cannot be top-level contexts: "partial call paths"
-                par = b.ensure(0, lx.CALL, lx.UNKNOWN)
+                par = b.ensure(0, CALL, lx.UNKNOWN)
             if flag & RECONSTRUCTED:
                 continue
             if not flag & 0x1:  # not unwound and not reconstructed: caller -> (unknown) -> instruction
-                par = b.ensure(par, lx.CALL, lx.UNKNOWN)
-            rel[row], full[row] = b.chain(par, lx.CALL, chains[(mod, ip)])
+                par = b.ensure(par, CALL, lx.UNKNOWN)
+            rel[row], full[row] = b.chain(par, CALL, chains[(mod, ip)])
         elif k == rawtree.FRAME:
             if flag == step_call:
-                rel[row], full[row] = b.chain(par, lx.CALL, chains[(mod, ip)])
+                rel[row], full[row] = b.chain(par, CALL, chains[(mod, ip)])
             elif flag == step_unknown:
-                full[row] = rel[row] = b.ensure(par, lx.CALL, lx.UNKNOWN)
+                full[row] = rel[row] = b.ensure(par, CALL, lx.UNKNOWN)
             else:
                 name = frame_name(graphs.get(mod), flag, ip)
-                full[row] = rel[row] = b.ensure(par, lx.CALL, lx.function_scope(name))
+                full[row] = rel[row] = b.ensure(par, CALL, lx.function_scope(name))
         else:
-            rel[row], full[row] = b.chain(par, lx.CALL, chains[(mod, ip)])
+            rel[row], full[row] = b.chain(par, CALL, chains[(mod, ip)])
     return Expansion(b, full, rel)
 
 
@@ -191,12 +192,12 @@ def _placeholder(b: ContextBuilder, par: int, code: int) -> int:
     if code in (PARTIAL, UNNORMALIZED):
         if code == PARTIAL and par != 0:
             raise HpcsaError(None, "<partial root> below another context")
-        return b.ensure(par, lx.CALL, lx.UNKNOWN)
+        return b.ensure(par, CALL, lx.UNKNOWN)
     if code == PRIMARY:
         raise HpcsaError(None, "<primary root> below another context")
     if par == 0 and code not in (FENCE_MAIN, FENCE_THREAD):
-        par = b.ensure(0, lx.CALL, lx.UNKNOWN)
-    return b.ensure(par, lx.CALL, lx.placeholder_scope(code))
+        par = b.ensure(0, CALL, lx.UNKNOWN)
+    return b.ensure(par, CALL, lx.placeholder_scope(code))
 
 
 # -- canonical ids -------------------------------------------------------------------------------------------
@@ -222,13 +223,13 @@ class UnifiedTree:
     @property
     def is_call(self) -> np.ndarray:
         """hpcprof's isCall: entered by a call or an inlined call (stops the function scope)."""
-        return (self.relation == lx.CALL) | (self.relation == lx.INLINED_CALL)
+        return (self.relation == CALL) | (self.relation == INLINED_CALL)
 
     @property
     def elided(self) -> np.ndarray:
         """Instructions nested lexically in their line: left out of meta.db, mapped to the parent in traces."""
         kinds = np.array([s[0] for s in self.scopes], np.int64)
-        return (self.relation == lx.LEXICAL) & (kinds == lx.POINT)
+        return (self.relation == LEXICAL) & (kinds == lx.POINT)
 
 
 def canonical_ids(b: ContextBuilder) -> tuple[UnifiedTree, np.ndarray]:
@@ -374,7 +375,7 @@ def meta_tables(tree: UnifiedTree) -> tuple[metadb.ContextTree, metadb.Functions
     relation = tree.relation[rows].astype(np.uint8)
     ctree = metadb.ContextTree.from_columns(
         entries, ctx_id=rows.astype(np.uint32), parent=parent_rows, entry=entry_id[rows],
-        relation=relation, propagation=(relation == lx.LEXICAL).astype(np.uint16), **cols)
+        relation=relation, propagation=(relation == LEXICAL).astype(np.uint16), **cols)
     return ctree, _functions(names), names.modules, names.files
 
 
