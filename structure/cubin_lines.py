@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hpcsa.structure.dwarf_forms import cstring, sleb, uleb
+from hpcsa.structure.dwarf_forms import cstring, initial_length, sleb, uleb
 from hpcsa.structure.dwarf_inline import InlineTable
 from hpcsa.structure.dwarf_lines import LineMap, LineProgram, build_line_map
 
@@ -153,12 +153,7 @@ def _decode_unit(data: bytes, pos: int, comp_dir: str, addr: list[int], file: li
     A hot loop (every opcode of every program of a cubin), kept in one function on purpose, as
     :func:`hpcsa.structure.dwarf_lines._run_opcodes`: the state machine lives in local variables and a
     split would add a call per opcode."""
-    unit_length = struct.unpack_from("<I", data, pos)[0]
-    if unit_length == 0xFFFFFFFF:
-        unit_length = struct.unpack_from("<Q", data, pos + 4)[0]
-        head, offset_size = pos + 12, 8
-    else:
-        head, offset_size = pos + 4, 4
+    unit_length, offset_size, head = initial_length(data, pos)
     end = head + unit_length
     if end > len(data):
         raise LineTableError("unit runs past the end of the section")

@@ -44,6 +44,7 @@ from hpcsa.structure.dwarf_forms import (
     abbrev_entries_bytes,
     cstring,
     form_sizes,
+    initial_length,
     leb_numbers,
     read_attrs,
     skip_attrs,
@@ -116,14 +117,8 @@ class DebugInfo:
         n = len(data)
         while pos + 11 <= n:
             start = pos
-            length = struct.unpack_from("<I", data, pos)[0]
-            pos += 4
-            offset_size = 4
-            if length == 0xFFFFFFFF:
-                length = struct.unpack_from("<Q", data, pos)[0]
-                pos += 8
-                offset_size = 8
-            elif length >= 0xFFFFFFF0:
+            length, offset_size, pos = initial_length(data, pos)
+            if offset_size == 4 and length >= 0xFFFFFFF0:
                 raise DwarfError(f"unit at {start:#x}: reserved length {length:#x}")
             end = pos + length
             if end > n or length < 2:

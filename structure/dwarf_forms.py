@@ -4,6 +4,7 @@ attributes of one debugging information entry are read or skipped. The hot loops
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -32,6 +33,14 @@ REF_FORMS = frozenset({F_REF1, F_REF2, F_REF4, F_REF8, F_REF_UDATA})
 
 class DwarfError(Exception):
     """Corrupt or unsupported DWARF; structure recovery continues without it."""
+
+
+def initial_length(data: bytes, pos: int) -> tuple[int, int, int]:
+    """A unit's initial length (DWARF 5 §7.4, 32- or 64-bit DWARF): (length, offset size, position after it)."""
+    length = struct.unpack_from("<I", data, pos)[0]
+    if length == 0xFFFFFFFF:
+        return struct.unpack_from("<Q", data, pos + 4)[0], 8, pos + 12
+    return length, 4, pos + 4
 
 
 def uleb(data: bytes, pos: int) -> tuple[int, int]:

@@ -41,6 +41,7 @@ from hpcsa.structure.dwarf_forms import (
     DwarfError,
     Unit,
     cstring,
+    initial_length,
     uleb,
 )
 
@@ -206,14 +207,7 @@ def _read_program(dw: DebugInfo, data: bytes, offset: int, unit: Unit | None) ->
 def _read_header(dw: DebugInfo, data: bytes, offset: int, unit: Unit | None) -> _Header:
     """The header of the line program at ``offset`` (DWARF 5 §6.2.4, the same section in earlier
     versions): where its opcodes are, their parameters, and its file table in the three namings."""
-    pos = offset
-    length = struct.unpack_from("<I", data, pos)[0]
-    pos += 4
-    offset_size = 4
-    if length == 0xFFFFFFFF:
-        length = struct.unpack_from("<Q", data, pos)[0]
-        pos += 8
-        offset_size = 8
+    length, offset_size, pos = initial_length(data, offset)
     end = pos + length
     if end > len(data):
         raise DwarfError(f"line program at {offset:#x} runs past the end of .debug_line")
