@@ -125,11 +125,14 @@ def test_phase2_batches_partition_profiles_largest_first(workers: int) -> None:
     assert phase2_batches([], workers) == []
 
 
-def test_transpose_in_many_small_passes_gives_the_same_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                                                 ) -> None:
+@pytest.mark.parametrize(("positions", "window"), [(8, 1 << 30), (4 << 20, 5000), (4 << 20, 1)])
+def test_transpose_in_many_small_passes_gives_the_same_database(positions: int, window: int, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """cct.db and the summary do not depend on how the contexts are cut into ranges, nor on how many passes
-    over the profiles' indexes find the range bounds (one range per pass here, each pass reading every index
-    only from where the last one ended), nor on a first guess of how far to read that is far too short."""
+    over the profiles' indexes find the range bounds (one range per pass, each pass reading every index
+    only from where the last one ended; or one pass), nor on a first guess of how far to read that is far too
+    short, nor on how many ranges are read from the scratch file at once (windows of one, a few, or all
+    ranges of a pass)."""
     from hpcsa.aggregate.prof import pipeline, transpose
     from hpcsa.aggregate.prof.inputs import find_inputs
     from hpcsa.ingest.synth import SynthSpec, generate
@@ -139,9 +142,26 @@ def test_transpose_in_many_small_passes_gives_the_same_database(tmp_path: Path, 
     ref = tmp_path / "ref.d"
     pipeline.run(find_inputs([str(meas)]), pipeline.Options(output=str(ref), jobs=1, progress=False))
     monkeypatch.setattr(transpose, "RANGE_BYTES", 2048)
-    monkeypatch.setattr(transpose, "POSITIONS_BYTES", 8)
+    monkeypatch.setattr(transpose, "POSITIONS_BYTES", positions)
+    monkeypatch.setattr(transpose, "WINDOW_BYTES", window)
     monkeypatch.setattr(transpose, "MIN_READ", 1)
     real = transpose.bound_positions
+    real_window = transpose.read_window
+    windows = []
+
+    def counted(*args: object) -> transpose.Window:
+        windows.append(1)
+        return real_window(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(transpose, "read_window", counted)
+    real_gather = transpose.gather
+    ranges = []
+
+    def gathered(*args: object) -> object:
+        ranges.append(1)
+        return real_gather(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(transpose, "gather", gathered)
     passes = []
 
     def short_guess(*args: object) -> np.ndarray:
@@ -151,6 +171,11 @@ def test_transpose_in_many_small_passes_gives_the_same_database(tmp_path: Path, 
     monkeypatch.setattr(transpose, "bound_positions", short_guess)
     small = tmp_path / "small.d"
     pipeline.run(find_inputs([str(meas)]), pipeline.Options(output=str(small), jobs=1, progress=False))
-    assert len(passes) > 10
+    assert len(ranges) > 10
+    assert len(passes) > 10 if positions == 8 else len(passes) == 2  # one pass: the PMS and the aside blobs
+    if window == 1:
+        assert len(windows) == len(ranges)
+    elif window == 5000:  # a few ranges per window
+        assert 1 < len(windows) < len(ranges)
     for name in ("meta.db", "profile.db", "cct.db", "trace.db"):
         assert filecmp.cmp(ref / name, small / name, shallow=False), name
