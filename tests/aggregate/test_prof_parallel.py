@@ -179,3 +179,58 @@ def test_transpose_in_many_small_passes_gives_the_same_database(positions: int, 
         assert 1 < len(windows) < len(ranges)
     for name in ("meta.db", "profile.db", "cct.db", "trace.db"):
         assert filecmp.cmp(ref / name, small / name, shallow=False), name
+
+
+def test_trace_lines_of_a_batch_are_each_profiles_own(hpctoolkit_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trace lines of a batch, mapped together, are those of each profile mapped alone by the rules
+    written out here: records of unknown nodes dropped, contexts through the node's context (the call
+    context for call traces), elided instructions to their line, sorted by time (stably) only where the
+    measurement announced disorder, a blank after a blank dropped (never across two profiles)."""
+    from hpcsa.aggregate.prof import pipeline_read, profile_values, survey, unified_tables
+    from hpcsa.aggregate.prof.inputs import find_inputs
+    from hpcsa.ingest import hpctrace
+
+    inputs = find_inputs([str(hpctoolkit_data / "meas" / "loops-cputime-t.m")])
+    env, gpu_structs = pipeline_read.gpu_env(inputs.structs, 0)
+    disc = survey.merge([survey.survey_profile(p, env) for p in inputs.profiles])
+    _, structs = pipeline_read.run_phase1(inputs, env, 1)
+    classifier, _ = unified_tables.build_classifier(disc.raw, gpu_structs + structs)
+    c2 = unified_tables.assemble(disc, classifier, env, statistics=("Sum",), title="t")
+    n = len(c2.profiles)
+    assert n >= 3 and all(f.trace_records for f in c2.profiles)
+    real_read = hpctrace.read_hpctrace
+    points = [profile_values.profile_points(c2, i) for i in range(n)]
+    root_node = {c2.profiles[i].input.trace: int(pt.ids[np.flatnonzero(c2.trace_id[np.maximum(pt.full, 0)] == 0)[0]])
+                 for i, pt in enumerate(points)}  # a node traced as blank (the root's context)
+
+    def shuffled(path):  # type: ignore[no-untyped-def]
+        tr = real_read(path)
+        recs = tr.records[::-1].copy()  # out of order, and blanks at both ends
+        recs["ctx"][:2] = root_node[path]
+        recs["ctx"][-2:] = root_node[path]
+        recs["ctx"][len(recs) // 2] = 10 ** 6  # a node the profile does not have
+        return hpctrace.HpctraceFile(tr.flags, recs, tr.version, tr.path)
+
+    monkeypatch.setattr(profile_values, "read_hpctrace", shuffled)
+    for i, f in enumerate(c2.profiles):
+        f.trace_disorder = i % 2
+    got = profile_values.trace_lines(c2, list(range(n)), points)
+    for i, pt in enumerate(points):
+        tr = shuffled(c2.profiles[i].input.trace)
+        ctx_of = dict(zip(pt.ids.tolist(), (pt.rel if tr.flags & hpctrace.FLAG_CALL_TRACE else pt.full).tolist(),
+                          strict=True))
+        line = [(int(t), ctx_of.get(int(c), -1)) for t, c in zip(tr.records["time"], tr.records["ctx"], strict=True)]
+        line = [(t, c) for t, c in line if c >= 0]
+        assert len(line) == len(tr.records) - 1
+        lo, hi = min(t for t, _ in line), max(t for t, _ in line)
+        if c2.profiles[i].trace_disorder:
+            line.sort(key=lambda tc: tc[0])
+        want = []
+        for t, c in line:
+            tid = int(c2.trace_id[c])
+            if not (tid == 0 and want and want[-1][1] == 0):
+                want.append((t, tid))
+        index, elem, glo, ghi = got[i]
+        assert index == i and (glo, ghi) == (lo, hi)
+        assert list(zip(elem["timestamp"].tolist(), elem["ctxId"].tolist(), strict=True)) == want, i
+        assert sum(tid == 0 for _, tid in want) < sum(tid == 0 for _, tid in line)  # blanks dropped
