@@ -40,7 +40,7 @@ POSITIONS_BYTES = 4 << 20
 #: Bytes of cct.db whose values are read from the scratch file at once (a window of consecutive ranges): the
 #: fewer reads per profile, the fewer system calls (there are two per profile and window); a window's bytes
 #: stay in memory while its ranges are cut from it.
-WINDOW_BYTES = 4 << 20
+WINDOW_BYTES = 2 << 20
 #: Records read at least from a region when looking for range bounds.
 MIN_READ = 64
 
@@ -80,10 +80,19 @@ def bound_positions(fd: int, offsets: np.ndarray, counts: np.ndarray, rec: np.dt
     return out
 
 
-def read_slices(fd: int, at: np.ndarray, nbytes: np.ndarray) -> bytes:
-    """The byte slices [at, at + nbytes) of a scratch file, joined: one ``pread`` each, and nothing else per
-    slice (the callers decode the joined bytes in one go)."""
-    return b"".join([os.pread(fd, int(n), int(a)) for a, n in zip(at.tolist(), nbytes.tolist(), strict=True) if n])
+def read_slices(fd: int, at: np.ndarray, nbytes: np.ndarray) -> bytearray:
+    """The byte slices [at, at + nbytes) of a scratch file, one after the other in one buffer: one ``preadv``
+    each straight into its place, and nothing else per slice (the callers decode the buffer in one go)."""
+    buf = bytearray(int(nbytes.sum()))
+    view = memoryview(buf)
+    pos = 0
+    for a, n in zip(at.tolist(), nbytes.tolist(), strict=True):
+        while n:
+            got = os.preadv(fd, [view[pos:pos + n]], a)
+            if not got:
+                raise EOFError(f"scratch file ends before offset {a + n}")
+            pos, a, n = pos + got, a + got, n - got
+    return buf
 
 
 class ScratchProfiles:
@@ -234,7 +243,7 @@ def read_window(src: ScratchProfiles, at_lo: np.ndarray, at_hi: np.ndarray) -> W
     vals = np.frombuffer(read_slices(src.fd, place.pms_offset[ps - 1] + v0 * SZ_VALUE, n_vals * SZ_VALUE), VALUE)
     count = i1 - i0
     return Window(ps, i0, count, np.cumsum(count) - count, cids[keep], starts[keep], v0, v1,
-                  np.cumsum(n_vals) - n_vals, vals["metricId"].astype(np.uint16), vals["value"].astype(np.float64))
+                  np.cumsum(n_vals) - n_vals, vals["metricId"], vals["value"])  # views of the buffer read
 
 
 def gather(win: Window, at_lo: np.ndarray, at_hi: np.ndarray) -> cctdb.RangeValues:
@@ -264,8 +273,8 @@ def gather(win: Window, at_lo: np.ndarray, at_hi: np.ndarray) -> cctdb.RangeValu
     n_vals = p_hi - p_lo
     pos = np.repeat(value_at + p_lo - v0 - np.cumsum(n_vals) + n_vals, n_vals) + np.arange(int(n_vals.sum()))
     ctx = np.repeat(win.cids[ent], lens)
-    mid = win.mids[pos]
-    val = win.values[pos]
+    mid = win.mids[pos].astype(np.uint16)
+    val = win.values[pos].astype(np.float64)
     prof = np.repeat(ps.astype(np.uint32), n_vals)
     key = (ctx.astype(np.int64) << 16) | mid
     order = np.argsort(key, kind="stable")
