@@ -13,7 +13,7 @@ The scheme is hpcprof-mpi's ("Preparing for Performance Analysis at Exascale", I
    (:func:`unified_tables.assemble`), and writes meta.db and metrics/default.yaml.
    The result is shared with every worker (fork; over MPI a broadcast).
 2. **Class 1.** Every profile is read a second time and processed
-   (:func:`profile_values.process_profile`): its PMS blob goes to a scratch file at
+   by batches (:func:`profile_values.process_batch`): its PMS blob goes to a scratch file at
    an offset from a shared counter, its trace line into its reserved region of
    trace.db; it returns the counts cct.db's layout needs (summed/ORed: an
    associative reduction).
