@@ -29,6 +29,7 @@ import json
 import os
 import platform
 import pstats
+import re
 import shutil
 import subprocess
 import sys
@@ -93,13 +94,14 @@ def as_rank(argv: list[str]) -> None:
     rc = hpcsa_main(argv)
     cpu = sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
               for f in ("ru_utime", "ru_stime"))
-    print(f"CPU {os.environ.get('PMI_RANK', '0')} {cpu:.3f}", file=sys.stderr)
+    sys.stderr.write(f"\nCPU {os.environ.get('PMI_RANK', '0')} {cpu:.3f}\n")  # one write: ranks share the pipe
+    sys.stderr.flush()
     sys.exit(rc)
 
 
 def cpu_of(err: str) -> tuple[float, float]:
     """(CPU seconds of all ranks, of the busiest rank) from the ``CPU rank s`` lines of :func:`as_rank`."""
-    per = [float(ln.split()[2]) for ln in err.splitlines() if ln.startswith("CPU ")]
+    per = [float(cpu) for _, cpu in re.findall(r"CPU (\d+) (\d+\.\d{3})", err)]
     return sum(per), max(per)
 
 
@@ -127,7 +129,7 @@ def measure_set(kind: str, n: int, tmp: Path, repeat: int) -> dict[str, object]:
                      float(np.median([c[0] for c in cpus[name]])), float(np.median([c[1] for c in cpus[name]])))
         print(f"{kind} {n}: {name} {min(walls[name]):.2f} s (runs: {', '.join(f'{w:.2f}' for w in walls[name])}; "
               f"CPU s all, busiest rank: {', '.join(f'{a:.2f}/{b:.2f}' for a, b in cpus[name])}), "
-              f"{peak / MIB:.0f} MiB  [{[ln for ln in err.strip().splitlines() if not ln.startswith('CPU ')][-1]}]",
+              f"{peak / MIB:.0f} MiB  [{[ln for ln in err.strip().splitlines() if 'hpcsa prof:' in ln][-1]}]",
               flush=True)
     row.update(sizes(out))
     shutil.rmtree(out)

@@ -141,16 +141,14 @@ def summary_values(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> pr
                                                 np.concatenate([p[2] for p in parts]))
 
 
-def assemble_profiledb(path: str, c2: unified_tables.ClassTwo, pms_path: str, place: transpose.Placement,
-                    summary: profiledb.ProfileValues) -> None:
-    """profile.db: the thread blobs copied from the scratch file in canonical order, then the summary."""
+def copy_profiles(pw: profiledb.ProfileDBWriter, c2: unified_tables.ClassTwo, pms_path: str,
+                  place: transpose.Placement) -> None:
+    """profile.db's thread blobs, copied from the scratch file in canonical order (the summary comes last)."""
     scratch = transpose.ScratchProfiles(pms_path, place)
     try:
-        with profiledb.ProfileDBWriter(path, c2.id_tuples) as pw:
-            for i in range(len(c2.profiles)):
-                pw.write_profile(i + 1, profiledb.ProfileBlob(scratch.blob(i), int(place.n_values[i]),
-                                                              int(place.n_ctxs[i])))
-            pw.write_summary(summary)
+        for i in range(len(c2.profiles)):
+            pw.write_profile(i + 1, profiledb.ProfileBlob(scratch.blob(i), int(place.n_values[i]),
+                                                          int(place.n_ctxs[i])))
     finally:
         scratch.close()
 
@@ -217,19 +215,28 @@ def write_outputs(c2: unified_tables.ClassTwo, tmp: str, jobs: int, options: Opt
         place, lay, groups, cct_path = transport.bcast(layout)
         found = None  # the reduced state: rank 0 keeps only what it returned
 
-        # Phase 3: cct.db by groups of context ranges, handed out across ranks; the summary on the way.
+        # Phase 3: cct.db by groups of context ranges, handed out across ranks; the summary on the way. Rank 0
+        # copies the thread blobs into profile.db in canonical order meanwhile (once its first task is done:
+        # its workers, or the other ranks, are busy then).
         shared = (pms_path, aside_path, cct_path, place, lay, transpose.StatPlan.build(c2.metrics))
-        parts = transport.reduce(lambda: phase3_share(shared, groups, jobs, transport), merge_parts)
+
+        def copy_blobs() -> None:
+            pw = open_files.enter_context(profiledb.ProfileDBWriter(os.path.join(tmp, database.PROFILE), c2.id_tuples))
+            held["profiledb"] = pw
+            copy_profiles(pw, c2, pms_path, place)
+
+        parts = transport.reduce(lambda: phase3_share(shared, groups, jobs, transport,
+                                                      copy_blobs if transport.is_root else None), merge_parts)
 
         def finish() -> tuple[int, int, list[int]]:
             parts_of = unwrap(parts)
             summary = summary_values([part for i in sorted(parts_of) for part in parts_of[i]])
-            lap("phase 3: cct.db transpose, summary statistics")
-            open_files.close()  # cct.db's footer, trace.db's headers: both complete
-            assemble_profiledb(os.path.join(tmp, database.PROFILE), c2, pms_path, place, summary)
+            lap("phase 3: cct.db transpose, summary statistics; profile.db's thread blobs")
+            held["profiledb"].write_summary(summary)
+            open_files.close()  # cct.db's footer, trace.db's headers, profile.db's metadata: all complete
             for p in (pms_path, aside_path):
                 os.unlink(p)
-            lap("profile.db in canonical order")
+            lap("profile.db's summary")
             n_values, n_trace, shares = held["counts"]
             return n_values + len(summary.values), n_trace, shares
 
@@ -263,15 +270,21 @@ def merge_states(parts: list[Phase2State]) -> Phase2State:
 
 
 def phase3_share(shared: tuple[str, str, str, transpose.Placement, cctdb.CctLayout, transpose.StatPlan],
-                 groups: list[list[int]], jobs: int, transport: Transport
+                 groups: list[list[int]], jobs: int, transport: Transport, aside: Callable[[], None] | None = None
                  ) -> dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
-    """cct.db's blocks and the summary values of this rank's share of the range groups (largest first)."""
+    """cct.db's blocks and the summary values of this rank's share of the range groups (largest first); and
+    ``aside()``, other work of this rank, once its first task is done (or at once without a task)."""
     order = sorted(range(len(groups)), key=lambda g: (-(groups[g][-1] - groups[g][0]), g))
     out: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
     with LocalPool(min(jobs, len(groups)) or 1, shared=shared) as pool:
         for k, parts in run_shared(pool, phase3_task, transport.tasks("phase 3", len(groups)),
                                    lambda k: (groups[order[k]],), tasks_ahead(jobs)):
             out[order[k]] = parts
+            if aside is not None:
+                aside()
+                aside = None
+    if aside is not None:
+        aside()
     return out
 
 

@@ -113,12 +113,16 @@ def store(batch: BatchOutput, sinks: Sinks, allocate: Callable[[str, int], int])
 def _pwrite(path: str, offset: int, data: bytes) -> None:
     fd = os.open(path, os.O_WRONLY)
     try:
-        view = memoryview(data)
-        while view:
-            n = os.pwrite(fd, view, offset)
-            view, offset = view[n:], offset + n
+        _pwrite_fd(fd, offset, data)
     finally:
         os.close(fd)
+
+
+def _pwrite_fd(fd: int, offset: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.pwrite(fd, view, offset)
+        view, offset = view[n:], offset + n
 
 
 @dataclass
@@ -263,31 +267,58 @@ def aside_values(p: Propagated, c2: ClassTwo) -> np.ndarray:
     return out[order], prof[order]
 
 
-def trace_line(inp: ProfileInput, disorder: int, full: np.ndarray, rel: np.ndarray,
-               ids: np.ndarray, c2: ClassTwo) -> tuple[np.ndarray, int | None, int | None]:
-    """The profile's trace.db line (ELEMENT-like arrays: time, ctx) and the time range of its timepoints."""
-    tr = read_hpctrace(inp.trace)  # type: ignore[arg-type]
-    recs = tr.records
-    times = recs["time"].astype(np.uint64)
-    nodes = recs["ctx"].astype(np.int64)
-    order = np.argsort(ids, kind="stable")
-    sorted_ids = ids[order]
-    pos = np.minimum(np.searchsorted(sorted_ids, nodes), max(len(ids) - 1, 0))
-    found = (sorted_ids[pos] == nodes) if len(ids) else np.zeros(len(nodes), bool)
-    row = order[pos]
-    ctx = np.where(found, (rel if tr.flags & FLAG_CALL_TRACE else full)[row] if len(ids) else -1, -1)
+def trace_lines(c2: ClassTwo, indexes: list[int], points: list[Points]
+                ) -> list[tuple[int, np.ndarray, int, int] | None]:
+    """The trace.db lines of a batch's profiles: per profile (index, ELEMENT records, time range of its
+    timepoints), or None without a trace. Each .hpctrace is read, then all are mapped together: node ids
+    to the context (the call context for call traces), elided instructions to their line, sorted by time
+    where the measurement announced disorder, repeated blanks dropped."""
+    recs, ks = [], []
+    for k, index in enumerate(indexes):
+        facts = c2.profiles[index]
+        if facts.input.trace is not None and facts.trace_records:
+            tr = read_hpctrace(facts.input.trace)
+            recs.append((tr.records, (tr.flags & FLAG_CALL_TRACE) != 0))
+            ks.append(k)
+    out: list[tuple[int, np.ndarray, int, int] | None] = [None] * len(indexes)
+    if not ks:
+        return out
+    n_rec = np.array([len(r) for r, _ in recs], np.int64)
+    b = np.repeat(np.arange(len(ks)), n_rec)  # the traced profile of each record
+    times = np.concatenate([r["time"] for r, _ in recs]).astype(np.uint64)
+    nodes = np.concatenate([r["ctx"] for r, _ in recs]).astype(np.int64)
+    # each traced profile's nodes: (profile, node id) keys, sorted once for the batch
+    n_ids = np.array([len(points[k].ids) for k in ks], np.int64)
+    ids = np.concatenate([points[k].ids for k in ks]).astype(np.int64)
+    ctx_of = np.concatenate([points[k].rel if call else points[k].full for k, (_, call) in zip(ks, recs, strict=True)])
+    id_key = (np.repeat(np.arange(len(ks)), n_ids) << 32) | ids
+    order = np.argsort(id_key, kind="stable")
+    id_key = id_key[order]
+    want = (b << 32) | nodes
+    pos = np.minimum(np.searchsorted(id_key, want), max(len(id_key) - 1, 0))
+    found = id_key[pos] == want if len(id_key) else np.zeros(len(want), bool)
+    ctx = np.where(found, ctx_of[order[pos]] if len(id_key) else -1, -1)
     keep = ctx >= 0
-    times, ctx = times[keep], ctx[keep]
-    if not len(times):
-        return np.zeros(0, np.uint64), np.zeros(0, np.uint32), None, None  # type: ignore[return-value]
-    lo, hi = int(times.min()), int(times.max())
-    if disorder > 0:
-        o = np.argsort(times, kind="stable")
+    times, ctx, b = times[keep], ctx[keep], b[keep]
+    cut = np.searchsorted(b, np.arange(len(ks) + 1))
+    nonempty = np.flatnonzero(np.diff(cut) > 0)
+    lo = np.minimum.reduceat(times, cut[nonempty]) if len(nonempty) else np.zeros(0, np.uint64)
+    hi = np.maximum.reduceat(times, cut[nonempty]) if len(nonempty) else np.zeros(0, np.uint64)
+    disorder = np.array([c2.profiles[indexes[k]].trace_disorder > 0 for k in ks])
+    if disorder.any():  # by time within each such profile (stable); the others keep their order
+        within = np.arange(len(times), dtype=np.uint64) - cut[b].astype(np.uint64)
+        o = np.lexsort((np.where(disorder[b], times, within), b))
         times, ctx = times[o], ctx[o]
     tid = c2.trace_id[ctx]
     blank = tid == 0
-    drop = blank & np.r_[False, blank[:-1]]
-    return times[~drop], tid[~drop].astype(np.uint32), lo, hi  # type: ignore[return-value]
+    drop = blank & np.r_[False, blank[:-1] & (b[1:] == b[:-1])]
+    elem = tracedb.elements(times[~drop], tid[~drop].astype(np.uint32))
+    cut = np.searchsorted(b[~drop], np.arange(len(ks) + 1))
+    ranges = dict(zip(nonempty.tolist(), zip(lo.tolist(), hi.tolist(), strict=True), strict=True))
+    for j, k in enumerate(ks):
+        if j in ranges:
+            out[k] = (indexes[k], elem[cut[j]:cut[j + 1]], *ranges[j])
+    return out
 
 
 def process_batch(c2: ClassTwo, indexes: list[int], sinks: Sinks, *, traces: bool = True) -> BatchOutput:
@@ -313,14 +344,18 @@ def process_batch(c2: ClassTwo, indexes: list[int], sinks: Sinks, *, traces: boo
     if sinks.allocate is not None:
         store(batch, sinks, sinks.allocate)
     if traces and sinks.trace_path and sinks.trace_offsets:
-        for out, pt in zip(outs, points, strict=True):
-            facts = c2.profiles[out.index]
-            if facts.input.trace is None or not facts.trace_records:
-                continue
-            times, tid, lo, hi = trace_line(facts.input, facts.trace_disorder, pt.full, pt.rel, pt.ids, c2)
-            if len(times) > facts.trace_records:
-                raise HpcsaError(facts.input.trace, "the trace grew between the two readings")
-            elem = tracedb.elements(times, tid)
-            _pwrite(sinks.trace_path, sinks.trace_offsets[out.index], elem.tobytes())
-            out.trace_count, out.trace_min, out.trace_max = len(times), lo, hi
+        lines = trace_lines(c2, indexes, points)
+        fd = os.open(sinks.trace_path, os.O_WRONLY)
+        try:
+            for out, line in zip(outs, lines, strict=True):
+                if line is None:
+                    continue
+                index, elem, lo, hi = line
+                facts = c2.profiles[index]
+                if len(elem) > facts.trace_records:
+                    raise HpcsaError(facts.input.trace, "the trace grew between the two readings")
+                _pwrite_fd(fd, sinks.trace_offsets[index], elem.tobytes())
+                out.trace_count, out.trace_min, out.trace_max = len(elem), lo, hi
+        finally:
+            os.close(fd)
     return batch

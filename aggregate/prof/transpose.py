@@ -37,6 +37,10 @@ RANGE_BYTES = 1 << 20
 #: Bytes for the positions of range bounds in every profile's index, per pass over the ranges (see
 #: transpose_ranges); small enough to be lost in the rest, large enough for one pass below ~4,000 profiles.
 POSITIONS_BYTES = 4 << 20
+#: Bytes of cct.db whose values are read from the scratch file at once (a window of consecutive ranges): the
+#: fewer reads per profile, the fewer system calls (there are two per profile and window); a window's bytes
+#: stay in memory while its ranges are cut from it.
+WINDOW_BYTES = 2 << 20
 #: Records read at least from a region when looking for range bounds.
 MIN_READ = 64
 
@@ -76,10 +80,19 @@ def bound_positions(fd: int, offsets: np.ndarray, counts: np.ndarray, rec: np.dt
     return out
 
 
-def read_slices(fd: int, at: np.ndarray, nbytes: np.ndarray) -> bytes:
-    """The byte slices [at, at + nbytes) of a scratch file, joined: one ``pread`` each, and nothing else per
-    slice (the callers decode the joined bytes in one go)."""
-    return b"".join([os.pread(fd, int(n), int(a)) for a, n in zip(at.tolist(), nbytes.tolist(), strict=True) if n])
+def read_slices(fd: int, at: np.ndarray, nbytes: np.ndarray) -> bytearray:
+    """The byte slices [at, at + nbytes) of a scratch file, one after the other in one buffer: one ``preadv``
+    each straight into its place, and nothing else per slice (the callers decode the buffer in one go)."""
+    buf = bytearray(int(nbytes.sum()))
+    view = memoryview(buf)
+    pos = 0
+    for a, n in zip(at.tolist(), nbytes.tolist(), strict=True):
+        while n:
+            got = os.preadv(fd, [view[pos:pos + n]], a)
+            if not got:
+                raise EOFError(f"scratch file ends before offset {a + n}")
+            pos, a, n = pos + got, a + got, n - got
+    return buf
 
 
 class ScratchProfiles:
@@ -184,22 +197,37 @@ def _runs(*cols: np.ndarray) -> np.ndarray:
     return np.flatnonzero(first)
 
 
-def gather(src: ScratchProfiles, lo: int, hi: int, at_lo: np.ndarray, at_hi: np.ndarray) -> cctdb.RangeValues:
-    """Every profile's values for contexts lo..hi, sorted by (context, metric id, profile).
+@dataclass
+class Window:
+    """Every profile's context index entries and values for a run of consecutive context ranges, read with
+    two ``pread`` per profile (:func:`read_window`); the ranges are then cut from it in memory (:func:`gather`).
 
-    ``at_lo``/``at_hi``: each profile's index positions of ``lo`` and ``hi``. Per profile only its two
-    slices are read (its context index entries, with the next entry where there is one to say where the
-    values end, and the values); the bytes of all profiles are decoded together, in canonical profile
-    order, so a stable sort by (context, metric id) keeps each series in profile order.
+    Per profile with entries in the window (``ps``, 1-based, ascending): its entries ``i0..i0+count`` (context
+    ids and absolute value positions, concatenated from ``entry_at``) and its values ``v0..v1`` (concatenated
+    from ``value_at``).
     """
+
+    ps: np.ndarray
+    i0: np.ndarray
+    count: np.ndarray
+    entry_at: np.ndarray
+    cids: np.ndarray
+    starts: np.ndarray
+    v0: np.ndarray
+    v1: np.ndarray
+    value_at: np.ndarray
+    mids: np.ndarray
+    values: np.ndarray
+
+
+def read_window(src: ScratchProfiles, at_lo: np.ndarray, at_hi: np.ndarray) -> Window:
+    """Each profile's index entries at_lo..at_hi (with the next entry, where there is one, to say where the
+    values end) and their values: one ``pread`` for each, all decoded together."""
     place = src.place
     ps = np.flatnonzero(at_hi > at_lo)
-    if not len(ps):
-        return cctdb.RangeValues(np.zeros(0, np.uint32), np.zeros(0, np.uint16), np.zeros(0, np.uint32),
-                                 np.zeros(0, np.float64))
     i0, i1 = at_lo[ps].astype(np.int64), at_hi[ps].astype(np.int64)
     n_ctxs = place.n_ctxs[ps - 1]
-    more = (i1 < n_ctxs).astype(np.int64)  # one entry past the range says where its values end
+    more = (i1 < n_ctxs).astype(np.int64)  # one entry past the window says where its values end
     n_read = i1 - i0 + more
     index_at = src.index_offsets(ps - 1)
     idx = np.frombuffer(read_slices(src.fd, index_at + i0 * CTX_INDEX.itemsize, n_read * CTX_INDEX.itemsize),
@@ -207,20 +235,46 @@ def gather(src: ScratchProfiles, lo: int, hi: int, at_lo: np.ndarray, at_hi: np.
     cids = idx["ctxId"].astype(np.uint32)
     starts = idx["startIndex"].astype(np.int64)
     seg = np.concatenate([[0], np.cumsum(n_read)])[:-1]  # where each profile's entries begin in idx
-    v0 = starts[seg]
-    v1 = np.where(more == 1, starts[np.minimum(seg + i1 - i0, len(starts) - 1)], place.n_values[ps - 1])
+    v0 = starts[seg] if len(seg) else np.zeros(0, np.int64)
+    v1 = np.where(more == 1, starts[np.minimum(seg + i1 - i0, max(len(starts) - 1, 0))], place.n_values[ps - 1])
     keep = np.ones(len(idx), bool)
     keep[(seg + n_read - 1)[more == 1]] = False  # the extra entries
-    cids, starts = cids[keep], starts[keep]
-    # each kept entry's value count: up to the next kept entry of its profile, or the profile's v1
-    ends = np.append(starts[1:], 0)
-    last = np.cumsum(i1 - i0) - 1
-    ends[last] = v1
     n_vals = v1 - v0
     vals = np.frombuffer(read_slices(src.fd, place.pms_offset[ps - 1] + v0 * SZ_VALUE, n_vals * SZ_VALUE), VALUE)
-    ctx = np.repeat(cids, ends - starts)
-    mid = vals["metricId"].astype(np.uint16)
-    val = vals["value"].astype(np.float64)
+    count = i1 - i0
+    return Window(ps, i0, count, np.cumsum(count) - count, cids[keep], starts[keep], v0, v1,
+                  np.cumsum(n_vals) - n_vals, vals["metricId"], vals["value"])  # views of the buffer read
+
+
+def gather(win: Window, at_lo: np.ndarray, at_hi: np.ndarray) -> cctdb.RangeValues:
+    """Every profile's values for a context range of the window, sorted by (context, metric id, profile).
+
+    ``at_lo``/``at_hi``: each profile's index positions of the range's bounds. The values are taken in
+    canonical profile order, so a stable sort by (context, metric id) keeps each series in profile order.
+    """
+    a = at_lo[win.ps].astype(np.int64) - win.i0  # the range's entries, relative to the window's
+    b = at_hi[win.ps].astype(np.int64) - win.i0
+    n_ent = b - a
+    has = n_ent > 0
+    ps, a, b, n_ent = win.ps[has], a[has], b[has], n_ent[has]
+    e_at, v0, v1, value_at = win.entry_at[has], win.v0[has], win.v1[has], win.value_at[has]
+    count = win.count[has]
+    # the range's entries of all profiles, and where each entry's values end (the next entry, or v1)
+    first = e_at + a
+    ent = np.repeat(first - np.cumsum(n_ent) + n_ent, n_ent) + np.arange(int(n_ent.sum()))
+    last_of_prof = np.repeat(b == count, n_ent) & (ent == np.repeat(e_at + b - 1, n_ent))
+    nxt = np.minimum(ent + 1, max(len(win.starts) - 1, 0))
+    start = win.starts[ent]
+    end = np.where(last_of_prof, np.repeat(v1, n_ent), win.starts[nxt] if len(win.starts) else 0)
+    lens = end - start
+    # values: contiguous per profile, from the first entry's start to the last entry's end
+    p_lo = win.starts[first] if len(first) else np.zeros(0, np.int64)
+    p_hi = np.where(b == count, v1, win.starts[np.minimum(e_at + b, max(len(win.starts) - 1, 0))])
+    n_vals = p_hi - p_lo
+    pos = np.repeat(value_at + p_lo - v0 - np.cumsum(n_vals) + n_vals, n_vals) + np.arange(int(n_vals.sum()))
+    ctx = np.repeat(win.cids[ent], lens)
+    mid = win.mids[pos].astype(np.uint16)
+    val = win.values[pos].astype(np.float64)
     prof = np.repeat(ps.astype(np.uint32), n_vals)
     key = (ctx.astype(np.int64) << 16) | mid
     order = np.argsort(key, kind="stable")
@@ -347,6 +401,7 @@ def transpose_ranges(pms_path: str, aside_path: str, cct_path: str, place: Place
     fd = os.open(cct_path, os.O_WRONLY)
     per_pass = max(1, POSITIONS_BYTES // (4 * (len(place.n_values) + 1)) - 1)
     n_ctx = layout.n_ctxs
+    byte_at = np.append(layout.offsets, layout.offsets[-1] + layout.block_size()[-1] if n_ctx else 0)
     try:
         out = []
         pos = apos = None
@@ -355,9 +410,15 @@ def transpose_ranges(pms_path: str, aside_path: str, cct_path: str, place: Place
             share = (edges[-1] - edges[0]) / max(1, n_ctx - edges[0])  # of the contexts left: a guess
             pos = src.positions(edges, None if pos is None else pos[:, -1], share)
             apos = aside.positions(edges, None if apos is None else apos[:, -1], share)
+            win, win_end = None, 0
             for k in range(len(edges) - 1):
                 lo, hi = int(edges[k]), int(edges[k + 1])
-                vals = gather(src, lo, hi, pos[:, k], pos[:, k + 1])
+                if k >= win_end:  # the next window: ranges up to WINDOW_BYTES of cct.db, at least one
+                    cut = np.searchsorted(byte_at[edges[k + 1:]], byte_at[lo] + WINDOW_BYTES, "right")
+                    win_end = k + max(1, int(cut))
+                    win = None
+                    win = read_window(src, pos[:, k], pos[:, win_end])
+                vals = gather(win, pos[:, k], pos[:, k + 1])
                 data = cctdb.encode_blocks(layout, lo, hi, vals)
                 view, at = memoryview(data), int(layout.offsets[lo])
                 while view:

@@ -131,3 +131,35 @@ def test_expansion_follows_the_samples_not_the_module_size():
         work[n] = lines_of(expand) + calls_of(expand)
     # 8x the module, the same samples: the same work (a pass over the module's rows would be 8x).
     assert work[8 * 2000] <= 1.1 * work[2000], work
+
+
+def _chain_tree(n_unsampled: int):
+    """A root with a 40-deep chain of contexts (sampled), then ``n_unsampled`` leaves under the root that no
+    profile samples (a large unified tree)."""
+    from hpcsa.aggregate.prof.propagate import TreeArrays
+
+    parent = np.concatenate([[-1], np.arange(40), np.zeros(n_unsampled, np.int64)]).astype(np.int64)
+    n = len(parent)
+    end = np.arange(n) + 1
+    end[:41] = 41
+    end[0] = n
+    depth = np.concatenate([np.arange(41), np.ones(n_unsampled, np.int64)])
+    return TreeArrays.build(parent, depth, np.zeros(n, bool), np.zeros(n, bool), end)
+
+
+def test_propagation_work_follows_the_samples_and_batches_share_it():
+    """Propagating a batch of profiles costs about the calls of one profile (numpy's per-call costs are paid
+    once per batch), and a unified tree 8x larger with the same sampled contexts costs no more calls."""
+    from hpcsa.aggregate.prof.propagate import propagate
+
+    small, large = _chain_tree(100), _chain_tree(800)
+    ctx = np.array([40, 39, 20, 5])
+    met = np.array([0, 1, 0, 1])
+    val = np.array([1.0, 2.0, 3.0, 4.0])
+    propagate(ctx, met, val, small)  # warm: numpy's first-use work
+    one = calls_of(propagate, ctx, met, val, small)
+    assert calls_of(propagate, ctx, met, val, large) == one
+    k = 8
+    batch = calls_of(propagate, np.tile(ctx, k), np.tile(met, k), np.tile(val, k), small,
+                     np.repeat(np.arange(k), len(ctx)))
+    assert batch <= 1.2 * one, (batch, one)

@@ -125,11 +125,14 @@ def test_phase2_batches_partition_profiles_largest_first(workers: int) -> None:
     assert phase2_batches([], workers) == []
 
 
-def test_transpose_in_many_small_passes_gives_the_same_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                                                 ) -> None:
+@pytest.mark.parametrize(("positions", "window"), [(8, 1 << 30), (4 << 20, 5000), (4 << 20, 1)])
+def test_transpose_in_many_small_passes_gives_the_same_database(positions: int, window: int, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """cct.db and the summary do not depend on how the contexts are cut into ranges, nor on how many passes
-    over the profiles' indexes find the range bounds (one range per pass here, each pass reading every index
-    only from where the last one ended), nor on a first guess of how far to read that is far too short."""
+    over the profiles' indexes find the range bounds (one range per pass, each pass reading every index
+    only from where the last one ended; or one pass), nor on a first guess of how far to read that is far too
+    short, nor on how many ranges are read from the scratch file at once (windows of one, a few, or all
+    ranges of a pass)."""
     from hpcsa.aggregate.prof import pipeline, transpose
     from hpcsa.aggregate.prof.inputs import find_inputs
     from hpcsa.ingest.synth import SynthSpec
@@ -140,9 +143,26 @@ def test_transpose_in_many_small_passes_gives_the_same_database(tmp_path: Path, 
     ref = tmp_path / "ref.d"
     pipeline.run(find_inputs([str(meas)]), pipeline.Options(output=str(ref), jobs=1, progress=False))
     monkeypatch.setattr(transpose, "RANGE_BYTES", 2048)
-    monkeypatch.setattr(transpose, "POSITIONS_BYTES", 8)
+    monkeypatch.setattr(transpose, "POSITIONS_BYTES", positions)
+    monkeypatch.setattr(transpose, "WINDOW_BYTES", window)
     monkeypatch.setattr(transpose, "MIN_READ", 1)
     real = transpose.bound_positions
+    real_window = transpose.read_window
+    windows = []
+
+    def counted(*args: object) -> transpose.Window:
+        windows.append(1)
+        return real_window(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(transpose, "read_window", counted)
+    real_gather = transpose.gather
+    ranges = []
+
+    def gathered(*args: object) -> object:
+        ranges.append(1)
+        return real_gather(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(transpose, "gather", gathered)
     passes = []
 
     def short_guess(*args: object) -> np.ndarray:
@@ -152,6 +172,66 @@ def test_transpose_in_many_small_passes_gives_the_same_database(tmp_path: Path, 
     monkeypatch.setattr(transpose, "bound_positions", short_guess)
     small = tmp_path / "small.d"
     pipeline.run(find_inputs([str(meas)]), pipeline.Options(output=str(small), jobs=1, progress=False))
-    assert len(passes) > 10
+    assert len(ranges) > 10
+    assert len(passes) > 10 if positions == 8 else len(passes) == 2  # one pass: the PMS and the aside blobs
+    if window == 1:
+        assert len(windows) == len(ranges)
+    elif window == 5000:  # a few ranges per window
+        assert 1 < len(windows) < len(ranges)
     for name in ("meta.db", "profile.db", "cct.db", "trace.db"):
         assert filecmp.cmp(ref / name, small / name, shallow=False), name
+
+
+def test_trace_lines_of_a_batch_are_each_profiles_own(hpctoolkit_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trace lines of a batch, mapped together, are those of each profile mapped alone by the rules
+    written out here: records of unknown nodes dropped, contexts through the node's context (the call
+    context for call traces), elided instructions to their line, sorted by time (stably) only where the
+    measurement announced disorder, a blank after a blank dropped (never across two profiles)."""
+    from hpcsa.aggregate.prof import pipeline_read, profile_values, survey, unified_tables
+    from hpcsa.aggregate.prof.inputs import find_inputs
+    from hpcsa.ingest import hpctrace
+
+    inputs = find_inputs([str(hpctoolkit_data / "meas" / "loops-cputime-t.m")])
+    env, gpu_structs = pipeline_read.gpu_env(inputs.structs, 0)
+    disc = survey.merge([survey.survey_profile(p, env) for p in inputs.profiles])
+    _, structs = pipeline_read.run_phase1(inputs, env, 1)
+    classifier, _ = unified_tables.build_classifier(disc.raw, gpu_structs + structs)
+    c2 = unified_tables.assemble(disc, classifier, env, statistics=("Sum",), title="t")
+    n = len(c2.profiles)
+    assert n >= 3 and all(f.trace_records for f in c2.profiles)
+    real_read = hpctrace.read_hpctrace
+    points = [profile_values.profile_points(c2, i) for i in range(n)]
+    root_node = {c2.profiles[i].input.trace: int(pt.ids[np.flatnonzero(c2.trace_id[np.maximum(pt.full, 0)] == 0)[0]])
+                 for i, pt in enumerate(points)}  # a node traced as blank (the root's context)
+
+    def shuffled(path):  # type: ignore[no-untyped-def]
+        tr = real_read(path)
+        recs = tr.records[::-1].copy()  # out of order, and blanks at both ends
+        recs["ctx"][:2] = root_node[path]
+        recs["ctx"][-2:] = root_node[path]
+        recs["ctx"][len(recs) // 2] = 10 ** 6  # a node the profile does not have
+        return hpctrace.HpctraceFile(tr.flags, recs, tr.version, tr.path)
+
+    monkeypatch.setattr(profile_values, "read_hpctrace", shuffled)
+    for i, f in enumerate(c2.profiles):
+        f.trace_disorder = i % 2
+    got = profile_values.trace_lines(c2, list(range(n)), points)
+    for i, pt in enumerate(points):
+        tr = shuffled(c2.profiles[i].input.trace)
+        ctx_of = dict(zip(pt.ids.tolist(), (pt.rel if tr.flags & hpctrace.FLAG_CALL_TRACE else pt.full).tolist(),
+                          strict=True))
+        line = [(int(t), ctx_of.get(int(c), -1)) for t, c in zip(tr.records["time"], tr.records["ctx"], strict=True)]
+        line = [(t, c) for t, c in line if c >= 0]
+        assert len(line) == len(tr.records) - 1
+        lo, hi = min(t for t, _ in line), max(t for t, _ in line)
+        if c2.profiles[i].trace_disorder:
+            line.sort(key=lambda tc: tc[0])
+        want = []
+        for t, c in line:
+            tid = int(c2.trace_id[c])
+            if not (tid == 0 and want and want[-1][1] == 0):
+                want.append((t, tid))
+        index, elem, glo, ghi = got[i]
+        assert index == i and (glo, ghi) == (lo, hi)
+        assert list(zip(elem["timestamp"].tolist(), elem["ctxId"].tolist(), strict=True)) == want, i
+        assert sum(tid == 0 for _, tid in want) < sum(tid == 0 for _, tid in line)  # blanks dropped
