@@ -19,6 +19,7 @@ Statements take the file of their nearest enclosing ``F``/``L``/``A``.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -118,17 +119,13 @@ class Module:
         """``ranges`` rows of scope ``s`` are ``range_bounds[s]:range_bounds[s+1]``."""
         return np.searchsorted(self.ranges["scope"], np.arange(len(self.scopes) + 1), side="left")
 
-    @cached_property
-    def _range_scope(self) -> np.ndarray:
-        """``ranges["scope"]`` contiguous (a bisection of the strided field would copy it every time)."""
-        return np.ascontiguousarray(self.ranges["scope"])
-
     def ranges_of(self, scope: int) -> list[tuple[int, int]]:
         if "range_bounds" in self.__dict__:
             lo, hi = self.range_bounds[scope], self.range_bounds[scope + 1]
-        else:  # one scope: two bisections, not the bounds of every scope
-            rs = self._range_scope
-            lo, hi = np.searchsorted(rs, np.array([scope, scope + 1], rs.dtype), side="left").tolist()
+        else:  # one scope: two bisections of the strided column (reading log n of its pages, copying none)
+            rs = self.ranges["scope"]
+            lo = bisect.bisect_left(rs, scope)
+            hi = bisect.bisect_left(rs, scope + 1, lo)
         r = self.ranges[lo:hi]
         return list(zip(r["lo"].tolist(), r["hi"].tolist(), strict=True))
 
@@ -313,7 +310,7 @@ class Module:
         """Statement row holding each address (-1 where no statement does); vectorized."""
         addr = np.asarray(addresses, dtype=np.uint64)
         lm = self.leaf_map
-        pos = np.searchsorted(lm["lo"], addr, side="right") - 1
+        pos = bisect_right(lm["lo"], addr) - 1
         ok = pos >= 0
         clipped = np.where(ok, pos, 0)
         ok &= addr < lm["hi"][clipped] if len(lm) else np.zeros_like(ok)
@@ -517,6 +514,25 @@ class ModuleBuilder:
         ranges["scope"] = self._rscope
         return Module(path=self.path, scopes=scopes, ranges=ranges, strings=list(self._strings), id=self.id,
                       has_calls=self.has_calls, has_v=self.has_v)
+
+
+def bisect_right(column: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``np.searchsorted(column, values, side="right")`` for a sorted, possibly strided column (a field of a
+    structured array, perhaps mapped from a cache entry), bisected in place: ``np.searchsorted`` would first
+    copy the whole column, reading every page of it, where this reads about log2(n) elements per value."""
+    lo = np.zeros(len(values), np.int64)
+    hi = np.full(len(values), len(column), np.int64)
+    if len(column) == 0:
+        return lo
+    last = len(column) - 1
+    active = lo < hi
+    while active.any():
+        mid = (lo + hi) >> 1
+        right = active & (column[np.minimum(mid, last)] <= values)
+        lo = np.where(right, mid + 1, lo)
+        hi = np.where(active & ~right, mid, hi)
+        active = lo < hi
+    return lo
 
 
 def renumber(sf: StructureFile) -> None:
