@@ -36,10 +36,10 @@ import numpy as np
 from hpcsa.errors import HpcsaError
 from hpcsa.fileio import atomic_file
 from hpcsa.structure.hpcstruct import read_hpcstruct
-from hpcsa.structure.model import RANGE, SCOPE, Module, StructureFile
+from hpcsa.structure.model import RANGE, SCOPE, Module, PackedStrings, StructureFile
 
 MAGIC = b"HPCSA-PARSED-STRUCT\n"
-FORMAT = 1
+FORMAT = 2  # 2: string ends stored (strings decoded one at a time)
 SUBDIR = "parsed-struct"
 ALIGN = 64
 
@@ -102,9 +102,10 @@ def _digest_of(path: str) -> str | None:
 
 
 def _arrays_of(m: Module) -> dict[str, np.ndarray]:
-    text = "\0".join(m.strings).encode("utf-8", "surrogatepass")
+    encoded = [s.encode("utf-8", "surrogatepass") for s in m.strings]
+    ends = np.cumsum(np.array([len(b) + 1 for b in encoded], np.int64)) - 1  # each followed by NUL
     return {"scopes": m.scopes, "ranges": m.ranges, "leaf_map": m.leaf_map,
-            "strings": np.frombuffer(text, np.uint8)}
+            "strings": np.frombuffer(b"\0".join(encoded), np.uint8), "string_ends": ends}
 
 
 def encode(sf: StructureFile, digest: str) -> bytes:
@@ -134,7 +135,8 @@ def encode(sf: StructureFile, digest: str) -> bytes:
     return prefix + b"\0" * (-len(prefix) % ALIGN) + payload
 
 
-DTYPES = {"scopes": SCOPE, "ranges": RANGE, "leaf_map": RANGE, "strings": np.dtype(np.uint8)}
+DTYPES = {"scopes": SCOPE, "ranges": RANGE, "leaf_map": RANGE, "strings": np.dtype(np.uint8),
+          "string_ends": np.dtype(np.int64)}
 
 
 def _load(entry: Path, digest: str) -> StructureFile | None:
@@ -172,13 +174,16 @@ def decode(data: bytes | mmap.mmap, digest: str) -> StructureFile | None:
             if offset < 0 or count < 0 or offset + count * dtype.itemsize > len(payload):
                 return None
             arrays[name] = np.frombuffer(payload, dtype, count, offset)
-        text = arrays["strings"].tobytes().decode("utf-8", "surrogatepass")
-        strings = text.split("\0") if mh["n_strings"] else []
-        if len(strings) != mh["n_strings"]:
+        text, ends = arrays["strings"], arrays["string_ends"]
+        if len(ends) != mh["n_strings"] or (len(ends) and (int(ends[-1]) != len(text) or ends[0] < 0
+                                                         or bool(np.any(np.diff(ends) <= 0)))):
             return None
+        strings = PackedStrings(text, ends)
         m = Module(path=str(mh["path"]), scopes=arrays["scopes"], ranges=arrays["ranges"], strings=strings,
                    id=int(mh["id"]), has_calls=mh["has_calls"], has_v=bool(mh["has_v"]))
         m.__dict__["leaf_map"] = arrays["leaf_map"]  # the cached_property, computed when the entry was made
+        if isinstance(data, mmap.mmap):
+            m.__dict__["mapping"] = data  # for Module.release_pages
         sf.modules.append(m)
     return sf
 

@@ -24,3 +24,21 @@ def test_bisect_right_of_no_values_and_extremes() -> None:
     column = np.array([5, 5, 9], np.uint64)
     assert bisect_right(column, np.zeros(0, np.uint64)).tolist() == []
     assert bisect_right(column, np.array([0, 5, 8, 9, 2**64 - 1], np.uint64)).tolist() == [0, 2, 2, 3, 3]
+
+
+def test_packed_strings_decode_each_string_as_the_list_holds_it() -> None:
+    import pickle
+
+    from hpcsa.structure.model import PackedStrings
+
+    words = ["", "main", "\u00e9t\u00e9", "", "a\udcffb", "last"]  # empty, non-ASCII, lone surrogate
+    encoded = [w.encode("utf-8", "surrogatepass") for w in words]
+    ends = np.cumsum([len(b) + 1 for b in encoded]) - 1
+    packed = PackedStrings(np.frombuffer(b"\0".join(encoded), np.uint8), ends.astype(np.int64))
+    assert len(packed) == len(words)
+    assert [packed[i] for i in range(len(words))] == words
+    assert packed[-1] == "last" and packed[1:3] == words[1:3]
+    assert packed == words and list(packed) == words and "main" in packed and packed.index("last") == 5
+    assert pickle.loads(pickle.dumps(packed)) == words
+    with pytest.raises(IndexError):
+        packed[len(words)]
