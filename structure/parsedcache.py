@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import mmap
 import os
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -76,7 +78,7 @@ def read_structure(path: str | os.PathLike[str]) -> StructureFile:
         with contextlib.suppress(OSError, HpcsaError):
             entry.parent.mkdir(parents=True, exist_ok=True)
             with atomic_file(entry) as out:
-                out.write(encode(sf, digest))
+                write_entry(out, sf, digest)
     return sf
 
 
@@ -108,31 +110,43 @@ def _arrays_of(m: Module) -> dict[str, np.ndarray]:
             "strings": np.frombuffer(b"\0".join(encoded), np.uint8), "string_ends": ends}
 
 
-def encode(sf: StructureFile, digest: str) -> bytes:
-    """The cache entry of ``sf``, parsed from a file whose SHA-256 is ``digest``."""
-    blobs: list[bytes] = []
+def write_entry(out: BinaryIO, sf: StructureFile, digest: str) -> None:
+    """Write the cache entry of ``sf``, parsed from a file whose SHA-256 is ``digest``, to ``out``: the
+    arrays are hashed in place, then written one at a time (never joined into one copy of the payload)."""
+    layout: list[tuple[int, np.ndarray]] = []  # (padding before, bytes of the array)
     offset = 0
     modules = []
+    payload_hash = hashlib.blake2b()
     for m in sf.modules:
         if any("\0" in s for s in m.strings):
             raise HpcsaError(m.path, "a string holds NUL (cannot come from XML)")
         arrays = {}
         for name, arr in _arrays_of(m).items():
-            data = np.ascontiguousarray(arr).tobytes()
+            data = np.ascontiguousarray(arr).view(np.uint8)
             pad = -offset % ALIGN
-            blobs.append(b"\0" * pad)
+            payload_hash.update(bytes(pad))
+            payload_hash.update(data)
+            layout.append((pad, data))
             offset += pad
             arrays[name] = [offset, len(arr)]
-            blobs.append(data)
             offset += len(data)
         modules.append({"path": m.path, "id": m.id, "has_calls": m.has_calls, "has_v": m.has_v,
                         "n_strings": len(m.strings), "arrays": arrays})
-    payload = b"".join(blobs)
     header = {"format": FORMAT, "source_sha256": digest, "version": sf.version, "id": sf.id, "name": sf.name,
-              "payload_blake2b": hashlib.blake2b(payload).hexdigest(), "modules": modules}
+              "payload_blake2b": payload_hash.hexdigest(), "modules": modules}
     head = json.dumps(header, sort_keys=True).encode()
     prefix = MAGIC + len(head).to_bytes(8, "little") + head
-    return prefix + b"\0" * (-len(prefix) % ALIGN) + payload
+    out.write(prefix + b"\0" * (-len(prefix) % ALIGN))
+    for pad, data in layout:
+        out.write(bytes(pad))
+        out.write(data)
+
+
+def encode(sf: StructureFile, digest: str) -> bytes:
+    """The cache entry of ``sf`` as bytes (see :func:`write_entry`)."""
+    buf = io.BytesIO()
+    write_entry(buf, sf, digest)
+    return buf.getvalue()
 
 
 DTYPES = {"scopes": SCOPE, "ranges": RANGE, "leaf_map": RANGE, "strings": np.dtype(np.uint8),
