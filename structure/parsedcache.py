@@ -74,12 +74,38 @@ def read_structure(path: str | os.PathLike[str]) -> StructureFile:
     if sf is not None:
         return sf
     sf = read_hpcstruct(path)
-    if _digest_of(path) == digest:  # not changed while it was parsed
-        with contextlib.suppress(OSError, HpcsaError):
-            entry.parent.mkdir(parents=True, exist_ok=True)
-            with atomic_file(entry) as out:
-                write_entry(out, sf, digest)
+    _store(entry, sf, path, digest)
     return sf
+
+
+def store_structure(path: str | os.PathLike[str]) -> bool:
+    """Parse the structure file at ``path`` into its cache entry unless a valid one exists; True when a valid
+    entry for its present bytes is there afterwards (then :func:`read_cached` maps it), False when there is
+    no cache or it cannot be written. Problems of the file itself are raised as by :func:`read_structure`."""
+    root = cache_root()
+    if root is None:
+        return False
+    path = os.fspath(path)
+    digest = _digest_of(path)
+    if digest is None:
+        read_hpcstruct(path)  # reports the problem in the reader's words
+        return False
+    entry = root / SUBDIR / f"{digest}.bin"
+    if _load(entry, digest) is not None:
+        return True
+    sf = read_hpcstruct(path)
+    return _store(entry, sf, path, digest)
+
+
+def _store(entry: Path, sf: StructureFile, path: str, digest: str) -> bool:
+    if _digest_of(path) != digest:  # changed while it was parsed
+        return False
+    with contextlib.suppress(OSError, HpcsaError):
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_file(entry) as out:
+            write_entry(out, sf, digest)
+        return True
+    return False
 
 
 def read_cached(path: str | os.PathLike[str]) -> StructureFile | None:

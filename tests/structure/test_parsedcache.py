@@ -170,3 +170,18 @@ def test_a_mapped_entry_is_not_left_resident(shared_data, cache):
     assert mapped.lookup(addrs).tolist() == want.tolist()
     assert [mapped.lexical_path(int(leaf)) for leaf in want] == paths == [parsed.lexical_path(int(leaf))
                                                                            for leaf in want]
+
+
+def test_store_structure_leaves_an_entry_that_maps_to_the_parsed_modules(shared_data, cache, tmp_path,
+                                                                         monkeypatch):
+    path = shared_data / "hpctoolkit" / "meas" / "small.m" / "structs" / "testmeas-small.hpcstruct"
+    if not path.is_file():
+        pytest.skip(f"{path} absent")
+    assert parsedcache.store_structure(path)
+    assert len(entries(cache)) == 1
+    mapped = parsedcache.read_cached(path)
+    assert mapped is not None and mapped.same_content(hpcstruct.read_hpcstruct(path))
+    assert parsedcache.store_structure(path)  # valid already: kept, not rewritten
+    assert len(entries(cache)) == 1
+    monkeypatch.setenv("HPCSA_CACHE_DIR", "off")
+    assert not parsedcache.store_structure(path)
