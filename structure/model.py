@@ -110,6 +110,10 @@ class Module:
     has_v: bool = True
 
     # -- plain access -------------------------------------------------------------------------------
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled (sent to a worker or rank) without the mapping of its cache entry: its arrays are copied."""
+        return {k: v for k, v in self.__dict__.items() if k != "mapping"}
+
     def release_pages(self) -> None:
         """Drop the pages of this module's cache entry from the process (``madvise(MADV_DONTNEED)``; a
         no-op for a module parsed from XML). Its arrays stay valid: a page read again faults back in from

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import shutil
 from pathlib import Path
 
@@ -170,6 +171,9 @@ def test_a_mapped_entry_is_not_left_resident(shared_data, cache):
     assert mapped.lookup(addrs).tolist() == want.tolist()
     assert [mapped.lexical_path(int(leaf)) for leaf in want] == paths == [parsed.lexical_path(int(leaf))
                                                                            for leaf in want]
+    copy = pickle.loads(pickle.dumps(mapped))  # to a worker or another rank: arrays copied, no mapping
+    assert "mapping" not in copy.__dict__ and copy.same_content(parsed)
+    assert copy.lookup(addrs).tolist() == want.tolist()
 
 
 def test_store_structure_leaves_an_entry_that_maps_to_the_parsed_modules(shared_data, cache, tmp_path,
