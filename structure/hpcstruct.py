@@ -191,44 +191,82 @@ def _parse_vsets_in_parts(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.
     return np.concatenate(counts), np.concatenate(lo), np.concatenate(hi)
 
 
-def _finish_module(kinds: list[int], parents: list[int], attrs: dict[str, list[str | None]], path: str, id: int,
-                   has_calls: bool | None, has_v: bool) -> Module:
-    """Columns from the attribute columns of one LM's scopes (document order)."""
-    scopes = np.empty(len(kinds), SCOPE)
-    scopes["kind"] = kinds
-    scopes["parent"] = parents
-    scopes["id"] = _decimal(attrs["i"], "i")
-    scopes["line"] = _decimal(attrs["l"], "l")
-    sym = attrs["s"]
-    scopes["sym"] = _decimal(sym, "s") if any(sym) else -1
-    target = attrs["t"]
-    scopes["target"] = _hexadecimal(target, "t") if any(target) else -1
-    strings: dict[str, int] = {}
-    intern = strings.setdefault
-    kind_arr = scopes["kind"]
-    is_file = kind_arr == F
-    file_attr = list(attrs["f"])
-    if is_file.any():
+#: Scopes converted from attribute text to columns at a time: the text of a large binary's file (hundreds of
+#: thousands of scopes) is never all held as Python strings, only one part of it.
+SCOPE_PART = 1 << 14
+
+#: String columns, in the order their strings are numbered (first occurrence in the file column, then new
+#: ones in the name column, ...): the numbering of a whole-module pass, whatever the parts.
+STRING_COLUMNS = (("file", "f"), ("name", "n"), ("link", "ln"), ("device", "d"))
+
+
+class _ModuleParts:
+    """One LM's scopes converted a part at a time (:data:`SCOPE_PART`), joined when the LM ends."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.scopes: list[np.ndarray] = []
+        self.ranges: list[np.ndarray] = []
+        self.local: dict[str, dict[str, int]] = {col: {} for col, _ in STRING_COLUMNS}  # per column, 1st seen
+        self.truthy: set[str] = set()   # attributes with a non-empty value somewhere (else the column is -1)
+        self.blank: set[str] = set()    # numeric attributes seen empty in a part without any other value
+
+    def add(self, kinds: list[int], parents: list[int], attrs: dict[str, list[str | None]]) -> None:
+        """Convert the scopes of rows ``self.rows ...`` (document order) and forget their text."""
+        base, n = self.rows, len(kinds)
+        scopes = np.empty(n, SCOPE)
+        scopes["kind"] = kinds
+        scopes["parent"] = parents
+        scopes["id"] = _decimal(attrs["i"], "i")
+        scopes["line"] = _decimal(attrs["l"], "l")
+        for column, key, parse in (("sym", "s", _decimal), ("target", "t", _hexadecimal)):
+            values = attrs[key]
+            if any(values):
+                self.truthy.add(key)
+                scopes[column] = parse(values, key)
+            else:
+                scopes[column] = -1
+                if "" in values:
+                    self.blank.add(key)
+        is_file = scopes["kind"] == F
+        file_attr = list(attrs["f"])
         for row in np.flatnonzero(is_file).tolist():
             file_attr[row] = attrs["n"][row]
-    scopes["file"] = [-1 if s is None else intern(s, len(strings)) for s in file_attr]
-    names = attrs["n"]
-    scopes["name"] = [-1 if s is None else intern(s, len(strings)) for s in names]
-    scopes["name"][is_file] = -1
-    for column, key in (("link", "ln"), ("device", "d")):
-        values = attrs[key]
-        scopes[column] = [-1 if s is None else intern(s, len(strings)) for s in values] if any(values) else -1
-    v_all = attrs["v"]
-    scopes["flags"] = [0 if v is None else HAS_V for v in v_all]
-    v_rows = [row for row, v in enumerate(v_all) if v is not None and v != "{}"]
-    v_text = [v_all[row] for row in v_rows]  # type: ignore[misc]
-    counts, lo, hi = _parse_vsets_in_parts(v_text)  # type: ignore[arg-type]
-    ranges = np.empty(len(lo), RANGE)
-    ranges["lo"] = lo
-    ranges["hi"] = hi
-    ranges["scope"] = np.repeat(np.array(v_rows, dtype=np.int32), counts)
-    return Module(path=path, scopes=scopes, ranges=ranges, strings=list(strings), id=id, has_calls=has_calls,
-                  has_v=has_v)
+        for column, key in STRING_COLUMNS:
+            values = file_attr if column == "file" else attrs[key]
+            if any(values):
+                self.truthy.add(key)
+            intern = self.local[column].setdefault
+            local = self.local[column]
+            scopes[column] = [-1 if v is None else intern(v, len(local)) for v in values]
+        scopes["name"][is_file] = -1
+        v_all = attrs["v"]
+        scopes["flags"] = [0 if v is None else HAS_V for v in v_all]
+        v_rows = [row for row, v in enumerate(v_all) if v is not None and v != "{}"]
+        counts, lo, hi = _parse_vsets_in_parts([v_all[row] for row in v_rows])  # type: ignore[misc]
+        ranges = np.empty(len(lo), RANGE)
+        ranges["lo"] = lo
+        ranges["hi"] = hi
+        ranges["scope"] = np.repeat(np.array(v_rows, dtype=np.int64) + base, counts)
+        self.scopes.append(scopes)
+        self.ranges.append(ranges)
+        self.rows += n
+
+    def finish(self, path: str, id: int, has_calls: bool | None, has_v: bool) -> Module:
+        for key in sorted(self.blank & self.truthy):
+            _decimal([""], key) if key == "s" else _hexadecimal([""], key)  # the whole-column error
+        scopes = np.concatenate(self.scopes) if self.scopes else np.empty(0, SCOPE)
+        ranges = np.concatenate(self.ranges) if self.ranges else np.empty(0, RANGE)
+        strings: dict[str, int] = {}
+        for column, key in STRING_COLUMNS:
+            if column in ("link", "device") and key not in self.truthy:
+                scopes[column] = -1  # a column of absent or empty values only: none numbered
+                continue
+            number = np.array([strings.setdefault(text, len(strings)) for text in self.local[column]] + [-1],
+                              np.int32)
+            scopes[column] = number[scopes[column]]  # local -1 picks the trailing -1
+        return Module(path=path, scopes=scopes, ranges=ranges, strings=list(strings), id=id,
+                      has_calls=has_calls, has_v=has_v)
 
 
 class _DocumentReader:
@@ -252,7 +290,15 @@ class _DocumentReader:
         parents: list[int] = []
         columns: dict[str, list[str | None]] = {key: [] for key in ATTRS}
         ai, al, as_, at, af, an, aln, ad, av = (columns[key].append for key in ATTRS)
+        parts = [_ModuleParts()]
         rows = [-1]           # open scope rows; -1 stands for the LM
+
+        def flush() -> None:
+            parts[0].add(kinds, parents, columns)
+            kinds.clear()
+            parents.clear()
+            for values in columns.values():
+                values.clear()
         open_kinds: list[int | None] = [None]
         allowed = ALLOWED_CHILDREN
         kind_of = KIND_OF_TAG
@@ -265,7 +311,9 @@ class _DocumentReader:
             if kind not in allowed[open_kinds[-1]]:
                 where = f"<{KIND_TAGS[open_kinds[-1]]}>" if open_kinds[-1] else "<LM>"  # type: ignore[index]
                 raise self.fail(f"<{tag}> is not allowed directly inside {where}")
-            rows.append(len(kinds))
+            if len(kinds) >= SCOPE_PART:
+                flush()
+            rows.append(parts[0].rows + len(kinds))
             kinds.append(kind)
             parents.append(rows[-2])
             get = attrs.get
@@ -287,11 +335,9 @@ class _DocumentReader:
                 return
             if tag == "LM" and self.lm is not None:
                 path, lm_id, has_calls, lm_v = self.lm
-                self.done.append(_finish_module(kinds, parents, columns, path, lm_id, has_calls, lm_v))
-                kinds.clear()
-                parents.clear()
-                for values in columns.values():
-                    values.clear()
+                flush()
+                self.done.append(parts[0].finish(path, lm_id, has_calls, lm_v))
+                parts[0] = _ModuleParts()
                 self.lm = None
             elif tag == ROOT:
                 self.closed_root = True

@@ -19,6 +19,9 @@ Statements take the file of their nearest enclosing ``F``/``L``/``A``.
 
 from __future__ import annotations
 
+import bisect
+import mmap
+import operator
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -101,12 +104,25 @@ class Module:
     path: str
     scopes: np.ndarray  # SCOPE, document order, parent row < own row
     ranges: np.ndarray  # RANGE, non-decreasing scope
-    strings: list[str]
+    strings: Sequence[str]  # a list, or PackedStrings from a cache entry
     id: int = 2
     has_calls: bool | None = False  # None: the attribute is absent (format 4.7)
     has_v: bool = True
 
     # -- plain access -------------------------------------------------------------------------------
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled (sent to a worker or rank) without the mapping of its cache entry: its arrays are copied."""
+        return {k: v for k, v in self.__dict__.items() if k != "mapping"}
+
+    def release_pages(self) -> None:
+        """Drop the pages of this module's cache entry from the process (``madvise(MADV_DONTNEED)``; a
+        no-op for a module parsed from XML). Its arrays stay valid: a page read again faults back in from
+        the page cache. Bisections and lexical paths touch scattered pages (and the kernel maps the pages
+        around each fault), so a pass over many samples would otherwise leave much of the entry resident."""
+        mapping = self.__dict__.get("mapping")
+        if mapping is not None and hasattr(mmap, "MADV_DONTNEED"):
+            mapping.madvise(mmap.MADV_DONTNEED)
+
     def __len__(self) -> int:
         return len(self.scopes)
 
@@ -118,17 +134,13 @@ class Module:
         """``ranges`` rows of scope ``s`` are ``range_bounds[s]:range_bounds[s+1]``."""
         return np.searchsorted(self.ranges["scope"], np.arange(len(self.scopes) + 1), side="left")
 
-    @cached_property
-    def _range_scope(self) -> np.ndarray:
-        """``ranges["scope"]`` contiguous (a bisection of the strided field would copy it every time)."""
-        return np.ascontiguousarray(self.ranges["scope"])
-
     def ranges_of(self, scope: int) -> list[tuple[int, int]]:
         if "range_bounds" in self.__dict__:
             lo, hi = self.range_bounds[scope], self.range_bounds[scope + 1]
-        else:  # one scope: two bisections, not the bounds of every scope
-            rs = self._range_scope
-            lo, hi = np.searchsorted(rs, np.array([scope, scope + 1], rs.dtype), side="left").tolist()
+        else:  # one scope: two bisections of the strided column (reading log n of its pages, copying none)
+            rs = self.ranges["scope"]
+            lo = bisect.bisect_left(rs, scope)
+            hi = bisect.bisect_left(rs, scope + 1, lo)
         r = self.ranges[lo:hi]
         return list(zip(r["lo"].tolist(), r["hi"].tolist(), strict=True))
 
@@ -153,7 +165,7 @@ class Module:
         for col in ("kind", "flags", "parent", "id", "line", "sym", "target"):
             if not np.array_equal(a[col], b[col]):
                 return False
-        sa, sb = np.array(self.strings + [None], dtype=object), np.array(other.strings + [None], dtype=object)
+        sa, sb = np.array([*self.strings, None], dtype=object), np.array([*other.strings, None], dtype=object)
         return all(np.array_equal(sa[a[col]], sb[b[col]]) for col in ("file", "name", "link", "device"))
 
     # -- hpcprof's reading of the tree -----------------------------------------------------------
@@ -313,7 +325,7 @@ class Module:
         """Statement row holding each address (-1 where no statement does); vectorized."""
         addr = np.asarray(addresses, dtype=np.uint64)
         lm = self.leaf_map
-        pos = np.searchsorted(lm["lo"], addr, side="right") - 1
+        pos = bisect_right(lm["lo"], addr) - 1
         ok = pos >= 0
         clipped = np.where(ok, pos, 0)
         ok &= addr < lm["hi"][clipped] if len(lm) else np.zeros_like(ok)
@@ -517,6 +529,71 @@ class ModuleBuilder:
         ranges["scope"] = self._rscope
         return Module(path=self.path, scopes=scopes, ranges=ranges, strings=list(self._strings), id=self.id,
                       has_calls=self.has_calls, has_v=self.has_v)
+
+
+class PackedStrings(Sequence[str]):
+    """A module's strings as one UTF-8 buffer and the end of each (e.g. both mapped from a cache entry),
+    decoded one at a time when asked for: a run that reads a few hundred names of a large library's
+    structure does not hold its tens of thousands of strings as Python objects. Compares equal to a list
+    of the same strings; pickles as a plain list."""
+
+    def __init__(self, text: np.ndarray, ends: np.ndarray) -> None:
+        self._text = text
+        self._ends = ends
+        self._decoded: dict[int, str] = {}
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def _one(self, index: int) -> str:
+        got = self._decoded.get(index)
+        if got is None:
+            start = int(self._ends[index - 1]) + 1 if index > 0 else 0
+            got = self._text[start:int(self._ends[index])].tobytes().decode("utf-8", "surrogatepass")
+            self._decoded[index] = got
+        return got
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return [self._one(i) for i in range(*index.indices(len(self)))]
+        i = operator.index(index)
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError("string index out of range")
+        return self._one(i)
+
+    def __iter__(self) -> Iterator[str]:
+        return (self._one(i) for i in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, tuple, PackedStrings)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[type, tuple[list[str]]]:
+        return list, (list(self),)
+
+
+def bisect_right(column: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``np.searchsorted(column, values, side="right")`` for a sorted, possibly strided column (a field of a
+    structured array, perhaps mapped from a cache entry), bisected in place: ``np.searchsorted`` would first
+    copy the whole column, reading every page of it, where this reads about log2(n) elements per value."""
+    lo = np.zeros(len(values), np.int64)
+    hi = np.full(len(values), len(column), np.int64)
+    if len(column) == 0:
+        return lo
+    last = len(column) - 1
+    active = lo < hi
+    while active.any():
+        mid = (lo + hi) >> 1
+        right = active & (column[np.minimum(mid, last)] <= values)
+        lo = np.where(right, mid + 1, lo)
+        hi = np.where(active & ~right, mid, hi)
+        active = lo < hi
+    return lo
 
 
 def renumber(sf: StructureFile) -> None:

@@ -26,20 +26,22 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import mmap
 import os
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
 from hpcsa.errors import HpcsaError
 from hpcsa.fileio import atomic_file
 from hpcsa.structure.hpcstruct import read_hpcstruct
-from hpcsa.structure.model import RANGE, SCOPE, Module, StructureFile
+from hpcsa.structure.model import RANGE, SCOPE, Module, PackedStrings, StructureFile
 
 MAGIC = b"HPCSA-PARSED-STRUCT\n"
-FORMAT = 1
+FORMAT = 2  # 2: string ends stored (strings decoded one at a time)
 SUBDIR = "parsed-struct"
 ALIGN = 64
 
@@ -72,12 +74,38 @@ def read_structure(path: str | os.PathLike[str]) -> StructureFile:
     if sf is not None:
         return sf
     sf = read_hpcstruct(path)
-    if _digest_of(path) == digest:  # not changed while it was parsed
-        with contextlib.suppress(OSError, HpcsaError):
-            entry.parent.mkdir(parents=True, exist_ok=True)
-            with atomic_file(entry) as out:
-                out.write(encode(sf, digest))
+    _store(entry, sf, path, digest)
     return sf
+
+
+def store_structure(path: str | os.PathLike[str]) -> bool:
+    """Parse the structure file at ``path`` into its cache entry unless a valid one exists; True when a valid
+    entry for its present bytes is there afterwards (then :func:`read_cached` maps it), False when there is
+    no cache or it cannot be written. Problems of the file itself are raised as by :func:`read_structure`."""
+    root = cache_root()
+    if root is None:
+        return False
+    path = os.fspath(path)
+    digest = _digest_of(path)
+    if digest is None:
+        read_hpcstruct(path)  # reports the problem in the reader's words
+        return False
+    entry = root / SUBDIR / f"{digest}.bin"
+    if _load(entry, digest) is not None:
+        return True
+    sf = read_hpcstruct(path)
+    return _store(entry, sf, path, digest)
+
+
+def _store(entry: Path, sf: StructureFile, path: str, digest: str) -> bool:
+    if _digest_of(path) != digest:  # changed while it was parsed
+        return False
+    with contextlib.suppress(OSError, HpcsaError):
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_file(entry) as out:
+            write_entry(out, sf, digest)
+        return True
+    return False
 
 
 def read_cached(path: str | os.PathLike[str]) -> StructureFile | None:
@@ -102,39 +130,53 @@ def _digest_of(path: str) -> str | None:
 
 
 def _arrays_of(m: Module) -> dict[str, np.ndarray]:
-    text = "\0".join(m.strings).encode("utf-8", "surrogatepass")
+    encoded = [s.encode("utf-8", "surrogatepass") for s in m.strings]
+    ends = np.cumsum(np.array([len(b) + 1 for b in encoded], np.int64)) - 1  # each followed by NUL
     return {"scopes": m.scopes, "ranges": m.ranges, "leaf_map": m.leaf_map,
-            "strings": np.frombuffer(text, np.uint8)}
+            "strings": np.frombuffer(b"\0".join(encoded), np.uint8), "string_ends": ends}
 
 
-def encode(sf: StructureFile, digest: str) -> bytes:
-    """The cache entry of ``sf``, parsed from a file whose SHA-256 is ``digest``."""
-    blobs: list[bytes] = []
+def write_entry(out: BinaryIO, sf: StructureFile, digest: str) -> None:
+    """Write the cache entry of ``sf``, parsed from a file whose SHA-256 is ``digest``, to ``out``: the
+    arrays are hashed in place, then written one at a time (never joined into one copy of the payload)."""
+    layout: list[tuple[int, np.ndarray]] = []  # (padding before, bytes of the array)
     offset = 0
     modules = []
+    payload_hash = hashlib.blake2b()
     for m in sf.modules:
         if any("\0" in s for s in m.strings):
             raise HpcsaError(m.path, "a string holds NUL (cannot come from XML)")
         arrays = {}
         for name, arr in _arrays_of(m).items():
-            data = np.ascontiguousarray(arr).tobytes()
+            data = np.ascontiguousarray(arr).view(np.uint8)
             pad = -offset % ALIGN
-            blobs.append(b"\0" * pad)
+            payload_hash.update(bytes(pad))
+            payload_hash.update(data)
+            layout.append((pad, data))
             offset += pad
             arrays[name] = [offset, len(arr)]
-            blobs.append(data)
             offset += len(data)
         modules.append({"path": m.path, "id": m.id, "has_calls": m.has_calls, "has_v": m.has_v,
                         "n_strings": len(m.strings), "arrays": arrays})
-    payload = b"".join(blobs)
     header = {"format": FORMAT, "source_sha256": digest, "version": sf.version, "id": sf.id, "name": sf.name,
-              "payload_blake2b": hashlib.blake2b(payload).hexdigest(), "modules": modules}
+              "payload_blake2b": payload_hash.hexdigest(), "modules": modules}
     head = json.dumps(header, sort_keys=True).encode()
     prefix = MAGIC + len(head).to_bytes(8, "little") + head
-    return prefix + b"\0" * (-len(prefix) % ALIGN) + payload
+    out.write(prefix + b"\0" * (-len(prefix) % ALIGN))
+    for pad, data in layout:
+        out.write(bytes(pad))
+        out.write(data)
 
 
-DTYPES = {"scopes": SCOPE, "ranges": RANGE, "leaf_map": RANGE, "strings": np.dtype(np.uint8)}
+def encode(sf: StructureFile, digest: str) -> bytes:
+    """The cache entry of ``sf`` as bytes (see :func:`write_entry`)."""
+    buf = io.BytesIO()
+    write_entry(buf, sf, digest)
+    return buf.getvalue()
+
+
+DTYPES = {"scopes": SCOPE, "ranges": RANGE, "leaf_map": RANGE, "strings": np.dtype(np.uint8),
+          "string_ends": np.dtype(np.int64)}
 
 
 def _load(entry: Path, digest: str) -> StructureFile | None:
@@ -162,7 +204,7 @@ def decode(data: bytes | mmap.mmap, digest: str) -> StructureFile | None:
         return None
     base = start + n + (-(start + n) % ALIGN)
     payload = memoryview(data)[base:]
-    if hashlib.blake2b(payload).hexdigest() != header["payload_blake2b"]:
+    if _payload_digest(data, base) != header["payload_blake2b"]:
         return None
     sf = StructureFile(modules=[], version=str(header["version"]), id=int(header["id"]), name=header["name"])
     for mh in header["modules"]:
@@ -172,12 +214,39 @@ def decode(data: bytes | mmap.mmap, digest: str) -> StructureFile | None:
             if offset < 0 or count < 0 or offset + count * dtype.itemsize > len(payload):
                 return None
             arrays[name] = np.frombuffer(payload, dtype, count, offset)
-        text = arrays["strings"].tobytes().decode("utf-8", "surrogatepass")
-        strings = text.split("\0") if mh["n_strings"] else []
-        if len(strings) != mh["n_strings"]:
+        text, ends = arrays["strings"], arrays["string_ends"]
+        if len(ends) != mh["n_strings"] or (len(ends) and (int(ends[-1]) != len(text) or ends[0] < 0
+                                                         or bool(np.any(np.diff(ends) <= 0)))):
             return None
+        strings = PackedStrings(text, ends)
         m = Module(path=str(mh["path"]), scopes=arrays["scopes"], ranges=arrays["ranges"], strings=strings,
                    id=int(mh["id"]), has_calls=mh["has_calls"], has_v=bool(mh["has_v"]))
         m.__dict__["leaf_map"] = arrays["leaf_map"]  # the cached_property, computed when the entry was made
+        if isinstance(data, mmap.mmap):
+            m.__dict__["mapping"] = data  # for Module.release_pages
         sf.modules.append(m)
     return sf
+
+
+HASH_PART = 1 << 20  # bytes of a mapped entry hashed at a time
+
+
+def _payload_digest(data: bytes | mmap.mmap, base: int) -> str:
+    """BLAKE2b of ``data[base:]``. From a mapping, hashed a part at a time and each part's pages dropped
+    from this process right after (``madvise(MADV_DONTNEED)``: they stay in the page cache and fault back
+    in only where an array is read), so checking a large entry does not leave all of it resident: a run
+    touches the statements its samples hit, not the whole structure of libc."""
+    if not isinstance(data, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+        return hashlib.blake2b(memoryview(data)[base:]).hexdigest()
+    h = hashlib.blake2b()
+    view = memoryview(data)
+    try:
+        page = mmap.PAGESIZE
+        for start in range(base, len(data), HASH_PART):
+            end = min(len(data), start + HASH_PART)
+            h.update(view[start:end])
+            first = start - start % page
+            data.madvise(mmap.MADV_DONTNEED, first, end - first)
+    finally:
+        view.release()
+    return h.hexdigest()

@@ -472,6 +472,7 @@ class Classifier:
                 else:
                     chain, into = st.chain(leaf)
                     out.append(chain + ((into, point_scope(path, off)),))
+            st.module.release_pages()
             return out
         binary = self.binaries.get(module)
         if binary is not None:

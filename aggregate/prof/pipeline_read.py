@@ -18,7 +18,7 @@ from hpcsa.aggregate.prof.inputs import Inputs, ProfileInput, StructInput
 from hpcsa.aggregate.prof.transport import Single, Transport, tasks_ahead
 from hpcsa.progress import Progress
 from hpcsa.structure.model import C, Module
-from hpcsa.structure.parsedcache import read_cached, read_structure
+from hpcsa.structure.parsedcache import read_cached, read_structure, store_structure
 from hpcsa.workers import DynamicRun, LocalPool
 
 if TYPE_CHECKING:  # hpcsa.gpucct (and networkx) are imported only when there are GPU structure files
@@ -72,8 +72,19 @@ def phase1_task(env: survey.Phase1Env, kind: str, payload: Any) -> Any:
     """One task of phase 1: parse a structure file, or survey a batch of profiles (merged)."""
     if kind == "struct":
         s: StructInput = payload
+        if store_structure(s.path):
+            return s  # cached: the caller maps the entry (cheaper than this worker's copy sent back)
         return [(s.path, s.measdir, m) for m in read_structure(s.path).modules]
     return survey.survey_profiles(payload, env)
+
+
+def struct_result(result: Parsed | StructInput) -> Parsed:
+    """What :func:`phase1_task` returned for a structure file, as parsed modules (a cached one mapped)."""
+    if not isinstance(result, StructInput):
+        return result
+    cached = read_cached(result.path)
+    sf = cached if cached is not None else read_structure(result.path)  # the entry went away meanwhile
+    return [(result.path, result.measdir, m) for m in sf.modules]
 
 
 def _batches(profiles: list[ProfileInput], jobs: int) -> list[list[ProfileInput]]:
@@ -140,7 +151,7 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
             more()
         for (kind, _), result in tasks:
             if kind == "struct":
-                structs.extend(result)
+                structs.extend(struct_result(result))
                 continue
             more()
             parts.append(result)
@@ -189,7 +200,7 @@ def complete_structs(disc: survey.Discovery, parsed: Parsed, inputs: Inputs, job
     if missing:
         with LocalPool(min(jobs, len(missing)), shared=None) as pool:
             for _, result in pool.run(phase1_task, [("struct", s) for s in missing]):
-                out.extend(result)
+                out.extend(struct_result(result))
     out.sort(key=lambda t: t[0])
     return [(measdir, m) for _, measdir, m in out]
 

@@ -247,3 +247,24 @@ def test_streaming_yields_modules_and_header(hpctoolkit_data):
     mods = list(iter_modules(path, header=header))
     assert header.version == "4.9" and len(mods) == 1 and mods[0].path.endswith("libc-2.31.so")
     assert "".join(render(StructureFile(modules=mods)))  # renders again without error
+
+
+@pytest.mark.parametrize("part", [1, 7, 1000])
+def test_a_module_read_in_parts_equals_it_read_whole(shared_data, monkeypatch, part):
+    """Scopes are converted a part at a time; columns, ranges and the numbering of strings must be those of
+    one pass over the whole module (the part size is only a memory bound)."""
+    from hpcsa.structure import hpcstruct
+
+    files = sorted((shared_data / "hpctoolkit" / "meas").glob("*/structs/*.hpcstruct"))[:6]
+    if not files:
+        pytest.skip("no structure files in the shared data")
+    monkeypatch.setattr(hpcstruct, "SCOPE_PART", 1 << 40)
+    whole = [read_hpcstruct(f) for f in files]
+    monkeypatch.setattr(hpcstruct, "SCOPE_PART", part)
+    for f, w in zip(files, whole, strict=True):
+        got = read_hpcstruct(f)
+        assert len(got.modules) == len(w.modules)
+        for a, b in zip(got.modules, w.modules, strict=True):
+            assert np.array_equal(a.scopes, b.scopes), f
+            assert np.array_equal(a.ranges, b.ranges), f
+            assert a.strings == b.strings, f

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import shutil
 from pathlib import Path
 
@@ -133,3 +134,58 @@ def test_per_leaf_chain_equals_the_whole_module_reading(shared_data):
             assert "_lexical" not in lazy.__dict__  # the chain did not need the whole module
             full = Module(lazy.path, lazy.scopes, lazy.ranges, lazy.strings, lazy.id, lazy.has_calls, lazy.has_v)
             assert got == [full_lexical_path(full, leaf) for leaf in pick], path
+
+
+def _resident_kib(path: Path) -> int:
+    """Resident KiB of this process's mappings of ``path`` (/proc/self/smaps)."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if line[:1].isdigit() or line[:1] in "abcdef" and "-" in line.split()[0]:
+            inside = line.rstrip().endswith(str(path))
+        elif inside and line.startswith("Rss:"):
+            total += int(line.split()[1])
+    return total
+
+
+def test_a_mapped_entry_is_not_left_resident(shared_data, cache):
+    """Checking an entry reads all of it; afterwards only what queries read is resident, and releasing the
+    pages keeps every answer (they fault back in)."""
+    if not Path("/proc/self/smaps").is_file():
+        pytest.skip("needs /proc/self/smaps (Linux) to see resident pages")
+    path = shared_data.joinpath(*CXX_STRUCTS, "libc.so.6.hpcstruct")
+    if not path.is_file():
+        pytest.skip(f"{path} absent")
+    parsed = hpcstruct.read_hpcstruct(path).modules[0]
+    parsedcache.read_structure(path)  # stores the entry
+    (entry,) = entries(cache)
+    mapped = parsedcache.read_structure(path).modules[0]
+    size_kib = entry.stat().st_size // 1024
+    assert size_kib > 4096
+    assert _resident_kib(entry) < size_kib // 4  # the digest's pass over it was dropped as it went
+    addrs = parsed.leaf_map["lo"][:: max(1, len(parsed.leaf_map) // 200)]
+    want = parsed.lookup(addrs)
+    assert mapped.lookup(addrs).tolist() == want.tolist()
+    paths = [mapped.lexical_path(int(leaf)) for leaf in want]
+    mapped.release_pages()
+    assert _resident_kib(entry) < 64
+    assert mapped.lookup(addrs).tolist() == want.tolist()
+    assert [mapped.lexical_path(int(leaf)) for leaf in want] == paths == [parsed.lexical_path(int(leaf))
+                                                                           for leaf in want]
+    copy = pickle.loads(pickle.dumps(mapped))  # to a worker or another rank: arrays copied, no mapping
+    assert "mapping" not in copy.__dict__ and copy.same_content(parsed)
+    assert copy.lookup(addrs).tolist() == want.tolist()
+
+
+def test_store_structure_leaves_an_entry_that_maps_to_the_parsed_modules(shared_data, cache, tmp_path,
+                                                                         monkeypatch):
+    path = shared_data / "hpctoolkit" / "meas" / "small.m" / "structs" / "testmeas-small.hpcstruct"
+    if not path.is_file():
+        pytest.skip(f"{path} absent")
+    assert parsedcache.store_structure(path)
+    assert len(entries(cache)) == 1
+    mapped = parsedcache.read_cached(path)
+    assert mapped is not None and mapped.same_content(hpcstruct.read_hpcstruct(path))
+    assert parsedcache.store_structure(path)  # valid already: kept, not rewritten
+    assert len(entries(cache)) == 1
+    monkeypatch.setenv("HPCSA_CACHE_DIR", "off")
+    assert not parsedcache.store_structure(path)
