@@ -105,7 +105,7 @@ def in_process(meas: Path, out: Path, jobs: int) -> dict[str, float]:
     from hpcsa.aggregate.prof import pipeline
     from hpcsa.aggregate.prof.inputs import find_inputs
 
-    r = pipeline.run(find_inputs([str(meas)]), pipeline.Options(output=str(out), jobs=jobs, progress=False))
+    r = pipeline.aggregate(find_inputs([str(meas)]), pipeline.Options(output=str(out), jobs=jobs, progress=False))
     return r.timings
 
 

@@ -35,7 +35,8 @@ from hpcsa.aggregate.prof.inputs import find_inputs
 start = time.process_time()
 hpcsa.progress.Progress.elapsed = lambda self: time.process_time() - start
 inputs = find_inputs([sys.argv[1]], [])
-r = pipeline.run(inputs, pipeline.Options(output=sys.argv[2], jobs=1, progress=False))
+aggregate = getattr(pipeline, 'aggregate', None) or pipeline.run  # named run before this release
+r = aggregate(inputs, pipeline.Options(output=sys.argv[2], jobs=1, progress=False))
 print(json.dumps(dict(r.timings, total=time.process_time() - start)))
 """
 IMPORTS = "import hpcsa.cli, hpcsa.aggregate.prof.command"

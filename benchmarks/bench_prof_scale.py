@@ -72,7 +72,7 @@ def mpi_phases(meas: str, out: str, jobs: int) -> None:
     from hpcsa.aggregate.prof.inputs import find_inputs
 
     t = mpi.MpiTransport.from_environment(arity=jobs)
-    r = pipeline.run(find_inputs([meas]), pipeline.Options(output=out, jobs=jobs, progress=False), t)
+    r = pipeline.aggregate(find_inputs([meas]), pipeline.Options(output=out, jobs=jobs, progress=False), t)
     t.close()
     if t.is_root:
         print(json.dumps({"timings": r.timings, "shares": r.rank_profiles, "seconds": r.seconds}))
@@ -82,7 +82,7 @@ def in_process(meas: Path, out: Path, jobs: int) -> dict[str, float]:
     from hpcsa.aggregate.prof import pipeline
     from hpcsa.aggregate.prof.inputs import find_inputs
 
-    return pipeline.run(find_inputs([str(meas)]), pipeline.Options(output=str(out), jobs=jobs, progress=False)).timings
+    return pipeline.aggregate(find_inputs([str(meas)]), pipeline.Options(output=str(out), jobs=jobs, progress=False)).timings
 
 
 def as_rank(argv: list[str]) -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import bisect
 import mmap
-import operator
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -30,6 +29,7 @@ from typing import NamedTuple
 import numpy as np
 
 from hpcsa.structure.claims import first_claims
+from hpcsa.structure.columns import bisect_right
 
 # Scope kinds; the code is the index in KIND_TAGS.
 F, P, A, L, S, C = 1, 2, 3, 4, 5, 6
@@ -529,71 +529,6 @@ class ModuleBuilder:
         ranges["scope"] = self._rscope
         return Module(path=self.path, scopes=scopes, ranges=ranges, strings=list(self._strings), id=self.id,
                       has_calls=self.has_calls, has_v=self.has_v)
-
-
-class PackedStrings(Sequence[str]):
-    """A module's strings as one UTF-8 buffer and the end of each (e.g. both mapped from a cache entry),
-    decoded one at a time when asked for: a run that reads a few hundred names of a large library's
-    structure does not hold its tens of thousands of strings as Python objects. Compares equal to a list
-    of the same strings; pickles as a plain list."""
-
-    def __init__(self, text: np.ndarray, ends: np.ndarray) -> None:
-        self._text = text
-        self._ends = ends
-        self._decoded: dict[int, str] = {}
-
-    def __len__(self) -> int:
-        return len(self._ends)
-
-    def _one(self, index: int) -> str:
-        got = self._decoded.get(index)
-        if got is None:
-            start = int(self._ends[index - 1]) + 1 if index > 0 else 0
-            got = self._text[start:int(self._ends[index])].tobytes().decode("utf-8", "surrogatepass")
-            self._decoded[index] = got
-        return got
-
-    def __getitem__(self, index):  # type: ignore[override]
-        if isinstance(index, slice):
-            return [self._one(i) for i in range(*index.indices(len(self)))]
-        i = operator.index(index)
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError("string index out of range")
-        return self._one(i)
-
-    def __iter__(self) -> Iterator[str]:
-        return (self._one(i) for i in range(len(self)))
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (list, tuple, PackedStrings)):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __reduce__(self) -> tuple[type, tuple[list[str]]]:
-        return list, (list(self),)
-
-
-def bisect_right(column: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """``np.searchsorted(column, values, side="right")`` for a sorted, possibly strided column (a field of a
-    structured array, perhaps mapped from a cache entry), bisected in place: ``np.searchsorted`` would first
-    copy the whole column, reading every page of it, where this reads about log2(n) elements per value."""
-    lo = np.zeros(len(values), np.int64)
-    hi = np.full(len(values), len(column), np.int64)
-    if len(column) == 0:
-        return lo
-    last = len(column) - 1
-    active = lo < hi
-    while active.any():
-        mid = (lo + hi) >> 1
-        right = active & (column[np.minimum(mid, last)] <= values)
-        lo = np.where(right, mid + 1, lo)
-        hi = np.where(active & ~right, mid, hi)
-        active = lo < hi
-    return lo
 
 
 def renumber(sf: StructureFile) -> None:

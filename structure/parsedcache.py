@@ -37,8 +37,9 @@ import numpy as np
 
 from hpcsa.errors import HpcsaError
 from hpcsa.fileio import atomic_file
+from hpcsa.structure.columns import PackedStrings
 from hpcsa.structure.hpcstruct import read_hpcstruct
-from hpcsa.structure.model import RANGE, SCOPE, Module, PackedStrings, StructureFile
+from hpcsa.structure.model import RANGE, SCOPE, Module, StructureFile
 
 MAGIC = b"HPCSA-PARSED-STRUCT\n"
 FORMAT = 2  # 2: string ends stored (strings decoded one at a time)

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         return run_mpi(args, announced[0])
     jobs = args.jobs if args.jobs is not None else default_jobs()
     inputs, options = prepare(args, jobs)
-    result = pipeline.run(inputs, options)
+    result = pipeline.aggregate(inputs, options)
     lexical.warn(result.warnings)
     sys.stdout.flush()
     return 0
@@ -77,7 +77,7 @@ def run_mpi(args: argparse.Namespace, launcher_rank: int) -> int:
         return 2
     try:
         inputs, options = transport.bcast(lambda: prepare(args, jobs))
-        result = pipeline.run(inputs, options, transport)
+        result = pipeline.aggregate(inputs, options, transport)
     except HpcsaError:
         transport.close()
         if transport.is_root:

@@ -29,7 +29,7 @@ complete (:func:`hpcsa.fileio.atomic_dir`). Ids, profile order and layout are
 canonical, so the database is byte-identical for any number of workers or
 ranks.
 
-Transports (:mod:`transport`): :func:`run` and :func:`pipeline_write.write_outputs` are the
+Transports (:mod:`transport`): :func:`aggregate` and :func:`pipeline_write.write_outputs` are the
 one driver, written against a :class:`transport.Transport`. With
 :class:`transport.Single` (one process and its ``-j`` workers) every
 collective is the identity; with :class:`mpi.MpiTransport` every rank runs the
@@ -98,7 +98,7 @@ class Result:
     rank_profiles: list[int] = field(default_factory=list)  # profiles each rank processed in phase 2
 
 
-def run(inputs: Inputs, options: Options, transport: Transport | None = None) -> Result:
+def aggregate(inputs: Inputs, options: Options, transport: Transport | None = None) -> Result:
     """The whole aggregation. Over MPI every rank calls it with its transport and gets the same result;
     rank 0 classifies, assigns ids and writes everything but the class-1 data and cct.db's blocks."""
     transport = transport or Single()

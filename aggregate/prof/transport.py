@@ -1,6 +1,6 @@
 """Where the phases of ``hpcsa prof`` run: one process (with its workers), or the ranks of an MPI job.
 
-The driver (:func:`pipeline.run`) is written once, against the few
+The driver (:func:`pipeline.aggregate`) is written once, against the few
 operations hpcprof-mpi's two-phase scheme needs ("Preparing for Performance
 Analysis at Exascale", ICS 2022, §3.2):
 
@@ -94,7 +94,7 @@ class Transport(Protocol):
 
 
 class Single:
-    """One process: the identity transport (the single-machine path of :func:`pipeline.run`)."""
+    """One process: the identity transport (the single-machine path of :func:`pipeline.aggregate`)."""
 
     rank = 0
     size = 1

@@ -9,11 +9,11 @@ import numpy as np
 from hpcsa.aggregate.db import cctdb, metadb, profiledb, tracedb
 from hpcsa.aggregate.db.database import Database
 
-#: The early-2022 development databases that say "4.0" but use the older record sizes (peers.md).
+#: The early-2022 development databases that say "4.0" but use the older record sizes.
 PRE_RELEASE = {"hpcviewer-testdata/metadb/loop-inline", "hpcviewer-testdata/metadb/multithread",
                "hpcviewer-testdata/metadb/quicksilver", "hpcviewer-testdata/prof2/loop-inline"}
 
-#: Databases LLNL hatchet loads in its default (summary) mode, per peers.md §4.
+#: Databases LLNL hatchet's reader of HPCToolkit v4 databases loads in its default (summary) mode.
 HATCHET_LOADS = {"small.d", "small.nostruct.d", "loops-cputime-t.d", "loops-cputime-t.nostruct.d",
                  "db2pprof-example", "hatchet-testdata/hpctoolkit-gamess", "hpcviewer-testdata/metadb/acc_f3",
                  "hpcviewer-testdata/metadb/d.foo", "hpcviewer-testdata/metadb/d.x",

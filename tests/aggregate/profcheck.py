@@ -21,7 +21,7 @@ MEASUREMENTS = ("small", "loops-cputime-t", "loops-perf", "loops-cuda-nvidia-t",
 def build(meas: str | os.PathLike[str], out: str | os.PathLike[str], *, ignore_structs: bool = False, jobs: int = 1,
           statistics: tuple[str, ...] = ("Sum",), traces: bool = True, fallback: bool = True) -> pipeline.Result:
     inputs = find_inputs([os.fspath(meas)], ignore_structs=ignore_structs)
-    return pipeline.run(inputs, pipeline.Options(output=os.fspath(out), jobs=jobs, statistics=statistics,
+    return pipeline.aggregate(inputs, pipeline.Options(output=os.fspath(out), jobs=jobs, statistics=statistics,
                                                  traces=traces, fallback=fallback, progress=False))
 
 

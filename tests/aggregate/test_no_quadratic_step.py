@@ -37,9 +37,9 @@ def test_prof_work_grows_linearly_with_profiles(hpctoolkit_data, tmp_path):
         meas = tmp_path / f"x{copies}.m"
         replicate(src, meas, copies, seed=copies)
         opts = pipeline.Options(output=str(tmp_path / f"x{copies}.d"), jobs=1, progress=False)
-        pipeline.run(find_inputs([str(meas)]), opts)  # warm: parsed-structure cache, imports, lru caches
+        pipeline.aggregate(find_inputs([str(meas)]), opts)  # warm: parsed-structure cache, imports, lru caches
         opts = pipeline.Options(output=str(tmp_path / f"y{copies}.d"), jobs=1, progress=False)
-        work[copies] = calls_of(pipeline.run, find_inputs([str(meas)]), opts)
+        work[copies] = calls_of(pipeline.aggregate, find_inputs([str(meas)]), opts)
     # 8x the profiles: at most 8x the calls (fixed costs make it less); a step quadratic in the profiles
     # (one pass over all profiles per profile) would make it about 64x.
     assert work[32] <= 8 * work[4], work

@@ -141,7 +141,7 @@ def test_transpose_in_many_small_passes_gives_the_same_database(positions: int, 
     meas = tmp_path / "app.m"
     generate(meas, SynthSpec.preset("gpu", 24, contexts=600, samples=20, seed=5), jobs=1)
     ref = tmp_path / "ref.d"
-    pipeline.run(find_inputs([str(meas)]), pipeline.Options(output=str(ref), jobs=1, progress=False))
+    pipeline.aggregate(find_inputs([str(meas)]), pipeline.Options(output=str(ref), jobs=1, progress=False))
     monkeypatch.setattr(transpose, "RANGE_BYTES", 2048)
     monkeypatch.setattr(transpose, "POSITIONS_BYTES", positions)
     monkeypatch.setattr(transpose, "WINDOW_BYTES", window)
@@ -171,7 +171,7 @@ def test_transpose_in_many_small_passes_gives_the_same_database(positions: int, 
 
     monkeypatch.setattr(transpose, "bound_positions", short_guess)
     small = tmp_path / "small.d"
-    pipeline.run(find_inputs([str(meas)]), pipeline.Options(output=str(small), jobs=1, progress=False))
+    pipeline.aggregate(find_inputs([str(meas)]), pipeline.Options(output=str(small), jobs=1, progress=False))
     assert len(ranges) > 10
     assert len(passes) > 10 if positions == 8 else len(passes) == 2  # one pass: the PMS and the aside blobs
     if window == 1:

@@ -24,7 +24,7 @@ MEASUREMENTS = ("loops-cputime-t.m", "loops-cuda-nvidiapc-t.m")
 
 def _run(measdirs: list[Path], out: Path, jobs: int = 1) -> pipeline.Result:
     inputs = find_inputs([str(m) for m in measdirs], [])
-    return pipeline.run(inputs, pipeline.Options(output=str(out), jobs=jobs, progress=False))
+    return pipeline.aggregate(inputs, pipeline.Options(output=str(out), jobs=jobs, progress=False))
 
 
 def _opened_profiles(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:

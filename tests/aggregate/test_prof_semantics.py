@@ -219,7 +219,7 @@ def test_summary_partials_recomputed_from_the_threads(hpctoolkit_data: Path, tmp
 
 def test_samples_of_an_unlaunched_kernel_are_kept(hpctoolkit_data: Path, tmp_path: Path) -> None:
     """Without the kernel's entry node (the launch), hpcprof gives every template of the launch context
-    the factor 0 and drops the samples (reference/hpctoolkit.md §3.3 D). hpcsa keeps them below an
+    the factor 0 and drops the samples (HPCToolkit's GPU reconstruction of call paths from flat samples). hpcsa keeps them below an
     unknown caller under ``<gpu kernel>``: nothing is lost."""
     src = hpctoolkit_data / "meas" / "recursion-cuda-nvidiapc-t.m"
     meas = tmp_path / "m"

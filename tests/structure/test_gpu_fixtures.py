@@ -1,7 +1,7 @@
 """Structure of the project's own CUDA 13 cubins (fixtures/gpu, built from callgraph.cu by make_cubins.py).
 
 Real hpcstruct finds no call sites in CUDA 13 cubins (it reads the SM number from the wrong bits of
-e_flags, reference binary-structure.md §8); hpcsa must. The expected call graph and loop lines are
+e_flags); hpcsa must. The expected call graph and loop lines are
 read off the source, not off hpcsa's output.
 """
 

@@ -1,6 +1,6 @@
 """pandas and hatchet exports, checked against LLNL hatchet's own reading of the same databases.
 
-Where hatchet loads a database (peers.md §4), every node it builds must be in our GraphFrame under the same
+Where hatchet loads a database (hatchet's HPCToolkit v4 reader), every node it builds must be in our GraphFrame under the same
 context id and parent, with the same inclusive value and the same (function-scope) exclusive value; ours
 also has the contexts hatchet drops (application threads, unknown entries) and every metric. Where hatchet
 fails (GPU-only and perf databases, derived metrics, ...), ours loads.

@@ -1,6 +1,6 @@
 """The vectorized callers and flat views against a naive walk of the tree, on random recursive programs.
 
-The naive versions follow seed 003 §IV literally, one context at a time: an instance is exposed when no
+The naive versions follow "Effectively Presenting Call Path Profiles of Application Performance" §IV literally, one context at a time: an instance is exposed when no
 ancestor context is an instance of the same scope; inclusive = sum over exposed instances, exclusive = sum of
 each instance's own procedure (or loop/line) cost.
 """

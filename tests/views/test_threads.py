@@ -1,4 +1,4 @@
-"""Thread aggregation (seed 004): the new databases are valid and keep what each strategy promises.
+"""Thread aggregation ("Preventing the explosion of exascale profile data with smart thread-level aggregation"): the new databases are valid and keep what each strategy promises.
 
 threads.d: 2 ranks x (4 CPU threads + 1 GPU stream). Workers' work (the loop in ``worker``) is 3, 5, 4 on
 rank 0 and 4, 6, 5 on rank 1; their barrier and ``<omp idle>`` time is not work. Worker 3 never waits in the

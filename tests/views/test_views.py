@@ -1,6 +1,6 @@
 """The three views on hand-built databases whose every value is computed by hand in the fixture's docstring.
 
-seed003.d is the recursive program of seed 003 Fig. 1: g1 (called from f) costs 6 inclusive, and contains
+seed003.d is the recursive program of Fig. 1 of "Effectively Presenting Call Path Profiles of Application Performance": g1 (called from f) costs 6 inclusive, and contains
 the recursive g2 (3); g3 (called from m) costs 3. The paper's point: g's inclusive cost is the sum over its
 *exposed* instances, 9, in both the callers and the flat view -- not 9 + g2's 3.
 """

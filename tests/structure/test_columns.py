@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hpcsa.structure.model import RANGE, bisect_right
+from hpcsa.structure.columns import bisect_right
+from hpcsa.structure.model import RANGE
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 8, 1000])
@@ -29,7 +30,7 @@ def test_bisect_right_of_no_values_and_extremes() -> None:
 def test_packed_strings_decode_each_string_as_the_list_holds_it() -> None:
     import pickle
 
-    from hpcsa.structure.model import PackedStrings
+    from hpcsa.structure.columns import PackedStrings
 
     words = ["", "main", "\u00e9t\u00e9", "", "a\udcffb", "last"]  # empty, non-ASCII, lone surrogate
     encoded = [w.encode("utf-8", "surrogatepass") for w in words]
