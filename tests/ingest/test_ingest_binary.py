@@ -25,7 +25,8 @@ def cubin(hpctoolkit_data: Path) -> Path:
     return hpctoolkit_data / "meas/loops-cuda-nvidia-t.m/gpubins/1165a3eeddeea5ea3616d1cdbc6faa59.gpubin"
 
 
-def _records_naming(tmp_path: Path, kernel: str) -> Path:
+def records_naming(tmp_path: Path, kernel: str) -> Path:
+    """The tiny nsys fixture with its one kernel renamed (shared with the structure tests)."""
     src = tmp_path / "run.sqlite"
     shutil.copy(NSYS, src)
     con = sqlite3.connect(src)
@@ -36,7 +37,7 @@ def _records_naming(tmp_path: Path, kernel: str) -> Path:
 
 
 def test_binary_places_kernels_in_real_gpubins(tmp_path: Path, cubin: Path) -> None:
-    src = _records_naming(tmp_path, "_Z8kernmainv")
+    src = records_naming(tmp_path, "_Z8kernmainv")
     out = tmp_path / "m"
     proc = run_cli("ingest", str(src), "--binary", str(cubin), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
@@ -100,7 +101,7 @@ def test_binary_finds_cubins_embedded_in_a_host_file(tmp_path: Path, cubin: Path
     host = tmp_path / "app"
     host.write_bytes(b"\x7fELF-not-really" + bytes(1000) + cubin.read_bytes() + b"trailing host data" * 10)
     out = tmp_path / "m"
-    proc = run_cli("ingest", str(_records_naming(tmp_path, "_Z8kernmainv")), "--binary", str(host), "-o", str(out))
+    proc = run_cli("ingest", str(records_naming(tmp_path, "_Z8kernmainv")), "--binary", str(host), "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     [written] = list((out / "gpubins").iterdir())
     assert written.read_bytes() == cubin.read_bytes()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import sqlite3
 import struct
 import subprocess
 from importlib import metadata
@@ -26,6 +25,7 @@ from hpcsa.structure.gpubin import device_images
 from tests.conftest import FIXTURES, assert_one_line_error, run_cli
 from tests.fuzzing import EXAMPLES, fuzz_reader
 from tests.ingest.measdir_check import load
+from tests.ingest.test_ingest_binary import records_naming
 
 GPU = FIXTURES / "gpu"
 MANIFEST = json.loads((GPU / "compressed-cubins.json").read_text())
@@ -210,16 +210,6 @@ def test_fuzz_device_code_containers(tmp_path: Path) -> None:
     assert sum(counts.values()) == EXAMPLES and counts["error"] > 0
 
 
-def _records_naming(tmp_path: Path, kernel: str) -> Path:
-    src = tmp_path / "run.sqlite"
-    shutil.copy(NSYS, src)
-    con = sqlite3.connect(src)
-    con.execute("UPDATE StringIds SET value = ? WHERE value = '_Z5saxpyifPfS_'", (kernel,))
-    con.commit()
-    con.close()
-    return src
-
-
 def _kernel_offsets(meas: Path, data: bytes) -> list[int]:
     digest = hashlib.md5(data).hexdigest()
     assert (meas / "gpubins" / f"{digest}.gpubin").read_bytes() == data
@@ -237,7 +227,7 @@ def _kernel_offsets(meas: Path, data: bytes) -> list[int]:
 def test_binary_option_places_kernels_in_decompressed_code(tmp_path: Path, binary: str, kernel: str,
                                                            plain: str | None) -> None:
     """``--binary`` with compressed code gives what the same code given plain gives."""
-    src = _records_naming(tmp_path, kernel)
+    src = records_naming(tmp_path, kernel)
     run_cli("ingest", str(src), "--binary", str(GPU / binary), "-o", str(tmp_path / "c"), check=True)
     if plain is None:  # NVIDIA: the decompressed cubin whose MD5 the fixture manifest records
         want = MANIFEST.get(binary, {}).get("cubin_md5")
