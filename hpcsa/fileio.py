@@ -67,6 +67,15 @@ def map_input(path: str | os.PathLike[str], expected: str = "a file", map_from: 
         raise input_error(path, exc, expected) from None
 
 
+def pwrite_all(fd: int, data: bytes | memoryview, offset: int) -> None:
+    """Write all of ``data`` at ``offset`` of an open file (``os.pwrite`` may write less than asked); safe
+    from several processes writing disjoint regions of one file."""
+    view = memoryview(data)
+    while view:
+        n = os.pwrite(fd, view, offset)
+        view, offset = view[n:], offset + n
+
+
 def _tmp_name(final: str, kind: str) -> str:
     parent, base = os.path.split(os.path.abspath(final))
     return os.path.join(parent, f".{base}.{kind}-{os.getpid()}-{os.urandom(3).hex()}")

@@ -30,6 +30,7 @@ from hpcsa.aggregate.db import dbformat as dbf
 from hpcsa.aggregate.db.profiledb import ProfileDB
 from hpcsa.binfmt import align
 from hpcsa.errors import FormatError
+from hpcsa.fileio import pwrite_all
 from hpcsa.workers import LocalPool
 
 TAG = b"ctxt"
@@ -312,13 +313,6 @@ def sort_values(ctx: np.ndarray, metric: np.ndarray, prof: np.ndarray, value: np
                        prof[order].astype(np.uint32), value[order].astype(np.float64))
 
 
-def _pwrite_all(fd: int, data: bytes, offset: int) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.pwrite(fd, view, offset)
-        view, offset = view[n:], offset + n
-
-
 def gather_range(pdb: ProfileDB, lo: int, hi: int,
                  indexes: dict[int, tuple[np.ndarray, np.ndarray]] | None = None) -> RangeValues:
     """Every thread profile's values for contexts ``lo..hi``, merged by (context, metric, profile).
@@ -367,7 +361,7 @@ def transpose_range(profiledb_path: str, cct_path: str, layout: CctLayout, lo: i
     data = encode_blocks(layout, lo, hi, values)
     fd = os.open(cct_path, os.O_WRONLY)
     try:
-        _pwrite_all(fd, data, int(layout.offsets[lo]))
+        pwrite_all(fd, data, int(layout.offsets[lo]))
     finally:
         os.close(fd)
     return len(values)
@@ -395,13 +389,13 @@ class CctDBWriter(dbf.StreamedWriter):
 
     def _finish(self) -> None:
         assert self._fh is not None
-        _pwrite_all(self.fileno, dbf.footer(TAG), self.layout.end)
+        pwrite_all(self.fileno, dbf.footer(TAG), self.layout.end)
         self._fh.flush()
 
     def write_range(self, lo: int, hi: int, values: RangeValues) -> None:
         """Write the blocks of contexts ``lo..hi`` from values sorted by (context, metric, profile)."""
         assert self._fh is not None, "use the writer as a context manager"
-        _pwrite_all(self._fh.fileno(), encode_blocks(self.layout, lo, hi, values), int(self.layout.offsets[lo]))
+        pwrite_all(self._fh.fileno(), encode_blocks(self.layout, lo, hi, values), int(self.layout.offsets[lo]))
 
 
 def write_cctdb(path: str | os.PathLike[str], n_ctxs: int, values: RangeValues) -> None:

@@ -24,6 +24,7 @@ import numpy as np
 from hpcsa.aggregate.db import dbformat as dbf
 from hpcsa.binfmt import align
 from hpcsa.errors import FormatError, UnsupportedError
+from hpcsa.fileio import pwrite_all
 
 TAG = b"prof"
 SECTIONS = ("ProfileInfos", "IdTuples")
@@ -281,10 +282,7 @@ def write_blob_at(fd: int, offset: int, blob: ProfileBlob) -> None:
     """Place an encoded blob in an open (partial) profile.db; safe from several processes."""
     if offset % 4:
         raise ValueError(f"profile blobs must start on a 4-byte boundary, not {offset:#x}")
-    view = memoryview(blob.data)
-    while view:
-        n = os.pwrite(fd, view, offset)
-        view, offset = view[n:], offset + n
+    pwrite_all(fd, blob.data, offset)
 
 
 def layout_id_tuples(tuples: Sequence[np.ndarray | None]) -> tuple[int, int, list[int]]:

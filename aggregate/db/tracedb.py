@@ -18,6 +18,7 @@ import numpy as np
 
 from hpcsa.aggregate.db import dbformat as dbf
 from hpcsa.binfmt import align
+from hpcsa.fileio import pwrite_all
 
 TAG = b"trce"
 SECTIONS = ("CtxTraces",)
@@ -158,11 +159,7 @@ class TraceDBWriter(dbf.StreamedWriter):
         else:
             offset = self._next
             self._next = align(offset + SZ_ELEMENT * len(line), 8)
-        data = line.tobytes()
-        view, at = memoryview(data), offset
-        while view:
-            k = os.pwrite(self._fh.fileno(), view, at)
-            view, at = view[k:], at + k
+        pwrite_all(self._fh.fileno(), line.tobytes(), offset)
         first = int(line["timestamp"][0]) if len(line) else None
         last = int(line["timestamp"][-1]) if len(line) else None
         self.record(slot, offset, len(line), first, last)

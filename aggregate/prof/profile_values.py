@@ -39,6 +39,7 @@ from hpcsa.aggregate.prof.survey import NodeIndex, second_reading
 from hpcsa.aggregate.prof.unified_tables import ClassTwo
 from hpcsa.binfmt import align
 from hpcsa.errors import HpcsaError
+from hpcsa.fileio import pwrite_all
 from hpcsa.ingest.hpcrun import HpcrunProfile
 from hpcsa.ingest.hpctrace import FLAG_CALL_TRACE, read_hpctrace
 
@@ -113,16 +114,9 @@ def store(batch: BatchOutput, sinks: Sinks, allocate: Callable[[str, int], int])
 def _pwrite(path: str, offset: int, data: bytes) -> None:
     fd = os.open(path, os.O_WRONLY)
     try:
-        _pwrite_fd(fd, offset, data)
+        pwrite_all(fd, data, offset)
     finally:
         os.close(fd)
-
-
-def _pwrite_fd(fd: int, offset: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.pwrite(fd, view, offset)
-        view, offset = view[n:], offset + n
 
 
 @dataclass
@@ -354,7 +348,7 @@ def process_batch(c2: ClassTwo, indexes: list[int], sinks: Sinks, *, traces: boo
                 facts = c2.profiles[index]
                 if len(elem) > facts.trace_records:
                     raise HpcsaError(facts.input.trace, "the trace grew between the two readings")
-                _pwrite_fd(fd, sinks.trace_offsets[index], elem.tobytes())
+                pwrite_all(fd, elem.tobytes(), sinks.trace_offsets[index])
                 out.trace_count, out.trace_min, out.trace_max = len(elem), lo, hi
         finally:
             os.close(fd)

@@ -28,6 +28,7 @@ from hpcsa.aggregate.prof.inputs import ProfileInput
 from hpcsa.aggregate.prof.lexical import hashed_name, module_key
 from hpcsa.aggregate.prof.unify import NO_ACTIVITY, OUTLINED_RANGE_IDS, PARTIAL, PRIMARY
 from hpcsa.errors import FormatError, HpcsaError, UnsupportedError
+from hpcsa.fileio import pwrite_all
 from hpcsa.ingest.hpcrun import (
     CCT_NODE,
     SPARSE_INDEX,
@@ -402,11 +403,7 @@ def _keep(env: Phase1Env, prof: HpcrunProfile, nodes: np.ndarray, gpu: GpuPart) 
             keeper = _KEEPERS[key] = [fd, path, 0]
         data = _kept_bytes(prof, nodes, gpu)
         fd, path, offset = keeper
-        view = memoryview(data)
-        at = offset
-        while view:
-            written = os.pwrite(fd, view, at)
-            view, at = view[written:], at + written
+        pwrite_all(fd, data, offset)
     except OSError as exc:
         raise HpcsaError(env.scratch, f"cannot write a scratch file: {exc.strerror or exc}") from None
     keeper[2] = offset + len(data)

@@ -29,6 +29,7 @@ from hpcsa.aggregate.db import cctdb, summary
 from hpcsa.aggregate.db.profiledb import CTX_INDEX, SZ_VALUE, VALUE
 from hpcsa.aggregate.prof.metrictable import SCOPE_ORDER, MetricTable
 from hpcsa.aggregate.prof.profile_values import ASIDE, ASIDE_NOLOOPS
+from hpcsa.fileio import pwrite_all
 
 LEX = SCOPE_ORDER.index("lex_aware")
 #: Bytes of cct.db per range: fixed, so ranges do not depend on the number of workers; small, because a
@@ -420,10 +421,7 @@ def transpose_ranges(pms_path: str, aside_path: str, cct_path: str, place: Place
                     win = read_window(src, pos[:, k], pos[:, win_end])
                 vals = gather(win, pos[:, k], pos[:, k + 1])
                 data = cctdb.encode_blocks(layout, lo, hi, vals)
-                view, at = memoryview(data), int(layout.offsets[lo])
-                while view:
-                    n = os.pwrite(fd, view, at)
-                    view, at = view[n:], at + n
+                pwrite_all(fd, data, int(layout.offsets[lo]))
                 del data
                 out.append(summarize(vals, aside.read(apos[:, k], apos[:, k + 1]), plan))
         return out
