@@ -19,6 +19,7 @@ from hpcsa.structure.elf import open_elf
 from hpcsa.structure.hpcstruct import read_hpcstruct
 from hpcsa.structure.hpcstruct_text import render
 from hpcsa.structure.model import L, P, S, StructureFile
+from tests.structure.measured import measured_library
 
 
 def x86_binaries(hpctoolkit: Path) -> list[Path]:
@@ -171,12 +172,7 @@ SYSTEM_LIBRARY_LOOPS = {
 
 @pytest.mark.parametrize("library", sorted(SYSTEM_LIBRARY_LOOPS))
 def test_irreducible_loops_nest_as_in_hpcstruct_on_system_libraries(shared_data, library):
-    structs = shared_data / "hpctoolkit-extra" / "meas-cxx1024" / "structs"
-    if not (structs / f"{library}.hpcstruct").is_file():
-        pytest.skip(f"{structs} lacks real hpcstruct's {library}.hpcstruct")
-    ref = read_hpcstruct(structs / f"{library}.hpcstruct").modules[0]
-    if not Path(ref.path).is_file():
-        pytest.skip(f"{ref.path} (the measured {library}) is not installed here")
+    ref = measured_library(shared_data, library)
     ours = analyze_binary(ref.path, lm_name=ref.path).module
     for proc in SYSTEM_LIBRARY_LOOPS[library]:
         name = f"{proc} [{library}]"

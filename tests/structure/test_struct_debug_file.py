@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import struct
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -19,7 +18,7 @@ from hpcsa.structure.compare import compare
 from hpcsa.structure.dwarf import DebugInfo
 from hpcsa.structure.dwarf_lines import read_program
 from hpcsa.structure.elf import open_elf
-from hpcsa.structure.hpcstruct import read_hpcstruct
+from tests.structure.measured import measured_library
 
 # Agreement with real hpcstruct reached on Debian 12's glibc 2.36 with libc6-dbg (procedures, statements,
 # loops, in %): floors, so that a change that loses any of it fails.
@@ -59,12 +58,7 @@ def _same_build_or_skip(ref, path: str) -> None:
 @pytest.fixture(scope="module", params=sorted(FLOORS))
 def pair(request, shared_data):
     library = request.param
-    structs = shared_data / "hpctoolkit-extra" / "meas-cxx1024" / "structs"
-    if not (structs / f"{library}.hpcstruct").is_file():
-        pytest.skip(f"{structs} lacks real hpcstruct's {library}.hpcstruct")
-    ref = read_hpcstruct(structs / f"{library}.hpcstruct").modules[0]
-    if not Path(ref.path).is_file():
-        pytest.skip(f"{ref.path} (the measured {library}) is not installed here")
+    ref = measured_library(shared_data, library)
     _same_build_or_skip(ref, ref.path)
     return library, ref, analyze_binary(ref.path, lm_name=ref.path).module
 

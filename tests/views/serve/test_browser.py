@@ -32,14 +32,6 @@ ROWS_JS = """return [...document.querySelectorAll('#tree-body tr[data-node]')].m
 
 
 @pytest.fixture(scope="module")
-def cxx(shared_data: Path) -> Path:
-    db = shared_data / "hpctoolkit-extra" / "db-cxx1024"
-    if not (db / "meta.db").is_file():
-        pytest.skip(f"{db} is absent")
-    return db
-
-
-@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     with chromium() as drv:
         yield drv

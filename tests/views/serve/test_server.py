@@ -20,14 +20,6 @@ from tests.views.serve.helpers import Served, serving, tree_rows
 DBASE = ("small.d", "loops-cuda-nvidia-t.d", "loops-cputime-t.d")
 
 
-@pytest.fixture(scope="module")
-def cxx(shared_data: Path) -> Path:
-    db = shared_data / "hpctoolkit-extra" / "db-cxx1024"
-    if not (db / "meta.db").is_file():
-        pytest.skip(f"{db} is absent")
-    return db
-
-
 def view_json(db: Path, *args: str) -> dict:
     return json.loads(run_cli("view", str(db), "--format", "json", "--top", "0", *args, check=True).stdout)
 
