@@ -10,6 +10,7 @@ exception, SIGKILL, a full disk) never leaves a file or database that reads as c
 from __future__ import annotations
 
 import contextlib
+import errno
 import mmap
 import os
 import re
@@ -74,6 +75,29 @@ def pwrite_all(fd: int, data: bytes | memoryview, offset: int) -> None:
     while view:
         n = os.pwrite(fd, view, offset)
         view, offset = view[n:], offset + n
+
+
+def copy_range(src_fd: int, dst_fd: int, src_offset: int, dst_offset: int, size: int) -> None:
+    """Copy ``size`` bytes between two open files at the given offsets, in the kernel where it can
+    (``copy_file_range``: no trip through Python's memory), by ``pread``/``pwrite`` where it cannot."""
+    while size > 0:
+        try:
+            n = os.copy_file_range(src_fd, dst_fd, size, src_offset, dst_offset)
+        except OSError as exc:
+            if exc.errno not in _NO_COPY_RANGE:
+                raise
+            n = 0
+        if n == 0:  # not supported here (another file system, an old kernel) or the source ended early
+            data = os.pread(src_fd, size, src_offset)
+            if not data:
+                raise EOFError(f"the source ends before offset {src_offset + size}")
+            pwrite_all(dst_fd, data, dst_offset)
+            n = len(data)
+        src_offset, dst_offset, size = src_offset + n, dst_offset + n, size - n
+
+
+#: errno values that mean "copy_file_range cannot copy between these files" (not an I/O error).
+_NO_COPY_RANGE = {errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL, errno.EBADF, errno.EPERM}
 
 
 def _tmp_name(final: str, kind: str) -> str:

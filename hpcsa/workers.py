@@ -86,6 +86,11 @@ class LocalPool:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def forked(self) -> bool:
+        """Whether tasks run in worker processes (otherwise inline, in this one)."""
+        return self._pool is not None
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.terminate()
@@ -168,6 +173,11 @@ class DynamicRun:
     def submit(self, key: Any, fn: Callable[..., Any], args: tuple[Any, ...], priority: float = 0.0) -> None:
         self._heapq.heappush(self._heap, (priority, self._seq, key, fn, args))
         self._seq += 1
+
+    def start(self) -> None:
+        """Hand the queued tasks to the workers now (iterating does it too); nothing for an inline pool."""
+        if self.pool.forked:
+            self._launch()
 
     def _launch(self) -> None:
         pool = self.pool._pool

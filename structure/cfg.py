@@ -21,6 +21,7 @@ from collections.abc import Callable
 import capstone
 import numpy as np
 
+from hpcsa.arrays import sorted_unique
 from hpcsa.structure.codeptr import resolve_code_pointer_jump
 from hpcsa.structure.edges import E_CALL_FT, E_DIRECT, E_FALLTHROUGH, E_NOT_TAKEN, E_TAKEN
 from hpcsa.structure.elf import ElfImage
@@ -231,14 +232,6 @@ class CodeIndex:
         return i if i < len(self.addr) and int(self.addr[i]) == address else -1
 
 
-def _sorted_unique(values: np.ndarray) -> np.ndarray:
-    """np.unique for big integer arrays: one sort and a mask (numpy 2's hash-based unique is slower here)."""
-    values = np.sort(values)
-    keep = np.ones(len(values), bool)
-    keep[1:] = values[1:] != values[:-1]
-    return values[keep]
-
-
 def in_sorted(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
     """values in sorted_set (a sorted array), by binary search (faster than np.isin's hashing here)."""
     if not len(sorted_set):
@@ -296,7 +289,7 @@ class ProgramCFG:
                    np.array([r for rows in self.tables.values() for r in rows], np.int64)]
         extra = rows_of(code, np.array(extra_leaders, np.uint64)) if extra_leaders else np.zeros(0, np.int64)
         leaders.append(extra[extra >= 0])
-        self.starts = _sorted_unique(np.concatenate(leaders)) if n else np.zeros(0, np.int64)
+        self.starts = sorted_unique(np.concatenate(leaders)) if n else np.zeros(0, np.int64)
         self.ends = np.append(self.starts[1:], n) - 1          # last row of each block
         self.start_addr = code.addr[self.starts] if n else np.zeros(0, np.uint64)
         self.succ_a: list[int] = []               # per block: first successor block (-1: none)

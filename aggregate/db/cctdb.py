@@ -28,6 +28,7 @@ import numpy as np
 
 from hpcsa.aggregate.db import dbformat as dbf
 from hpcsa.aggregate.db.profiledb import ProfileDB
+from hpcsa.arrays import sorted_unique
 from hpcsa.binfmt import align
 from hpcsa.errors import FormatError
 from hpcsa.fileio import pwrite_all
@@ -212,15 +213,6 @@ class CctLayout:
         return [(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
 
 
-def _sorted_unique(keys: np.ndarray) -> np.ndarray:
-    # A sort and a neighbour comparison: much faster than np.unique's hashing on these keys.
-    keys = np.sort(keys)
-    keep = np.empty(len(keys), bool)
-    keep[:1] = True
-    np.not_equal(keys[1:], keys[:-1], out=keep[1:])
-    return keys[keep]
-
-
 def counts_from_profiledb(pdb: ProfileDB, n_ctxs: int) -> CctLayout:
     """The layout of the cct.db transposed from ``pdb``: one pass over every thread profile's values."""
     n_values = np.zeros(n_ctxs, np.int64)
@@ -234,8 +226,8 @@ def counts_from_profiledb(pdb: ProfileDB, n_ctxs: int) -> CctLayout:
         n_values += np.bincount(ctx, minlength=n_ctxs)
         pairs.append((ctx << 16) | prof.metric_ids.astype(np.int64))  # sorted and distinct within a profile
         if len(pairs) > 64:  # keep memory to the distinct (context, metric) pairs
-            pairs = [_sorted_unique(np.concatenate(pairs))]
-    uniq = _sorted_unique(np.concatenate(pairs)) if pairs else np.zeros(0, np.int64)
+            pairs = [sorted_unique(np.concatenate(pairs))]
+    uniq = sorted_unique(np.concatenate(pairs)) if pairs else np.zeros(0, np.int64)
     n_metrics = np.bincount(uniq >> 16, minlength=n_ctxs).astype(np.int64)
     return CctLayout.from_counts(n_values, n_metrics)
 

@@ -337,6 +337,34 @@ class ProfileDBWriter(dbf.StreamedWriter):
         self._end = max(self._end, self._next)
         return at
 
+    def allocate_many(self, sizes: np.ndarray) -> np.ndarray:
+        """4-aligned offsets for blobs of ``sizes`` bytes placed one after the other (as :meth:`allocate`)."""
+        ends = self._next + np.cumsum((np.asarray(sizes, np.int64) + 3) // 4 * 4)
+        offsets = ends - (np.asarray(sizes, np.int64) + 3) // 4 * 4
+        if len(ends):
+            self._next = int(ends[-1])
+            self._end = max(self._end, self._next)
+        return offsets
+
+    def record_many(self, indices: np.ndarray, n_values: np.ndarray, n_ctxs: np.ndarray, offsets: np.ndarray,
+                    sizes: np.ndarray) -> None:
+        """:meth:`record` for many blobs at once (placed by :meth:`allocate_many` and copied by the caller)."""
+        idx = np.asarray(indices, np.int64)
+        if len(idx) and (idx.min() < 0 or idx.max() >= len(self.infos)):
+            raise IndexError(f"profile index outside 0..{len(self.infos) - 1}")
+        if self._written[idx].any() or (np.bincount(idx, minlength=len(self.infos)) > 1).any():
+            raise ValueError("a profile was already written")
+        if len(idx) and int(np.min(offsets)) < self.data_start:
+            raise ValueError(f"an offset lies in the reserved area (data starts at {self.data_start:#x})")
+        nv = np.asarray(n_values, np.int64)
+        self.infos["nValues"][idx] = nv
+        self.infos["pValues"][idx] = offsets
+        self.infos["nCtxs"][idx] = n_ctxs
+        self.infos["pCtxIndices"][idx] = offsets + (nv * SZ_VALUE + 3) // 4 * 4
+        self._written[idx] = True
+        if len(idx):
+            self._end = max(self._end, int(np.max((offsets + sizes + 3) // 4 * 4)))
+
     def record(self, index: int, blob: ProfileBlob, offset: int) -> None:
         """Note that profile ``index``'s blob now lies at ``offset`` (placed here or by a worker)."""
         if not 0 <= index < len(self.infos):

@@ -20,6 +20,7 @@ from hpcsa.aggregate.prof import (
     unified_tables,
 )
 from hpcsa.aggregate.prof.transport import Single, Transport, run_shared, tasks_ahead, unwrap
+from hpcsa.fileio import copy_range
 from hpcsa.progress import Progress
 from hpcsa.workers import LocalPool
 
@@ -66,10 +67,12 @@ def phase3_task(shared: tuple[str, str, str, transpose.Placement, cctdb.CctLayou
 
 
 def range_groups(ranges: list[tuple[int, int]], jobs: int) -> list[list[int]]:
-    """Consecutive ranges in groups (a few per worker), as bounds ``[lo0, lo1, ..., hi]``."""
+    """Consecutive ranges in groups, one per worker, as bounds ``[lo0, lo1, ..., hi]``: a group's task first
+    finds its bounds in every profile's context index (a pass over all profiles), so fewer groups mean fewer
+    passes; ranges are of equal size, so equal groups keep the workers equally busy."""
     if not ranges:
         return []
-    n_groups = min(len(ranges), 2 * jobs if jobs > 1 else 1)
+    n_groups = min(len(ranges), jobs)
     cuts = np.linspace(0, len(ranges), n_groups + 1).round().astype(int)
     return [[ranges[i][0] for i in range(a, b)] + [ranges[b - 1][1]]
             for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True) if b > a]
@@ -141,16 +144,17 @@ def summary_values(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> pr
                                                 np.concatenate([p[2] for p in parts]))
 
 
-def copy_profiles(pw: profiledb.ProfileDBWriter, c2: unified_tables.ClassTwo, pms_path: str,
-                  place: transpose.Placement) -> None:
-    """profile.db's thread blobs, copied from the scratch file in canonical order (the summary comes last)."""
-    scratch = transpose.ScratchProfiles(pms_path, place)
+def copy_profiles(pw: profiledb.ProfileDBWriter, pms_path: str, place: transpose.Placement) -> None:
+    """profile.db's thread blobs, copied from the scratch file in canonical order (the summary comes last),
+    file to file in the kernel (:func:`copy_range`)."""
+    offsets = pw.allocate_many(place.pms_size)
+    src = os.open(pms_path, os.O_RDONLY)
     try:
-        for i in range(len(c2.profiles)):
-            pw.write_profile(i + 1, profiledb.ProfileBlob(scratch.blob(i), int(place.n_values[i]),
-                                                          int(place.n_ctxs[i])))
+        for at, to, size in zip(place.pms_offset.tolist(), offsets.tolist(), place.pms_size.tolist(), strict=True):
+            copy_range(src, pw.fileno, at, to, size)
     finally:
-        scratch.close()
+        os.close(src)
+    pw.record_many(np.arange(1, len(offsets) + 1), place.n_values, place.n_ctxs, offsets, place.pms_size)
 
 
 def write_outputs(c2: unified_tables.ClassTwo, tmp: str, jobs: int, options: Options, progress: Progress,
@@ -223,7 +227,7 @@ def write_outputs(c2: unified_tables.ClassTwo, tmp: str, jobs: int, options: Opt
         def copy_blobs() -> None:
             pw = open_files.enter_context(profiledb.ProfileDBWriter(os.path.join(tmp, database.PROFILE), c2.id_tuples))
             held["profiledb"] = pw
-            copy_profiles(pw, c2, pms_path, place)
+            copy_profiles(pw, pms_path, place)
 
         parts = transport.reduce(lambda: phase3_share(shared, groups, jobs, transport,
                                                       copy_blobs if transport.is_root else None), merge_parts)
@@ -273,18 +277,13 @@ def phase3_share(shared: tuple[str, str, str, transpose.Placement, cctdb.CctLayo
                  groups: list[list[int]], jobs: int, transport: Transport, aside: Callable[[], None] | None = None
                  ) -> dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
     """cct.db's blocks and the summary values of this rank's share of the range groups (largest first); and
-    ``aside()``, other work of this rank, once its first task is done (or at once without a task)."""
+    ``aside()``, other work of this rank, while its workers run (see :func:`run_shared`)."""
     order = sorted(range(len(groups)), key=lambda g: (-(groups[g][-1] - groups[g][0]), g))
     out: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
     with LocalPool(min(jobs, len(groups)) or 1, shared=shared) as pool:
         for k, parts in run_shared(pool, phase3_task, transport.tasks("phase 3", len(groups)),
-                                   lambda k: (groups[order[k]],), tasks_ahead(jobs)):
+                                   lambda k: (groups[order[k]],), tasks_ahead(jobs), meanwhile=aside):
             out[order[k]] = parts
-            if aside is not None:
-                aside()
-                aside = None
-    if aside is not None:
-        aside()
     return out
 
 

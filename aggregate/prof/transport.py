@@ -136,9 +136,11 @@ def tasks_ahead(jobs: int) -> int:
 
 
 def run_shared(pool: LocalPool, fn: Callable[..., Any], share: Iterator[int], args_of: Callable[[int], tuple[Any, ...]],
-               ahead: int) -> Iterator[tuple[int, Any]]:
+               ahead: int, meanwhile: Callable[[], None] | None = None) -> Iterator[tuple[int, Any]]:
     """``fn(shared, *args_of(k))`` for each task ``k`` handed to this rank, as the tasks finish. A task is
-    taken from ``share`` only when there is room for it (at most ``ahead`` waiting or running)."""
+    taken from ``share`` only when there is room for it (at most ``ahead`` waiting or running).
+    ``meanwhile()``, other work of this process, runs once the first tasks are with the workers (a forked
+    pool), or after the first task (inline), or at the end when the rank got no task."""
     tasks = DynamicRun(pool)
 
     def more() -> None:
@@ -148,6 +150,15 @@ def run_shared(pool: LocalPool, fn: Callable[..., Any], share: Iterator[int], ar
 
     for _ in range(ahead):
         more()
+    if meanwhile is not None and pool.forked:
+        tasks.start()
+        meanwhile()
+        meanwhile = None
     for k, result in tasks:
+        if meanwhile is not None:
+            meanwhile()
+            meanwhile = None
         more()
         yield k, result
+    if meanwhile is not None:
+        meanwhile()

@@ -29,6 +29,7 @@ from hpcsa.aggregate.db import cctdb, summary
 from hpcsa.aggregate.db.profiledb import CTX_INDEX, SZ_VALUE, VALUE
 from hpcsa.aggregate.prof.metrictable import SCOPE_ORDER, MetricTable
 from hpcsa.aggregate.prof.profile_values import ASIDE, ASIDE_NOLOOPS
+from hpcsa.arrays import sorted_unique
 from hpcsa.fileio import pwrite_all
 
 LEX = SCOPE_ORDER.index("lex_aware")
@@ -116,9 +117,6 @@ class ScratchProfiles:
         """Where the context index of each profile's blob starts (after its values, 4-aligned)."""
         place = self.place
         return place.pms_offset[rows] + (place.n_values[rows] * SZ_VALUE + 3) // 4 * 4
-
-    def blob(self, p: int) -> bytes:
-        return os.pread(self.fd, int(self.place.pms_size[p]), int(self.place.pms_offset[p]))
 
     def positions(self, bounds: np.ndarray, start: np.ndarray | None = None, share: float = 1.0) -> np.ndarray:
         """[profiles + 1, len(bounds)] index positions of each context bound in each profile's index (row 0,
@@ -332,8 +330,9 @@ def summarize(vals: cctdb.RangeValues, aside: tuple[np.ndarray, ...], plan: Stat
     block = _runs(ctx, metric)
     bid = np.repeat(np.arange(len(block)), np.diff(np.append(block, len(ctx))))
     width = int(max(prof.max() if len(prof) else 0, a_prof.max() if len(a_prof) else 0)) + 1
-    bkey = np.unique(np.concatenate([bid * width + prof,
-                                     _aside_blocks(ctx[block], metric[block], a_ctx, a_metric) * width + a_prof]))
+    bkey = sorted_unique(np.concatenate([bid * width + prof,  # sorted runs (one per scope), then the asides
+                                         _aside_blocks(ctx[block], metric[block], a_ctx, a_metric) * width + a_prof]),
+                         kind="stable")
     bkey = bkey[bkey >= 0]
     cnt = np.bincount(bkey // width, minlength=len(block)).astype(np.float64)
     extra_blocks = _aside_only(ctx[block], metric[block], a_ctx, a_metric, a_prof)

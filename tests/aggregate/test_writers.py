@@ -69,6 +69,27 @@ def test_profiledb_streaming_with_chosen_offsets_and_workers(tmp_path: Path) -> 
     assert raw.endswith(b"_prof.db")
 
 
+def test_profiledb_blobs_placed_many_at_once_equal_one_by_one(tmp_path: Path) -> None:
+    """allocate_many/record_many (blobs copied by the caller) write the same file as write_profile per blob."""
+    tuples = [[(3, 0, t, t)] for t in range(4)]
+    blobs = [profiledb.ProfileBlob.encode(_values(i, n_ctx=5 + 7 * i)) for i in range(1, 5)]
+    with profiledb.ProfileDBWriter(tmp_path / "one.db", tuples) as w:
+        for i, b in enumerate(blobs, start=1):
+            w.write_profile(i, b)
+        w.write_summary(_values(0))
+    with profiledb.ProfileDBWriter(tmp_path / "many.db", tuples) as w:
+        sizes = np.array([b.size for b in blobs])
+        offsets = w.allocate_many(sizes)
+        assert (offsets % 4 == 0).all() and (np.diff(offsets) >= sizes[:-1]).all()
+        for b, at in zip(blobs, offsets.tolist(), strict=True):
+            profiledb.write_blob_at(w.fileno, at, b)
+        w.record_many(np.arange(1, 5), [b.n_values for b in blobs], [b.n_ctxs for b in blobs], offsets, sizes)
+        with pytest.raises(ValueError, match="already written"):
+            w.record_many(np.array([2]), [1], [1], offsets[:1], sizes[:1])
+        w.write_summary(_values(0))
+    assert (tmp_path / "one.db").read_bytes() == (tmp_path / "many.db").read_bytes()
+
+
 def test_profiledb_rejects_misuse(tmp_path: Path) -> None:
     with profiledb.ProfileDBWriter(tmp_path / "p.db", [[(3, 0, 0, 0)]]) as w:
         w.write_profile(1, _values(1))

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
 import pytest
 
 from hpcsa.errors import FormatError, HpcsaError
-from hpcsa.fileio import atomic_dir, atomic_file, map_input, open_input, read_input, write_file
+from hpcsa.fileio import atomic_dir, atomic_file, copy_range, map_input, open_input, read_input, write_file
 
 
 def test_atomic_file_success_and_failure(tmp_path):
@@ -111,3 +112,26 @@ def test_inputs_are_read_or_mapped_whole_or_by_head(tmp_path):
     assert map_input(tmp_path / "empty.bin") == b""  # an empty file cannot be mapped
     with open_input(f) as fh:
         assert fh.read(2) == b"\x00\x01"
+
+
+@pytest.mark.parametrize("kernel", [True, False])
+def test_copy_range_copies_between_offsets(tmp_path, monkeypatch, kernel):
+    """In the kernel where copy_file_range works, by pread/pwrite where it refuses (another file system)."""
+    data = os.urandom(70_000)
+    (tmp_path / "src").write_bytes(data)
+    (tmp_path / "dst").write_bytes(bytes(100))
+    if not kernel:
+        def refuse(*args):
+            raise OSError(errno.EXDEV, "cross-device")
+        monkeypatch.setattr(os, "copy_file_range", refuse)
+    src = os.open(tmp_path / "src", os.O_RDONLY)
+    dst = os.open(tmp_path / "dst", os.O_WRONLY)
+    try:
+        copy_range(src, dst, 1234, 40, 65_000)
+        with pytest.raises(EOFError):
+            copy_range(src, dst, 69_990, 0, 20)  # the source ends first
+    finally:
+        os.close(src)
+        os.close(dst)
+    got = (tmp_path / "dst").read_bytes()
+    assert got[:40] == got[40 - 40:40] and got[40:65_040] == data[1234:66_234]
