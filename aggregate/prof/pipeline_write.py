@@ -169,7 +169,7 @@ def write_outputs(c2: unified_tables.ClassTwo, tmp: str, jobs: int, options: Opt
     n = len(c2.profiles)
     pms_path = os.path.join(tmp, ".profile.scratch")
     aside_path = os.path.join(tmp, ".aside.scratch")
-    want_traces = options.traces and any(c2.trace_reserve)
+    want_traces = options.traces and bool(c2.trace_reserve.any())
     with contextlib.ExitStack() as open_files:  # rank 0: trace.db and cct.db, until the database is complete
         held: dict[str, Any] = {}
 
@@ -247,7 +247,7 @@ def phase2_share(c2: unified_tables.ClassTwo, sinks: profile_values.Sinks, alloc
                  traces: bool, progress: Progress | None, transport: Transport) -> Phase2State:
     """Class 1 for this rank's share of the profiles (batches handed out largest first), with ``jobs``
     workers."""
-    batches = phase2_batches([p.input.size + p.input.trace_size for p in c2.profiles], jobs * transport.size)
+    batches = phase2_batches(c2.profiles.inputs.cost.tolist(), jobs * transport.size)
     state = Phase2State.empty(c2)
     done = 0
     with LocalPool(min(jobs, len(batches)) or 1, shared=(c2, sinks, traces)) as pool:
