@@ -173,7 +173,7 @@ def write_outputs(c2: unified_tables.ClassTwo, tmp: str, jobs: int, options: Opt
     with contextlib.ExitStack() as open_files:  # rank 0: trace.db and cct.db, until the database is complete
         held: dict[str, Any] = {}
 
-        def begin() -> tuple[str | None, list[int] | None]:
+        def begin() -> tuple[str | None, np.ndarray | None]:
             meta = copy_sources.copy_sources(c2.meta, tmp, options.replace_paths)[0] if options.sources else c2.meta
             metadb.write_metadb(os.path.join(tmp, database.META), meta)
             os.makedirs(os.path.join(tmp, "metrics"))
@@ -183,9 +183,9 @@ def write_outputs(c2: unified_tables.ClassTwo, tmp: str, jobs: int, options: Opt
             if not want_traces:
                 return None, None
             tw = open_files.enter_context(tracedb.TraceDBWriter(os.path.join(tmp, database.TRACE),
-                                                                list(range(1, n + 1)), reserve=c2.trace_reserve))
+                                                                np.arange(1, n + 1), reserve=c2.trace_reserve))
             held["trace"] = tw
-            return tw.temp_path, [tw.region(i)[0] for i in range(n)]
+            return tw.temp_path, tw.heads["pStart"].astype(np.int64)  # each profile's region (an array)
 
         trace_path, trace_offsets = transport.bcast(begin)
         lap("meta.db, metrics/default.yaml")
