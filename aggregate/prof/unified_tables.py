@@ -21,11 +21,12 @@ from hpcsa.aggregate.db import metadb, profiledb
 from hpcsa.aggregate.prof import lexical as lx
 from hpcsa.aggregate.prof import rawtree, unify
 from hpcsa.aggregate.prof.metrictable import SCOPE_ORDER, MetricTable
-from hpcsa.aggregate.prof.profile_table import ProfileTable, Ragged
+from hpcsa.aggregate.prof.profile_table import ProfileTable
 from hpcsa.aggregate.prof.propagate import TreeArrays
 from hpcsa.aggregate.prof.survey import Discovery, Phase1Env
 from hpcsa.errors import HpcsaError
 from hpcsa.ingest.hpcrun import BOTH_VALID, ID_KIND_MASK, LOGIC_GLOBAL, LOGIC_LOCAL, LoadModule, MetricDesc
+from hpcsa.ragged import Ragged
 from hpcsa.structure.model import Module
 
 
@@ -154,7 +155,7 @@ def finalize_id_tuples(raw: Sequence[np.ndarray]) -> Ragged:
                 logical, interp = lrank[(tuple(prefix), k)][phys], BOTH_VALID
             rows.append((k, profiledb.IS_PHYSICAL if interp == BOTH_VALID else 0, logical & 0xFFFFFFFF, phys))
             prefix.append((k, phys))
-    return Ragged(profiledb.id_tuple(rows), np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]))
+    return Ragged.from_lengths(profiledb.id_tuple(rows), lengths)
 
 
 def _tuple_key(t: np.ndarray) -> tuple[tuple[int, int, int], ...]:

@@ -1,0 +1,66 @@
+"""Rows of different lengths held as one array and their offsets (a CSR-style layout): what a table keeps
+per item when items vary in length (identifier tuples, file names), without a Python object per item."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=out[1:])
+    return out
+
+
+class Ragged:
+    """Rows of different lengths, one array: row ``i`` is ``rows[offsets[i]:offsets[i + 1]]`` (a view)."""
+
+    __slots__ = ("offsets", "rows")
+
+    def __init__(self, rows: np.ndarray, offsets: np.ndarray) -> None:
+        self.rows = rows
+        self.offsets = offsets
+
+    @classmethod
+    def from_lengths(cls, rows: np.ndarray, lengths: np.ndarray | Sequence[int]) -> Ragged:
+        """Consecutive rows, ``lengths[i]`` of them for item ``i``."""
+        return cls(rows, _offsets(np.asarray(lengths, np.int64).reshape(-1)))
+
+    @classmethod
+    def of(cls, parts: Sequence[np.ndarray], dtype: np.dtype | type) -> Ragged:
+        lengths = np.fromiter((len(p) for p in parts), np.int64, len(parts))
+        rows = np.concatenate(parts).astype(dtype, copy=False) if len(parts) else np.zeros(0, dtype)
+        return cls(rows, _offsets(lengths))
+
+    @classmethod
+    def concat(cls, parts: Sequence[Ragged]) -> Ragged:
+        if len(parts) == 1:
+            return parts[0]
+        sizes = np.array([len(p.rows) for p in parts], np.int64)
+        bases = np.cumsum(sizes) - sizes
+        offsets = np.concatenate([np.zeros(1, np.int64), *(p.offsets[1:] + b for p, b in zip(parts, bases, strict=True))])
+        return cls(np.concatenate([p.rows for p in parts]), offsets)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        return self.rows[self.offsets[i]:self.offsets[i + 1]]
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return (self[i] for i in range(len(self)))
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def take(self, index: np.ndarray) -> Ragged:
+        """Rows ``index`` (in that order), gathered in one vectorized pass."""
+        index = np.asarray(index, np.int64)
+        starts = self.offsets[index]
+        lengths = self.offsets[index + 1] - starts
+        offsets = _offsets(lengths)
+        source = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1], dtype=np.int64)
+        return Ragged(self.rows[source], offsets)
