@@ -14,6 +14,15 @@ def _offsets(lengths: np.ndarray) -> np.ndarray:
     return out
 
 
+def _joined(arrays: Sequence[np.ndarray], dtype: np.dtype) -> np.ndarray:
+    """The arrays end to end, in ``dtype`` (``np.concatenate`` alone would give structured rows of another
+    byte order in the native one)."""
+    out = np.empty(sum(len(a) for a in arrays), dtype)
+    if len(arrays):
+        np.concatenate(arrays, out=out)
+    return out
+
+
 class Ragged:
     """Rows of different lengths, one array: row ``i`` is ``rows[offsets[i]:offsets[i + 1]]`` (a view)."""
 
@@ -31,8 +40,7 @@ class Ragged:
     @classmethod
     def of(cls, parts: Sequence[np.ndarray], dtype: np.dtype | type) -> Ragged:
         lengths = np.fromiter((len(p) for p in parts), np.int64, len(parts))
-        rows = np.concatenate(parts).astype(dtype, copy=False) if len(parts) else np.zeros(0, dtype)
-        return cls(rows, _offsets(lengths))
+        return cls(_joined(parts, np.dtype(dtype)), _offsets(lengths))
 
     @classmethod
     def concat(cls, parts: Sequence[Ragged]) -> Ragged:
@@ -41,7 +49,7 @@ class Ragged:
         sizes = np.array([len(p.rows) for p in parts], np.int64)
         bases = np.cumsum(sizes) - sizes
         offsets = np.concatenate([np.zeros(1, np.int64), *(p.offsets[1:] + b for p, b in zip(parts, bases, strict=True))])
-        return cls(np.concatenate([p.rows for p in parts]), offsets)
+        return cls(_joined([p.rows for p in parts], parts[0].rows.dtype), offsets)
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
