@@ -76,12 +76,13 @@ class ProfileInputs(Sequence[ProfileInput]):
         for p in items:
             cut = p.path.rfind(os.sep) + 1
             folders.append(p.path[:cut])
-            names.append(np.frombuffer(os.fsencode(p.path[cut:]), np.uint8))
+            names.append(os.fsencode(p.path[cut:]))
             if p.trace is not None and (not p.path.endswith(HPCRUN) or p.trace != _trace_of(p.path)):
                 raise ValueError(f"{p.trace}: a trace not named after its profile {p.path}")
         folder = _remap(dirs, folders)
         measdir = _remap(dirs, [p.measdir for p in items])
-        return cls(tuple(dirs), folder, measdir, Ragged.of(names, np.uint8),
+        packed = Ragged.from_lengths(np.frombuffer(b"".join(names), np.uint8), [len(b) for b in names])
+        return cls(tuple(dirs), folder, measdir, packed,
                    np.array([p.size for p in items], np.int64).reshape(-1),
                    np.array([p.trace_size for p in items], np.int64).reshape(-1),
                    np.array([p.trace is not None for p in items], bool).reshape(-1))

@@ -158,16 +158,25 @@ def finalize_id_tuples(raw: Sequence[np.ndarray]) -> Ragged:
     return Ragged.from_lengths(profiledb.id_tuple(rows), lengths)
 
 
-def _tuple_key(t: np.ndarray) -> tuple[tuple[int, int, int], ...]:
-    return tuple((int(k), int(lg), int(ph)) for k, lg, ph in t[["kind", "logicalId", "physicalId"]].tolist())
-
-
 def _canonical_order(profiles: ProfileTable, tuples: Ragged) -> tuple[ProfileTable, Ragged]:
-    """Profiles and their finalized tuples in profile.db's order: by identifier tuple (kind, logical id,
-    physical id per level, a prefix first), then by path; one ``take`` per column."""
-    paths = profiles.inputs.path_order().tolist()
-    keys = [(_tuple_key(t), paths[i]) for i, t in enumerate(tuples)]
-    order = np.array(sorted(range(len(keys)), key=keys.__getitem__), np.int64)
+    """Profiles and their finalized tuples in profile.db's order: by identifier tuple, compared as Python
+    compares tuples of (kind, logical id, physical id) per level (a tuple before those it is a prefix of),
+    then by path; sorted by columns (one key per level and field), then one ``take`` per column."""
+    n = len(tuples)
+    owner = np.repeat(np.arange(n), tuples.lengths)
+    level = np.arange(len(tuples.rows)) - tuples.offsets[owner]
+    keys: list[np.ndarray] = []  # most significant first
+    for j in range(int(tuples.lengths.max()) if n else 0):
+        at = level == j
+        present = np.zeros(n, np.int8)
+        present[owner[at]] = 1  # a missing level sorts first
+        keys.append(present)
+        for name in ("kind", "logicalId", "physicalId"):
+            column = np.zeros(n, tuples.rows.dtype[name])
+            column[owner[at]] = tuples.rows[name][at]
+            keys.append(column)
+    keys.append(profiles.inputs.path_order())
+    order = np.lexsort(keys[::-1])
     return profiles.take(order), tuples.take(order)
 
 

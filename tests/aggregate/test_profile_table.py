@@ -159,3 +159,25 @@ def test_class_two_holds_no_python_object_per_profile(tmp_path: Path, monkeypatc
     assert len(set(paths)) == 64 and all(p.startswith(str(tmp_path / "x32.m") + os.sep) for p in paths)
     assert large.trace_reserve.tolist() == [f.trace_records for f in large.profiles]
     assert all(f.kept is not None for f in large.profiles)
+
+
+def test_canonical_order_is_python_tuple_order_then_path() -> None:
+    """profile.db's order, sorted by columns, is the order of the tuples of (kind, logical id, physical
+    id) per level as Python compares them (a tuple before those it is a prefix of), then of the paths."""
+    from hpcsa.aggregate.db.profiledb import IDENTIFIER
+    from hpcsa.aggregate.prof.unified_tables import _canonical_order
+
+    rng = np.random.default_rng(11)
+    physical = [0, 5, 1 << 63, (1 << 64) - 1]
+    levels = [[(int(rng.integers(0, 4)), int(rng.integers(0, 3)), physical[int(rng.integers(0, 4))])
+               for _ in range(rng.integers(0, 4))] for _ in range(60)]
+    levels += [levels[3][:1], levels[3], levels[7][:2], [], [(0, 0, 0)], [], levels[3] + [(0, 0, 0)]]  # prefixes,
+    # equal tuples, and zeros that only the presence of a level tells from a missing one
+    tuples = Ragged.of([np.array([(k, 0, lg, ph) for k, lg, ph in t], IDENTIFIER) for t in levels], IDENTIFIER)
+    names = [f"/m{int(rng.integers(0, 3))}/p-{int(rng.integers(0, 10**6)):07d}-{i}.hpcrun" for i in range(len(levels))]
+    facts = [ProfileFacts(ProfileInput(p, None, 1, 0, os.path.dirname(p)), np.zeros(0, ID_ELEMENT), 0, 0, 0)
+             for p in names]
+    profiles, ordered = _canonical_order(ProfileTable.of(facts), tuples)
+    want = sorted(range(len(levels)), key=lambda i: (tuple(levels[i]), names[i]))
+    assert [f.input.path for f in profiles] == [names[i] for i in want]
+    assert [t.tolist() for t in ordered] == [tuples[i].tolist() for i in want]
