@@ -70,5 +70,12 @@ class Ragged:
         starts = self.offsets[index]
         lengths = self.offsets[index + 1] - starts
         offsets = _offsets(lengths)
-        source = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1], dtype=np.int64)
+        # the source of each row, as a running sum of steps: +1 within a row, a jump at each row's first
+        source = np.ones(int(offsets[-1]), np.int64)
+        full = lengths > 0
+        s, n, at = starts[full], lengths[full], offsets[:-1][full]
+        if len(at):
+            source[at[0]] = s[0]
+            source[at[1:]] = s[1:] - (s[:-1] + n[:-1] - 1)
+        np.cumsum(source, out=source)
         return Ragged(self.rows[source], offsets)

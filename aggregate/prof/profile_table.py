@@ -58,13 +58,14 @@ def _remap(strings: dict[str, int], names: Sequence[str]) -> np.ndarray:
 @dataclass(frozen=True, eq=False)
 class ProfileInputs(Sequence[ProfileInput]):
     """Profile inputs as columns. A path is its folder (up to and with the last separator: one of ``dirs``)
-    followed by its file name (packed, file-system encoded); the trace, when ``has_trace``, is the path
-    with ``.hpctrace`` in place of ``.hpcrun`` (how hpcrun names them)."""
+    followed by its file name (file-system encoded, in a fixed-width bytes column: the names of one
+    measurement differ in a few digits, so padding costs little and selection is one fancy index); the
+    trace, when ``has_trace``, is the path with ``.hpctrace`` in place of ``.hpcrun`` (hpcrun's naming)."""
 
     dirs: tuple[str, ...]   # the distinct folders and measurement directories
     folder: np.ndarray      # int32 index into dirs, per profile
     measdir: np.ndarray     # int32 index into dirs
-    names: Ragged           # uint8 file names
+    names: np.ndarray       # bytes ("S<width>") file names
     size: np.ndarray        # int64 bytes of the .hpcrun
     trace_size: np.ndarray  # int64 bytes of the .hpctrace (0: none)
     has_trace: np.ndarray   # bool
@@ -81,8 +82,7 @@ class ProfileInputs(Sequence[ProfileInput]):
                 raise ValueError(f"{p.trace}: a trace not named after its profile {p.path}")
         folder = _remap(dirs, folders)
         measdir = _remap(dirs, [p.measdir for p in items])
-        packed = Ragged.from_lengths(np.frombuffer(b"".join(names), np.uint8), [len(b) for b in names])
-        return cls(tuple(dirs), folder, measdir, packed,
+        return cls(tuple(dirs), folder, measdir, np.array(names, dtype=bytes).reshape(-1),
                    np.array([p.size for p in items], np.int64).reshape(-1),
                    np.array([p.trace_size for p in items], np.int64).reshape(-1),
                    np.array([p.trace is not None for p in items], bool).reshape(-1))
@@ -97,19 +97,19 @@ class ProfileInputs(Sequence[ProfileInput]):
         maps = [_remap(dirs, p.dirs) for p in parts]
         return cls(tuple(dirs), np.concatenate([m[p.folder] for m, p in zip(maps, parts, strict=True)]),
                    np.concatenate([m[p.measdir] for m, p in zip(maps, parts, strict=True)]),
-                   Ragged.concat([p.names for p in parts]),
+                   np.concatenate([p.names for p in parts]),
                    *(np.concatenate([getattr(p, c) for p in parts]) for c in ("size", "trace_size", "has_trace")))
 
     def take(self, index: np.ndarray) -> ProfileInputs:
         index = np.asarray(index, np.int64)
-        return ProfileInputs(self.dirs, self.folder[index], self.measdir[index], self.names.take(index),
+        return ProfileInputs(self.dirs, self.folder[index], self.measdir[index], self.names[index],
                              self.size[index], self.trace_size[index], self.has_trace[index])
 
     def __len__(self) -> int:
         return len(self.size)
 
     def path(self, i: int) -> str:
-        return self.dirs[self.folder[i]] + os.fsdecode(self.names[i].tobytes())
+        return self.dirs[self.folder[i]] + os.fsdecode(bytes(self.names[i]))
 
     def __getitem__(self, i: int) -> ProfileInput:  # type: ignore[override]
         i = _position(i, len(self))
@@ -126,10 +126,17 @@ class ProfileInputs(Sequence[ProfileInput]):
         return self.size + self.trace_size
 
     def path_order(self) -> np.ndarray:
-        """Ranks of the paths in sorted order (as Python sorts the strings; computed, not kept)."""
-        paths = [self.path(i) for i in range(len(self))]
-        rank = np.empty(len(paths), np.int64)
-        rank[sorted(range(len(paths)), key=paths.__getitem__)] = np.arange(len(paths))
+        """Ranks of the paths in sorted order, as Python sorts the strings (computed, not kept): by their
+        bytes when every path is ASCII (the same order), else by the strings themselves."""
+        n = len(self)
+        folders = [os.fsencode(d) for d in self.dirs]
+        if all(b.isascii() for b in folders) and not (self.names.view(np.uint8) >= 0x80).any():
+            order = np.argsort(np.char.add(np.array(folders, dtype=bytes)[self.folder], self.names), kind="stable")
+        else:
+            paths = [self.path(i) for i in range(n)]
+            order = np.array(sorted(range(n), key=paths.__getitem__), np.int64)
+        rank = np.empty(n, np.int64)
+        rank[order] = np.arange(n)
         return rank
 
 

@@ -61,6 +61,10 @@ def test_profile_inputs_give_back_what_they_were_built_from() -> None:
     paths = [p.path for p in a + b]
     assert joined.path_order().tolist() == [sorted(paths).index(p) for p in paths]
     assert list(pickle.loads(pickle.dumps(joined))) == a + b
+    # all-ASCII paths are ordered by their bytes: the same order, folders that prefix others included
+    plain = [p for p in a + b if p.path.isascii()] + [ProfileInput("/data/x/a.m-z.hpcrun", None, 1, 0, "/data/x")]
+    paths = [p.path for p in plain]
+    assert ProfileInputs.of(plain).path_order().tolist() == [sorted(paths).index(p) for p in paths]
     with pytest.raises(IndexError):
         joined[len(a + b)]
     with pytest.raises(ValueError, match="not named after"):
@@ -127,7 +131,7 @@ def _records_alive() -> int:
 
 def _column_bytes(c2) -> int:
     t = c2.profiles
-    arrays = [t.inputs.folder, t.inputs.measdir, t.inputs.names.rows, t.inputs.names.offsets, t.inputs.size,
+    arrays = [t.inputs.folder, t.inputs.measdir, t.inputs.names, t.inputs.size,
               t.inputs.trace_size, t.inputs.has_trace, t.id_tuple.rows, t.id_tuple.offsets, t.trace_disorder,
               t.metrics, t.trace_records, t.loadmap, t.kept_file, t.kept_offset, t.kept_size,
               c2.id_tuples.rows, c2.id_tuples.offsets, c2.trace_reserve]
