@@ -70,7 +70,6 @@ from hpcsa.aggregate.prof.transport import Single, Transport, unwrap
 from hpcsa.errors import HpcsaError
 from hpcsa.fileio import atomic_dir, remove_stale_partials
 from hpcsa.progress import Progress
-from hpcsa.workers import trim_heap
 
 
 @dataclass
@@ -168,7 +167,6 @@ def _run(inputs: Inputs, options: Options, transport: Transport, progress: Progr
                 raise HpcsaError(None, "could not name the calling contexts without hash collisions") from None
     del found
     held.pop("env", None)
-    trim_heap()  # phase 1's reports and class 2's temporaries, freed: not resident for phases 2 and 3
     progress.what, progress.total, progress.done = "hpcsa prof: aggregating", len(c2.profiles), 0
     with contextlib.ExitStack() as output:
         tmp = transport.bcast(lambda: output.enter_context(atomic_dir(held["out"])))
