@@ -1,4 +1,5 @@
-"""Per-profile state of ``hpcsa prof`` as columns: a few numpy arrays and one packed byte blob per table.
+"""Per-profile state of ``hpcsa prof`` as columns: a few numpy arrays per table (file names in one fixed-width
+bytes column, identifier tuples as concatenated rows with offsets).
 
 A run over thousands of profiles keeps, for each, its input files (names and sizes) and its class-2 facts
 (identifier tuple, trace facts, metric table, load map, where phase 1 kept its arrays) from the start of
