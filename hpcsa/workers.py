@@ -34,6 +34,26 @@ from hpcsa.errors import HpcsaError
 _SHARED: Any = None
 
 
+def trim_heap() -> None:
+    """Give the C allocator's free memory back to the system (glibc's ``malloc_trim``; nothing where the C
+    library has none). Called before forking workers: what the parent freed (phase 1's reports, class 2's
+    temporaries) would otherwise stay resident in it for the rest of the run, counted against the run's
+    peak however many workers share it."""
+    global _MALLOC_TRIM
+    if _MALLOC_TRIM is None:
+        import ctypes
+
+        try:
+            _MALLOC_TRIM = ctypes.CDLL(None).malloc_trim
+        except (OSError, AttributeError):  # pragma: no cover - not glibc
+            _MALLOC_TRIM = False
+    if _MALLOC_TRIM:
+        _MALLOC_TRIM(0)
+
+
+_MALLOC_TRIM: Any = None
+
+
 def fork_context() -> multiprocessing.context.BaseContext | None:
     """The fork start method's context (forked workers inherit the parent's data without pickling it), or
     None where the platform has no fork: callers then work in one process."""
@@ -76,6 +96,7 @@ class LocalPool:
             if ctx is None:  # pragma: no cover - not on Linux
                 self.jobs = 1
             else:
+                trim_heap()
                 self._pool = ctx.Pool(self.jobs)
                 self._workers = list(self._pool._pool)  # the processes it started (to notice a killed one)
             _SHARED = None

@@ -25,6 +25,7 @@ from hpcsa.aggregate.db import dbformat as dbf
 from hpcsa.binfmt import align
 from hpcsa.errors import FormatError, UnsupportedError
 from hpcsa.fileio import pwrite_all
+from hpcsa.ragged import Ragged
 
 TAG = b"prof"
 SECTIONS = ("ProfileInfos", "IdTuples")
@@ -285,17 +286,27 @@ def write_blob_at(fd: int, offset: int, blob: ProfileBlob) -> None:
     pwrite_all(fd, blob.data, offset)
 
 
-def layout_id_tuples(tuples: Sequence[np.ndarray | None]) -> tuple[int, int, list[int]]:
-    """(start of the Identifier Tuple section, its size, pointer of each tuple or 0) for ``tuples``."""
-    start = align(PROFILES_AT + SZ_PROFILE_INFO * len(tuples), 8)
-    at, ptrs = start, []
-    for t in tuples:
-        if t is None:
-            ptrs.append(0)
-        else:
-            ptrs.append(at)
-            at += SZ_ID_TUPLE_HDR + SZ_IDENTIFIER * len(t)
-    return start, at - start, ptrs
+def layout_id_tuples(lengths: np.ndarray) -> tuple[int, int, np.ndarray]:
+    """(start of the Identifier Tuple section, its size, pointer of each tuple) for the thread profiles'
+    tuples of these lengths (the summary, profile 0, has none)."""
+    start = align(PROFILES_AT + SZ_PROFILE_INFO * (len(lengths) + 1), 8)
+    before = np.cumsum(lengths, dtype=np.int64) - lengths  # identifiers of the tuples before each
+    ptrs = start + SZ_ID_TUPLE_HDR * np.arange(len(lengths), dtype=np.int64) + SZ_IDENTIFIER * before
+    return start, SZ_ID_TUPLE_HDR * len(lengths) + SZ_IDENTIFIER * int(np.sum(lengths)), ptrs
+
+
+def id_tuple_rows(id_tuples: Ragged | Sequence[np.ndarray | Sequence[tuple]]) -> Ragged:
+    """Identifier tuples as one array of IDENTIFIER rows (fields copied by name, padding zero) and offsets."""
+    if not isinstance(id_tuples, Ragged):
+        tuples = [t if isinstance(t, np.ndarray) else id_tuple(t) for t in id_tuples]
+        rows = np.zeros(sum(len(t) for t in tuples), IDENTIFIER)
+        for name in IDENTIFIER.names:
+            rows[name] = np.concatenate([t[name] for t in tuples]) if tuples else []
+        return Ragged.from_lengths(rows, [len(t) for t in tuples])
+    rows = np.zeros(len(id_tuples.rows), IDENTIFIER)
+    for name in IDENTIFIER.names:
+        rows[name] = id_tuples.rows[name]
+    return Ragged(rows, id_tuples.offsets)
 
 
 class ProfileDBWriter(dbf.StreamedWriter):
@@ -309,16 +320,17 @@ class ProfileDBWriter(dbf.StreamedWriter):
     :meth:`record` with what they placed.
     """
 
-    def __init__(self, path: str | os.PathLike[str], id_tuples: Sequence[np.ndarray | Sequence[tuple]],
+    def __init__(self, path: str | os.PathLike[str], id_tuples: Ragged | Sequence[np.ndarray | Sequence[tuple]],
                  *, summary_flags: int = IS_SUMMARY, flags: Sequence[int] | None = None) -> None:
         super().__init__(path)
-        tuples = [t if isinstance(t, np.ndarray) else id_tuple(t) for t in id_tuples]
-        self.tuples: list[np.ndarray | None] = [None, *tuples]
-        n = len(self.tuples)
+        self.tuples = id_tuple_rows(id_tuples)
+        n = len(self.tuples) + 1
         self.infos = np.zeros(n, PROFILE_INFO)
-        self.infos["flags"] = [summary_flags, *(flags if flags is not None else [0] * (n - 1))]
-        self.ids_at, self.ids_size, ptrs = layout_id_tuples(self.tuples)
-        self.infos["pIdTuple"] = ptrs
+        self.infos["flags"][0] = summary_flags
+        if flags is not None:
+            self.infos["flags"][1:] = flags
+        self.ids_at, self.ids_size, ptrs = layout_id_tuples(self.tuples.lengths)
+        self.infos["pIdTuple"][1:] = ptrs
         self.data_start = self.ids_at + self.ids_size
         self._next = self.data_start
         self._end = self.data_start
@@ -400,15 +412,7 @@ class ProfileDBWriter(dbf.StreamedWriter):
         self.infos["pCtxIndices"][empty] = self._end
         infos_hdr = np.zeros(1, PROFILE_INFOS_HDR)
         infos_hdr[0] = (PROFILES_AT, len(self.infos), SZ_PROFILE_INFO)
-        ids = bytearray()
-        for t in self.tuples[1:]:
-            if t is not None:
-                head = np.zeros(1, dbf.record_dtype(ID_TUPLE_HDR_FIELDS, SZ_ID_TUPLE_HDR))
-                head["nIds"] = len(t)
-                clean = np.zeros(len(t), IDENTIFIER)  # padding bytes always zero
-                for name in IDENTIFIER.names:
-                    clean[name] = t[name]
-                ids += head.tobytes() + clean.tobytes()
+        ids = self._id_tuple_section()
         infos_size = PROFILES_AT - PROFILE_INFOS_AT + SZ_PROFILE_INFO * len(self.infos)
         header = dbf.encode_header(TAG, [(infos_size, PROFILE_INFOS_AT), (self.ids_size, self.ids_at)])
         area = bytearray(self.data_start)
@@ -420,6 +424,21 @@ class ProfileDBWriter(dbf.StreamedWriter):
         os.pwrite(fh.fileno(), dbf.footer(TAG), self._end)
         fh.truncate(self._end + dbf.FOOTER_SIZE)
         fh.flush()
+
+    def _id_tuple_section(self) -> bytes:
+        """The Identifier Tuple section: per tuple its header (nIds) and its identifiers, laid out at once."""
+        lengths = self.tuples.lengths
+        n = len(lengths)
+        area = np.zeros(self.ids_size, np.uint8)
+        at = (self.infos["pIdTuple"][1:].astype(np.int64) - self.ids_at)
+        head = np.zeros(n, dbf.record_dtype(ID_TUPLE_HDR_FIELDS, SZ_ID_TUPLE_HDR))
+        head["nIds"] = lengths
+        area[at[:, None] + np.arange(SZ_ID_TUPLE_HDR)] = head.view(np.uint8).reshape(n, SZ_ID_TUPLE_HDR)
+        owner = np.repeat(np.arange(n), lengths)
+        k = np.arange(len(self.tuples.rows)) - self.tuples.offsets[owner]
+        pos = at[owner] + SZ_ID_TUPLE_HDR + SZ_IDENTIFIER * k
+        area[pos[:, None] + np.arange(SZ_IDENTIFIER)] = self.tuples.rows.view(np.uint8).reshape(-1, SZ_IDENTIFIER)
+        return area.tobytes()
 
 
 def write_profiledb(path: str | os.PathLike[str], source: ProfileDB) -> None:

@@ -12,23 +12,13 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from hpcsa.aggregate.prof.profile_table import ProfileInput, ProfileInputs
 from hpcsa.errors import HpcsaError
 from hpcsa.fileio import input_error, read_input
 
 _LM_TAG = re.compile(rb'<LM\b[^>]*?\bn="([^"]*)"')
 _HAS_CALLS = re.compile(rb'<LM\b[^>]*?\bhas-calls="([^"]*)"')
 HEAD_BYTES = 1 << 18  # the LM tag follows the inline DTD, a few KB into the file
-
-
-@dataclass(frozen=True, slots=True)
-class ProfileInput:
-    """One profile: its ``.hpcrun`` file, its ``.hpctrace`` (or None), their sizes and directory."""
-
-    path: str
-    trace: str | None
-    size: int
-    trace_size: int
-    measdir: str
 
 
 @dataclass(frozen=True)
@@ -42,7 +32,7 @@ class StructInput:
 
 @dataclass
 class Inputs:
-    profiles: list[ProfileInput] = field(default_factory=list)
+    profiles: ProfileInputs = field(default_factory=lambda: ProfileInputs.of([]))  # columns, no object each
     structs: list[StructInput] = field(default_factory=list)
     #: Structure files of the measurement directories left out by ``--ignore-structs``: they are not used
     #: for attribution, only to check that a binary read in their place is the measured one.
@@ -51,7 +41,7 @@ class Inputs:
 
     @property
     def total_bytes(self) -> int:
-        return sum(p.size + p.trace_size for p in self.profiles)
+        return int(self.profiles.cost.sum())
 
 
 def _size(path: str) -> int:
@@ -85,6 +75,7 @@ def find_inputs(paths: list[str], structs: list[str] | None = None, *, ignore_st
     unless ``ignore_structs``, from each measurement directory's ``structs/``.
     """
     out = Inputs()
+    profiles: list[ProfileInput] = []  # (packed into columns at the end)
     seen: set[str] = set()
     if not paths:
         raise HpcsaError(None, "no measurement directory given")
@@ -99,15 +90,16 @@ def find_inputs(paths: list[str], structs: list[str] | None = None, *, ignore_st
                 full = os.path.join(path, n)
                 if full not in seen:
                     seen.add(full)
-                    out.profiles.append(_profile(full, path))
+                    profiles.append(_profile(full, path))
         elif os.path.isfile(path) and path.endswith(".hpcrun"):
             if path not in seen:
                 seen.add(path)
-                out.profiles.append(_profile(path, os.path.dirname(path)))
+                profiles.append(_profile(path, os.path.dirname(path)))
         elif not os.path.exists(path):
             raise HpcsaError(given, "no such file or directory")
         else:
             raise HpcsaError(given, "neither a measurement directory nor an .hpcrun profile")
+    out.profiles = ProfileInputs.of(profiles)
     struct_paths: list[tuple[str, str | None]] = []
     for s in structs or []:
         full = os.path.abspath(s)

@@ -14,7 +14,8 @@ from hpcsa.aggregate.prof import (
     rawtree,
     survey,
 )
-from hpcsa.aggregate.prof.inputs import Inputs, ProfileInput, StructInput
+from hpcsa.aggregate.prof.inputs import Inputs, StructInput
+from hpcsa.aggregate.prof.profile_table import ProfileInputs
 from hpcsa.aggregate.prof.transport import Single, Transport, tasks_ahead
 from hpcsa.progress import Progress
 from hpcsa.structure.model import C, Module
@@ -87,23 +88,20 @@ def struct_result(result: Parsed | StructInput) -> Parsed:
     return [(result.path, result.measdir, m) for m in sf.modules]
 
 
-def _batches(profiles: list[ProfileInput], jobs: int) -> list[list[ProfileInput]]:
-    """Profiles in batches of similar total size, largest first, at least a few batches per worker."""
-    order = sorted(profiles, key=lambda p: (-(p.size + p.trace_size), p.path))
-    total = sum(p.size + p.trace_size for p in order)
-    target = max(1, min(DISCOVER_BATCH_BYTES, total // max(1, 4 * jobs) + 1))
-    out: list[list[ProfileInput]] = []
-    cur: list[ProfileInput] = []
+def _batches(profiles: ProfileInputs, jobs: int) -> list[np.ndarray]:
+    """Profiles in batches of similar total size, largest first (by path among equals), at least a few
+    batches per worker: the profiles' indexes, per batch."""
+    cost = profiles.cost
+    order = np.lexsort((profiles.path_order(), -cost))
+    target = max(1, min(DISCOVER_BATCH_BYTES, int(cost.sum()) // max(1, 4 * jobs) + 1))
+    cuts: list[int] = []
     size = 0
-    for p in order:
-        cur.append(p)
-        size += p.size + p.trace_size
+    for k, c in enumerate(cost[order].tolist()):
+        size += c
         if size >= target:
-            out.append(cur)
-            cur, size = [], 0
-    if cur:
-        out.append(cur)
-    return out
+            cuts.append(k + 1)
+            size = 0
+    return [b for b in np.split(order, cuts) if len(b)]
 
 
 def structs_for(refs: list[rawtree.ModuleRef], structs: list[StructInput]) -> list[StructInput]:
@@ -145,7 +143,8 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
         def more() -> None:
             i = next(share, None)
             if i is not None:
-                tasks.submit(("profiles", i), phase1_task, ("profiles", batches[i]), priority=float(i))
+                tasks.submit(("profiles", i), phase1_task, ("profiles", inputs.profiles.take(batches[i])),
+                             priority=float(i))
 
         for _ in range(tasks_ahead(jobs)):
             more()

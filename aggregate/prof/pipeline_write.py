@@ -173,11 +173,11 @@ def write_outputs(c2: unified_tables.ClassTwo, tmp: str, jobs: int, options: Opt
     n = len(c2.profiles)
     pms_path = os.path.join(tmp, ".profile.scratch")
     aside_path = os.path.join(tmp, ".aside.scratch")
-    want_traces = options.traces and any(c2.trace_reserve)
+    want_traces = options.traces and bool(c2.trace_reserve.any())
     with contextlib.ExitStack() as open_files:  # rank 0: trace.db and cct.db, until the database is complete
         held: dict[str, Any] = {}
 
-        def begin() -> tuple[str | None, list[int] | None]:
+        def begin() -> tuple[str | None, np.ndarray | None]:
             meta = copy_sources.copy_sources(c2.meta, tmp, options.replace_paths)[0] if options.sources else c2.meta
             metadb.write_metadb(os.path.join(tmp, database.META), meta)
             os.makedirs(os.path.join(tmp, "metrics"))
@@ -187,9 +187,9 @@ def write_outputs(c2: unified_tables.ClassTwo, tmp: str, jobs: int, options: Opt
             if not want_traces:
                 return None, None
             tw = open_files.enter_context(tracedb.TraceDBWriter(os.path.join(tmp, database.TRACE),
-                                                                list(range(1, n + 1)), reserve=c2.trace_reserve))
+                                                                np.arange(1, n + 1), reserve=c2.trace_reserve))
             held["trace"] = tw
-            return tw.temp_path, [tw.region(i)[0] for i in range(n)]
+            return tw.temp_path, tw.heads["pStart"].astype(np.int64)  # each profile's region (an array)
 
         trace_path, trace_offsets = transport.bcast(begin)
         lap("meta.db, metrics/default.yaml")
@@ -251,7 +251,7 @@ def phase2_share(c2: unified_tables.ClassTwo, sinks: profile_values.Sinks, alloc
                  traces: bool, progress: Progress | None, transport: Transport) -> Phase2State:
     """Class 1 for this rank's share of the profiles (batches handed out largest first), with ``jobs``
     workers."""
-    batches = phase2_batches([p.input.size + p.input.trace_size for p in c2.profiles], jobs * transport.size)
+    batches = phase2_batches(c2.profiles.inputs.cost.tolist(), jobs * transport.size)
     state = Phase2State.empty(c2)
     done = 0
     with LocalPool(min(jobs, len(batches)) or 1, shared=(c2, sinks, traces)) as pool:

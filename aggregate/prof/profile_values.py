@@ -63,7 +63,7 @@ class Sinks:
     pms_path: str
     aside_path: str
     trace_path: str | None
-    trace_offsets: list[int] | None
+    trace_offsets: np.ndarray | None  # int64 offset of each profile's region of trace.db
     allocate: Callable[[str, int], int] | None
 
 
@@ -337,7 +337,7 @@ def process_batch(c2: ClassTwo, indexes: list[int], sinks: Sinks, *, traces: boo
                         pending=(pms, aside.tobytes() if len(aside) else b""))
     if sinks.allocate is not None:
         store(batch, sinks, sinks.allocate)
-    if traces and sinks.trace_path and sinks.trace_offsets:
+    if traces and sinks.trace_path and sinks.trace_offsets is not None and len(sinks.trace_offsets):
         lines = trace_lines(c2, indexes, points)
         fd = os.open(sinks.trace_path, os.O_WRONLY)
         try:
@@ -348,7 +348,7 @@ def process_batch(c2: ClassTwo, indexes: list[int], sinks: Sinks, *, traces: boo
                 facts = c2.profiles[index]
                 if len(elem) > facts.trace_records:
                     raise HpcsaError(facts.input.trace, "the trace grew between the two readings")
-                pwrite_all(fd, elem.tobytes(), sinks.trace_offsets[index])
+                pwrite_all(fd, elem.tobytes(), int(sinks.trace_offsets[index]))
                 out.trace_count, out.trace_min, out.trace_max = len(elem), lo, hi
         finally:
             os.close(fd)

@@ -17,6 +17,7 @@ import functools
 import os
 import pickle
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -24,8 +25,8 @@ import numpy as np
 
 from hpcsa.aggregate.prof import rawtree
 from hpcsa.aggregate.prof.gpu_contexts import RECONSTRUCTED, GpuPart, reconstruct_profile
-from hpcsa.aggregate.prof.inputs import ProfileInput
 from hpcsa.aggregate.prof.lexical import hashed_name, module_key
+from hpcsa.aggregate.prof.profile_table import ProfileFacts, ProfileInput, ProfileTable
 from hpcsa.aggregate.prof.unify import NO_ACTIVITY, OUTLINED_RANGE_IDS, PARTIAL, PRIMARY
 from hpcsa.errors import FormatError, HpcsaError, UnsupportedError
 from hpcsa.fileio import pwrite_all
@@ -73,23 +74,10 @@ class Phase1Env:
         return bool(self.graphs_by_key or self.graphs_by_name)
 
 
-@dataclass(slots=True)
-class ProfileFacts:
-    """The class-2 facts of one profile (small: no values; slots, as there is one per profile)."""
-
-    input: ProfileInput
-    id_tuple: np.ndarray          # hpcrun ID_ELEMENT rows (kind with interpretation bits, physical, logical)
-    trace_disorder: int           # hpcrun's bound on the disorder of its trace (0: in order)
-    metrics: int                  # index into Discovery.metric_tables
-    trace_records: int            # records in its .hpctrace (0 without one)
-    loadmap: int = 0              # index into Discovery.loadmaps
-    kept: tuple[str, int, int] | None = None  # (scratch file, offset, size) of what phase 2 needs of it
-
-
 @dataclass
 class Discovery:
     raw: rawtree.RawNodes
-    profiles: list[ProfileFacts] = field(default_factory=list)
+    profiles: ProfileTable = field(default_factory=lambda: ProfileTable.of([]))  # columns, no object each
     metric_tables: list[tuple[MetricDesc, ...]] = field(default_factory=list)
     id_names: dict[int, str] = field(default_factory=dict)
     loadmaps: list[tuple[LoadModule, ...]] = field(default_factory=list)
@@ -107,7 +95,7 @@ def merge(parts: list[Discovery]) -> Discovery:
     index: dict[tuple[object, ...], int] = {}
     maps: list[tuple[LoadModule, ...]] = []
     map_index: dict[tuple[object, ...], int] = {}
-    profiles: list[ProfileFacts] = []
+    profiles: list[ProfileTable] = []
     names: dict[int, str] = {}
     for p in parts:
         remap = []
@@ -124,12 +112,11 @@ def merge(parts: list[Discovery]) -> Discovery:
                 map_index[key] = len(maps)
                 maps.append(lm)
             lremap.append(map_index[key])
-        for f in p.profiles:
-            profiles.append(ProfileFacts(f.input, f.id_tuple, f.trace_disorder, remap[f.metrics], f.trace_records,
-                                         lremap[f.loadmap], f.kept))
+        profiles.append(p.profiles.remapped(remap, lremap))
         names.update(p.id_names)
     programs = set().union(*(p.programs for p in parts)) if parts else set()
-    return Discovery(rawtree.union([p.raw for p in parts]), profiles, tables, names, maps, programs)
+    return Discovery(rawtree.union([p.raw for p in parts]), ProfileTable.concat(profiles), tables, names, maps,
+                     programs)
 
 
 def trace_records(inp: ProfileInput) -> int:
@@ -288,7 +275,7 @@ HASH_TOGETHER = 64
 HASH_TOGETHER_BYTES = 4 << 20  # (the group's files are held until it is hashed)
 
 
-def survey_profiles(batch: list[ProfileInput], env: Phase1Env) -> Discovery:
+def survey_profiles(batch: Sequence[ProfileInput], env: Phase1Env) -> Discovery:
     """Phase 1 for a batch of profiles: each profile's only reading. Nodes are hashed a group of profiles at
     a time; what phase 2 needs of each is kept in the scratch directory when there is one
     (:func:`second_reading`)."""
@@ -313,7 +300,7 @@ def survey_profile(inp: ProfileInput, env: Phase1Env) -> Discovery:
     return _survey_group([inp], env)
 
 
-def _survey_group(group: list[ProfileInput], env: Phase1Env) -> Discovery:
+def _survey_group(group: Sequence[ProfileInput], env: Phase1Env) -> Discovery:
     profs: list[HpcrunProfile] = []
     fields: list[ProfileFields] = []
     facts: list[ProfileFacts] = []
@@ -349,7 +336,7 @@ def _survey_group(group: list[ProfileInput], env: Phase1Env) -> Discovery:
         modules.update(f.modules)
         if env.scratch is not None:
             fact.kept = _keep(env, prof, nodes, f.gpu)
-    disc.profiles = facts
+    disc.profiles = ProfileTable.of(facts)
     disc.raw = rawtree.RawNodes(np.concatenate(hashed), modules)
     return merge([disc])  # the union of the nodes (sorted, one row per path)
 

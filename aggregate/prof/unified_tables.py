@@ -12,6 +12,7 @@ It is plain data (numpy arrays, lists), cheap to share with worker processes
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,10 +21,12 @@ from hpcsa.aggregate.db import metadb, profiledb
 from hpcsa.aggregate.prof import lexical as lx
 from hpcsa.aggregate.prof import rawtree, unify
 from hpcsa.aggregate.prof.metrictable import SCOPE_ORDER, MetricTable
+from hpcsa.aggregate.prof.profile_table import ProfileTable
 from hpcsa.aggregate.prof.propagate import TreeArrays
-from hpcsa.aggregate.prof.survey import Discovery, Phase1Env, ProfileFacts
+from hpcsa.aggregate.prof.survey import Discovery, Phase1Env
 from hpcsa.errors import HpcsaError
 from hpcsa.ingest.hpcrun import BOTH_VALID, ID_KIND_MASK, LOGIC_GLOBAL, LOGIC_LOCAL, LoadModule, MetricDesc
+from hpcsa.ragged import Ragged
 from hpcsa.structure.model import Module
 
 
@@ -39,11 +42,11 @@ class ClassTwo:
     metrics: MetricTable
     prop: np.ndarray          # [metrics, 4] propMetricId per scope (point, function, lex_aware, execution), -1
     env: Phase1Env            # call graphs and hash seed (phase 2 rebuilds the same raw nodes)
-    profiles: list[ProfileFacts]  # canonical order: profile i + 1 of profile.db
-    metric_tables: list[tuple[MetricDesc, ...]]  # the distinct .hpcrun metric tables (ProfileFacts.metrics)
-    loadmaps: list[tuple[LoadModule, ...]]       # the distinct load maps (ProfileFacts.loadmap)
-    id_tuples: list[np.ndarray]   # profile.db IDENTIFIER rows, same order
-    trace_reserve: list[int]      # records reserved per profile in trace.db
+    profiles: ProfileTable  # canonical order: profile i + 1 of profile.db (columns, no object per profile)
+    metric_tables: list[tuple[MetricDesc, ...]]  # the distinct .hpcrun metric tables (ProfileTable.metrics)
+    loadmaps: list[tuple[LoadModule, ...]]       # the distinct load maps (ProfileTable.loadmap)
+    id_tuples: Ragged             # profile.db IDENTIFIER rows, same order
+    trace_reserve: np.ndarray     # int64 records reserved per profile in trace.db
     meta: metadb.MetaDB
     n_ctx: int
     warnings: list[str] = field(default_factory=list)
@@ -123,7 +126,7 @@ def _witness(ref: rawtree.ModuleRef, witnesses: list[tuple[str | None, str, str 
 # -- identifier tuples -------------------------------------------------------------------------------------
 
 
-def finalize_id_tuples(raw: list[np.ndarray]) -> list[np.ndarray]:
+def finalize_id_tuples(raw: Sequence[np.ndarray]) -> Ragged:
     """profile.db identifier tuples: generated logical ids (LOCAL per prefix, GLOBAL per kind) are dense
     ranks of the physical ids in sorted order (hpcprof numbers them first-come), and marked physical."""
     global_vals: dict[int, set[int]] = {}
@@ -139,9 +142,10 @@ def finalize_id_tuples(raw: list[np.ndarray]) -> list[np.ndarray]:
             prefix.append((k, phys))
     grank = {k: {p: i for i, p in enumerate(sorted(v))} for k, v in global_vals.items()}
     lrank = {k: {p: i for i, p in enumerate(sorted(v))} for k, v in local_vals.items()}
-    out = []
+    rows: list[tuple[int, int, int, int]] = []
+    lengths = []
     for t in raw:
-        rows = []
+        lengths.append(len(t))
         prefix = []
         for kind, phys, logical in t[["kind", "physical", "logical"]].tolist():
             k, interp = kind & ID_KIND_MASK, kind >> 14
@@ -151,12 +155,29 @@ def finalize_id_tuples(raw: list[np.ndarray]) -> list[np.ndarray]:
                 logical, interp = lrank[(tuple(prefix), k)][phys], BOTH_VALID
             rows.append((k, profiledb.IS_PHYSICAL if interp == BOTH_VALID else 0, logical & 0xFFFFFFFF, phys))
             prefix.append((k, phys))
-        out.append(profiledb.id_tuple(rows))
-    return out
+    return Ragged.from_lengths(profiledb.id_tuple(rows), lengths)
 
 
-def _tuple_key(t: np.ndarray) -> tuple[tuple[int, int, int], ...]:
-    return tuple((int(k), int(lg), int(ph)) for k, lg, ph in t[["kind", "logicalId", "physicalId"]].tolist())
+def _canonical_order(profiles: ProfileTable, tuples: Ragged) -> tuple[ProfileTable, Ragged]:
+    """Profiles and their finalized tuples in profile.db's order: by identifier tuple, compared as Python
+    compares tuples of (kind, logical id, physical id) per level (a tuple before those it is a prefix of),
+    then by path; sorted by columns (one key per level and field), then one ``take`` per column."""
+    n = len(tuples)
+    owner = np.repeat(np.arange(n), tuples.lengths)
+    level = np.arange(len(tuples.rows)) - tuples.offsets[owner]
+    keys: list[np.ndarray] = []  # most significant first
+    for j in range(int(tuples.lengths.max()) if n else 0):
+        at = level == j
+        present = np.zeros(n, np.int8)
+        present[owner[at]] = 1  # a missing level sorts first
+        keys.append(present)
+        for name in ("kind", "logicalId", "physicalId"):
+            column = np.zeros(n, tuples.rows.dtype[name])
+            column[owner[at]] = tuples.rows[name][at]
+            keys.append(column)
+    keys.append(profiles.inputs.path_order())
+    order = np.lexsort(keys[::-1])
+    return profiles.take(order), tuples.take(order)
 
 
 # -- assembly --------------------------------------------------------------------------------------------
@@ -188,11 +209,8 @@ def assemble(disc: Discovery, classifier: lx.Classifier, env: Phase1Env, *, stat
         for s, pid in metrics.prop_ids(m).items():
             prop[m, SCOPE_ORDER.index(s)] = pid
 
-    raw_tuples = [f.id_tuple for f in disc.profiles]
-    tuples = finalize_id_tuples(raw_tuples)
-    order = sorted(range(len(disc.profiles)), key=lambda i: (_tuple_key(tuples[i]), disc.profiles[i].input.path))
-    profiles = [disc.profiles[i] for i in order]
-    tuples = [tuples[i] for i in order]
+    tuples = finalize_id_tuples(disc.profiles.id_tuple)
+    profiles, tuples = _canonical_order(disc.profiles, tuples)
     if len(profiles) >= 0xFFFFFFFF:
         raise HpcsaError(None, "too many profiles for one database")
 
@@ -204,6 +222,6 @@ def assemble(disc: Discovery, classifier: lx.Classifier, env: Phase1Env, *, stat
                          file_flags=np.zeros(len(files), np.uint32), functions=funcs, contexts=ctree)
     c2 = ClassTwo(env.seed, disc.raw.nodes["h1"].copy(), disc.raw.nodes["h2"].copy(), full, rel, arrays,
                   trace_id, metrics, prop, env, profiles, disc.metric_tables, disc.loadmaps, tuples,
-                  [f.trace_records for f in profiles], meta, len(tree), list(warnings or []), binaries)
+                  profiles.trace_records, meta, len(tree), list(warnings or []), binaries)
     c2.metric_inputs = [metrics.input_arrays(t) for t in disc.metric_tables]
     return c2

@@ -1,0 +1,222 @@
+"""Per-profile state of ``hpcsa prof`` as columns: a few numpy arrays per table (file names in one fixed-width
+bytes column, identifier tuples as concatenated rows with offsets).
+
+A run over thousands of profiles keeps, for each, its input files (names and sizes) and its class-2 facts
+(identifier tuple, trace facts, metric table, load map, where phase 1 kept its arrays) from the start of
+phase 1 to the end of phase 3, in every process: the parent, its forked workers (which would touch the
+pages of per-profile objects through their reference counts) and, pickled, the other MPI ranks. Held as
+one small Python object per profile that costs about a kilobyte and grows the peak with the profile
+count; held as columns it costs the bytes of the columns, pickles as arrays, and concatenates, selects
+and reorders with a few vectorized operations. Readers that want one profile get the small dataclasses
+(:class:`ProfileInput`, :class:`ProfileFacts`), built on the fly by indexing; the columns are public for
+vectorized users.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from hpcsa.ingest.hpcrun import ID_ELEMENT
+from hpcsa.ragged import Ragged
+
+HPCRUN, HPCTRACE = ".hpcrun", ".hpctrace"
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileInput:
+    """One profile: its ``.hpcrun`` file, its ``.hpctrace`` (or None), their sizes and directory."""
+
+    path: str
+    trace: str | None
+    size: int
+    trace_size: int
+    measdir: str
+
+
+@dataclass(slots=True)
+class ProfileFacts:
+    """The class-2 facts of one profile (what :class:`ProfileTable` holds of it, as one object)."""
+
+    input: ProfileInput
+    id_tuple: np.ndarray          # hpcrun ID_ELEMENT rows (kind with interpretation bits, physical, logical)
+    trace_disorder: int           # hpcrun's bound on the disorder of its trace (0: in order)
+    metrics: int                  # index into Discovery.metric_tables
+    trace_records: int            # records in its .hpctrace (0 without one)
+    loadmap: int = 0              # index into Discovery.loadmaps
+    kept: tuple[str, int, int] | None = None  # (scratch file, offset, size) of what phase 2 needs of it
+
+
+def _remap(strings: dict[str, int], names: Sequence[str]) -> np.ndarray:
+    """Indexes of ``names`` in the table ``strings`` (new ones added)."""
+    return np.array([strings.setdefault(s, len(strings)) for s in names], np.int32).reshape(-1)
+
+
+@dataclass(frozen=True, eq=False)
+class ProfileInputs(Sequence[ProfileInput]):
+    """Profile inputs as columns. A path is its folder (up to and with the last separator: one of ``dirs``)
+    followed by its file name (file-system encoded, in a fixed-width bytes column: the names of one
+    measurement differ in a few digits, so padding costs little and selection is one fancy index); the
+    trace, when ``has_trace``, is the path with ``.hpctrace`` in place of ``.hpcrun`` (hpcrun's naming)."""
+
+    dirs: tuple[str, ...]   # the distinct folders and measurement directories
+    folder: np.ndarray      # int32 index into dirs, per profile
+    measdir: np.ndarray     # int32 index into dirs
+    names: np.ndarray       # bytes ("S<width>") file names
+    size: np.ndarray        # int64 bytes of the .hpcrun
+    trace_size: np.ndarray  # int64 bytes of the .hpctrace (0: none)
+    has_trace: np.ndarray   # bool
+
+    @classmethod
+    def of(cls, items: Sequence[ProfileInput]) -> ProfileInputs:
+        dirs: dict[str, int] = {}
+        folders, names = [], []
+        for p in items:
+            cut = p.path.rfind(os.sep) + 1
+            folders.append(p.path[:cut])
+            names.append(os.fsencode(p.path[cut:]))
+            if p.trace is not None and (not p.path.endswith(HPCRUN) or p.trace != _trace_of(p.path)):
+                raise ValueError(f"{p.trace}: a trace not named after its profile {p.path}")
+        folder = _remap(dirs, folders)
+        measdir = _remap(dirs, [p.measdir for p in items])
+        return cls(tuple(dirs), folder, measdir, np.array(names, dtype=bytes).reshape(-1),
+                   np.array([p.size for p in items], np.int64).reshape(-1),
+                   np.array([p.trace_size for p in items], np.int64).reshape(-1),
+                   np.array([p.trace is not None for p in items], bool).reshape(-1))
+
+    @classmethod
+    def concat(cls, parts: Sequence[ProfileInputs]) -> ProfileInputs:
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            return cls.of([])
+        dirs: dict[str, int] = {}
+        maps = [_remap(dirs, p.dirs) for p in parts]
+        return cls(tuple(dirs), np.concatenate([m[p.folder] for m, p in zip(maps, parts, strict=True)]),
+                   np.concatenate([m[p.measdir] for m, p in zip(maps, parts, strict=True)]),
+                   np.concatenate([p.names for p in parts]),
+                   *(np.concatenate([getattr(p, c) for p in parts]) for c in ("size", "trace_size", "has_trace")))
+
+    def take(self, index: np.ndarray) -> ProfileInputs:
+        index = np.asarray(index, np.int64)
+        return ProfileInputs(self.dirs, self.folder[index], self.measdir[index], self.names[index],
+                             self.size[index], self.trace_size[index], self.has_trace[index])
+
+    def __len__(self) -> int:
+        return len(self.size)
+
+    def path(self, i: int) -> str:
+        return self.dirs[self.folder[i]] + os.fsdecode(bytes(self.names[i]))
+
+    def __getitem__(self, i: int) -> ProfileInput:  # type: ignore[override]
+        i = _position(i, len(self))
+        path = self.path(i)
+        trace = _trace_of(path) if self.has_trace[i] else None
+        return ProfileInput(path, trace, int(self.size[i]), int(self.trace_size[i]), self.dirs[self.measdir[i]])
+
+    def __iter__(self) -> Iterator[ProfileInput]:
+        return (self[i] for i in range(len(self)))
+
+    @property
+    def cost(self) -> np.ndarray:
+        """Bytes to read per profile (its .hpcrun and .hpctrace)."""
+        return self.size + self.trace_size
+
+    def path_order(self) -> np.ndarray:
+        """Ranks of the paths in sorted order, as Python sorts the strings (computed, not kept): by their
+        bytes when every path is ASCII (the same order), else by the strings themselves."""
+        n = len(self)
+        folders = [os.fsencode(d) for d in self.dirs]
+        if all(b.isascii() for b in folders) and not (self.names.view(np.uint8) >= 0x80).any():
+            order = np.argsort(np.char.add(np.array(folders, dtype=bytes)[self.folder], self.names), kind="stable")
+        else:
+            paths = [self.path(i) for i in range(n)]
+            order = np.array(sorted(range(n), key=paths.__getitem__), np.int64)
+        rank = np.empty(n, np.int64)
+        rank[order] = np.arange(n)
+        return rank
+
+
+def _position(i: int, n: int) -> int:
+    i = operator.index(i)
+    if not -n <= i < n:
+        raise IndexError("profile index out of range")
+    return i + n if i < 0 else i
+
+
+def _trace_of(path: str) -> str:
+    return path[: -len(HPCRUN)] + HPCTRACE
+
+
+@dataclass(frozen=True, eq=False)
+class ProfileTable(Sequence[ProfileFacts]):
+    """The class-2 facts of profiles as columns (see :class:`ProfileFacts` for their meaning). What phase 1
+    kept of profile ``i`` is ``kept_size[i]`` bytes at ``kept_offset[i]`` of ``kept_files[kept_file[i]]``
+    (``kept_file[i] < 0``: nothing was kept)."""
+
+    inputs: ProfileInputs
+    id_tuple: Ragged             # ID_ELEMENT rows
+    trace_disorder: np.ndarray   # int64
+    metrics: np.ndarray          # int32
+    trace_records: np.ndarray    # int64
+    loadmap: np.ndarray          # int32
+    kept_files: tuple[str, ...]
+    kept_file: np.ndarray        # int32
+    kept_offset: np.ndarray      # int64
+    kept_size: np.ndarray        # int64
+
+    @classmethod
+    def of(cls, facts: Sequence[ProfileFacts]) -> ProfileTable:
+        files: dict[str, int] = {}
+        file = [files.setdefault(f.kept[0], len(files)) if f.kept is not None else -1 for f in facts]
+        kept = [f.kept or ("", 0, 0) for f in facts]
+        return cls(ProfileInputs.of([f.input for f in facts]), Ragged.of([f.id_tuple for f in facts], ID_ELEMENT),
+                   *(np.array([getattr(f, c) for f in facts], t).reshape(-1)
+                     for c, t in (("trace_disorder", np.int64), ("metrics", np.int32), ("trace_records", np.int64),
+                                  ("loadmap", np.int32))),
+                   tuple(files), np.array(file, np.int32).reshape(-1),
+                   np.array([k[1] for k in kept], np.int64).reshape(-1),
+                   np.array([k[2] for k in kept], np.int64).reshape(-1))
+
+    @classmethod
+    def concat(cls, parts: Sequence[ProfileTable]) -> ProfileTable:
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            return cls.of([])
+        files: dict[str, int] = {}
+        maps = [np.append(_remap(files, p.kept_files), -1).astype(np.int32) for p in parts]  # [-1] -> -1
+        cols = ("trace_disorder", "metrics", "trace_records", "loadmap", "kept_offset", "kept_size")
+        joined = {c: np.concatenate([getattr(p, c) for p in parts]) for c in cols}
+        return cls(ProfileInputs.concat([p.inputs for p in parts]), Ragged.concat([p.id_tuple for p in parts]),
+                   kept_files=tuple(files),
+                   kept_file=np.concatenate([m[p.kept_file] for m, p in zip(maps, parts, strict=True)]), **joined)
+
+    def remapped(self, metrics: Sequence[int], loadmaps: Sequence[int]) -> ProfileTable:
+        """The same profiles with their metric-table and load-map indexes mapped through these tables."""
+        return replace(self, metrics=np.asarray(metrics, np.int32).reshape(-1)[self.metrics],
+                       loadmap=np.asarray(loadmaps, np.int32).reshape(-1)[self.loadmap])
+
+    def take(self, index: np.ndarray) -> ProfileTable:
+        """Profiles ``index``, in that order (one vectorized selection per column)."""
+        index = np.asarray(index, np.int64)
+        return ProfileTable(self.inputs.take(index), self.id_tuple.take(index), self.trace_disorder[index],
+                            self.metrics[index], self.trace_records[index], self.loadmap[index], self.kept_files,
+                            self.kept_file[index], self.kept_offset[index], self.kept_size[index])
+
+    def __len__(self) -> int:
+        return len(self.metrics)
+
+    def __getitem__(self, i: int) -> ProfileFacts:  # type: ignore[override]
+        i = _position(i, len(self))
+        f = int(self.kept_file[i])
+        kept = (self.kept_files[f], int(self.kept_offset[i]), int(self.kept_size[i])) if f >= 0 else None
+        return ProfileFacts(self.inputs[i], self.id_tuple[i], int(self.trace_disorder[i]), int(self.metrics[i]),
+                            int(self.trace_records[i]), int(self.loadmap[i]), kept)
+
+    def __iter__(self) -> Iterator[ProfileFacts]:
+        return (self[i] for i in range(len(self)))

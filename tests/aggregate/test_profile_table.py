@@ -1,0 +1,187 @@
+"""Per-profile state of ``hpcsa prof`` as columns (aggregate/prof/profile_table.py, hpcsa/ragged.py).
+
+The tables must give back exactly the per-profile records they were built from (through concatenation,
+remapping and reordering, as phase 1's shares are merged and class 2 sorts the profiles), and must hold
+no Python object per profile: checked on a run's class-2 tables by counting live record objects and by
+the pickled size (what is broadcast to MPI ranks), which may grow by the column bytes alone.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hpcsa.aggregate.prof import pipeline, pipeline_write
+from hpcsa.aggregate.prof.inputs import find_inputs
+from hpcsa.aggregate.prof.profile_table import ProfileFacts, ProfileInput, ProfileInputs, ProfileTable
+from hpcsa.aggregate.prof.replicate import replicate
+from hpcsa.ingest.hpcrun import ID_ELEMENT
+from hpcsa.ragged import Ragged
+
+TINY = Path(__file__).resolve().parents[2] / "fixtures" / "measurements" / "tiny.m"  # 2 profiles with traces
+
+
+def test_ragged_take_and_concat_are_those_of_the_lists() -> None:
+    rng = np.random.default_rng(5)
+    lists = [rng.integers(0, 100, rng.integers(0, 5)) for _ in range(40)]
+    r = Ragged.of(lists, np.int64)
+    assert len(r) == 40 and r.lengths.tolist() == [len(x) for x in lists]
+    order = rng.permutation(40)[:25]
+    taken = r.take(order)
+    assert [t.tolist() for t in taken] == [lists[i].tolist() for i in order]
+    both = Ragged.concat([taken, Ragged.of(lists[:3], np.int64), Ragged.of([], np.int64)])
+    assert [t.tolist() for t in both] == [lists[i].tolist() for i in order] + [x.tolist() for x in lists[:3]]
+    assert Ragged.from_lengths(np.arange(6), [2, 0, 4])[2].tolist() == [2, 3, 4, 5]
+
+
+def _inputs(root: str) -> list[ProfileInput]:
+    odd = os.fsdecode(b"\xff-odd.hpcrun")  # a name that is not UTF-8 (os.listdir gives it escaped)
+    out = []
+    for k, (folder, name) in enumerate([("a.m", "p-0.hpcrun"), ("a.m", "p-1.hpcrun"), ("b.m", odd),
+                                         ("b.m/sub", "q.hpcrun"), ("", "loose.hpcrun")]):
+        path = os.path.join(root, folder, name)
+        trace = path[: -len(".hpcrun")] + ".hpctrace" if k % 2 == 0 else None
+        out.append(ProfileInput(path, trace, 100 + k, 10 * k if trace else 0, os.path.join(root, folder)))
+    return out
+
+
+def test_profile_inputs_give_back_what_they_were_built_from() -> None:
+    a, b = _inputs("/data/x"), _inputs("/other")
+    ta, tb = ProfileInputs.of(a), ProfileInputs.of(b)
+    assert list(ta) == a and ta[-1] == a[-1]
+    joined = ProfileInputs.concat([ta, tb])
+    assert list(joined) == a + b
+    assert list(joined.take([7, 0, 3])) == [(a + b)[i] for i in (7, 0, 3)]
+    assert joined.cost.tolist() == [p.size + p.trace_size for p in a + b]
+    paths = [p.path for p in a + b]
+    assert joined.path_order().tolist() == [sorted(paths).index(p) for p in paths]
+    assert list(pickle.loads(pickle.dumps(joined))) == a + b
+    # all-ASCII paths are ordered by their bytes: the same order, folders that prefix others included
+    plain = [p for p in a + b if p.path.isascii()] + [ProfileInput("/data/x/a.m-z.hpcrun", None, 1, 0, "/data/x")]
+    paths = [p.path for p in plain]
+    assert ProfileInputs.of(plain).path_order().tolist() == [sorted(paths).index(p) for p in paths]
+    with pytest.raises(IndexError):
+        joined[len(a + b)]
+    with pytest.raises(ValueError, match="not named after"):
+        ProfileInputs.of([ProfileInput("/m/p.hpcrun", "/m/elsewhere.hpctrace", 1, 1, "/m")])
+
+
+def _facts(inputs: list[ProfileInput], seed: int) -> list[ProfileFacts]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for k, inp in enumerate(inputs):
+        tup = np.zeros(rng.integers(1, 4), ID_ELEMENT)
+        tup["kind"], tup["physical"] = rng.integers(1, 8, len(tup)), rng.integers(0, 1 << 40, len(tup))
+        kept = (f"/scratch/phase1-{seed}-{k % 2}.arrays", int(rng.integers(0, 1 << 30)), 64) if k != 1 else None
+        out.append(ProfileFacts(inp, tup, k % 3, k % 2, 7 * k, (k + 1) % 2, kept))
+    return out
+
+
+def _same(a: ProfileFacts, b: ProfileFacts) -> bool:
+    return (a.input, a.trace_disorder, a.metrics, a.trace_records, a.loadmap, a.kept) == \
+        (b.input, b.trace_disorder, b.metrics, b.trace_records, b.loadmap, b.kept) and \
+        a.id_tuple.tobytes() == b.id_tuple.tobytes()
+
+
+def test_profile_table_merges_remaps_and_reorders_like_the_records() -> None:
+    fa, fb = _facts(_inputs("/r0"), 1), _facts(_inputs("/r1"), 2)
+    ta, tb = ProfileTable.of(fa), ProfileTable.of(fb)
+    assert all(_same(x, y) for x, y in zip(ta, fa, strict=True))
+    # shares merged as survey.merge does: each share's metric tables and load maps renumbered
+    joined = ProfileTable.concat([ta.remapped([4, 2], [1, 0]), tb.remapped([3, 5], [0, 1])])
+    want = [ProfileFacts(f.input, f.id_tuple, f.trace_disorder, [4, 2][f.metrics], f.trace_records,
+                         [1, 0][f.loadmap], f.kept) for f in fa] + \
+           [ProfileFacts(f.input, f.id_tuple, f.trace_disorder, [3, 5][f.metrics], f.trace_records,
+                         [0, 1][f.loadmap], f.kept) for f in fb]
+    assert len(joined) == len(want) and all(_same(x, y) for x, y in zip(joined, want, strict=True))
+    assert len(joined.kept_files) == 4  # two scratch files per share, named once each
+    order = np.random.default_rng(3).permutation(len(want))
+    assert all(_same(x, want[i]) for x, i in zip(joined.take(order), order.tolist(), strict=True))
+    back = pickle.loads(pickle.dumps(joined))
+    assert all(_same(x, y) for x, y in zip(back, want, strict=True))
+
+
+def _class_two(src: Path, tmp: Path, copies: int, monkeypatch: pytest.MonkeyPatch):
+    """Replicate ``src`` ``copies`` times, run ``hpcsa prof`` on it and return its class-2 tables (taken
+    where phase 2 starts)."""
+    meas = tmp / f"x{copies}.m"
+    replicate(src, meas, copies, seed=copies)
+    got = []
+    real = pipeline_write.phase2_share
+
+    def spy(c2, *args, **kwargs):
+        got.append(c2)
+        return real(c2, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline_write, "phase2_share", spy)
+    pipeline.aggregate(find_inputs([str(meas)]), pipeline.Options(output=str(tmp / f"x{copies}.d"), jobs=1,
+                                                                   progress=False))
+    return got[0]
+
+
+def _records_alive() -> int:
+    gc.collect()
+    return sum(isinstance(o, (ProfileFacts, ProfileInput)) for o in gc.get_objects())
+
+
+def _column_bytes(c2) -> int:
+    t = c2.profiles
+    arrays = [t.inputs.folder, t.inputs.measdir, t.inputs.names, t.inputs.size,
+              t.inputs.trace_size, t.inputs.has_trace, t.id_tuple.rows, t.id_tuple.offsets, t.trace_disorder,
+              t.metrics, t.trace_records, t.loadmap, t.kept_file, t.kept_offset, t.kept_size,
+              c2.id_tuples.rows, c2.id_tuples.offsets, c2.trace_reserve]
+    return sum(a.nbytes for a in arrays)
+
+
+def test_class_two_holds_no_python_object_per_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = _records_alive()
+    small = _class_two(TINY, tmp_path, 4, monkeypatch)    # 8 profiles
+    large = _class_two(TINY, tmp_path, 32, monkeypatch)   # 64 profiles
+    assert (len(small.profiles), len(large.profiles)) == (8, 64)
+    # no ProfileFacts / ProfileInput kept alive by the tables (64 profiles would leave 64 or more)
+    assert _records_alive() - before <= 2
+    assert len(large.profiles.inputs.dirs) <= 2 and len(large.profiles.kept_files) <= 2  # (folder, measdir)
+    # pickled (what the other MPI ranks receive): the growth is the columns' bytes, not an object each
+    per_profile = {}
+    for c2 in (small, large):
+        size = len(pickle.dumps((c2.profiles, c2.id_tuples, c2.trace_reserve), protocol=pickle.HIGHEST_PROTOCOL))
+        per_profile[len(c2.profiles)] = (size, _column_bytes(c2))
+    (s8, c8), (s64, c64) = per_profile[8], per_profile[64]
+    grown, columns = (s64 - s8) / 56, (c64 - c8) / 56
+    assert grown <= columns + 4, (grown, columns)
+    # here 241 column bytes: a 38-byte file name, 3-level identifier tuples (raw and finalized), offsets and
+    # 13 numbers (trace_reserve is trace_records, pickled once); the records
+    # pickled one object each took 350 bytes a profile
+    assert columns < 250 and grown < 250, (grown, columns)
+    # and the tables read back as the records of the run, in profile.db's order
+    paths = [f.input.path for f in large.profiles]
+    assert len(set(paths)) == 64 and all(p.startswith(str(tmp_path / "x32.m") + os.sep) for p in paths)
+    assert large.trace_reserve.tolist() == [f.trace_records for f in large.profiles]
+    assert all(f.kept is not None for f in large.profiles)
+
+
+def test_canonical_order_is_python_tuple_order_then_path() -> None:
+    """profile.db's order, sorted by columns, is the order of the tuples of (kind, logical id, physical
+    id) per level as Python compares them (a tuple before those it is a prefix of), then of the paths."""
+    from hpcsa.aggregate.db.profiledb import IDENTIFIER
+    from hpcsa.aggregate.prof.unified_tables import _canonical_order
+
+    rng = np.random.default_rng(11)
+    physical = [0, 5, 1 << 63, (1 << 64) - 1]
+    levels = [[(int(rng.integers(0, 4)), int(rng.integers(0, 3)), physical[int(rng.integers(0, 4))])
+               for _ in range(rng.integers(0, 4))] for _ in range(60)]
+    levels += [levels[3][:1], levels[3], levels[7][:2], [], [(0, 0, 0)], [], levels[3] + [(0, 0, 0)]]  # prefixes,
+    # equal tuples, and zeros that only the presence of a level tells from a missing one
+    tuples = Ragged.of([np.array([(k, 0, lg, ph) for k, lg, ph in t], IDENTIFIER) for t in levels], IDENTIFIER)
+    names = [f"/m{int(rng.integers(0, 3))}/p-{int(rng.integers(0, 10**6)):07d}-{i}.hpcrun" for i in range(len(levels))]
+    facts = [ProfileFacts(ProfileInput(p, None, 1, 0, os.path.dirname(p)), np.zeros(0, ID_ELEMENT), 0, 0, 0)
+             for p in names]
+    profiles, ordered = _canonical_order(ProfileTable.of(facts), tuples)
+    want = sorted(range(len(levels)), key=lambda i: (tuple(levels[i]), names[i]))
+    assert [f.input.path for f in profiles] == [names[i] for i in want]
+    assert [t.tolist() for t in ordered] == [tuples[i].tolist() for i in want]
