@@ -84,12 +84,14 @@ class SharedCounter:
 class LocalPool:
     """Run ``fn(shared, *args)`` for many argument tuples, in ``jobs`` processes (or inline for one)."""
 
-    def __init__(self, jobs: int, shared: Any = None) -> None:
+    def __init__(self, jobs: int, shared: Any = None, *, fork: bool = False) -> None:
+        """``jobs`` processes, or inline for one; ``fork``: one forked worker too (for a caller that works
+        beside its workers, :func:`run_shared`'s ``parent_works``)."""
         self.jobs = max(1, int(jobs))
         self.shared = shared
         self._pool: Any = None
         self._workers: list[Any] = []
-        if self.jobs > 1:
+        if self.jobs > 1 or fork:
             global _SHARED
             _SHARED = shared  # inherited by the forked workers
             ctx = fork_context()

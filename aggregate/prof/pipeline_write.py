@@ -280,9 +280,13 @@ def phase3_share(shared: tuple[str, str, str, transpose.Placement, cctdb.CctLayo
     ``aside()``, other work of this rank, while its workers run (see :func:`run_shared`)."""
     order = sorted(range(len(groups)), key=lambda g: (-(groups[g][-1] - groups[g][0]), g))
     out: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
-    with LocalPool(min(jobs, len(groups)) or 1, shared=shared) as pool:
+    # This process transposes beside jobs - 1 forked workers: -j N keeps N processes busy, and one fewer
+    # holds a range's gathered values (the largest memory of the run, per process).
+    helpers = min(jobs, len(groups)) - 1
+    with LocalPool(helpers, shared=shared, fork=True) if helpers else LocalPool(1, shared=shared) as pool:
         for k, parts in run_shared(pool, phase3_task, transport.tasks("phase 3", len(groups)),
-                                   lambda k: (groups[order[k]],), tasks_ahead(jobs), meanwhile=aside):
+                                   lambda k: (groups[order[k]],), max(1, helpers), meanwhile=aside,
+                                   parent_works=True):
             out[order[k]] = parts
     return out
 

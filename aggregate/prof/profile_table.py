@@ -112,6 +112,10 @@ class ProfileInputs(Sequence[ProfileInput]):
     def path(self, i: int) -> str:
         return self.dirs[self.folder[i]] + os.fsdecode(bytes(self.names[i]))
 
+    def trace(self, i: int) -> str | None:
+        """Profile ``i``'s trace file, None without one."""
+        return _trace_of(self.path(i)) if self.has_trace[i] else None
+
     def __getitem__(self, i: int) -> ProfileInput:  # type: ignore[override]
         i = _position(i, len(self))
         path = self.path(i)

@@ -268,10 +268,10 @@ def trace_lines(c2: ClassTwo, indexes: list[int], points: list[Points]
     to the context (the call context for call traces), elided instructions to their line, sorted by time
     where the measurement announced disorder, repeated blanks dropped."""
     recs, ks = [], []
+    table = c2.profiles
     for k, index in enumerate(indexes):
-        facts = c2.profiles[index]
-        if facts.input.trace is not None and facts.trace_records:
-            tr = read_hpctrace(facts.input.trace)
+        if table.inputs.has_trace[index] and table.trace_records[index]:
+            tr = read_hpctrace(table.inputs.trace(index))
             recs.append((tr.records, (tr.flags & FLAG_CALL_TRACE) != 0))
             ks.append(k)
     out: list[tuple[int, np.ndarray, int, int] | None] = [None] * len(indexes)
@@ -298,7 +298,7 @@ def trace_lines(c2: ClassTwo, indexes: list[int], points: list[Points]
     nonempty = np.flatnonzero(np.diff(cut) > 0)
     lo = np.minimum.reduceat(times, cut[nonempty]) if len(nonempty) else np.zeros(0, np.uint64)
     hi = np.maximum.reduceat(times, cut[nonempty]) if len(nonempty) else np.zeros(0, np.uint64)
-    disorder = np.array([c2.profiles[indexes[k]].trace_disorder > 0 for k in ks])
+    disorder = table.trace_disorder[np.asarray(indexes, np.int64)[ks]] > 0
     if disorder.any():  # by time within each such profile (stable); the others keep their order
         within = np.arange(len(times), dtype=np.uint64) - cut[b].astype(np.uint64)
         o = np.lexsort((np.where(disorder[b], times, within), b))
@@ -345,9 +345,8 @@ def process_batch(c2: ClassTwo, indexes: list[int], sinks: Sinks, *, traces: boo
                 if line is None:
                     continue
                 index, elem, lo, hi = line
-                facts = c2.profiles[index]
-                if len(elem) > facts.trace_records:
-                    raise HpcsaError(facts.input.trace, "the trace grew between the two readings")
+                if len(elem) > c2.profiles.trace_records[index]:
+                    raise HpcsaError(c2.profiles.inputs.trace(index), "the trace grew between the two readings")
                 pwrite_all(fd, elem.tobytes(), int(sinks.trace_offsets[index]))
                 out.trace_count, out.trace_min, out.trace_max = len(elem), lo, hi
         finally:

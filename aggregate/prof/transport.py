@@ -136,11 +136,14 @@ def tasks_ahead(jobs: int) -> int:
 
 
 def run_shared(pool: LocalPool, fn: Callable[..., Any], share: Iterator[int], args_of: Callable[[int], tuple[Any, ...]],
-               ahead: int, meanwhile: Callable[[], None] | None = None) -> Iterator[tuple[int, Any]]:
+               ahead: int, meanwhile: Callable[[], None] | None = None, parent_works: bool = False
+               ) -> Iterator[tuple[int, Any]]:
     """``fn(shared, *args_of(k))`` for each task ``k`` handed to this rank, as the tasks finish. A task is
     taken from ``share`` only when there is room for it (at most ``ahead`` waiting or running).
     ``meanwhile()``, other work of this process, runs once the first tasks are with the workers (a forked
-    pool), or after the first task (inline), or at the end when the rank got no task."""
+    pool), or after the first task (inline), or at the end when the rank got no task. ``parent_works``:
+    with a forked pool, this process runs tasks too, taking the next one whenever it has handed its last
+    result on (then ``ahead`` is best the number of workers: one task each)."""
     tasks = DynamicRun(pool)
 
     def more() -> None:
@@ -154,6 +157,10 @@ def run_shared(pool: LocalPool, fn: Callable[..., Any], share: Iterator[int], ar
         tasks.start()
         meanwhile()
         meanwhile = None
+    if parent_works and pool.forked:
+        tasks.start()
+        for k in share:
+            yield k, fn(pool.shared, *args_of(k))
     for k, result in tasks:
         if meanwhile is not None:
             meanwhile()

@@ -34,15 +34,21 @@ from hpcsa.fileio import pwrite_all
 
 LEX = SCOPE_ORDER.index("lex_aware")
 #: Bytes of cct.db per range: fixed, so ranges do not depend on the number of workers; small, because a
-#: range's gathered values and their sort take about 15 times its size in memory.
-RANGE_BYTES = 1 << 20
+#: range's gathered values and their sort take about 15 times its size in memory (at 4,096 profiles, 1 MiB
+#: ranges made phase 3 the peak of the whole run; 256 KiB cost no measurable time).
+RANGE_BYTES = 256 << 10
 #: Bytes for the positions of range bounds in every profile's index, per pass over the ranges (see
-#: transpose_ranges); small enough to be lost in the rest, large enough for one pass below ~4,000 profiles.
-POSITIONS_BYTES = 4 << 20
+#: transpose_ranges): small enough to be lost in the rest (a pass costs one read per profile and round,
+#: searched together: SEARCH_REGIONS).
+POSITIONS_BYTES = 1 << 20
 #: Bytes of cct.db whose values are read from the scratch file at once (a window of consecutive ranges): the
-#: fewer reads per profile, the fewer system calls (there are two per profile and window); a window's bytes
-#: stay in memory while its ranges are cut from it.
-WINDOW_BYTES = 2 << 20
+#: fewer reads per profile, the fewer system calls (there are two per profile and window); a window's bytes,
+#: and about as much again for their decoded index entries, stay in memory while its ranges are cut from it.
+#: 1 MiB: at 4,096 profiles 2 MiB took ~5 MiB more per process, for ~3 % less time at -j 1.
+WINDOW_BYTES = 1 << 20
+#: File regions (profiles' indexes, aside blobs) searched for range bounds at once: their records are in
+#: memory together (at most a few hundred KiB).
+SEARCH_REGIONS = 64
 #: Records read at least from a region when looking for range bounds.
 MIN_READ = 64
 
@@ -64,37 +70,49 @@ def bound_positions(fd: int, offsets: np.ndarray, counts: np.ndarray, rec: np.dt
     """[regions, len(bounds)] positions of ``bounds`` among the records of each file region (``counts``
     records of type ``rec`` at ``offsets``, sorted by ``field``), reading each region only from ``start``
     (the positions of ``bounds[0]``, when known) to just past ``bounds[-1]``: a guess of ``share`` of the
-    rest, 25 % more, doubled until it reaches the last bound."""
+    rest, 25 % more, then as much again, doubled, for the regions the guess fell short of.
+
+    Regions are taken SEARCH_REGIONS at a time, each round reading one slice of every region still short
+    (:func:`read_slices`) and counting, for all of them at once, the records below each bound."""
+    bounds = np.asarray(bounds, np.int64)
     out = np.zeros((len(offsets), len(bounds)), np.uint32)  # 4 bytes x regions x bounds: a pass of ranges
     size = rec.itemsize
-    last = bounds[-1]
+    last = int(bounds[-1]) if len(bounds) else 0
     begin = np.zeros(len(offsets), np.int64) if start is None else start.astype(np.int64)
-    for k, (off, n, c0) in enumerate(zip(offsets.tolist(), counts.tolist(), begin.tolist(), strict=True)):
-        want = min(n - c0, int((n - c0) * share * 1.25) + MIN_READ)
-        keys = np.zeros(0, rec[field])
-        while True:
-            raw = os.pread(fd, want * size, off + (c0 + len(keys)) * size)
-            keys = np.concatenate([keys, np.frombuffer(raw, rec)[field]])
-            if c0 + len(keys) >= n or (len(keys) and keys[-1] >= last):
-                break
-            want = min(n - c0 - len(keys), 2 * want)
-        out[k] = c0 + np.searchsorted(keys, bounds)
+    counts = np.asarray(counts, np.int64)
+    offsets = np.asarray(offsets, np.int64)
+    for a in range(0, len(offsets), SEARCH_REGIONS):
+        rows = np.arange(a, min(len(offsets), a + SEARCH_REGIONS))
+        at = begin[rows].copy()  # the next record to read of each region
+        below = np.zeros((len(rows), len(bounds)), np.int64)  # records read so far under each bound
+        left = counts[rows] - at
+        want = np.minimum(left, (left * share * 1.25).astype(np.int64) + MIN_READ)
+        todo = np.flatnonzero(left > 0)
+        while len(todo):
+            w = want[todo]
+            keys = np.frombuffer(read_slices(fd, offsets[rows[todo]] + at[todo] * size, w * size), rec)[field]
+            seg = np.cumsum(w) - w  # where each region's records begin in ``keys``
+            composite = (np.repeat(np.arange(len(todo), dtype=np.int64), w) << 32) | keys.astype(np.int64)
+            q = (np.arange(len(todo), dtype=np.int64)[:, None] << 32) | bounds[None, :]
+            below[todo] += np.searchsorted(composite, q) - seg[:, None]
+            at[todo] += w
+            left[todo] -= w
+            ended = keys[seg + w - 1].astype(np.int64) >= last
+            todo = todo[(left[todo] > 0) & ~ended]
+            want[todo] = np.minimum(left[todo], 2 * want[todo])
+        out[rows] = begin[rows, None] + below
     return out
 
 
-def read_slices(fd: int, at: np.ndarray, nbytes: np.ndarray) -> bytearray:
-    """The byte slices [at, at + nbytes) of a scratch file, one after the other in one buffer: one ``preadv``
-    each straight into its place, and nothing else per slice (the callers decode the buffer in one go)."""
-    buf = bytearray(int(nbytes.sum()))
-    view = memoryview(buf)
-    pos = 0
-    for a, n in zip(at.tolist(), nbytes.tolist(), strict=True):
-        while n:
-            got = os.preadv(fd, [view[pos:pos + n]], a)
-            if not got:
-                raise EOFError(f"scratch file ends before offset {a + n}")
-            pos, a, n = pos + got, a + got, n - got
-    return buf
+def read_slices(fd: int, at: np.ndarray, nbytes: np.ndarray) -> bytes:
+    """The byte slices [at, at + nbytes) of a scratch file, one after the other: one ``pread`` each, joined
+    (a list of reads joined is faster in Python than ``preadv`` into one buffer), and nothing else per slice
+    (the callers decode the buffer in one go)."""
+    pread = os.pread
+    data = b"".join([pread(fd, n, a) for a, n in zip(at.tolist(), nbytes.tolist(), strict=True)])
+    if len(data) != int(nbytes.sum()):  # a regular file reads short only at its end
+        raise EOFError(f"the scratch file ends before one of {len(at)} slices ends")
+    return data
 
 
 class ScratchProfiles:
@@ -408,6 +426,7 @@ def transpose_ranges(pms_path: str, aside_path: str, cct_path: str, place: Place
         for first in range(0, len(bounds) - 1, per_pass):
             edges = np.asarray(bounds[first:first + per_pass + 1], np.int64)
             share = (edges[-1] - edges[0]) / max(1, n_ctx - edges[0])  # of the contexts left: a guess
+            win = None  # the last pass's window: not kept while this pass searches
             pos = src.positions(edges, None if pos is None else pos[:, -1], share)
             apos = aside.positions(edges, None if apos is None else apos[:, -1], share)
             win, win_end = None, 0
@@ -423,6 +442,7 @@ def transpose_ranges(pms_path: str, aside_path: str, cct_path: str, place: Place
                 pwrite_all(fd, data, int(layout.offsets[lo]))
                 del data
                 out.append(summarize(vals, aside.read(apos[:, k], apos[:, k + 1]), plan))
+                del vals  # not kept while the next window is read
         return out
     finally:
         os.close(fd)
