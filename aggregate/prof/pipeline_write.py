@@ -144,17 +144,22 @@ def summary_values(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> pr
                                                 np.concatenate([p[2] for p in parts]))
 
 
-def copy_profiles(pw: profiledb.ProfileDBWriter, pms_path: str, place: transpose.Placement) -> None:
-    """profile.db's thread blobs, copied from the scratch file in canonical order (the summary comes last),
-    file to file in the kernel (:func:`copy_range`)."""
-    offsets = pw.allocate_many(place.pms_size)
+def copy_profiles(profile_db: str, offsets: np.ndarray, pms_path: str, place: transpose.Placement,
+                  rows: range) -> None:
+    """Profiles ``rows``' thread blobs (0-based, canonical order), copied from the scratch file to their
+    ``offsets`` in the partial profile.db, file to file in the kernel (:func:`copy_range`); every rank copies
+    its share, rank 0 records them all (:meth:`ProfileDBWriter.record_many`)."""
     src = os.open(pms_path, os.O_RDONLY)
     try:
-        for at, to, size in zip(place.pms_offset.tolist(), offsets.tolist(), place.pms_size.tolist(), strict=True):
-            copy_range(src, pw.fileno, at, to, size)
+        dst = os.open(profile_db, os.O_WRONLY)
+        try:
+            for at, to, size in zip(place.pms_offset[rows].tolist(), offsets[rows].tolist(),
+                                    place.pms_size[rows].tolist(), strict=True):
+                copy_range(src, dst, at, to, size)
+        finally:
+            os.close(dst)
     finally:
         os.close(src)
-    pw.record_many(np.arange(1, len(offsets) + 1), place.n_values, place.n_ctxs, offsets, place.pms_size)
 
 
 def write_outputs(c2: unified_tables.ClassTwo, tmp: str, jobs: int, options: Options, progress: Progress,
@@ -201,7 +206,7 @@ def write_outputs(c2: unified_tables.ClassTwo, tmp: str, jobs: int, options: Opt
         found = transport.reduce(lambda: phase2_share(c2, sinks, allocate, jobs, options.traces, progress, transport),
                                  merge_states)
 
-        def layout() -> tuple[transpose.Placement, cctdb.CctLayout, list[list[int]], str]:
+        def layout() -> tuple[transpose.Placement, cctdb.CctLayout, list[list[int]], str, str, np.ndarray]:
             state: Phase2State = unwrap(found)
             tw = held.get("trace")
             if tw is not None:
@@ -214,28 +219,28 @@ def write_outputs(c2: unified_tables.ClassTwo, tmp: str, jobs: int, options: Opt
             lay = state.cct_layout()
             groups = range_groups(lay.ranges(transpose.RANGE_BYTES) if c2.n_ctx else [], jobs * transport.size)
             cw = open_files.enter_context(cctdb.CctDBWriter(os.path.join(tmp, database.CCT), lay))
-            return state.place, lay, groups, cw.temp_path
-
-        place, lay, groups, cct_path = transport.bcast(layout)
-        found = None  # the reduced state: rank 0 keeps only what it returned
-
-        # Phase 3: cct.db by groups of context ranges, handed out across ranks; the summary on the way. Rank 0
-        # copies the thread blobs into profile.db in canonical order meanwhile (once its first task is done:
-        # its workers, or the other ranks, are busy then).
-        shared = (pms_path, aside_path, cct_path, place, lay, transpose.StatPlan.build(c2.metrics))
-
-        def copy_blobs() -> None:
             pw = open_files.enter_context(profiledb.ProfileDBWriter(os.path.join(tmp, database.PROFILE), c2.id_tuples))
             held["profiledb"] = pw
-            copy_profiles(pw, pms_path, place)
+            offsets = pw.allocate_many(state.place.pms_size)  # the thread blobs in canonical order
+            return state.place, lay, groups, cw.temp_path, pw.temp_path, offsets
 
-        parts = transport.reduce(lambda: phase3_share(shared, groups, jobs, transport,
-                                                      copy_blobs if transport.is_root else None), merge_parts)
+        place, lay, groups, cct_path, pdb_path, pdb_offsets = transport.bcast(layout)
+        found = None  # the reduced state: rank 0 keeps only what it returned
+
+        # Phase 3: cct.db by groups of context ranges, handed out across ranks; the summary on the way. Each
+        # rank copies its share of the thread blobs into profile.db meanwhile (while its workers transpose,
+        # or after its first group).
+        shared = (pms_path, aside_path, cct_path, place, lay, transpose.StatPlan.build(c2.metrics))
+        share = range(n * transport.rank // transport.size, n * (transport.rank + 1) // transport.size)
+        parts = transport.reduce(lambda: phase3_share(shared, groups, jobs, transport, lambda: copy_profiles(
+            pdb_path, pdb_offsets, pms_path, place, share)), merge_parts)
 
         def finish() -> tuple[int, int, list[int]]:
             parts_of = unwrap(parts)
             summary = summary_values([part for i in sorted(parts_of) for part in parts_of[i]])
             lap("phase 3: cct.db transpose, summary statistics; profile.db's thread blobs")
+            held["profiledb"].record_many(np.arange(1, n + 1), place.n_values, place.n_ctxs, pdb_offsets,
+                                          place.pms_size)
             held["profiledb"].write_summary(summary)
             open_files.close()  # cct.db's footer, trace.db's headers, profile.db's metadata: all complete
             for p in (pms_path, aside_path):

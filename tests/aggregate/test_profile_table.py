@@ -185,3 +185,51 @@ def test_canonical_order_is_python_tuple_order_then_path() -> None:
     want = sorted(range(len(levels)), key=lambda i: (tuple(levels[i]), names[i]))
     assert [f.input.path for f in profiles] == [names[i] for i in want]
     assert [t.tolist() for t in ordered] == [tuples[i].tolist() for i in want]
+
+
+def _finalized_one_by_one(tuples: list[list[tuple[int, int, int]]]) -> list[list[tuple[int, int, int, int]]]:
+    """The rules, profile by profile: a GLOBAL logical id is the rank of the physical id among those of its
+    kind (all profiles), a LOCAL one among those of its kind under the same (kind, physical id) path above
+    it; generated and BOTH_VALID ids are marked physical; a logical id keeps 32 bits."""
+    from hpcsa.aggregate.db.profiledb import IS_PHYSICAL
+    from hpcsa.ingest.hpcrun import BOTH_VALID, ID_KIND_MASK, LOGIC_GLOBAL, LOGIC_LOCAL
+
+    groups: dict[object, set[int]] = {}
+    for t in tuples:
+        path: list[tuple[int, int]] = []
+        for kind, phys, _ in t:
+            k, interp = kind & ID_KIND_MASK, kind >> 14
+            if interp in (LOGIC_GLOBAL, LOGIC_LOCAL):
+                groups.setdefault((k,) if interp == LOGIC_GLOBAL else (tuple(path), k), set()).add(phys)
+            path.append((k, phys))
+    out = []
+    for t in tuples:
+        path, rows = [], []
+        for kind, phys, logical in t:
+            k, interp = kind & ID_KIND_MASK, kind >> 14
+            if interp in (LOGIC_GLOBAL, LOGIC_LOCAL):
+                logical = sorted(groups[(k,) if interp == LOGIC_GLOBAL else (tuple(path), k)]).index(phys)
+            flags = IS_PHYSICAL if interp in (LOGIC_GLOBAL, LOGIC_LOCAL, BOTH_VALID) else 0
+            rows.append((k, flags, logical & 0xFFFFFFFF, phys))
+            path.append((k, phys))
+        out.append(rows)
+    return out
+
+
+def test_identifier_tuples_finalized_together_follow_the_rules_profile_by_profile() -> None:
+    from hpcsa.aggregate.prof.unified_tables import finalize_id_tuples
+    from hpcsa.ingest.hpcrun import BOTH_VALID, LOGIC_GLOBAL, LOGIC_LOCAL
+
+    rng = np.random.default_rng(3)
+    interps = [0, LOGIC_GLOBAL, LOGIC_LOCAL, BOTH_VALID]
+    tuples = []
+    for _ in range(300):
+        depth = int(rng.integers(0, 5))
+        tuples.append([(int(rng.integers(1, 4)) | (interps[int(rng.integers(0, 4))] << 14),
+                        [0, 5, 9, 1 << 40, (1 << 64) - 1][int(rng.integers(0, 5))], int(rng.integers(0, 1 << 33)))
+                       for _ in range(depth)])
+    raw = Ragged.of([np.array(t, dtype=[("kind", "u2"), ("physical", "u8"), ("logical", "u8")]).astype(ID_ELEMENT)
+                     for t in tuples], ID_ELEMENT)
+    got = finalize_id_tuples(raw)
+    want = _finalized_one_by_one(tuples)
+    assert [got[i][["kind", "flags", "logicalId", "physicalId"]].tolist() for i in range(len(tuples))] == want
