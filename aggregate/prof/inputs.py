@@ -68,29 +68,6 @@ def _profile(path: str, measdir: str) -> ProfileInput:
                         measdir)
 
 
-def _directory_profiles(path: str) -> list[ProfileInput]:
-    """The profiles of a measurement directory, by name: one directory listing and one ``stat`` per file
-    (the listing says which traces exist), not a lookup per trace."""
-    try:
-        with os.scandir(path) as it:
-            entries = {e.name: e for e in it}
-    except OSError as exc:
-        raise input_error(path, exc, "a measurement directory") from None
-    out = []
-    for name in sorted(n for n in entries if n.endswith(".hpcrun")):
-        full = os.path.join(path, name)
-        trace = entries.get(name[: -len(".hpcrun")] + ".hpctrace")
-        try:
-            size = entries[name].stat().st_size
-            has_trace = trace is not None and trace.is_file()
-            trace_size = trace.stat().st_size if has_trace and trace is not None else 0
-        except OSError as exc:
-            raise input_error(full, exc) from None
-        out.append(ProfileInput(full, full[: -len(".hpcrun")] + ".hpctrace" if has_trace else None, size,
-                                trace_size, path))
-    return out
-
-
 def find_inputs(paths: list[str], structs: list[str] | None = None, *, ignore_structs: bool = False) -> Inputs:
     """Profiles of every measurement directory or ``.hpcrun`` file in ``paths``, plus structure files.
 
@@ -106,12 +83,14 @@ def find_inputs(paths: list[str], structs: list[str] | None = None, *, ignore_st
         path = os.path.abspath(given)
         if os.path.isdir(path):
             out.measdirs.append(path)
-            found = _directory_profiles(path)
-            if not found:
+            names = sorted(n for n in os.listdir(path) if n.endswith(".hpcrun"))
+            if not names:
                 raise HpcsaError(given, "no .hpcrun profiles in this directory (is it a measurement directory?)")
-            new = [p for p in found if p.path not in seen]
-            seen.update(p.path for p in new)
-            profiles += new
+            for n in names:
+                full = os.path.join(path, n)
+                if full not in seen:
+                    seen.add(full)
+                    profiles.append(_profile(full, path))
         elif os.path.isfile(path) and path.endswith(".hpcrun"):
             if path not in seen:
                 seen.add(path)
