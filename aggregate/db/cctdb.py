@@ -197,7 +197,7 @@ class CctLayout:
         nm = np.asarray(n_metrics, np.int64)
         if nv.shape != nm.shape:
             raise ValueError("n_values and n_metrics must have one entry per context id")
-        padded = (SZ_VALUE * nv + SZ_METRIC_INDEX * nm + 3) // 4 * 4
+        padded = align(SZ_VALUE * nv + SZ_METRIC_INDEX * nm, 4)
         start = align(CTXS_AT + SZ_CTX_INFO * len(nv), 4)
         offsets = start + np.cumsum(padded) - padded
         return cls(nv, nm, offsets.astype(np.int64))

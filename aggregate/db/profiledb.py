@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import BinaryIO, ClassVar
+from typing import Any, BinaryIO, ClassVar
 
 import numpy as np
 
@@ -238,6 +238,12 @@ def read_profiledb(path: str | os.PathLike[str]) -> ProfileDB:
     return ProfileDB(path)
 
 
+def ctx_indices_at(n_values: Any) -> Any:
+    """Where a blob's context index begins, from the blob's start: after its values, padded to 4 bytes (one
+    count or an array of them)."""
+    return align(n_values * SZ_VALUE, 4)
+
+
 # -- writing -------------------------------------------------------------------------------------------
 
 
@@ -256,7 +262,7 @@ class ProfileBlob:
 
     @property
     def ctx_indices_at(self) -> int:
-        return align(self.n_values * SZ_VALUE, 4)
+        return int(ctx_indices_at(self.n_values))
 
     @property
     def size(self) -> int:
@@ -351,8 +357,9 @@ class ProfileDBWriter(dbf.StreamedWriter):
 
     def allocate_many(self, sizes: np.ndarray) -> np.ndarray:
         """4-aligned offsets for blobs of ``sizes`` bytes placed one after the other (as :meth:`allocate`)."""
-        ends = self._next + np.cumsum((np.asarray(sizes, np.int64) + 3) // 4 * 4)
-        offsets = ends - (np.asarray(sizes, np.int64) + 3) // 4 * 4
+        padded = align(np.asarray(sizes, np.int64), 4)
+        ends = self._next + np.cumsum(padded)
+        offsets = ends - padded
         if len(ends):
             self._next = int(ends[-1])
             self._end = max(self._end, self._next)
@@ -362,23 +369,32 @@ class ProfileDBWriter(dbf.StreamedWriter):
                     sizes: np.ndarray) -> None:
         """:meth:`record` for many blobs at once (placed by :meth:`allocate_many` and copied by the caller)."""
         idx = np.asarray(indices, np.int64)
-        if len(idx) and (idx.min() < 0 or idx.max() >= len(self.infos)):
-            raise IndexError(f"profile index outside 0..{len(self.infos) - 1}")
-        if self._written[idx].any() or (np.bincount(idx, minlength=len(self.infos)) > 1).any():
-            raise ValueError("a profile was already written")
-        if len(idx) and int(np.min(offsets)) < self.data_start:
-            raise ValueError(f"an offset lies in the reserved area (data starts at {self.data_start:#x})")
+        offsets = np.asarray(offsets, np.int64)
+        outside = (idx < 0) | (idx >= len(self.infos))
+        if outside.any():
+            raise IndexError(f"profile index {int(idx[outside][0])} outside 0..{len(self.infos) - 1}")
+        again = self._written[idx].copy()
+        if len(idx) > 1:  # a profile twice among these
+            order = np.argsort(idx, kind="stable")
+            again[order[1:]] |= idx[order[1:]] == idx[order[:-1]]
+        if again.any():
+            raise ValueError(f"profile {int(idx[again][0])} was already written")
+        low = offsets < self.data_start
+        if low.any():
+            raise ValueError(f"offset {int(offsets[low][0]):#x} lies in the reserved area (data starts at "
+                             f"{self.data_start:#x})")
         nv = np.asarray(n_values, np.int64)
         self.infos["nValues"][idx] = nv
         self.infos["pValues"][idx] = offsets
         self.infos["nCtxs"][idx] = n_ctxs
-        self.infos["pCtxIndices"][idx] = offsets + (nv * SZ_VALUE + 3) // 4 * 4
+        self.infos["pCtxIndices"][idx] = offsets + ctx_indices_at(nv)
         self._written[idx] = True
         if len(idx):
-            self._end = max(self._end, int(np.max((offsets + sizes + 3) // 4 * 4)))
+            self._end = max(self._end, int(np.max(align(offsets + np.asarray(sizes, np.int64), 4))))
 
     def record(self, index: int, blob: ProfileBlob, offset: int) -> None:
-        """Note that profile ``index``'s blob now lies at ``offset`` (placed here or by a worker)."""
+        """Note that profile ``index``'s blob now lies at ``offset`` (placed here or by a worker). One blob
+        at a time in plain Python (:meth:`record_many`'s arrays cost ten times as much for one)."""
         if not 0 <= index < len(self.infos):
             raise IndexError(f"profile index {index} outside 0..{len(self.infos) - 1}")
         if self._written[index]:

@@ -109,7 +109,7 @@ class TraceDBWriter(dbf.StreamedWriter):
         self._next = self.data_start
         self._reserved: np.ndarray | None = None
         if reserve is not None:
-            sizes = (np.asarray(reserve, np.int64).reshape(-1) * SZ_ELEMENT + 7) // 8 * 8  # each 8-aligned
+            sizes = align(np.asarray(reserve, np.int64).reshape(-1) * SZ_ELEMENT, 8)
             if len(sizes) != n:
                 raise ValueError("reserve needs one count per trace")
             self._reserved = sizes

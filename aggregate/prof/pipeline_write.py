@@ -288,7 +288,7 @@ def phase3_share(shared: tuple[str, str, str, transpose.Placement, cctdb.CctLayo
     # This process transposes beside jobs - 1 forked workers: -j N keeps N processes busy, and one fewer
     # holds a range's gathered values (the largest memory of the run, per process).
     helpers = min(jobs, len(groups)) - 1
-    with LocalPool(helpers, shared=shared, fork=True) if helpers else LocalPool(1, shared=shared) as pool:
+    with LocalPool(max(1, helpers), shared=shared, fork=helpers > 0) as pool:
         for k, parts in run_shared(pool, phase3_task, transport.tasks("phase 3", len(groups)),
                                    lambda k: (groups[order[k]],), max(1, helpers), meanwhile=aside,
                                    parent_works=True):

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpcsa.aggregate.db import cctdb, summary
-from hpcsa.aggregate.db.profiledb import CTX_INDEX, SZ_VALUE, VALUE
+from hpcsa.aggregate.db.profiledb import CTX_INDEX, SZ_VALUE, VALUE, ctx_indices_at
 from hpcsa.aggregate.prof.metrictable import SCOPE_ORDER, MetricTable
 from hpcsa.aggregate.prof.profile_values import ASIDE, ASIDE_NOLOOPS
 from hpcsa.arrays import sorted_unique
@@ -134,7 +134,7 @@ class ScratchProfiles:
     def index_offsets(self, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
         """Where the context index of each profile's blob starts (after its values, 4-aligned)."""
         place = self.place
-        return place.pms_offset[rows] + (place.n_values[rows] * SZ_VALUE + 3) // 4 * 4
+        return place.pms_offset[rows] + ctx_indices_at(place.n_values[rows])
 
     def positions(self, bounds: np.ndarray, start: np.ndarray | None = None, share: float = 1.0) -> np.ndarray:
         """[profiles + 1, len(bounds)] index positions of each context bound in each profile's index (row 0,
@@ -426,10 +426,9 @@ def transpose_ranges(pms_path: str, aside_path: str, cct_path: str, place: Place
         for first in range(0, len(bounds) - 1, per_pass):
             edges = np.asarray(bounds[first:first + per_pass + 1], np.int64)
             share = (edges[-1] - edges[0]) / max(1, n_ctx - edges[0])  # of the contexts left: a guess
-            win = None  # the last pass's window: not kept while this pass searches
+            win, win_end = None, 0  # the last pass's window: not kept while this pass searches
             pos = src.positions(edges, None if pos is None else pos[:, -1], share)
             apos = aside.positions(edges, None if apos is None else apos[:, -1], share)
-            win, win_end = None, 0
             for k in range(len(edges) - 1):
                 lo, hi = int(edges[k]), int(edges[k + 1])
                 if k >= win_end:  # the next window: ranges up to WINDOW_BYTES of cct.db, at least one
