@@ -42,6 +42,7 @@ from hpcsa.structure.dwarf_forms import (
     Unit,
     cstring,
     initial_length,
+    sleb,
     uleb,
 )
 
@@ -358,19 +359,9 @@ def _run_opcodes(data: bytes, h: _Header) -> tuple[tuple[list[int], list[int], l
             elif b < 0x80:
                 line += b - 0x80
                 pos += 1
-            else:
-                result = 0
-                shift = 0
-                while True:
-                    b = data[pos]
-                    result |= (b & 0x7F) << shift
-                    shift += 7
-                    pos += 1
-                    if b < 0x80:
-                        break
-                if b & 0x40:
-                    result -= 1 << shift
-                line += result
+            else:  # a longer SLEB128 (the one-byte ones above are most)
+                v, pos = sleb(data, pos)
+                line += v
         elif op == 4:  # set_file
             file, pos = uleb(data, pos)
         elif op == 5:  # set_column
