@@ -15,7 +15,19 @@ def sorted_unique(values: np.ndarray, kind: Literal["quicksort", "stable"] = "qu
     a few long sorted runs; the default suits arrays in no particular order.
     """
     values = np.sort(values, kind=kind)
-    keep = np.empty(len(values), bool)
-    keep[:1] = True
-    np.not_equal(values[1:], values[:-1], out=keep[1:])
-    return values[keep]
+    return values[run_starts(values)]
+
+
+def run_starts(*cols: np.ndarray) -> np.ndarray:
+    """For rows sorted by these columns: True where a run of equal rows (all columns equal) begins."""
+    first = np.zeros(len(cols[0]), bool)
+    first[:1] = True
+    for c in cols:
+        first[1:] |= c[1:] != c[:-1]
+    return first
+
+
+def rank_in_runs(first: np.ndarray) -> np.ndarray:
+    """The position of each item in its run (a run begins where ``first`` is True)."""
+    at = np.arange(len(first))
+    return at - np.maximum.accumulate(np.where(first, at, 0)) if len(first) else at

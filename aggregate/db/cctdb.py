@@ -28,7 +28,7 @@ import numpy as np
 
 from hpcsa.aggregate.db import dbformat as dbf
 from hpcsa.aggregate.db.profiledb import ProfileDB
-from hpcsa.arrays import sorted_unique
+from hpcsa.arrays import rank_in_runs, run_starts, sorted_unique
 from hpcsa.binfmt import align
 from hpcsa.errors import FormatError
 from hpcsa.fileio import pwrite_all
@@ -240,12 +240,6 @@ def _check_counts(ctx: np.ndarray, lo: int, hi: int, reserved: np.ndarray, what:
         raise ValueError(f"context {lo + i} has {int(got[i])} {what} but the layout reserved {int(reserved[i])}")
 
 
-def _rank_in_runs(first: np.ndarray) -> np.ndarray:
-    """The position of each item in its run (a run begins where ``first`` is True)."""
-    at = np.arange(len(first))
-    return at - np.maximum.accumulate(np.where(first, at, 0)) if len(first) else at
-
-
 def encode_blocks(layout: CctLayout, lo: int, hi: int, values: RangeValues) -> bytes:
     """The bytes from block ``lo``'s start to block ``hi - 1``'s end, for values sorted by
     (context, metric, profile) and all lying in ``lo..hi``; the counts must match the layout."""
@@ -255,8 +249,8 @@ def encode_blocks(layout: CctLayout, lo: int, hi: int, values: RangeValues) -> b
     ctx = values.ctx_ids.astype(np.int64)
     _check_counts(ctx, lo, hi, layout.n_values[lo:hi], "values")
     # {Val} records: rank of each value within its context.
-    first_of_ctx = np.r_[True, ctx[1:] != ctx[:-1]] if len(ctx) else np.zeros(0, bool)
-    rank = _rank_in_runs(first_of_ctx)
+    first_of_ctx = run_starts(ctx)
+    rank = rank_in_runs(first_of_ctx)
     vals = np.zeros(len(ctx), VALUE)
     vals["profIndex"] = values.prof_indices
     vals["value"] = values.values
@@ -264,11 +258,11 @@ def encode_blocks(layout: CctLayout, lo: int, hi: int, values: RangeValues) -> b
     dbf.scatter_records(image, pos, vals)
     # {Idx} records: one per (context, metric) group, pointing at the group's first value.
     met = values.metric_ids.astype(np.int64)
-    first_of_metric = first_of_ctx | np.r_[True, met[1:] != met[:-1]] if len(ctx) else first_of_ctx
+    first_of_metric = run_starts(ctx, met)
     g = np.flatnonzero(first_of_metric)
     g_ctx = ctx[g]
     _check_counts(g_ctx, lo, hi, layout.n_metrics[lo:hi], "metrics")
-    g_rank = _rank_in_runs(np.r_[True, g_ctx[1:] != g_ctx[:-1]] if len(g) else np.zeros(0, bool))
+    g_rank = rank_in_runs(run_starts(g_ctx))
     idx = np.zeros(len(g), METRIC_INDEX)
     idx["metricId"] = met[g]
     idx["startIndex"] = rank[g]

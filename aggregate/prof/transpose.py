@@ -29,7 +29,7 @@ from hpcsa.aggregate.db import cctdb, summary
 from hpcsa.aggregate.db.profiledb import CTX_INDEX, SZ_VALUE, VALUE, ctx_indices_at
 from hpcsa.aggregate.prof.metrictable import SCOPE_ORDER, MetricTable
 from hpcsa.aggregate.prof.profile_values import ASIDE, ASIDE_NOLOOPS
-from hpcsa.arrays import sorted_unique
+from hpcsa.arrays import run_starts, sorted_unique
 from hpcsa.fileio import pwrite_all
 
 LEX = SCOPE_ORDER.index("lex_aware")
@@ -204,16 +204,6 @@ class StatPlan:
         return cls(pm, ps, lexp, stat, tuple(kinds))
 
 
-def _runs(*cols: np.ndarray) -> np.ndarray:
-    """Start of each run of equal rows (all columns equal) in arrays sorted by those columns."""
-    n = len(cols[0])
-    first = np.zeros(n, bool)
-    first[:1] = True
-    for c in cols:
-        first[1:] |= c[1:] != c[:-1]
-    return np.flatnonzero(first)
-
-
 @dataclass
 class Window:
     """Every profile's context index entries and values for a run of consecutive context ranges, read with
@@ -312,7 +302,7 @@ def summarize(vals: cctdb.RangeValues, aside: tuple[np.ndarray, ...], plan: Stat
     v = vals.values.copy()
     a_ctx, a_key, a_prof, a_val = aside
     a_metric, a_kind = a_key >> 1, a_key & 1
-    series = _runs(ctx, mid)
+    series = np.flatnonzero(run_starts(ctx, mid))
     n_series = len(series)
     sid = np.repeat(np.arange(n_series), np.diff(np.append(series, len(ctx))))
     # The lex_aware series take the loop-free sums set aside, where a profile has one.
@@ -340,12 +330,12 @@ def summarize(vals: cctdb.RangeValues, aside: tuple[np.ndarray, ...], plan: Stat
         v = np.concatenate([v, extra[3]])
         order = np.lexsort((prof, mid, ctx))
         ctx, mid, prof, v = ctx[order], mid[order], prof[order], v[order]
-        series = _runs(ctx, mid)
+        series = np.flatnonzero(run_starts(ctx, mid))
     gc, gm = ctx[series], mid[series]
 
     # Presence per (ctx, metric): profiles with any stored value of the metric there, or an aside entry.
     metric = plan.prop_metric[mid]
-    block = _runs(ctx, metric)
+    block = np.flatnonzero(run_starts(ctx, metric))
     bid = np.repeat(np.arange(len(block)), np.diff(np.append(block, len(ctx))))
     width = int(max(prof.max() if len(prof) else 0, a_prof.max() if len(a_prof) else 0)) + 1
     bkey = sorted_unique(np.concatenate([bid * width + prof,  # sorted runs (one per scope), then the asides

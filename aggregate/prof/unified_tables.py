@@ -23,6 +23,7 @@ from hpcsa.aggregate.prof.metrictable import SCOPE_ORDER, MetricTable
 from hpcsa.aggregate.prof.profile_table import ProfileTable
 from hpcsa.aggregate.prof.propagate import TreeArrays
 from hpcsa.aggregate.prof.survey import Discovery, Phase1Env
+from hpcsa.arrays import run_starts
 from hpcsa.errors import HpcsaError
 from hpcsa.ingest.hpcrun import BOTH_VALID, ID_KIND_MASK, LOGIC_GLOBAL, LOGIC_LOCAL, LoadModule, MetricDesc
 from hpcsa.ragged import Ragged
@@ -161,11 +162,7 @@ def finalize_id_tuples(raw: Ragged) -> Ragged:
 def _distinct_rows(*cols: np.ndarray) -> tuple[int, np.ndarray]:
     """(number of distinct rows of the columns, each row's number in sorted order of the distinct rows)."""
     order = np.lexsort(cols[::-1])
-    new = np.zeros(len(order), bool)
-    new[:1] = True
-    for c in cols:
-        cs = c[order]
-        new[1:] |= cs[1:] != cs[:-1]
+    new = run_starts(*(c[order] for c in cols))
     number = np.empty(len(order), np.int64)
     number[order] = np.cumsum(new) - 1
     return int(new.sum()), number
@@ -175,10 +172,7 @@ def _dense_ranks(group: np.ndarray, value: np.ndarray) -> np.ndarray:
     """Each value's rank among the distinct values of its group, in ascending order."""
     order = np.lexsort((value, group))
     g, v = group[order], value[order]
-    new_group = np.ones(len(order), bool)
-    new_group[1:] = g[1:] != g[:-1]
-    new_value = new_group.copy()
-    new_value[1:] |= v[1:] != v[:-1]
+    new_group, new_value = run_starts(g), run_starts(g, v)
     distinct = np.cumsum(new_value) - 1
     first = np.maximum.accumulate(np.where(new_group, distinct, 0))  # the group's first distinct value
     ranks = np.empty(len(order), np.uint64)

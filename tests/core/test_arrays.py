@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hpcsa.arrays import sorted_unique
+from hpcsa.arrays import rank_in_runs, run_starts, sorted_unique
 
 
 @pytest.mark.parametrize("kind", ["quicksort", "stable"])
@@ -16,3 +16,14 @@ def test_sorted_unique_is_np_unique(kind: str) -> None:
                    np.array([2, 2, 2]), rng.random(500).round(1)):
         got = sorted_unique(values, kind)
         assert got.dtype == values.dtype and np.array_equal(got, np.unique(values))
+
+
+def test_runs_of_equal_rows_and_positions_in_them() -> None:
+    a = np.array([1, 1, 1, 2, 2, 5])
+    b = np.array([0, 0, 3, 3, 4, 4])
+    assert run_starts(a).tolist() == [True, False, False, True, False, True]
+    assert run_starts(a, b).tolist() == [True, False, True, True, True, True]
+    assert rank_in_runs(run_starts(a)).tolist() == [0, 1, 2, 0, 1, 0]
+    assert rank_in_runs(run_starts(a, b)).tolist() == [0, 1, 0, 0, 0, 0]
+    empty = np.zeros(0, np.int64)
+    assert len(run_starts(empty)) == 0 and len(rank_in_runs(run_starts(empty))) == 0
