@@ -13,7 +13,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from hpcsa import __version__
+from hpcsa import __version__, libdefaults
 from hpcsa.errors import HpcsaError
 from hpcsa.textout import escape_streams
 
@@ -76,6 +76,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    libdefaults.set_defaults(libdefaults.BLAS_THREADS)  # before a subcommand's module loads numpy
     escape_streams()  # names that are not UTF-8 are printed escaped, never as a traceback
     parser, parsers = build_parser()
     # Let each subcommand declare its own options before parsing.

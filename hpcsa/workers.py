@@ -21,15 +21,16 @@ functions where the data is, the shared data broadcast, and a shared counter.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing as mp
-import multiprocessing.connection
-import multiprocessing.context
 import os
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpcsa.binfmt import align
 from hpcsa.errors import HpcsaError
+
+if TYPE_CHECKING:
+    import multiprocessing.connection
+    import multiprocessing.context
 
 _SHARED: Any = None
 
@@ -56,18 +57,27 @@ _MALLOC_TRIM: Any = None
 
 def fork_context() -> multiprocessing.context.BaseContext | None:
     """The fork start method's context (forked workers inherit the parent's data without pickling it), or
-    None where the platform has no fork: callers then work in one process."""
+    None where the platform has no fork: callers then work in one process. (multiprocessing is imported
+    here, when a run first needs workers: a one-process run or MPI rank does not load it.)"""
+    import multiprocessing as mp
+
     try:
         return mp.get_context("fork")
     except ValueError:  # pragma: no cover - not on Linux
         return None
 
 
+def _any_context() -> multiprocessing.context.BaseContext:
+    import multiprocessing as mp
+
+    return fork_context() or mp.get_context()
+
+
 class SharedCounter:
     """Byte offsets handed out from counters shared by forked processes (one per scratch file)."""
 
     def __init__(self, kinds: Iterable[str]) -> None:
-        ctx = fork_context() or mp.get_context()
+        ctx = _any_context()
         self._values = {k: ctx.Value("Q", 0) for k in kinds}
 
     def __call__(self, kind: str, nbytes: int) -> int:
@@ -128,13 +138,15 @@ class LocalPool:
             for i in order:
                 yield i, fn(self.shared, *tasks[i])
             return
+        from multiprocessing import TimeoutError as PoolTimeout
+
         results = self._pool.imap_unordered(_indexed, [(i, fn, tasks[i]) for i in order], chunksize=1)
         for _ in order:
             while True:
                 try:
                     i, result = results.next(timeout=1.0)
                     break
-                except mp.TimeoutError:
+                except PoolTimeout:
                     self._check_workers()
             if isinstance(result, _Failure):
                 result.raise_it()
@@ -243,7 +255,7 @@ class Tickets:
     process is free (a process slowed by other work on the machine takes fewer)."""
 
     def __init__(self, ctx: multiprocessing.context.BaseContext | None = None) -> None:
-        self._value = (ctx or fork_context() or mp.get_context()).Value("q", 0)
+        self._value = (ctx or _any_context()).Value("q", 0)
 
     def take(self) -> int:
         with self._value.get_lock():

@@ -25,6 +25,9 @@ model), :mod:`.metricsyaml_read`, :mod:`.metricsyaml_write`,
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from hpcsa.aggregate.db.hpcrun_formula import (
     parse_hpcrun_formula,
 )
@@ -39,23 +42,33 @@ from hpcsa.aggregate.db.metricsyaml_model import (
     MetricRef,
     MetricsTaxonomy,
 )
-from hpcsa.aggregate.db.metricsyaml_read import (
-    load_tolerant,
-    parse_metrics_yaml,
-    read_metrics_yaml,
-)
 from hpcsa.aggregate.db.metricsyaml_taxonomy import (
     ExtraStatSpec,
     MetricSpec,
     specs_from_hpcrun,
     standard_taxonomy,
 )
-from hpcsa.aggregate.db.metricsyaml_write import (
-    anchor_name,
-    dumps,
-    sanitize,
-    write_metrics_yaml,
-)
+
+if TYPE_CHECKING:
+    from hpcsa.aggregate.db.metricsyaml_read import load_tolerant, parse_metrics_yaml, read_metrics_yaml
+    from hpcsa.aggregate.db.metricsyaml_write import anchor_name, dumps, sanitize, write_metrics_yaml
+
+#: Names served by the modules that need PyYAML, imported on first use (PEP 562): ``hpcsa prof`` needs the
+#: taxonomy at start-up on every MPI rank and process, but the YAML only where rank 0 writes the file.
+_LAZY = {name: "hpcsa.aggregate.db.metricsyaml_read" for name in ("load_tolerant", "parse_metrics_yaml",
+                                                                 "read_metrics_yaml")}
+_LAZY.update({name: "hpcsa.aggregate.db.metricsyaml_write" for name in ("anchor_name", "dumps", "sanitize",
+                                                                        "write_metrics_yaml")})
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "COMBINES", "ExtraStatSpec", "Input", "MAX_NODES", "MetricRef", "MetricSpec", "MetricsTaxonomy",

@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from hpcsa import libdefaults
 from hpcsa.aggregate.prof.transport import (
     COLLECTIVE_ERRORS,
     Counter,
@@ -81,6 +82,7 @@ def ranks_on_this_node(environ: dict[str, str] | None = None) -> int:
 
 
 def _import_mpi() -> Any:
+    libdefaults.set_defaults(libdefaults.MPI_MEMORY_HOOKS)  # before MPICH's library (and UCX) loads
     try:
         import mpi4py
 

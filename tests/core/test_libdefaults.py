@@ -1,0 +1,73 @@
+"""Library defaults set before numpy and MPI load: set where the user left them unset, never overridden."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from hpcsa import libdefaults
+from tests.conftest import ROOT
+
+
+def test_set_defaults_fills_only_what_the_environment_leaves_unset() -> None:
+    env = {"OPENBLAS_NUM_THREADS": "8", "OTHER": "x"}
+    added = libdefaults.set_defaults({"OPENBLAS_NUM_THREADS": "1", "UCX_MEM_EVENTS": "no"}, env)
+    assert added == {"UCX_MEM_EVENTS": "no"}
+    assert env == {"OPENBLAS_NUM_THREADS": "8", "OTHER": "x", "UCX_MEM_EVENTS": "no"}
+    assert libdefaults.set_defaults({"UCX_MEM_EVENTS": "yes"}, env) == {}
+    assert env["UCX_MEM_EVENTS"] == "no"
+
+
+# The command, then what it saw: the variable when numpy was loaded (numpy is loaded by the subcommand).
+_PROBE = """
+import os, sys
+import hpcsa.cli as cli
+seen = {}
+real = cli.importlib.import_module
+def spy(name, *a):
+    seen.setdefault("blas", os.environ.get("OPENBLAS_NUM_THREADS"))
+    seen.setdefault("numpy_loaded", "numpy" in sys.modules)
+    return real(name, *a)
+cli.importlib.import_module = spy
+cli.main(["stats", "/nonexistent.d"])
+print(seen["blas"], seen["numpy_loaded"])
+"""
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "1"), ("4", "4")])
+def test_the_command_sets_blas_threads_before_a_subcommand_loads_numpy(given: str | None, expected: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    out = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert out.stdout.split() == [expected, "False"], out.stderr
+
+
+def test_an_mpi_run_turns_ucx_memory_hooks_off_unless_the_user_chose() -> None:
+    pytest.importorskip("mpi4py")
+    code = ("import os; from hpcsa.aggregate.prof import mpi; mpi._import_mpi(); "
+            "print(os.environ['UCX_MEM_EVENTS'])")
+    env = {k: v for k, v in os.environ.items() if k != "UCX_MEM_EVENTS"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert out.stdout.strip() == "no", out.stderr
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                         env=dict(env, UCX_MEM_EVENTS="yes"))
+    assert out.stdout.strip() == "yes", out.stderr
+
+
+def test_a_prof_run_starts_without_yaml_or_multiprocessing() -> None:
+    """Start-up is serial on every MPI rank: what only rank 0 (PyYAML, to write the taxonomy) or only a run
+    with workers (multiprocessing) needs is loaded when needed."""
+    code = ("import sys; import hpcsa.aggregate.prof.command, hpcsa.aggregate.prof.mpi; "
+            "print(sorted(m for m in ('yaml', 'multiprocessing') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]", out.stderr
+    from hpcsa.aggregate.db import metricsyaml
+    from hpcsa.aggregate.db.metricsyaml_write import dumps
+
+    assert metricsyaml.dumps is dumps  # the lazy names are the real functions
+    with pytest.raises(AttributeError):
+        _ = metricsyaml.no_such_name
