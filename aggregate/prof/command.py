@@ -11,8 +11,16 @@ import sys
 
 from hpcsa.aggregate.prof import lexical, mpi, pipeline
 from hpcsa.aggregate.prof.copy_sources import parse_replacements
-from hpcsa.aggregate.prof.inputs import Inputs, find_inputs
+from hpcsa.aggregate.prof.inputs import (
+    Inputs,
+    Measurement,
+    find_inputs,
+    measurement,
+    merge_measurements,
+    with_measurement,
+)
 from hpcsa.aggregate.prof.metrictable import STATISTIC_WORDS, parse_statistics
+from hpcsa.aggregate.prof.transport import unwrap
 from hpcsa.errors import HpcsaError
 from hpcsa.workers import default_jobs
 
@@ -54,14 +62,31 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def prepare(args: argparse.Namespace, jobs: int) -> tuple[Inputs, pipeline.Options]:
+def prepare(args: argparse.Namespace, jobs: int, share: tuple[int, int] = (0, 1)) -> tuple[Inputs, pipeline.Options]:
     if jobs < 1:
         raise HpcsaError(None, f"-j {jobs}: the number of workers must be at least 1")
-    inputs = find_inputs(args.measurements, args.structure, ignore_structs=args.ignore_structs)
+    inputs = find_inputs(args.measurements, args.structure, ignore_structs=args.ignore_structs, share=share)
     options = pipeline.Options(output=args.output, jobs=jobs, statistics=parse_statistics(args.metric),
                                traces=not args.no_traces, fallback=not args.no_binaries,
                                sources=not args.no_source, replace_paths=parse_replacements(args.replace_path))
     return inputs, options
+
+
+def prepare_on_ranks(args: argparse.Namespace, jobs: int, transport: mpi.MpiTransport
+                     ) -> tuple[Inputs, pipeline.Options]:
+    """Every rank lists the inputs itself and measures its share of the profiles (a stat(2) pair per profile
+    is most of the time a listing takes); the sizes meet at rank 0, which checks that every rank listed the
+    same files, and are broadcast. Rank 0 alone would list and measure everything while the others wait."""
+    mine: list[tuple[Inputs, pipeline.Options]] = []
+
+    def local() -> Measurement:
+        mine.append(prepare(args, jobs, share=(transport.rank, transport.size)))
+        return measurement(mine[0][0])
+
+    found = transport.reduce(local, merge_measurements)
+    merged = transport.bcast(lambda: unwrap(found))
+    inputs, options = mine[0]
+    return with_measurement(inputs, merged), options
 
 
 def run_mpi(args: argparse.Namespace, launcher_rank: int) -> int:
@@ -76,7 +101,7 @@ def run_mpi(args: argparse.Namespace, launcher_rank: int) -> int:
             raise
         return 2
     try:
-        inputs, options = transport.bcast(lambda: prepare(args, jobs))
+        inputs, options = prepare_on_ranks(args, jobs, transport)
         result = pipeline.aggregate(inputs, options, transport)
     except HpcsaError:
         transport.close()

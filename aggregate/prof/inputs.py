@@ -8,11 +8,15 @@ a profile: only names and sizes (sizes balance the work between workers).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
-from dataclasses import dataclass, field
+import stat
+from dataclasses import dataclass, field, replace
 
-from hpcsa.aggregate.prof.profile_table import ProfileInput, ProfileInputs
+import numpy as np
+
+from hpcsa.aggregate.prof.profile_table import HPCRUN, HPCTRACE, ProfileInputs
 from hpcsa.errors import HpcsaError
 from hpcsa.fileio import input_error, read_input
 
@@ -44,13 +48,6 @@ class Inputs:
         return int(self.profiles.cost.sum())
 
 
-def _size(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError as exc:
-        raise input_error(path, exc) from None
-
-
 def peek_struct_module(path: str) -> str | None:
     """The ``n`` of the first ``<LM>`` of a structure file, from the head of the file (no XML parse)."""
     head = read_input(path, HEAD_BYTES, "a structure file")
@@ -61,21 +58,21 @@ def peek_struct_module(path: str) -> str | None:
     return text.replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
-def _profile(path: str, measdir: str) -> ProfileInput:
-    trace = path[: -len(".hpcrun")] + ".hpctrace"
-    has_trace = os.path.isfile(trace)
-    return ProfileInput(path, trace if has_trace else None, _size(path), _size(trace) if has_trace else 0,
-                        measdir)
-
-
-def find_inputs(paths: list[str], structs: list[str] | None = None, *, ignore_structs: bool = False) -> Inputs:
+def find_inputs(paths: list[str], structs: list[str] | None = None, *, ignore_structs: bool = False,
+                share: tuple[int, int] = (0, 1)) -> Inputs:
     """Profiles of every measurement directory or ``.hpcrun`` file in ``paths``, plus structure files.
 
     Structure files come from ``structs`` (``-S``: files or directories) and,
     unless ``ignore_structs``, from each measurement directory's ``structs/``.
+    With ``share = (k, n)`` only profiles k, k + n, k + 2n, ... are measured (sizes, whether the trace is a
+    file); the others are left at size 0 without a trace, for :func:`merge_measurements` to complete with the
+    parts that other MPI ranks measured.
     """
     out = Inputs()
-    profiles: list[ProfileInput] = []  # (packed into columns at the end)
+    folders: list[str] = []     # per profile, with the separator
+    measdirs: list[str] = []
+    names: list[str] = []
+    trace_listed: list[bool] = []
     seen: set[str] = set()
     if not paths:
         raise HpcsaError(None, "no measurement directory given")
@@ -83,23 +80,32 @@ def find_inputs(paths: list[str], structs: list[str] | None = None, *, ignore_st
         path = os.path.abspath(given)
         if os.path.isdir(path):
             out.measdirs.append(path)
-            names = sorted(n for n in os.listdir(path) if n.endswith(".hpcrun"))
-            if not names:
+            listed = os.listdir(path)
+            runs = sorted(n for n in listed if n.endswith(HPCRUN))
+            if not runs:
                 raise HpcsaError(given, "no .hpcrun profiles in this directory (is it a measurement directory?)")
-            for n in names:
-                full = os.path.join(path, n)
-                if full not in seen:
-                    seen.add(full)
-                    profiles.append(_profile(full, path))
-        elif os.path.isfile(path) and path.endswith(".hpcrun"):
+            traces = {n for n in listed if n.endswith(HPCTRACE)}
+            folder = os.path.join(path, "")
+            for n in runs:
+                if folder + n not in seen:
+                    seen.add(folder + n)
+                    folders.append(folder)
+                    measdirs.append(path)
+                    names.append(n)
+                    trace_listed.append(n[: -len(HPCRUN)] + HPCTRACE in traces)
+        elif os.path.isfile(path) and path.endswith(HPCRUN):
             if path not in seen:
                 seen.add(path)
-                profiles.append(_profile(path, os.path.dirname(path)))
+                folder, n = os.path.split(path)
+                folders.append(os.path.join(folder, ""))
+                measdirs.append(folder)
+                names.append(n)
+                trace_listed.append(True)  # (a stat says)
         elif not os.path.exists(path):
             raise HpcsaError(given, "no such file or directory")
         else:
             raise HpcsaError(given, "neither a measurement directory nor an .hpcrun profile")
-    out.profiles = ProfileInputs.of(profiles)
+    out.profiles = _measure(folders, measdirs, names, trace_listed, share)
     struct_paths: list[tuple[str, str | None]] = []
     for s in structs or []:
         full = os.path.abspath(s)
@@ -125,6 +131,61 @@ def find_inputs(paths: list[str], structs: list[str] | None = None, *, ignore_st
         done.add(p)
         out.structs.append(StructInput(p, peek_struct_module(p), measdir))
     return out
+
+
+def _measure(folders: list[str], measdirs: list[str], names: list[str], trace_listed: list[bool],
+             share: tuple[int, int]) -> ProfileInputs:
+    """The listed profiles as columns, with the sizes of this share of them (a profile's trace counts when it
+    is a file, as ``os.path.isfile`` says)."""
+    first, step = share
+    count = len(names)
+    size = np.zeros(count, np.int64)
+    trace_size = np.zeros(count, np.int64)
+    has_trace = np.zeros(count, bool)
+    for i in range(first, count, step):
+        path = folders[i] + names[i]
+        try:
+            size[i] = os.stat(path).st_size
+        except OSError as exc:
+            raise input_error(path, exc) from None
+        if trace_listed[i]:
+            try:
+                st = os.stat(path[: -len(HPCRUN)] + HPCTRACE)
+            except (OSError, ValueError):
+                continue
+            if stat.S_ISREG(st.st_mode):
+                has_trace[i] = True
+                trace_size[i] = st.st_size
+    return ProfileInputs.from_columns(folders, measdirs, names, size, trace_size, has_trace)
+
+
+#: What one MPI rank measured of the inputs: (fingerprint of the listing, size, trace_size, has_trace).
+Measurement = tuple[bytes, np.ndarray, np.ndarray, np.ndarray]
+
+
+def measurement(inputs: Inputs) -> Measurement:
+    """This rank's sizes, with a fingerprint of everything it listed (which every rank must agree on)."""
+    p = inputs.profiles
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(repr((p.dirs, inputs.measdirs, inputs.structs, inputs.witnesses)).encode("utf-8", "backslashreplace"))
+    for column in (p.folder, p.measdir, p.names):
+        digest.update(np.ascontiguousarray(column).tobytes())
+    return digest.digest(), p.size, p.trace_size, p.has_trace
+
+
+def merge_measurements(parts: list[Measurement]) -> Measurement:
+    """The sizes of every profile from the ranks' shares (each profile is measured by exactly one rank)."""
+    if any(part[0] != parts[0][0] for part in parts):
+        raise HpcsaError(None, "the MPI ranks listed different inputs (were profiles being added or removed?); "
+                         "run again once the measurement is complete")
+    return (parts[0][0], np.sum([p[1] for p in parts], axis=0), np.sum([p[2] for p in parts], axis=0),
+            np.logical_or.reduce([p[3] for p in parts]))
+
+
+def with_measurement(inputs: Inputs, merged: Measurement) -> Inputs:
+    """``inputs`` with every profile's size, from the merged measurement of all ranks."""
+    _, size, trace_size, has_trace = merged
+    return replace(inputs, profiles=replace(inputs.profiles, size=size, trace_size=trace_size, has_trace=has_trace))
 
 
 def kernel_symbols_dirs(measdirs: list[str]) -> list[str]:

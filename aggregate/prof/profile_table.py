@@ -73,20 +73,27 @@ class ProfileInputs(Sequence[ProfileInput]):
 
     @classmethod
     def of(cls, items: Sequence[ProfileInput]) -> ProfileInputs:
-        dirs: dict[str, int] = {}
         folders, names = [], []
         for p in items:
             cut = p.path.rfind(os.sep) + 1
             folders.append(p.path[:cut])
-            names.append(os.fsencode(p.path[cut:]))
+            names.append(p.path[cut:])
             if p.trace is not None and (not p.path.endswith(HPCRUN) or p.trace != _trace_of(p.path)):
                 raise ValueError(f"{p.trace}: a trace not named after its profile {p.path}")
+        return cls.from_columns(folders, [p.measdir for p in items], names, [p.size for p in items],
+                                [p.trace_size for p in items], [p.trace is not None for p in items])
+
+    @classmethod
+    def from_columns(cls, folders: Sequence[str], measdirs: Sequence[str], names: Sequence[str],
+                     size: Sequence[int] | np.ndarray, trace_size: Sequence[int] | np.ndarray,
+                     has_trace: Sequence[bool] | np.ndarray) -> ProfileInputs:
+        """Profiles given per column: folder (with its trailing separator), measurement directory, file name."""
+        dirs: dict[str, int] = {}
         folder = _remap(dirs, folders)
-        measdir = _remap(dirs, [p.measdir for p in items])
-        return cls(tuple(dirs), folder, measdir, np.array(names, dtype=bytes).reshape(-1),
-                   np.array([p.size for p in items], np.int64).reshape(-1),
-                   np.array([p.trace_size for p in items], np.int64).reshape(-1),
-                   np.array([p.trace is not None for p in items], bool).reshape(-1))
+        measdir = _remap(dirs, measdirs)
+        return cls(tuple(dirs), folder, measdir, np.array([os.fsencode(n) for n in names], dtype=bytes).reshape(-1),
+                   np.asarray(size, np.int64).reshape(-1), np.asarray(trace_size, np.int64).reshape(-1),
+                   np.asarray(has_trace, bool).reshape(-1))
 
     @classmethod
     def concat(cls, parts: Sequence[ProfileInputs]) -> ProfileInputs:

@@ -33,7 +33,7 @@ from hpcsa.aggregate.db import tracedb
 from hpcsa.aggregate.db.profiledb import CTX_INDEX, SZ_VALUE, VALUE
 from hpcsa.aggregate.prof import rawtree
 from hpcsa.aggregate.prof.gpu_contexts import RECONSTRUCTED, GpuPart
-from hpcsa.aggregate.prof.inputs import ProfileInput
+from hpcsa.aggregate.prof.profile_table import ProfileInput
 from hpcsa.aggregate.prof.propagate import Propagated, propagate
 from hpcsa.aggregate.prof.survey import NodeIndex, second_reading
 from hpcsa.aggregate.prof.unified_tables import ClassTwo
