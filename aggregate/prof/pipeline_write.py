@@ -183,10 +183,6 @@ def write_outputs(c2: unified_tables.ClassTwo, tmp: str, jobs: int, options: Opt
         held: dict[str, Any] = {}
 
         def begin() -> tuple[str | None, np.ndarray | None]:
-            meta = copy_sources.copy_sources(c2.meta, tmp, options.replace_paths)[0] if options.sources else c2.meta
-            metadb.write_metadb(os.path.join(tmp, database.META), meta)
-            os.makedirs(os.path.join(tmp, "metrics"))
-            metricsyaml.write_metrics_yaml(os.path.join(tmp, database.METRICS_YAML), c2.metrics.taxonomy())
             for p in (pms_path, aside_path):
                 open(p, "wb").close()
             if not want_traces:
@@ -197,14 +193,23 @@ def write_outputs(c2: unified_tables.ClassTwo, tmp: str, jobs: int, options: Opt
             return tw.temp_path, tw.heads["pStart"].astype(np.int64)  # each profile's region (an array)
 
         trace_path, trace_offsets = transport.bcast(begin)
-        lap("meta.db, metrics/default.yaml")
+
+        def write_meta() -> None:
+            """meta.db, the metric taxonomy and src/: rank 0 writes them beside its share of phase 2 (while its
+            workers run, or between its tasks), as nothing else needs them; the other ranks do not wait."""
+            start = progress.elapsed()
+            meta = copy_sources.copy_sources(c2.meta, tmp, options.replace_paths)[0] if options.sources else c2.meta
+            metadb.write_metadb(os.path.join(tmp, database.META), meta)
+            os.makedirs(os.path.join(tmp, "metrics"))
+            metricsyaml.write_metrics_yaml(os.path.join(tmp, database.METRICS_YAML), c2.metrics.taxonomy())
+            timings["meta.db, metrics/default.yaml"] = progress.elapsed() - start
 
         # Phase 2: every rank its share of the profiles; the states reduced up the tree.
         allocate, in_workers = transport.counter(("pms", "aside"))
         sinks = profile_values.Sinks(pms_path, aside_path, trace_path, trace_offsets,
                                allocate if in_workers or jobs == 1 else None)
-        found = transport.reduce(lambda: phase2_share(c2, sinks, allocate, jobs, options.traces, progress, transport),
-                                 merge_states)
+        found = transport.reduce(lambda: phase2_share(c2, sinks, allocate, jobs, options.traces, progress, transport,
+                                                      write_meta if transport.is_root else None), merge_states)
 
         def layout() -> tuple[transpose.Placement, cctdb.CctLayout, list[list[int]], str, str, np.ndarray]:
             state: Phase2State = unwrap(found)
@@ -253,15 +258,16 @@ def write_outputs(c2: unified_tables.ClassTwo, tmp: str, jobs: int, options: Opt
 
 
 def phase2_share(c2: unified_tables.ClassTwo, sinks: profile_values.Sinks, allocate: Callable[[str, int], int], jobs: int,
-                 traces: bool, progress: Progress | None, transport: Transport) -> Phase2State:
+                 traces: bool, progress: Progress | None, transport: Transport,
+                 aside: Callable[[], None] | None = None) -> Phase2State:
     """Class 1 for this rank's share of the profiles (batches handed out largest first), with ``jobs``
-    workers."""
+    workers; and ``aside()``, other work of this rank, while its workers run (see :func:`run_shared`)."""
     batches = phase2_batches(c2.profiles.inputs.cost.tolist(), jobs * transport.size)
     state = Phase2State.empty(c2)
     done = 0
     with LocalPool(min(jobs, len(batches)) or 1, shared=(c2, sinks, traces)) as pool:
         for k, part in run_shared(pool, phase2_task, transport.tasks("phase 2", len(batches)),
-                                  lambda k: (batches[k],), tasks_ahead(jobs)):
+                                  lambda k: (batches[k],), tasks_ahead(jobs), meanwhile=aside):
             profile_values.store(part, sinks, allocate)  # blobs a worker could not place (an MPI rank's workers)
             state.add(part)
             done += len(batches[k])
