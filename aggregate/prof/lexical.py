@@ -160,6 +160,23 @@ class StructExpander:
     def lookup(self, offsets: np.ndarray) -> np.ndarray:
         return self.module.lookup(offsets)
 
+    def warm(self, offsets: np.ndarray) -> None:
+        """Compute the chains of the statements holding these offsets now, ahead of :meth:`Classifier.expand`."""
+        if not self.has_data:
+            return
+        leaves = self.lookup(offsets)
+        for leaf in np.unique(leaves[leaves >= 0]).tolist():
+            self.chain(leaf)
+        self.module.release_pages()
+
+
+def struct_keys(module: Module, struct_measdir: str | None) -> list[str]:
+    """The load-module keys a structure file's module may describe, most specific first: its path as the
+    measurement directory resolves it, then as written."""
+    keys = [module_key(module.path, struct_measdir)] if struct_measdir else []
+    keys.append(os.path.normpath(module.path))
+    return keys
+
 
 # -- kernel symbols --------------------------------------------------------------------------------------
 

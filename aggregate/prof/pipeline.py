@@ -56,6 +56,7 @@ from hpcsa.aggregate.prof import (
     survey,
     unified_tables,
 )
+from hpcsa.aggregate.prof.chain_warmer import ChainWarmer
 from hpcsa.aggregate.prof.inputs import Inputs, default_output_name
 from hpcsa.aggregate.prof.pipeline_read import (
     SEED_RETRIES,
@@ -141,7 +142,9 @@ def _run(inputs: Inputs, options: Options, transport: Transport, progress: Progr
         held["env"], held["gpu_structs"] = env, gpu_structs
         lap("GPU call graphs")
         progress.what, progress.total, progress.done = "hpcsa prof: reading", len(inputs.profiles), 0
-        return read_share(inputs, env, jobs, progress, transport, parse_structs=transport.is_root)
+        held["warmer"] = ChainWarmer() if transport.is_root else None  # rank 0 classifies
+        return read_share(inputs, env, jobs, progress, transport, parse_structs=transport.is_root,
+                          warmer=held["warmer"])
 
     def class_two(found: Any) -> unified_tables.ClassTwo:
         disc, parsed = unwrap(found)
@@ -149,7 +152,7 @@ def _run(inputs: Inputs, options: Options, transport: Transport, progress: Progr
         structs = complete_structs(disc, parsed, inputs, jobs)
         classifier, warnings = unified_tables.build_classifier(
             disc.raw, held["gpu_structs"] + structs, fallback=options.fallback,
-            witnesses=[(w.measdir, w.path, w.module) for w in inputs.witnesses])
+            witnesses=[(w.measdir, w.path, w.module) for w in inputs.witnesses], warmed=held.pop("warmer", None))
         title = survey.program_name(disc)
         held["out"] = options.output or default_output_name(inputs.measdirs, title)
         c2 = unified_tables.assemble(disc, classifier, held["env"], statistics=options.statistics, title=title,

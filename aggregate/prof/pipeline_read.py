@@ -14,6 +14,7 @@ from hpcsa.aggregate.prof import (
     rawtree,
     survey,
 )
+from hpcsa.aggregate.prof.chain_warmer import ChainWarmer
 from hpcsa.aggregate.prof.inputs import Inputs, StructInput
 from hpcsa.aggregate.prof.profile_table import ProfileInputs
 from hpcsa.aggregate.prof.transport import Single, Transport, tasks_ahead
@@ -89,19 +90,28 @@ def struct_result(result: Parsed | StructInput) -> Parsed:
 
 
 def _batches(profiles: ProfileInputs, jobs: int) -> list[np.ndarray]:
-    """Profiles in batches of similar total size, largest first (by path among equals), at least a few
-    batches per worker: the profiles' indexes, per batch."""
+    """Profiles in batches, largest first (by path among equals): the profiles' indexes, per batch.
+
+    Guided self-scheduling (Polychronopoulos and Kuck, IEEE Trans. Computers 36(12), 1987): a batch takes
+    about 1/(2 ``jobs``) of the bytes not yet batched, at most DISCOVER_BATCH_BYTES (what one task holds) and
+    at least 1/(64 ``jobs``) of them all. Large batches first keep the hand-offs and reports few; the small
+    ones at the end leave no worker or rank idle for long while another finishes the phase's last batch.
+    One worker has nobody to wait for: its batches are a quarter of the bytes each, at most the cap."""
     cost = profiles.cost
     order = np.lexsort((profiles.path_order(), -cost))
-    target = max(1, min(DISCOVER_BATCH_BYTES, int(cost.sum()) // max(1, 4 * jobs) + 1))
+    ends = np.cumsum(cost[order], dtype=np.int64)
+    total = int(ends[-1]) if len(ends) else 0
+    workers = max(1, jobs)
+    floor = max(1, total // (64 * workers) if workers > 1 else min(DISCOVER_BATCH_BYTES, total // 4))
     cuts: list[int] = []
-    size = 0
-    for k, c in enumerate(cost[order].tolist()):
-        size += c
-        if size >= target:
-            cuts.append(k + 1)
-            size = 0
-    return [b for b in np.split(order, cuts) if len(b)]
+    done, k = 0, 0
+    while k < len(order):
+        target = max(floor, min(DISCOVER_BATCH_BYTES, (total - done) // (2 * workers)))
+        k = max(k + 1, int(np.searchsorted(ends, done + target, side="left")) + 1)  # through the one reaching it
+        k = min(k, len(order))
+        cuts.append(k)
+        done = int(ends[k - 1])
+    return [b for b in np.split(order, cuts[:-1]) if len(b)]
 
 
 def structs_for(refs: list[rawtree.ModuleRef], structs: list[StructInput]) -> list[StructInput]:
@@ -124,11 +134,13 @@ Parsed = list[tuple[str, str | None, Module]]  # (structure file, measurement di
 
 
 def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progress | None = None,
-               transport: Transport | None = None, parse_structs: bool = True) -> tuple[survey.Discovery, Parsed]:
+               transport: Transport | None = None, parse_structs: bool = True, warmer: ChainWarmer | None = None,
+               ) -> tuple[survey.Discovery, Parsed]:
     """Read this rank's share of the profiles once (batches of similar size, largest first, handed out by
     the transport); parse each structure file a profile needs, once, as soon as it is known to be needed
     (ahead of the profiles still waiting), like hpcprof's lazy loading. Over MPI only rank 0 parses
-    (only it classifies); :func:`complete_structs` adds what other ranks' profiles need."""
+    (only it classifies); :func:`complete_structs` adds what other ranks' profiles need. ``warmer``
+    computes the lexical chains of the sampled offsets between tasks (see :mod:`chain_warmer`)."""
     transport = transport or Single()
     cpu_structs = [s for s in inputs.structs if not is_gpu_struct(s)] if parse_structs else []
     parts: list[survey.Discovery] = []
@@ -150,7 +162,10 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
             more()
         for (kind, _), result in tasks:
             if kind == "struct":
-                structs.extend(struct_result(result))
+                entries = struct_result(result)
+                structs.extend(entries)
+                if warmer is not None:
+                    warmer.add_structs(entries)
                 continue
             more()
             parts.append(result)
@@ -164,9 +179,14 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
                     scheduled.add(s.path)
                     cached = read_cached(s.path)  # mapped here: cheaper than a worker's copy sent back
                     if cached is not None:
-                        structs.extend((s.path, s.measdir, m) for m in cached.modules)
+                        entries = [(s.path, s.measdir, m) for m in cached.modules]
+                        structs.extend(entries)
+                        if warmer is not None:
+                            warmer.add_structs(entries)
                     else:
                         tasks.submit(("struct", s.path), phase1_task, ("struct", s), priority=-1.0)
+            if warmer is not None:
+                warmer.add_points(result.raw)
             if len(parts) >= MERGE_EVERY:
                 parts = [survey.merge(parts)]
     return survey.merge(parts), structs

@@ -19,6 +19,7 @@ import numpy as np
 from hpcsa.aggregate.db import metadb, profiledb
 from hpcsa.aggregate.prof import lexical as lx
 from hpcsa.aggregate.prof import rawtree, unify
+from hpcsa.aggregate.prof.chain_warmer import ChainWarmer
 from hpcsa.aggregate.prof.metrictable import SCOPE_ORDER, MetricTable
 from hpcsa.aggregate.prof.profile_table import ProfileTable
 from hpcsa.aggregate.prof.propagate import TreeArrays
@@ -65,11 +66,12 @@ class ClassTwo:
 def build_classifier(raw: rawtree.RawNodes, structs: list[tuple[str | None, Module]], *,
                      kernel_symbols: bool = True, fallback: bool = True,
                      witnesses: list[tuple[str | None, str, str | None]] | None = None,
-                     ) -> tuple[lx.Classifier, list[str]]:
+                     warmed: ChainWarmer | None = None) -> tuple[lx.Classifier, list[str]]:
     """One source of information per load module that the union uses: structure, kernel symbols, binary.
 
     ``witnesses`` are structure files not used for attribution (``--ignore-structs``): (measurement
     directory, path, load module named in it); they only vouch for the binaries read in their place.
+    ``warmed``: the expanders whose chains phase 1 computed already.
     """
     warnings: list[str] = []
     used = {int(h) for h in np.unique(raw.nodes["module"]).tolist() if h}
@@ -78,9 +80,7 @@ def build_classifier(raw: rawtree.RawNodes, structs: list[tuple[str | None, Modu
     cls = lx.Classifier(display={r.key: r.path for r in refs.values()})
     by_key = {r.key: r for r in refs.values()}
     for struct_measdir, module in structs:
-        candidates = [lx.module_key(module.path, struct_measdir)] if struct_measdir else []
-        candidates.append(os.path.normpath(module.path))
-        for key in candidates:
+        for key in lx.struct_keys(module, struct_measdir):
             ref = by_key.get(key)
             if ref is None:
                 for k, r in by_key.items():  # content-addressed names match by name wherever recorded
@@ -88,7 +88,8 @@ def build_classifier(raw: rawtree.RawNodes, structs: list[tuple[str | None, Modu
                         ref = r
                         break
             if ref is not None and ref.key not in cls.structs:
-                cls.structs[ref.key] = lx.StructExpander(module, ref.path)
+                cls.structs[ref.key] = (warmed.expander(module, ref.path) if warmed is not None
+                                        else lx.StructExpander(module, ref.path))
                 break
     for ref in refs.values():
         if ref.key in cls.structs:

@@ -125,6 +125,36 @@ def test_phase2_batches_partition_profiles_largest_first(workers: int) -> None:
     assert phase2_batches([], workers) == []
 
 
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_phase1_batches_shrink_toward_the_end(workers: int) -> None:
+    """Phase-1 batches (guided self-scheduling): every profile once, largest first; no batch over the cap
+    unless one profile is; with several workers the last batches are small (the idle time at the end of the
+    phase is at most one of them), with one worker a quarter of the bytes each; a bounded number of them."""
+    from hpcsa.aggregate.prof.pipeline_read import DISCOVER_BATCH_BYTES, _batches
+    from hpcsa.aggregate.prof.profile_table import ProfileInputs
+
+    rng = np.random.default_rng(workers)
+    sizes = rng.integers(20_000, 60_000, 3000).tolist() + [9 << 20]  # and one profile over the cap
+    profiles = ProfileInputs.from_columns(["/m/"] * len(sizes), ["/m"] * len(sizes),
+                                          [f"p{i:05d}.hpcrun" for i in range(len(sizes))], sizes,
+                                          [0] * len(sizes), [False] * len(sizes))
+    batches = _batches(profiles, workers)
+    flat = np.concatenate(batches)
+    assert sorted(flat.tolist()) == list(range(len(sizes)))
+    cost = profiles.cost
+    assert (np.diff(cost[flat]) <= 0).all()  # largest first
+    totals = [int(cost[b].sum()) for b in batches]
+    assert totals[0] == 9 << 20 and len(batches[0]) == 1
+    assert all(t <= DISCOVER_BATCH_BYTES + 60_000 for t in totals[1:])
+    total = int(cost.sum())
+    if workers > 1:
+        assert totals[-1] <= total // (64 * workers) + 60_000 and max(totals[-workers:]) < totals[1] / 4
+        assert len(batches) <= 40 * workers
+    else:
+        assert len(batches) <= total // min(DISCOVER_BATCH_BYTES, total // 4) + 2
+    assert _batches(ProfileInputs.of([]), workers) == []
+
+
 @pytest.mark.parametrize(("positions", "window"), [(8, 1 << 30), (4 << 20, 5000), (4 << 20, 1)])
 def test_transpose_in_many_small_passes_gives_the_same_database(positions: int, window: int, tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,72 @@
+"""Lexical chains computed while phase 1 reads: class 2 finds them done, and the database does not change."""
+
+from __future__ import annotations
+
+import filecmp
+import os
+from pathlib import Path
+
+import pytest
+
+from hpcsa.aggregate.prof import chain_warmer, pipeline, unify
+from hpcsa.aggregate.prof.inputs import find_inputs
+from hpcsa.ingest.synth import SynthSpec
+from hpcsa.ingest.synthdir import generate
+from hpcsa.structure.model import Module
+
+FILES = ("meta.db", "profile.db", "cct.db", "trace.db", "metrics/default.yaml")
+
+
+@pytest.fixture(scope="module")
+def meas(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("warm") / "app.m"
+    generate(out, SynthSpec.preset("cpu", 48, threads_per_rank=8, contexts=1500, leaves=60, seed=5))
+    return out
+
+
+def _run(meas: Path, out: Path, monkeypatch: pytest.MonkeyPatch, *, warm: bool, cache: Path, jobs: int = 1
+         ) -> dict[str, int]:
+    """One aggregation; the statements whose lexical path was worked out in phase 1 and in class 2."""
+    monkeypatch.setenv("HPCSA_CACHE_DIR", str(cache))
+    counts = {"phase 1": 0, "class 2": 0}
+    where = ["phase 1"]
+    real_path, real_expand = Module.lexical_path, unify.expand
+
+    def lexical_path(self: Module, leaf: int) -> list:
+        counts[where[0]] += 1
+        return real_path(self, leaf)
+
+    def expand(*args: object) -> unify.Expansion:
+        where[0] = "class 2"
+        return real_expand(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Module, "lexical_path", lexical_path)
+    monkeypatch.setattr(unify, "expand", expand)
+    if not warm:
+        monkeypatch.setattr(chain_warmer.ChainWarmer, "add_points", lambda self, raw: None)
+    pipeline.aggregate(find_inputs([str(meas)]), pipeline.Options(output=str(out), jobs=jobs, progress=False))
+    monkeypatch.undo()
+    return counts
+
+
+def test_class_two_finds_the_chains_done_and_the_database_is_the_same(meas: Path, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    cold = _run(meas, tmp_path / "off.d", monkeypatch, warm=False, cache=tmp_path / "cache-off")
+    assert cold["phase 1"] == 0 and cold["class 2"] > 100  # without the warmer class 2 does it all
+    # A cold cache: the structure file is parsed after the first batch's offsets arrive (they wait for it);
+    # then a warm cache: it is mapped before them.
+    for label in ("cold", "warm"):
+        got = _run(meas, tmp_path / f"{label}.d", monkeypatch, warm=True, cache=tmp_path / "cache-on")
+        assert got == {"phase 1": cold["class 2"], "class 2": 0}, label  # each statement once, all in phase 1
+        for name in FILES:
+            assert filecmp.cmp(tmp_path / "off.d" / name, tmp_path / f"{label}.d" / name, shallow=False), name
+    assert os.listdir(tmp_path / "cache-on")  # (the second run did use the parsed-structure cache)
+
+
+def test_workers_and_warmer_give_the_same_database(meas: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    _run(meas, tmp_path / "j1.d", monkeypatch, warm=False, cache=tmp_path / "c1")
+    got = _run(meas, tmp_path / "j2.d", monkeypatch, warm=True, cache=tmp_path / "c2", jobs=2)
+    assert got["class 2"] == 0
+    for name in FILES:
+        assert filecmp.cmp(tmp_path / "j1.d" / name, tmp_path / "j2.d" / name, shallow=False), name
