@@ -198,7 +198,9 @@ def write_outputs(c2: unified_tables.ClassTwo, tmp: str, jobs: int, options: Opt
             """meta.db, the metric taxonomy and src/: rank 0 writes them beside its share of phase 2 (while its
             workers run, or between its tasks), as nothing else needs them; the other ranks do not wait."""
             start = progress.elapsed()
-            meta = copy_sources.copy_sources(c2.meta, tmp, options.replace_paths)[0] if options.sources else c2.meta
+            meta = c2.meta()
+            if options.sources:
+                meta = copy_sources.copy_sources(meta, tmp, options.replace_paths)[0]
             metadb.write_metadb(os.path.join(tmp, database.META), meta)
             os.makedirs(os.path.join(tmp, "metrics"))
             metricsyaml.write_metrics_yaml(os.path.join(tmp, database.METRICS_YAML), c2.metrics.taxonomy())

@@ -48,7 +48,7 @@ class ClassTwo:
     loadmaps: list[tuple[LoadModule, ...]]       # the distinct load maps (ProfileTable.loadmap)
     id_tuples: Ragged             # profile.db IDENTIFIER rows, same order
     trace_reserve: np.ndarray     # int64 records reserved per profile in trace.db
-    meta: metadb.MetaDB
+    meta_source: MetaSource | None  # what meta.db is made of (rank 0 only: not sent to other ranks)
     n_ctx: int
     warnings: list[str] = field(default_factory=list)
     binaries: list[str] = field(default_factory=list)  # binaries read in place of structure files
@@ -58,6 +58,32 @@ class ClassTwo:
     @property
     def n_prop_ids(self) -> int:
         return int(self.prop.max()) + 1 if self.prop.size else 0
+
+    def meta(self) -> metadb.MetaDB:
+        """meta.db's contents, made when first asked for: by rank 0, beside its share of phase 2 (the other
+        ranks need none of it, so class 2, which they wait for, does not build it)."""
+        if self.meta_source is None:
+            raise RuntimeError("meta.db's contents are only where class 2 was assembled (rank 0)")
+        return self.meta_source.build()
+
+    def __getstate__(self) -> dict[str, object]:
+        return dict(self.__dict__, meta_source=None)  # another rank never writes meta.db
+
+
+@dataclass
+class MetaSource:
+    """What meta.db is made of, before its tables are built."""
+
+    tree: unify.UnifiedTree
+    title: str
+    id_names: list[str]
+    metrics: list[metadb.Metric]
+
+    def build(self) -> metadb.MetaDB:
+        ctree, funcs, modules, files = unify.meta_tables(self.tree)
+        return metadb.MetaDB(title=self.title, id_names=self.id_names, metrics=self.metrics, modules=modules,
+                             module_flags=np.zeros(len(modules), np.uint32), files=files,
+                             file_flags=np.zeros(len(files), np.uint32), functions=funcs, contexts=ctree)
 
 
 # -- classifier ------------------------------------------------------------------------------------------
@@ -237,12 +263,9 @@ def assemble(disc: Discovery, classifier: lx.Classifier, env: Phase1Env, *, stat
     if len(profiles) >= 0xFFFFFFFF:
         raise HpcsaError(None, "too many profiles for one database")
 
-    ctree, funcs, modules, files = unify.meta_tables(tree)
     names = disc.id_names or dict(enumerate(metadb.DEFAULT_ID_NAMES))
     id_names = [names[k] for k in sorted(names)]
-    meta = metadb.MetaDB(title=title or "<unnamed>", id_names=id_names, metrics=metrics.metadb_metrics(),
-                         modules=modules, module_flags=np.zeros(len(modules), np.uint32), files=files,
-                         file_flags=np.zeros(len(files), np.uint32), functions=funcs, contexts=ctree)
+    meta = MetaSource(tree, title or "<unnamed>", id_names, metrics.metadb_metrics())
     c2 = ClassTwo(env.seed, disc.raw.nodes["h1"].copy(), disc.raw.nodes["h2"].copy(), full, rel, arrays,
                   trace_id, metrics, prop, env, profiles, disc.metric_tables, disc.loadmaps, tuples,
                   profiles.trace_records, meta, len(tree), list(warnings or []), binaries)
