@@ -65,8 +65,16 @@ class Placement:
     n_aside: np.ndarray
 
 
+def position_type(place: Placement) -> np.dtype:
+    """The narrowest type for positions in the profiles' indexes and aside blobs: 16 bits where no profile has
+    65,536 contexts or aside entries (twice the ranges per pass in the same POSITIONS_BYTES), else 32."""
+    most = max([int(place.n_ctxs.max(initial=0)), int(place.n_aside.max(initial=0))])
+    return np.dtype(np.uint16) if most <= np.iinfo(np.uint16).max else np.dtype(np.uint32)
+
+
 def bound_positions(fd: int, offsets: np.ndarray, counts: np.ndarray, rec: np.dtype, field: str,
-                    bounds: np.ndarray, start: np.ndarray | None, share: float) -> np.ndarray:
+                    bounds: np.ndarray, start: np.ndarray | None, share: float,
+                    dtype: np.dtype | type = np.uint32) -> np.ndarray:
     """[regions, len(bounds)] positions of ``bounds`` among the records of each file region (``counts``
     records of type ``rec`` at ``offsets``, sorted by ``field``), reading each region only from ``start``
     (the positions of ``bounds[0]``, when known) to just past ``bounds[-1]``: a guess of ``share`` of the
@@ -75,7 +83,7 @@ def bound_positions(fd: int, offsets: np.ndarray, counts: np.ndarray, rec: np.dt
     Regions are taken SEARCH_REGIONS at a time, each round reading one slice of every region still short
     (:func:`read_slices`) and counting, for all of them at once, the records below each bound."""
     bounds = np.asarray(bounds, np.int64)
-    out = np.zeros((len(offsets), len(bounds)), np.uint32)  # 4 bytes x regions x bounds: a pass of ranges
+    out = np.zeros((len(offsets), len(bounds)), dtype)  # (2 or 4 bytes) x regions x bounds: a pass of ranges
     size = rec.itemsize
     last = int(bounds[-1]) if len(bounds) else 0
     begin = np.zeros(len(offsets), np.int64) if start is None else start.astype(np.int64)
@@ -139,9 +147,10 @@ class ScratchProfiles:
     def positions(self, bounds: np.ndarray, start: np.ndarray | None = None, share: float = 1.0) -> np.ndarray:
         """[profiles + 1, len(bounds)] index positions of each context bound in each profile's index (row 0,
         the summary, is empty); see :func:`bound_positions`."""
-        out = np.zeros((len(self), len(bounds)), np.uint32)
+        dtype = position_type(self.place)
+        out = np.zeros((len(self), len(bounds)), dtype)
         out[1:] = bound_positions(self.fd, self.index_offsets(), self.place.n_ctxs, CTX_INDEX, "ctxId", bounds,
-                                  None if start is None else start[1:], share)
+                                  None if start is None else start[1:], share, dtype)
         return out
 
 
@@ -160,7 +169,7 @@ class AsideBlobs:
     def positions(self, bounds: np.ndarray, start: np.ndarray | None = None, share: float = 1.0) -> np.ndarray:
         """[blobs with entries, len(bounds)] entry positions of each context bound (:func:`bound_positions`)."""
         return bound_positions(self.fd, self.place.aside_offset[self.has], self.place.n_aside[self.has], ASIDE,
-                               "ctx", bounds, start, share)
+                               "ctx", bounds, start, share, position_type(self.place))
 
     def read(self, at_lo: np.ndarray, at_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Entries at_lo..at_hi of every blob: (ctx, key, profile index, value)."""
@@ -402,12 +411,12 @@ def transpose_ranges(pms_path: str, aside_path: str, cct_path: str, place: Place
 
     Where the range bounds fall in each profile's context index is found in passes over the ranges, each
     reading every index from where the last pass ended to just past its own last bound; a pass covers as
-    many ranges as fit 4 bytes per profile and bound in POSITIONS_BYTES (all of them, up to a few thousand
+    many ranges as fit 2 (or 4) bytes per profile and bound in POSITIONS_BYTES (all of them, up to a few thousand
     profiles), so that memory does not grow with profiles x ranges, the square of the profiles."""
     src = ScratchProfiles(pms_path, place)
     aside = AsideBlobs(aside_path, place)
     fd = os.open(cct_path, os.O_WRONLY)
-    per_pass = max(1, POSITIONS_BYTES // (4 * (len(place.n_values) + 1)) - 1)
+    per_pass = max(1, POSITIONS_BYTES // (position_type(place).itemsize * (len(place.n_values) + 1)) - 1)
     n_ctx = layout.n_ctxs
     byte_at = np.append(layout.offsets, layout.offsets[-1] + layout.block_size()[-1] if n_ctx else 0)
     try:

@@ -155,8 +155,10 @@ def test_phase1_batches_shrink_toward_the_end(workers: int) -> None:
     assert _batches(ProfileInputs.of([]), workers) == []
 
 
-@pytest.mark.parametrize(("positions", "window"), [(8, 1 << 30), (4 << 20, 5000), (4 << 20, 1)])
-def test_transpose_in_many_small_passes_gives_the_same_database(positions: int, window: int, tmp_path: Path,
+@pytest.mark.parametrize(("positions", "window", "wide"), [(8, 1 << 30, False), (4 << 20, 5000, False),
+                                                       (4 << 20, 1, False), (8, 1 << 30, True)])
+def test_transpose_in_many_small_passes_gives_the_same_database(positions: int, window: int, wide: bool,
+                                                                tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """cct.db and the summary do not depend on how the contexts are cut into ranges, nor on how many passes
     over the profiles' indexes find the range bounds (one range per pass, each pass reading every index
@@ -176,6 +178,11 @@ def test_transpose_in_many_small_passes_gives_the_same_database(positions: int, 
     monkeypatch.setattr(transpose, "POSITIONS_BYTES", positions)
     monkeypatch.setattr(transpose, "WINDOW_BYTES", window)
     monkeypatch.setattr(transpose, "MIN_READ", 1)
+    if wide:  # the 32-bit positions of profiles with 65,536 contexts or more
+        monkeypatch.setattr(transpose, "position_type", lambda place: np.dtype(np.uint32))
+    else:
+        assert transpose.position_type(transpose.Placement(*([np.array([1, 65535])] * 6))) == np.uint16
+        assert transpose.position_type(transpose.Placement(*([np.array([65536])] * 6))) == np.uint32
     real = transpose.bound_positions
     real_window = transpose.read_window
     windows = []
@@ -197,7 +204,7 @@ def test_transpose_in_many_small_passes_gives_the_same_database(positions: int, 
 
     def short_guess(*args: object) -> np.ndarray:
         passes.append(1)
-        return real(*args[:-1], 0.0)  # type: ignore[arg-type]
+        return real(*args[:7], 0.0, *args[8:])  # type: ignore[arg-type]
 
     monkeypatch.setattr(transpose, "bound_positions", short_guess)
     small = tmp_path / "small.d"
