@@ -22,21 +22,41 @@ in-process runs (one process, and 2 ranks under mpiexec) and a cProfile of the l
 
 from __future__ import annotations
 
-import argparse
-import cProfile
-import io
-import json
 import os
-import platform
-import pstats
-import re
-import shutil
-import subprocess
 import sys
-import tempfile
-from pathlib import Path
 
-import numpy as np
+
+def as_rank(argv: list[str]) -> None:
+    """Run ``hpcsa`` and print this process's CPU seconds (its workers' included) on stderr: ``CPU rank s``.
+    Dispatched before the benchmark's own imports, so that a rank starts as the ``hpcsa`` command does."""
+    import resource
+
+    from hpcsa.cli import main as hpcsa_main
+
+    rc = hpcsa_main(argv)
+    cpu = sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+              for f in ("ru_utime", "ru_stime"))
+    sys.stderr.write(f"\nCPU {os.environ.get('PMI_RANK', '0')} {cpu:.3f}\n")  # one write: ranks share the pipe
+    sys.stderr.flush()
+    sys.exit(rc)
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--as-rank"]:
+    as_rank(sys.argv[2:])
+
+import argparse  # noqa: E402  (after the rank's dispatch above)
+import cProfile  # noqa: E402
+import io  # noqa: E402
+import json  # noqa: E402
+import platform  # noqa: E402
+import pstats  # noqa: E402
+import re  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -83,20 +103,6 @@ def in_process(meas: Path, out: Path, jobs: int) -> dict[str, float]:
     from hpcsa.aggregate.prof.inputs import find_inputs
 
     return pipeline.aggregate(find_inputs([str(meas)]), pipeline.Options(output=str(out), jobs=jobs, progress=False)).timings
-
-
-def as_rank(argv: list[str]) -> None:
-    """Run ``hpcsa`` and print this process's CPU seconds (its workers' included) on stderr: ``CPU rank s``."""
-    import resource
-
-    from hpcsa.cli import main as hpcsa_main
-
-    rc = hpcsa_main(argv)
-    cpu = sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-              for f in ("ru_utime", "ru_stime"))
-    sys.stderr.write(f"\nCPU {os.environ.get('PMI_RANK', '0')} {cpu:.3f}\n")  # one write: ranks share the pipe
-    sys.stderr.flush()
-    sys.exit(rc)
 
 
 def cpu_of(err: str) -> tuple[float, float]:
@@ -164,8 +170,6 @@ def main() -> None:
     ap.add_argument("--no-phases", action="store_true", help="skip the phase timings and the cProfile")
     ap.add_argument("--output", type=Path, default=RESULTS, help="file --record writes")
     ap.add_argument("--mpi-phases", nargs=3, metavar=("MEAS", "OUT", "JOBS"), help=argparse.SUPPRESS)
-    if sys.argv[1:2] == ["--as-rank"]:
-        as_rank(sys.argv[2:])
     args = ap.parse_args()
     if args.mpi_phases:
         mpi_phases(args.mpi_phases[0], args.mpi_phases[1], int(args.mpi_phases[2]))
