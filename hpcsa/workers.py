@@ -223,6 +223,24 @@ class DynamicRun:
             pool.apply_async(_indexed, ((key, fn, args),), callback=self._done.put,
                              error_callback=lambda exc, key=key: self._done.put((key, exc)))
 
+    def finished(self) -> Iterator[tuple[Any, Any]]:
+        """The results the workers have sent back already, without waiting for more (a forked pool)."""
+        while self._in_flight:
+            try:
+                key, result = self._done.get_nowait()
+            except self._empty:
+                return
+            self._in_flight -= 1
+            yield key, self._checked(result)
+
+    @staticmethod
+    def _checked(result: Any) -> Any:
+        if isinstance(result, _Failure):
+            result.raise_it()
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
     def __iter__(self) -> Iterator[tuple[Any, Any]]:
         if self.pool._pool is None:
             while self._heap:
@@ -243,11 +261,7 @@ class DynamicRun:
                 except self._empty:
                     self.pool._check_workers()
             self._in_flight -= 1
-            if isinstance(result, _Failure):
-                result.raise_it()
-            if isinstance(result, BaseException):
-                raise result
-            yield key, result
+            yield key, self._checked(result)
 
 
 class Tickets:

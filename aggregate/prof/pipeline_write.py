@@ -267,9 +267,13 @@ def phase2_share(c2: unified_tables.ClassTwo, sinks: profile_values.Sinks, alloc
     batches = phase2_batches(c2.profiles.inputs.cost.tolist(), jobs * transport.size)
     state = Phase2State.empty(c2)
     done = 0
-    with LocalPool(min(jobs, len(batches)) or 1, shared=(c2, sinks, traces)) as pool:
+    # This process works beside jobs - 1 forked workers (as in phase 3): -j N keeps N processes busy, where
+    # N workers and a parent handing them batches of a few milliseconds each would share N CPUs.
+    helpers = min(jobs, len(batches)) - 1
+    with LocalPool(max(1, helpers), shared=(c2, sinks, traces), fork=helpers > 0) as pool:
         for k, part in run_shared(pool, phase2_task, transport.tasks("phase 2", len(batches)),
-                                  lambda k: (batches[k],), tasks_ahead(jobs), meanwhile=aside):
+                                  lambda k: (batches[k],), 2 * helpers if helpers > 0 else tasks_ahead(1),
+                                  meanwhile=aside, parent_works=True):
             profile_values.store(part, sinks, allocate)  # blobs a worker could not place (an MPI rank's workers)
             state.add(part)
             done += len(batches[k])

@@ -143,7 +143,8 @@ def run_shared(pool: LocalPool, fn: Callable[..., Any], share: Iterator[int], ar
     ``meanwhile()``, other work of this process, runs once the first tasks are with the workers (a forked
     pool), or after the first task (inline), or at the end when the rank got no task. ``parent_works``:
     with a forked pool, this process runs tasks too, taking the next one whenever it has handed its last
-    result on (then ``ahead`` is best the number of workers: one task each)."""
+    result on, and after each gives every worker that has sent a result back its next task (``ahead``:
+    the tasks the workers hold, running or waiting; two each keep them busy while this process runs one)."""
     tasks = DynamicRun(pool)
 
     def more() -> None:
@@ -161,6 +162,10 @@ def run_shared(pool: LocalPool, fn: Callable[..., Any], share: Iterator[int], ar
         tasks.start()
         for k in share:
             yield k, fn(pool.shared, *args_of(k))
+            for key, result in tasks.finished():
+                more()
+                tasks.start()
+                yield key, result
     for k, result in tasks:
         if meanwhile is not None:
             meanwhile()

@@ -9,6 +9,7 @@ scaled and thinned, traces shifted), given as two measurement directories.
 from __future__ import annotations
 
 import filecmp
+import os
 from pathlib import Path
 
 import numpy as np
@@ -272,3 +273,39 @@ def test_trace_lines_of_a_batch_are_each_profiles_own(hpctoolkit_data: Path, mon
         assert index == i and (glo, ghi) == (lo, hi)
         assert list(zip(elem["timestamp"].tolist(), elem["ctxId"].tolist(), strict=True)) == want, i
         assert sum(tid == 0 for _, tid in want) < sum(tid == 0 for _, tid in line)  # blanks dropped
+
+
+def test_with_workers_the_main_process_reads_and_propagates_too(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """-j 2 is two busy processes, not two workers and a parent handing them work: the main process surveys
+    (phase 1) and propagates (phase 2) batches beside one forked worker; the database is -j 1's."""
+    from hpcsa.aggregate.prof import pipeline, profile_values, survey
+    from hpcsa.aggregate.prof.inputs import find_inputs
+    from hpcsa.ingest.synth import SynthSpec
+    from hpcsa.ingest.synthdir import generate
+
+    meas = tmp_path / "app.m"
+    generate(meas, SynthSpec.preset("cpu", 64, contexts=800, seed=2))
+    ref = tmp_path / "j1.d"
+    pipeline.aggregate(find_inputs([str(meas)]), pipeline.Options(output=str(ref), jobs=1, progress=False))
+    log = tmp_path / "pids"
+
+    def logged(fn, phase):
+        def run(*args, **kwargs):
+            with open(log, "a") as f:  # forked workers inherit this wrapper
+                f.write(f"{phase} {os.getpid()}\n")
+            return fn(*args, **kwargs)
+        return run
+
+    monkeypatch.setattr(survey, "survey_profiles", logged(survey.survey_profiles, "1"))
+    monkeypatch.setattr(profile_values, "process_batch", logged(profile_values.process_batch, "2"))
+    out = tmp_path / "j2.d"
+    pipeline.aggregate(find_inputs([str(meas)]), pipeline.Options(output=str(out), jobs=2, progress=False))
+    by_phase: dict[str, set[str]] = {}
+    for line in log.read_text().split("\n")[:-1]:
+        phase, pid = line.split()
+        by_phase.setdefault(phase, set()).add(pid)
+    for phase in ("1", "2"):
+        assert str(os.getpid()) in by_phase[phase] and len(by_phase[phase]) == 2, (phase, by_phase)
+    for name in ("meta.db", "profile.db", "cct.db", "trace.db"):
+        assert filecmp.cmp(ref / name, out / name, shallow=False), name

@@ -93,6 +93,37 @@ def test_dynamic_run_takes_tasks_submitted_while_iterating(jobs):
     assert got == {"a": 2, "b": 10}
 
 
+def _slow_square(shared, x):
+    import time
+
+    time.sleep(0.05 * shared)
+    return x * x
+
+
+def test_dynamic_run_finished_hands_over_what_has_arrived_without_waiting():
+    """A parent that works beside its workers takes their results between its own tasks: finished() gives
+    what has arrived (nothing before it has), never waits, and with iterating gives each result once."""
+    import time
+
+    from hpcsa.workers import DynamicRun
+
+    with LocalPool(1, shared=1, fork=True) as pool:
+        assert pool.forked
+        run = DynamicRun(pool)
+        for x in range(4):
+            run.submit(x, _slow_square, (x,))
+        run.start()
+        t = time.perf_counter()
+        assert list(run.finished()) == []  # the first result takes 50 ms
+        assert time.perf_counter() - t < 0.04
+        time.sleep(0.3)
+        early = dict(run.finished())
+        assert early and set(early) <= {0, 1, 2, 3}
+        late = dict(run)
+        assert not set(early) & set(late)
+        assert {**early, **late} == {x: x * x for x in range(4)}
+
+
 def test_dynamic_run_killed_worker_is_one_error():
     from hpcsa.workers import DynamicRun
 
