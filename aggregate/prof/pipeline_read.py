@@ -149,30 +149,25 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
     seen_modules: set[int] = set()
     batches = _batches(inputs.profiles, jobs * transport.size)
     share = transport.tasks(f"phase 1, seed {env.seed}", len(batches))
-    # This process reads batches too, beside jobs - 1 forked workers (as in phases 2 and 3): -j N keeps N
-    # processes busy, where N workers and a parent busy with their reports, the structure files and the
-    # chains would share N CPUs.
-    helpers = min(jobs, len(batches) + len(cpu_structs)) - 1
-    with LocalPool(max(1, helpers), shared=env, fork=helpers > 0) as pool:
+    with LocalPool(min(jobs, len(batches) + len(cpu_structs)) or 1, shared=env) as pool:
         tasks = DynamicRun(pool)
 
-        def take() -> int | None:
-            return next(share, None)
-
         def more() -> None:
-            i = take()
+            i = next(share, None)
             if i is not None:
                 tasks.submit(("profiles", i), phase1_task, ("profiles", inputs.profiles.take(batches[i])),
                              priority=float(i))
 
-        def handle(kind: str, result: Any) -> None:
-            nonlocal parts
+        for _ in range(tasks_ahead(jobs)):
+            more()
+        for (kind, _), result in tasks:
             if kind == "struct":
                 entries = struct_result(result)
                 structs.extend(entries)
                 if warmer is not None:
                     warmer.add_structs(entries)
-                return
+                continue
+            more()
             parts.append(result)
             if progress is not None:
                 progress.advance(len(result.profiles))
@@ -194,25 +189,6 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
                 warmer.add_points(result.raw)
             if len(parts) >= MERGE_EVERY:
                 parts = [survey.merge(parts)]
-
-        if pool.forked:  # the workers hold two tasks each (one waits while this process reads a batch)
-            for _ in range(2 * helpers):
-                more()
-            tasks.start()
-            for i in iter(take, None):
-                handle("profiles", phase1_task(env, "profiles", inputs.profiles.take(batches[i])))
-                for (kind, _), result in tasks.finished():
-                    if kind == "profiles":
-                        more()
-                    handle(kind, result)
-                tasks.start()
-        else:
-            for _ in range(tasks_ahead(jobs)):
-                more()
-        for (kind, _), result in tasks:
-            if kind == "profiles":
-                more()
-            handle(kind, result)
     return survey.merge(parts), structs
 
 

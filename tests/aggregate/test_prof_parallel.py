@@ -275,11 +275,11 @@ def test_trace_lines_of_a_batch_are_each_profiles_own(hpctoolkit_data: Path, mon
         assert sum(tid == 0 for _, tid in want) < sum(tid == 0 for _, tid in line)  # blanks dropped
 
 
-def test_with_workers_the_main_process_reads_and_propagates_too(tmp_path: Path,
+def test_with_workers_the_main_process_propagates_too(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    """-j 2 is two busy processes, not two workers and a parent handing them work: the main process surveys
-    (phase 1) and propagates (phase 2) batches beside one forked worker; the database is -j 1's."""
-    from hpcsa.aggregate.prof import pipeline, profile_values, survey
+    """Phase 2 at -j 2 is two busy processes, not two workers and a parent handing them batches of a few
+    milliseconds: the main process propagates batches beside one forked worker; the database is -j 1's."""
+    from hpcsa.aggregate.prof import pipeline, profile_values
     from hpcsa.aggregate.prof.inputs import find_inputs
     from hpcsa.ingest.synth import SynthSpec
     from hpcsa.ingest.synthdir import generate
@@ -297,7 +297,6 @@ def test_with_workers_the_main_process_reads_and_propagates_too(tmp_path: Path,
             return fn(*args, **kwargs)
         return run
 
-    monkeypatch.setattr(survey, "survey_profiles", logged(survey.survey_profiles, "1"))
     monkeypatch.setattr(profile_values, "process_batch", logged(profile_values.process_batch, "2"))
     out = tmp_path / "j2.d"
     pipeline.aggregate(find_inputs([str(meas)]), pipeline.Options(output=str(out), jobs=2, progress=False))
@@ -305,7 +304,6 @@ def test_with_workers_the_main_process_reads_and_propagates_too(tmp_path: Path,
     for line in log.read_text().split("\n")[:-1]:
         phase, pid = line.split()
         by_phase.setdefault(phase, set()).add(pid)
-    for phase in ("1", "2"):
-        assert str(os.getpid()) in by_phase[phase] and len(by_phase[phase]) == 2, (phase, by_phase)
+    assert str(os.getpid()) in by_phase["2"] and len(by_phase["2"]) == 2, by_phase
     for name in ("meta.db", "profile.db", "cct.db", "trace.db"):
         assert filecmp.cmp(ref / name, out / name, shallow=False), name
