@@ -198,7 +198,7 @@ def write_outputs(c2: unified_tables.ClassTwo, tmp: str, jobs: int, options: Opt
             """meta.db, the metric taxonomy and src/: rank 0 writes them beside its share of phase 2 (while its
             workers run, or between its tasks), as nothing else needs them; the other ranks do not wait."""
             start = progress.elapsed()
-            meta = c2.meta()
+            meta = c2.take_meta()
             if options.sources:
                 meta = copy_sources.copy_sources(meta, tmp, options.replace_paths)[0]
             metadb.write_metadb(os.path.join(tmp, database.META), meta)

@@ -59,12 +59,14 @@ class ClassTwo:
     def n_prop_ids(self) -> int:
         return int(self.prop.max()) + 1 if self.prop.size else 0
 
-    def meta(self) -> metadb.MetaDB:
-        """meta.db's contents, made when first asked for: by rank 0, beside its share of phase 2 (the other
-        ranks need none of it, so class 2, which they wait for, does not build it)."""
+    def take_meta(self) -> metadb.MetaDB:
+        """meta.db's contents, made when asked for, once: by rank 0, beside its share of phase 2 (the other
+        ranks need none of it, so class 2, which they wait for, does not build it). What it is made of (the
+        context tree with a Python tuple per scope) is let go, not held through phase 3."""
         if self.meta_source is None:
-            raise RuntimeError("meta.db's contents are only where class 2 was assembled (rank 0)")
-        return self.meta_source.build()
+            raise RuntimeError("meta.db's contents are only where class 2 was assembled (rank 0), once")
+        source, self.meta_source = self.meta_source, None
+        return source.build()
 
     def __getstate__(self) -> dict[str, object]:
         return dict(self.__dict__, meta_source=None)  # another rank never writes meta.db
