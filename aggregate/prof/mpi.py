@@ -54,6 +54,7 @@ LAUNCHER_VARIABLES = (("PMI_RANK", "PMI_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_C
 LOCAL_SIZE_VARIABLES = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_COMM_WORLD_LOCAL_SIZE",
                         "SLURM_NTASKS_PER_NODE")
 COUNTER_SLOTS = 64
+POLL_MAX_SLEEP = 2.5e-4  # seconds between polls of a rank waiting for a message, at most (see MpiTransport._idle)
 INSTALL_HINT = "pip install 'hpcsa[mpi]' (mpi4py and MPICH)"
 
 
@@ -229,11 +230,13 @@ class MpiTransport:
     @staticmethod
     def _idle(done: Callable[[], bool]) -> None:
         """Wait for ``done()`` sleeping between polls (MPICH's blocking calls spin: a rank waiting for rank 0's
-        class-2 work would take a core from it, or from its own workers)."""
+        class-2 work would take a core from it, or from its own workers). A message of a few hundred KiB
+        moves only when both ranks poll (a handshake of several steps), so the sleeps stay short: at most
+        0.25 ms (a few per cent of a core while waiting; 2 ms cost each step of a handover milliseconds)."""
         delay = 1e-5
         while not done():
             time.sleep(delay)
-            delay = min(2 * delay, 2e-3)
+            delay = min(2 * delay, POLL_MAX_SLEEP)
 
     def abort(self, code: int) -> None:
         """End every rank now (a rank failed outside the protocol: nobody may wait for it)."""
