@@ -18,6 +18,16 @@ def sorted_unique(values: np.ndarray, kind: Literal["quicksort", "stable"] = "qu
     return values[run_starts(values)]
 
 
+def sorted_unique_rows(*cols: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The distinct rows of these columns (first column most significant), sorted: one ``np.lexsort`` and a
+    neighbour comparison (``np.unique`` of the columns as records of a structured array is about 30 times
+    slower)."""
+    order = np.lexsort(cols[::-1])
+    cols = tuple(c[order] for c in cols)
+    first = run_starts(*cols) if len(order) else np.zeros(0, bool)
+    return tuple(c[first] for c in cols)
+
+
 def run_starts(*cols: np.ndarray) -> np.ndarray:
     """For rows sorted by these columns: True where a run of equal rows (all columns equal) begins."""
     first = np.zeros(len(cols[0]), bool)

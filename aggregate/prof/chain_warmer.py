@@ -18,6 +18,7 @@ import numpy as np
 
 from hpcsa.aggregate.prof import lexical as lx
 from hpcsa.aggregate.prof import rawtree
+from hpcsa.arrays import sorted_unique_rows
 from hpcsa.structure.model import Module
 
 
@@ -61,9 +62,8 @@ class ChainWarmer:
         points = nodes[((kind == rawtree.CCT) & (nodes["module"] != 0)) | (kind == rawtree.POINT)]
         if not len(points):
             return
-        pairs = np.unique(points[["module", "ip"]])
         fresh: dict[int, list[int]] = defaultdict(list)
-        for h, ip in pairs.tolist():
+        for h, ip in zip(*(c.tolist() for c in sorted_unique_rows(points["module"], points["ip"])), strict=True):
             if (h, ip) not in self._seen:
                 self._seen.add((h, ip))
                 fresh[h].append(ip)

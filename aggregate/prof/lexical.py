@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from hpcsa.aggregate.db.metadb_model import INLINED_CALL, LEXICAL  # relations, as meta.db codes them
+from hpcsa.arrays import sorted_unique
 from hpcsa.errors import HpcsaError
 from hpcsa.structure.model import LexStep, Module
 
@@ -165,7 +166,7 @@ class StructExpander:
         if not self.has_data:
             return
         leaves = self.lookup(offsets)
-        for leaf in np.unique(leaves[leaves >= 0]).tolist():
+        for leaf in sorted_unique(leaves[leaves >= 0]).tolist():
             self.chain(leaf)
         self.module.release_pages()
 

@@ -38,7 +38,7 @@ from hpcsa.aggregate.db.metadb_model import CALL, INLINED_CALL, LEXICAL
 from hpcsa.aggregate.prof import lexical as lx
 from hpcsa.aggregate.prof import rawtree
 from hpcsa.aggregate.prof.gpu_contexts import RECONSTRUCTED, frame_name
-from hpcsa.arrays import run_starts
+from hpcsa.arrays import sorted_unique_rows
 from hpcsa.errors import HpcsaError
 from hpcsa.ingest.placeholders import (
     FENCE_MAIN,
@@ -134,12 +134,9 @@ def expand(raw: rawtree.RawNodes, classifier: lx.Classifier, graphs: dict[int, C
                ((kind == rawtree.FRAME) & (nodes["flag"] == step_call))
     # Classify every distinct (module, address) once, per module (vectorized lookups).
     chains: dict[tuple[int, int], tuple[lx.Step, ...]] = {}
-    mods, ips_all = nodes["module"][is_point], nodes["ip"][is_point]
-    order = np.lexsort((ips_all, mods))  # (np.unique of the two fields as records: 30 times slower)
-    mods, ips_all = mods[order], ips_all[order]
-    first = run_starts(mods, ips_all)
+    mods, ips_all = sorted_unique_rows(nodes["module"][is_point], nodes["ip"][is_point])
     by_module: dict[int, list[int]] = defaultdict(list)
-    for m, ip in zip(mods[first].tolist(), ips_all[first].tolist(), strict=True):
+    for m, ip in zip(mods.tolist(), ips_all.tolist(), strict=True):
         by_module[m].append(ip)
     for m, ips in by_module.items():
         for ip, steps in zip(ips, classifier.expand(key_of.get(m, ""), ips), strict=True):

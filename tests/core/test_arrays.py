@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hpcsa.arrays import rank_in_runs, run_starts, sorted_unique
+from hpcsa.arrays import rank_in_runs, run_starts, sorted_unique, sorted_unique_rows
 
 
 @pytest.mark.parametrize("kind", ["quicksort", "stable"])
@@ -27,3 +27,15 @@ def test_runs_of_equal_rows_and_positions_in_them() -> None:
     assert rank_in_runs(run_starts(a, b)).tolist() == [0, 1, 0, 0, 0, 0]
     empty = np.zeros(0, np.int64)
     assert len(run_starts(empty)) == 0 and len(rank_in_runs(run_starts(empty))) == 0
+
+
+def test_sorted_unique_rows_is_np_unique_of_the_records() -> None:
+    rng = np.random.default_rng(3)
+    rec = np.zeros(500, [("module", "<u8"), ("ip", "<u8")])
+    rec["module"] = rng.integers(0, 4, 500).astype(np.uint64) << np.uint64(62)  # the high bit set too
+    rec["ip"] = rng.integers(0, 60, 500)
+    mods, ips = sorted_unique_rows(rec["module"], rec["ip"])
+    want = np.unique(rec)
+    assert mods.tolist() == want["module"].tolist() and ips.tolist() == want["ip"].tolist()
+    none = sorted_unique_rows(rec["module"][:0], rec["ip"][:0])
+    assert [len(c) for c in none] == [0, 0]
