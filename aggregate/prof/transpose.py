@@ -175,9 +175,11 @@ class AsideBlobs:
         """Entries at_lo..at_hi of every blob: (ctx, key, profile index, value)."""
         lo = at_lo.astype(np.int64)
         n = at_hi.astype(np.int64) - lo
-        raw = read_slices(self.fd, self.place.aside_offset[self.has] + lo * ASIDE.itemsize, n * ASIDE.itemsize)
+        some = np.flatnonzero(n)  # most blobs have no entry in a given range: no empty read for them
+        has, lo, n = self.has[some], lo[some], n[some]
+        raw = read_slices(self.fd, self.place.aside_offset[has] + lo * ASIDE.itemsize, n * ASIDE.itemsize)
         rec = np.frombuffer(raw, ASIDE)
-        prof = np.repeat(self.has + 1, n)
+        prof = np.repeat(has + 1, n)
         return rec["ctx"].astype(np.int64), rec["key"].astype(np.int64), prof.astype(np.int64), rec["value"].copy()
 
 

@@ -1,0 +1,100 @@
+"""Phase 3's reads of the scratch files: range bounds in the profiles' context indexes
+(:func:`transpose.bound_positions`) and the aside entries of a range (:class:`transpose.AsideBlobs`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hpcsa.aggregate.db.profiledb import CTX_INDEX
+from hpcsa.aggregate.prof import transpose
+from hpcsa.aggregate.prof.profile_values import ASIDE
+
+
+def _write(path: Path, blobs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The record arrays written one after the other, a few bytes apart (as blobs in a scratch file);
+    (offsets, counts)."""
+    offsets, parts, at = [], [], 0
+    for rec in blobs:
+        offsets.append(at)
+        parts += [rec.tobytes(), b"\xff" * 8]
+        at += rec.nbytes + 8
+    path.write_bytes(b"".join(parts))
+    return np.array(offsets, np.int64), np.array([len(r) for r in blobs], np.int64)
+
+
+def _sorted_keys(rng: np.random.Generator, n_ctx: int, regions: int) -> list[np.ndarray]:
+    keys = [np.sort(rng.choice(n_ctx, size=int(rng.integers(0, 400)), replace=False)) for _ in range(regions)]
+    return keys + [np.arange(n_ctx - 50, n_ctx), np.arange(10), np.array([n_ctx // 2]), np.arange(0, n_ctx, 7)]
+
+
+@pytest.mark.parametrize("share", [0.0, 0.05, 1.0])
+@pytest.mark.parametrize("known_start", [False, True])
+def test_bound_positions_are_each_regions_searchsorted(tmp_path: Path, share: float, known_start: bool,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Positions equal np.searchsorted in every region (more regions than are searched at once), whether the
+    first guess of how far to read is far too short, about right or everything, and when reading starts at
+    the known position of the first bound."""
+    monkeypatch.setattr(transpose, "MIN_READ", 1)
+    monkeypatch.setattr(transpose, "SEARCH_REGIONS", 16)
+    rng = np.random.default_rng(7)
+    keys = _sorted_keys(rng, 5000, 60)
+    recs = []
+    for k in keys:
+        rec = np.zeros(len(k), CTX_INDEX)
+        rec["ctxId"], rec["startIndex"] = k, np.arange(len(k))
+        recs.append(rec)
+    offsets, counts = _write(tmp_path / "index.scratch", recs)
+    bounds = np.array([2500, 2600, 3100, 4200, 4999, 5000])
+    expect = np.array([np.searchsorted(k, bounds) for k in keys])
+    start = np.array([np.searchsorted(k, bounds[0]) for k in keys]) if known_start else None
+    fd = os.open(tmp_path / "index.scratch", os.O_RDONLY)
+    try:
+        got = transpose.bound_positions(fd, offsets, counts, CTX_INDEX, "ctxId", bounds, start, share, np.uint16)
+    finally:
+        os.close(fd)
+    assert got.dtype == np.uint16 and (got == expect).all()
+
+
+def test_aside_entries_of_a_range_are_those_of_its_contexts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A range's aside entries are every blob's entries for its contexts, blob by blob, tagged with their
+    profile (1-based); blobs without an entry there contribute nothing (and are not read)."""
+    rng = np.random.default_rng(11)
+    keys = _sorted_keys(rng, 3000, 30)
+    blobs = []
+    for k in keys:
+        rec = np.zeros(len(k), ASIDE)
+        rec["ctx"], rec["key"], rec["value"] = k, rng.integers(0, 8, len(k)), rng.random(len(k))
+        blobs.append(rec)
+    blobs.insert(5, np.zeros(0, ASIDE))  # a profile without aside entries
+    path = tmp_path / "aside.scratch"
+    offsets, counts = _write(path, blobs)
+    zeros = np.zeros(len(blobs), np.int64)
+    place = transpose.Placement(zeros, zeros, zeros, zeros, offsets, counts)
+    aside = transpose.AsideBlobs(str(path), place)
+    real = transpose.read_slices
+    slices: list[int] = []
+
+    def counted(fd: int, at: np.ndarray, nbytes: np.ndarray) -> bytes:
+        slices.append(len(at))
+        assert (nbytes > 0).all()
+        return real(fd, at, nbytes)
+
+    bounds = np.array([0, 7, 1000, 1001, 2990, 3000])
+    try:
+        pos = aside.positions(bounds)
+        monkeypatch.setattr(transpose, "read_slices", counted)
+        for k in range(len(bounds) - 1):
+            ctx, key, prof, value = aside.read(pos[:, k], pos[:, k + 1])
+            inside = [b[(b["ctx"] >= bounds[k]) & (b["ctx"] < bounds[k + 1])] for b in blobs]
+            want = [(i + 1, r) for i, rows in enumerate(inside) for r in rows]
+            assert prof.tolist() == [p for p, _ in want]
+            assert ctx.tolist() == [int(r["ctx"]) for _, r in want]
+            assert key.tolist() == [int(r["key"]) for _, r in want]
+            assert value.tolist() == [float(r["value"]) for _, r in want]
+            assert slices[-1] == len({p for p, _ in want})
+    finally:
+        aside.close()
