@@ -31,6 +31,7 @@ def as_rank(argv: list[str]) -> None:
     Dispatched before the benchmark's own imports, so that a rank starts as the ``hpcsa`` command does."""
     import resource
 
+    from hpcsa.cli import leave
     from hpcsa.cli import main as hpcsa_main
 
     rc = hpcsa_main(argv)
@@ -38,7 +39,7 @@ def as_rank(argv: list[str]) -> None:
               for f in ("ru_utime", "ru_stime"))
     sys.stderr.write(f"\nCPU {os.environ.get('PMI_RANK', '0')} {cpu:.3f}\n")  # one write: ranks share the pipe
     sys.stderr.flush()
-    sys.exit(rc)
+    leave(rc)  # as the command exits
 
 
 if __name__ == "__main__" and sys.argv[1:2] == ["--as-rank"]:

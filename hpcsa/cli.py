@@ -9,9 +9,11 @@ one line ``hpcsa: error: <path>: <problem>`` and exit status 2.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from hpcsa import __version__, libdefaults
 from hpcsa.errors import HpcsaError
@@ -99,3 +101,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+
+
+def entry() -> None:
+    """The ``hpcsa`` command."""
+    leave(main())
+
+
+def leave(code: int) -> NoReturn:
+    """Exit without the interpreter's last garbage collections over every object still alive (gc.freeze):
+    they cost about 15 ms of each command with numpy loaded, and every file is closed by then."""
+    gc.freeze()
+    sys.exit(code)
