@@ -27,7 +27,6 @@ depend on the order profiles were read, nor on how many workers read them.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -234,49 +233,51 @@ class UnifiedTree:
 
 
 def canonical_ids(b: ContextBuilder) -> tuple[UnifiedTree, np.ndarray]:
-    """Ids by a depth-first walk with siblings sorted by (relation, scope); (tree, id of each provisional)."""
+    """Ids by a depth-first walk with siblings sorted by (relation, scope); (tree, id of each provisional).
+
+    Vectorized level by level: the distinct scopes are sorted once (the only comparisons of Python tuples),
+    siblings then by (parent, relation, scope rank); subtree sizes are summed bottom-up and each child's
+    pre-order id is its parent's plus one plus the sizes of the siblings before it, top-down."""
     nb = len(b)
-    b_parent, b_relation, b_scope = b.parent, b.relation, b.scope
-    children: list[list[int]] = [[] for _ in range(nb)]
-    for node in range(1, nb):
-        children[b_parent[node]].append(node)
-    sort_key: Callable[[int], tuple[int, lx.Scope]] = lambda c: (b_relation[c], b_scope[c])  # noqa: E731
-    order: list[int] = []
-    depth_of = [0] * nb
-    stack = [0]
-    while stack:
-        node = stack.pop()
-        order.append(node)
-        kids = children[node]
-        if kids:
-            kids.sort(key=sort_key)
-            d = depth_of[node] + 1
-            for c in kids:
-                depth_of[c] = d
-            stack.extend(reversed(kids))
-    n = len(order)
-    old = np.array(order, np.int64)
-    new_id = np.full(nb, -1, np.int64)
-    new_id[old] = np.arange(n)
+    parent_of = np.array(b.parent, np.int64)
+    relation_of = np.array(b.relation, np.int64)
+    rank_of = {sc: r for r, sc in enumerate(sorted(dict.fromkeys(b.scope)))}
+    scope_rank = np.fromiter(map(rank_of.__getitem__, b.scope), np.int64, nb)
+    # every node but the root, siblings adjacent and in their order: by (parent, relation, scope rank)
+    width = np.int64(len(rank_of) + 1)
+    key = (parent_of[1:] * (int(relation_of.max(initial=0)) + 2) + relation_of[1:] + 1) * width + scope_rank[1:]
+    kids = np.argsort(key, kind="stable") + 1
+    first_kid = np.searchsorted(parent_of[kids], np.arange(nb + 1))
+    levels = [np.zeros(1, np.int64)]  # nodes by depth, each level's in (parent, sibling) order
+    while True:
+        lo, hi = first_kid[levels[-1]], first_kid[levels[-1] + 1]
+        n_next = hi - lo
+        if not n_next.any():
+            break
+        levels.append(kids[np.repeat(lo - np.cumsum(n_next) + n_next, n_next) + np.arange(int(n_next.sum()))])
+    size = np.ones(nb, np.int64)
+    for level in reversed(levels[1:]):
+        np.add.at(size, parent_of[level], size[level])
+    new_id = np.zeros(nb, np.int64)
+    depth_of = np.zeros(nb, np.int64)
+    for d, level in enumerate(levels[1:], start=1):
+        par = parent_of[level]
+        before = np.cumsum(size[level]) - size[level]  # sizes of the level's earlier nodes ...
+        group = np.flatnonzero(np.r_[True, par[1:] != par[:-1]])
+        before -= np.repeat(before[group], np.diff(np.r_[group, len(level)]))  # ... of the same parent
+        new_id[level] = new_id[par] + 1 + before
+        depth_of[level] = d
+    n = int(sum(len(level) for level in levels))
+    if n != nb:
+        raise HpcsaError(None, "internal error: a context is not below the global context")
+    old = np.empty(n, np.int64)
+    old[new_id] = np.arange(nb)
     parent = np.full(n, -1, np.int32)
-    parent[1:] = new_id[np.array(b_parent, np.int64)[old[1:]]]
-    relation = np.array(b_relation, np.int8)[old]
-    scopes = [b_scope[o] for o in order]
-    depth = np.array(depth_of, np.int32)[old]
-    return UnifiedTree(parent, relation, scopes, depth, subtree_ends(parent, depth)), new_id
-
-
-def subtree_ends(parent: np.ndarray, depth: np.ndarray) -> np.ndarray:
-    """End (exclusive) of each node's subtree in a pre-order numbering: its id plus its subtree's size, the
-    sizes summed into parents one depth level at a time, deepest first (vectorized per level)."""
-    n = len(parent)
-    size = np.ones(n, np.int64)
-    by_depth = np.argsort(depth, kind="stable")
-    bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max()) + 2 if n else 1))
-    for d in range(len(bounds) - 2, 0, -1):
-        level = by_depth[bounds[d]:bounds[d + 1]]
-        np.add.at(size, parent[level], size[level])
-    return np.arange(n, dtype=np.int64) + size
+    parent[1:] = new_id[parent_of[old[1:]]]
+    relation = relation_of[old].astype(np.int8)
+    scopes = list(map(b.scope.__getitem__, old.tolist()))
+    depth = depth_of[old].astype(np.int32)
+    return UnifiedTree(parent, relation, scopes, depth, np.arange(n, dtype=np.int64) + size[old]), new_id
 
 
 # -- meta.db ----------------------------------------------------------------------------------------------
