@@ -28,6 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from hpcsa.arrays import sorted_unique
 from hpcsa.structure.claims import first_claims
 from hpcsa.structure.columns import bisect_right
 
@@ -231,76 +232,116 @@ class Module:
         Outer aliens produce no step of their own: their line becomes the
         ``inlined_call`` step of the inner alien below them.
         """
-        steps: list[LexStep] = []
-        sc = self.scopes
-        for row, scope_file, call_file in self._lexical_chain(leaf):
-            rec = sc[row]
-            k = int(rec["kind"])
-            line = int(rec["line"])
-            line_or_none = None if line < 0 else line
-            if k == P:
-                entry = self.ranges_of(row)
-                steps.append(LexStep("enclosure", "function", self.text(int(rec["name"])),
-                                     self.text(scope_file), line_or_none,
-                                     entry[0][0] if entry else None, row))
-            elif k == L:
-                head = self.ranges_of(row)
-                steps.append(LexStep("enclosure", "loop", None, self.text(scope_file), line_or_none,
-                                     head[0][0] if head else None, row))
-            elif k == A:  # an inner alien (outer ones are never lexical parents)
-                outer = int(sc["parent"][row])
-                call_line = int(sc["line"][outer])
-                steps.append(LexStep("inlined_call", "line", None, self.text(call_file),
-                                     None if call_line < 0 else call_line, None, outer))
-                steps.append(LexStep("enclosure", "function", self.text(int(rec["name"])),
-                                     self.text(scope_file), line_or_none, None, row))
-            else:
-                steps.append(LexStep("enclosure", "line", None, self.text(scope_file), line_or_none,
-                                     None, row))
-        return steps
+        return self.lexical_paths([leaf])[0]
 
-    def _lexical_chain(self, leaf: int) -> list[tuple[int, int, int]]:
-        """(row, scope file, call-site file) of ``leaf`` and of its ancestors that make contexts (P, L,
-        inner A), outermost first: what :attr:`_lexical` gives these rows, derived from the leaf's
-        ancestors alone (a path costs its depth, not the module's size)."""
-        if "_lexical" in self.__dict__:
-            role, sfile, cfile, lex_parent, _ = self._lexical
-            rows = []
+    def lexical_paths(self, leaves: Sequence[int]) -> list[list[LexStep]]:
+        """:meth:`lexical_path` of each leaf, worked out together: the leaves' ancestors are gathered level by
+        level (a path costs its depth, not the module's size, and a row shared by many paths is read once),
+        their columns read in one go, and the entry address of every procedure and loop on the way found by
+        one vectorized bisection."""
+        if not len(leaves):
+            return []
+        rows, info = self._lexical_rows(np.asarray(leaves, np.int64))
+        sc = self.scopes[rows]
+        at = {r: i for i, r in enumerate(rows.tolist())}
+        kind, line, name, parent = (sc[c].tolist() for c in ("kind", "line", "name", "parent"))
+        heads = np.flatnonzero((sc["kind"] == P) | (sc["kind"] == L))
+        entry = dict(zip(rows[heads].tolist(), self._first_range_starts(rows[heads]), strict=True))
+        text = self.text
+        steps_of: dict[int, tuple[LexStep, ...]] = {}
+
+        def steps(row: int) -> tuple[LexStep, ...]:
+            i = at[row]
+            k, ln = kind[i], line[i]
+            _, scope_file, call_file, _ = info[row]
+            line_or_none = None if ln < 0 else ln
+            if k == P:
+                return (LexStep("enclosure", "function", text(name[i]), text(scope_file), line_or_none, entry[row],
+                                row),)
+            if k == L:
+                return (LexStep("enclosure", "loop", None, text(scope_file), line_or_none, entry[row], row),)
+            if k == A:  # an inner alien (outer ones are never lexical parents)
+                outer = parent[i]
+                call_line = line[at[outer]]
+                return (LexStep("inlined_call", "line", None, text(call_file), None if call_line < 0 else call_line,
+                                None, outer),
+                        LexStep("enclosure", "function", text(name[i]), text(scope_file), line_or_none, None, row))
+            return (LexStep("enclosure", "line", None, text(scope_file), line_or_none, None, row),)
+
+        out = []
+        for leaf in np.asarray(leaves, np.int64).tolist():
+            chain = []
             row = leaf
             while row >= 0:
-                rows.append(row)
-                row = int(lex_parent[row])
-            return [(r, int(sfile[r]), int(cfile[r])) for r in reversed(rows)]
-        parent = self.scopes["parent"]
-        up = []
-        row = leaf
-        while row >= 0:
-            up.append(row)
-            row = int(parent[row])
-        up.reverse()
-        sc = self.scopes[up]
-        kinds, own_files = sc["kind"].tolist(), sc["file"].tolist()
-        out = []
-        inherited = NONE
-        prev_kind, prev_role = None, NOT_ALIEN
-        for i, row in enumerate(up):
-            k, own = kinds[i], own_files[i]
+                chain.append(row)
+                row = info[row][3]
+            path: list[LexStep] = []
+            for row in reversed(chain):
+                got = steps_of.get(row)
+                if got is None:
+                    got = steps_of[row] = steps(row)
+                path.extend(got)
+            out.append(path)
+        return out
+
+    def _lexical_rows(self, leaves: np.ndarray) -> tuple[np.ndarray, dict[int, tuple[int, int, int, int]]]:
+        """The leaves and all their ancestors (sorted rows), and per row what :attr:`_lexical` gives it:
+        (alien role, scope file, call-site file, lexical parent), from the whole-module arrays when they are
+        computed, else derived top-down from the ancestors alone (a parent's row precedes its children's)."""
+        parent_col = self.scopes["parent"]
+        levels = [sorted_unique(leaves)]
+        while True:
+            up = parent_col[levels[-1]].astype(np.int64)
+            up = sorted_unique(up[up >= 0])
+            if not len(up):
+                break
+            levels.append(up)
+        rows = sorted_unique(np.concatenate(levels))
+        if "_lexical" in self.__dict__:
+            role, sfile, cfile, lex_parent, _ = (a[rows].tolist() for a in self._lexical)
+            return rows, dict(zip(rows.tolist(), zip(role, sfile, cfile, lex_parent, strict=True), strict=True))
+        sc = self.scopes[rows]
+        info: dict[int, tuple[int, int, int, int]] = {}
+        kind_of: dict[int, int] = {}
+        for row, k, up, own in zip(rows.tolist(), *(sc[c].tolist() for c in ("kind", "parent", "file")),
+                                   strict=True):
+            kind_of[row] = k
+            if up >= 0:
+                up_role, inherited, _, up_lex = info[up]
+                up_kind = kind_of[up]
+                lex_parent = up if (up_kind in (P, L) or up_role == INNER_ALIEN) else up_lex
+            else:
+                up_role, inherited, up_kind, lex_parent = NOT_ALIEN, NONE, None, NONE
             role, call_file = NOT_ALIEN, NONE
             if k == F:
                 file = own
             elif k == A:
-                if prev_kind == A and prev_role == OUTER_ALIEN:
+                if up_kind == A and up_role == OUTER_ALIEN:
                     role, call_file = INNER_ALIEN, inherited
                 else:
                     role = OUTER_ALIEN
                 file = own if own >= 0 else inherited
             elif k == L:
                 file = own if own >= 0 else inherited
-            else:
+            else:  # P, S, C
                 file = inherited
-            if k in (P, L) or role == INNER_ALIEN or row == leaf:
-                out.append((row, file, call_file))
-            inherited, prev_kind, prev_role = file, k, role
+            info[row] = (role, file, call_file, lex_parent)
+        return rows, info
+
+    def _first_range_starts(self, rows: np.ndarray) -> list[int | None]:
+        """The start of each row's first ``v`` range (None where it has none): bisections of the ranges'
+        scope column in place, for all rows at once."""
+        rs = self.ranges["scope"]
+        if "range_bounds" in self.__dict__:
+            lo = self.range_bounds[rows]
+            has = self.range_bounds[rows + 1] > lo
+        else:
+            lo = bisect_right(rs, rows - 1)
+            has = (lo < len(rs)) & (rs[np.minimum(lo, max(len(rs) - 1, 0))] == rows) if len(rs) else lo < 0
+        starts = self.ranges["lo"][lo[has]].tolist()
+        out: list[int | None] = [None] * len(rows)
+        for i, v in zip(np.flatnonzero(has).tolist(), starts, strict=True):
+            out[i] = v
         return out
 
     # -- address queries --------------------------------------------------------------------------

@@ -134,19 +134,24 @@ class StructExpander:
         call's line is entered lexically and its function by ``inlined_call``.
         """
         got = self._chains.get(leaf)
-        if got is not None:
-            return got
-        steps: list[Step] = []
-        into: int | None = None
-        for s in self.module.lexical_path(leaf):
-            scope = self._scope(s, leaf)
-            if scope is None:
-                continue
-            steps.append((into, scope))
-            into = INLINED_CALL if s.relation == "inlined_call" else LEXICAL
-        out = (tuple(steps), LEXICAL if into is None else into)
-        self._chains[leaf] = out
-        return out
+        if got is None:
+            self.ensure([leaf])
+            got = self._chains[leaf]
+        return got
+
+    def ensure(self, leaves: list[int]) -> None:
+        """Work out the chains of these statement rows not known yet, together (:meth:`Module.lexical_paths`)."""
+        todo = [leaf for leaf in leaves if leaf not in self._chains]
+        for leaf, path in zip(todo, self.module.lexical_paths(todo), strict=True):
+            steps: list[Step] = []
+            into: int | None = None
+            for s in path:
+                scope = self._scope(s, leaf)
+                if scope is None:
+                    continue
+                steps.append((into, scope))
+                into = INLINED_CALL if s.relation == "inlined_call" else LEXICAL
+            self._chains[leaf] = (tuple(steps), LEXICAL if into is None else into)
 
     def _scope(self, s: LexStep, leaf: int) -> tuple | None:
         """The context of one step of a statement's lexical path (None: the step makes none)."""
@@ -166,8 +171,7 @@ class StructExpander:
         if not self.has_data:
             return
         leaves = self.lookup(offsets)
-        for leaf in sorted_unique(leaves[leaves >= 0]).tolist():
-            self.chain(leaf)
+        self.ensure(sorted_unique(leaves[leaves >= 0]).tolist())
         self.module.release_pages()
 
 
@@ -484,7 +488,9 @@ class Classifier:
         st = self.structs.get(module)
         if st is not None and st.has_data:
             out: list[tuple[Step, ...]] = []
-            for off, leaf in zip(offs.tolist(), st.lookup(offs).tolist(), strict=True):
+            leaves = st.lookup(offs)
+            st.ensure(sorted_unique(leaves[leaves >= 0]).tolist())  # the chains not warmed, together
+            for off, leaf in zip(offs.tolist(), leaves.tolist(), strict=True):
                 if leaf < 0:  # a gap in a module the structure file describes: no information
                     out.append(((None, point_scope(path, off)),))
                 else:

@@ -30,17 +30,17 @@ def _run(meas: Path, out: Path, monkeypatch: pytest.MonkeyPatch, *, warm: bool, 
     monkeypatch.setenv("HPCSA_CACHE_DIR", str(cache))
     counts = {"phase 1": 0, "class 2": 0}
     where = ["phase 1"]
-    real_path, real_expand = Module.lexical_path, unify.expand
+    real_paths, real_expand = Module.lexical_paths, unify.expand
 
-    def lexical_path(self: Module, leaf: int) -> list:
-        counts[where[0]] += 1
-        return real_path(self, leaf)
+    def lexical_paths(self: Module, leaves: list[int]) -> list:
+        counts[where[0]] += len(leaves)
+        return real_paths(self, leaves)
 
     def expand(*args: object) -> unify.Expansion:
         where[0] = "class 2"
         return real_expand(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Module, "lexical_path", lexical_path)
+    monkeypatch.setattr(Module, "lexical_paths", lexical_paths)
     monkeypatch.setattr(unify, "expand", expand)
     if not warm:
         monkeypatch.setattr(chain_warmer.ChainWarmer, "add_points", lambda self, raw: None)

@@ -119,6 +119,8 @@ def full_lexical_path(m: Module, leaf: int) -> list:
 
 
 def test_per_leaf_chain_equals_the_whole_module_reading(shared_data):
+    """A statement's lexical path from its ancestors alone, alone or in a batch, is the one the whole-module
+    arrays give (two derivations of hpcprof's reading of aliens, files and loops)."""
     libc = shared_data.joinpath(*CXX_STRUCTS)
     paths = sorted(libc.glob("*.hpcstruct")) if libc.is_dir() else []
     paths += sorted((shared_data / "hpctoolkit" / "struct").glob("inlines*.hpcstruct"))
@@ -131,6 +133,8 @@ def test_per_leaf_chain_equals_the_whole_module_reading(shared_data):
                 continue
             pick = rng.choice(leaves, size=min(300, len(leaves)), replace=False).tolist()
             got = [lazy.lexical_path(leaf) for leaf in pick]
+            # worked out together (unsorted, repeated), each path is the one worked out alone
+            assert lazy.lexical_paths(pick + pick[:20]) == got + got[:20], path
             assert "_lexical" not in lazy.__dict__  # the chain did not need the whole module
             full = Module(lazy.path, lazy.scopes, lazy.ranges, lazy.strings, lazy.id, lazy.has_calls, lazy.has_v)
             assert got == [full_lexical_path(full, leaf) for leaf in pick], path
