@@ -27,6 +27,7 @@ depend on the order profiles were read, nor on how many workers read them.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -298,11 +299,12 @@ class _Names:
     function_index: dict[tuple[object, ...], int]
 
 
-def _names(scopes: list[lx.Scope]) -> _Names:
+def _names(scopes: Iterable[lx.Scope]) -> _Names:
+    """The names of these scopes, sorted."""
     modules: set[str] = set()
     files: set[str] = set()
     functions: set[tuple[object, ...]] = set()
-    for s in scopes[1:]:
+    for s in scopes:
         k = s[0]
         if k == lx.FUNCTION:
             functions.add(("f",) + s[1:])
@@ -366,14 +368,19 @@ def _entry_points(tree: UnifiedTree) -> tuple[np.ndarray, list[metadb.EntryPoint
 
 def meta_tables(tree: UnifiedTree) -> tuple[metadb.ContextTree, metadb.Functions, list[str], list[str]]:
     """meta.db's context tree, functions, modules and files for ``tree`` (all in canonical order)."""
-    names = _names(tree.scopes)
     top, entries, entry_id = _entry_points(tree)
     rows = np.flatnonzero(tree.parent > 0)  # every context below an entry point
     row_of = np.full(len(tree), -1, np.int64)
     row_of[rows] = np.arange(len(rows))
     par = tree.parent[rows].astype(np.int64)
     parent_rows = np.where(np.isin(par, top), -1, row_of[par])
-    cols = _context_columns(tree.scopes, rows, names)
+    # Contexts share scopes (a function under many callers): names and columns are worked out per scope.
+    shown = list(map(tree.scopes.__getitem__, rows.tolist()))
+    distinct = list(dict.fromkeys(shown))
+    names = _names(distinct + [tree.scopes[c] for c in top.tolist()])  # every scope but the root's
+    number = {sc: i for i, sc in enumerate(distinct)}
+    of_row = np.fromiter(map(number.__getitem__, shown), np.int64, len(shown))
+    cols = {name: col[of_row] for name, col in _context_columns(distinct, names).items()}
     relation = tree.relation[rows].astype(np.uint8)
     ctree = metadb.ContextTree.from_columns(
         entries, ctx_id=rows.astype(np.uint32), parent=parent_rows, entry=entry_id[rows],
@@ -381,27 +388,22 @@ def meta_tables(tree: UnifiedTree) -> tuple[metadb.ContextTree, metadb.Functions
     return ctree, _functions(names), names.modules, names.files
 
 
-def _context_columns(scopes: list[lx.Scope], rows: np.ndarray, names: _Names) -> dict[str, np.ndarray]:
-    """meta.db's per-context columns (lexical type, flags, function, source line, module and offset)."""
-    lex_type = np.zeros(len(rows), np.uint8)
-    func = np.full(len(rows), -1, np.int64)
-    file = np.full(len(rows), -1, np.int64)
-    line = np.zeros(len(rows), np.int64)
-    module = np.full(len(rows), -1, np.int64)
-    offset = np.zeros(len(rows), np.uint64)
-    flags = np.zeros(len(rows), np.uint8)
+def _context_columns(scopes: list[lx.Scope], names: _Names) -> dict[str, np.ndarray]:
+    """meta.db's per-context columns (lexical type, flags, function, source line, module and offset) of each
+    scope."""
+    n = len(scopes)
+    lex_type, flags = [metadb.FUNCTION] * n, [0] * n
+    func, file, module = [-1] * n, [-1] * n, [-1] * n
+    line, offset = [0] * n, [0] * n
     fn_idx, file_idx, mod_idx = names.function_index, names.file_index, names.module_index
-    for i, c in enumerate(rows.tolist()):
-        s = scopes[c]
+    for i, s in enumerate(scopes):
         k = s[0]
         if k == lx.UNKNOWN_KIND:
-            lex_type[i] = metadb.FUNCTION
+            pass  # a function context without a function
         elif k == lx.PLACEHOLDER:
-            lex_type[i] = metadb.FUNCTION
             func[i] = fn_idx[("p", placeholder_name(s[1]), s[1])]
             flags[i] = metadb.HAS_FUNCTION
         elif k == lx.FUNCTION:
-            lex_type[i] = metadb.FUNCTION
             func[i] = fn_idx[("f",) + s[1:]]
             flags[i] = metadb.HAS_FUNCTION
         elif k == lx.LINE:
@@ -417,5 +419,7 @@ def _context_columns(scopes: list[lx.Scope], rows: np.ndarray, names: _Names) ->
             lex_type[i] = metadb.INSTRUCTION
             module[i], offset[i] = mod_idx[s[1]], s[2]
             flags[i] = metadb.HAS_POINT
-    return {"lexical_type": lex_type, "flags": flags, "function": func, "file": file, "line": line,
-            "module": module, "offset": offset}
+    return {"lexical_type": np.array(lex_type, np.uint8), "flags": np.array(flags, np.uint8),
+            "function": np.array(func, np.int64), "file": np.array(file, np.int64),
+            "line": np.array(line, np.int64), "module": np.array(module, np.int64),
+            "offset": np.array(offset, np.uint64)}
