@@ -20,6 +20,13 @@ Where: ``$HPCSA_CACHE_DIR`` (empty or ``off``: no cache), else
 ``parsed-struct/`` directory. A measurement directory is never written to, so
 read-only measurements work; when no cache directory can be written, every
 run parses the XML (as without a cache).
+
+Size: the entries are kept under ``$HPCSA_CACHE_MAX`` bytes in all (``K``, ``M``
+or ``G`` suffixes; default 2G; ``0`` or ``none``: no bound): after an entry is
+written, the least recently used others are removed until the rest fit (an
+entry is marked used each time it is read; the one just written always stays).
+Several processes may do this at once: an entry removed under a reader's feet
+is simply parsed again, and a mapped one stays readable until unmapped.
 """
 
 from __future__ import annotations
@@ -45,6 +52,26 @@ MAGIC = b"HPCSA-PARSED-STRUCT\n"
 FORMAT = 2  # 2: string ends stored (strings decoded one at a time)
 SUBDIR = "parsed-struct"
 ALIGN = 64
+
+
+DEFAULT_MAX = 2 << 30
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def cache_limit() -> int | None:
+    """The bound on the entries' total size in bytes (see the module docstring); None: unbounded."""
+    text = os.environ.get("HPCSA_CACHE_MAX", "").strip().upper().removesuffix("B").removesuffix("I")
+    if not text:
+        return DEFAULT_MAX
+    if text in ("0", "NONE", "OFF"):
+        return None
+    number, unit = (text[:-1], text[-1]) if text[-1] in _UNITS else (text, "")
+    try:
+        value = float(number) * _UNITS[unit]
+    except ValueError:
+        raise HpcsaError(None, f"HPCSA_CACHE_MAX={os.environ['HPCSA_CACHE_MAX']!r}: expected a size in bytes, "
+                         "e.g. 500M or 2G (0: no bound)") from None
+    return max(0, int(value)) or None
 
 
 def cache_root() -> Path | None:
@@ -101,12 +128,41 @@ def store_structure(path: str | os.PathLike[str]) -> bool:
 def _store(entry: Path, sf: StructureFile, path: str, digest: str) -> bool:
     if _digest_of(path) != digest:  # changed while it was parsed
         return False
+    limit = cache_limit()  # a bad setting is the user's to hear about, not a cache problem to skip
     with contextlib.suppress(OSError, HpcsaError):
         entry.parent.mkdir(parents=True, exist_ok=True)
         with atomic_file(entry) as out:
             write_entry(out, sf, digest)
+        evict(entry.parent, limit, keep=entry)
         return True
     return False
+
+
+def evict(directory: Path, limit: int | None, keep: Path | None = None) -> list[Path]:
+    """Remove the least recently used entries of ``directory`` (by modification time, which a read sets)
+    until the total size is within ``limit``; never ``keep``. The entries removed."""
+    if limit is None:
+        return []
+    found = []
+    with os.scandir(directory) as it:
+        for e in it:
+            if e.name.endswith(".bin") and e.is_file(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    st = e.stat(follow_symlinks=False)
+                    found.append((st.st_mtime_ns, e.name, st.st_size))
+    total = sum(size for _, _, size in found)
+    removed = []
+    for _, name, size in sorted(found):  # oldest first
+        if total <= limit:
+            break
+        path = directory / name
+        if keep is not None and path == keep:
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        total -= size
+        removed.append(path)
+    return removed
 
 
 def read_cached(path: str | os.PathLike[str]) -> StructureFile | None:
@@ -188,9 +244,13 @@ def _load(entry: Path, digest: str) -> StructureFile | None:
     except (OSError, ValueError):  # missing, unreadable, or empty (nothing to map)
         return None
     try:
-        return decode(data, digest)
+        sf = decode(data, digest)
     except (ValueError, KeyError, TypeError, UnicodeDecodeError):
         return None
+    if sf is not None:
+        with contextlib.suppress(OSError):
+            os.utime(entry)  # used now: the last to be evicted (see evict)
+    return sf
 
 
 def decode(data: bytes | mmap.mmap, digest: str) -> StructureFile | None:

@@ -193,3 +193,42 @@ def test_store_structure_leaves_an_entry_that_maps_to_the_parsed_modules(shared_
     assert len(entries(cache)) == 1
     monkeypatch.setenv("HPCSA_CACHE_DIR", "off")
     assert not parsedcache.store_structure(path)
+
+
+def test_least_recently_used_entries_are_evicted_beyond_the_bound(shared_data, cache, monkeypatch):
+    """Beyond HPCSA_CACHE_MAX the least recently used entries go (reading one marks it used); the entry just
+    written stays even when it alone is over the bound; 0 means no bound."""
+    import os
+    import time
+
+    a, b, c = list({p.read_bytes(): p for p in some_files(shared_data)}.values())[:3]
+    entry = {p: cache / f"{parsedcache._digest_of(str(p))}.bin" for p in (a, b, c)}
+    monkeypatch.setenv("HPCSA_CACHE_MAX", "0")
+    for p in (a, b, c):
+        parsedcache.read_structure(p)
+    size = {p: entry[p].stat().st_size for p in (a, b, c)}
+    entry[c].unlink()
+    past = time.time() - 100
+    os.utime(entry[a], (past, past))
+    os.utime(entry[b], (past + 1, past + 1))
+    parsedcache.read_structure(a)  # a hit: a's entry is now the most recently used, b's the least
+    monkeypatch.setenv("HPCSA_CACHE_MAX", str(size[a] + size[c]))
+    parsedcache.read_structure(c)  # written; b's entry makes room for it
+    assert set(entries(cache)) == {entry[a], entry[c]}
+    monkeypatch.setenv("HPCSA_CACHE_MAX", "1")  # smaller than any entry: only the one just written stays
+    parsedcache.read_structure(b)
+    assert entries(cache) == [entry[b]]
+    assert parsedcache.read_cached(b) is not None
+
+
+@pytest.mark.parametrize(("text", "limit"), [("", parsedcache.DEFAULT_MAX), ("500M", 500 << 20), ("2GiB", 2 << 30),
+                                            ("1.5k", 1536), ("123", 123), ("0", None), ("none", None)])
+def test_cache_bound_setting(text, limit, monkeypatch):
+    monkeypatch.setenv("HPCSA_CACHE_MAX", text)
+    assert parsedcache.cache_limit() == limit
+
+
+def test_bad_cache_bound_is_one_clear_error(shared_data, cache, monkeypatch):
+    monkeypatch.setenv("HPCSA_CACHE_MAX", "lots")
+    with pytest.raises(parsedcache.HpcsaError, match="HPCSA_CACHE_MAX='lots'"):
+        parsedcache.read_structure(some_files(shared_data)[0])
