@@ -113,6 +113,10 @@ def local_copy(info: ModuleInfo) -> str:
 # -- structure files ------------------------------------------------------------------------------------
 
 
+#: Statements whose chains are worked out together (their ancestors' rows and steps are held meanwhile).
+CHAIN_BATCH = 4096
+
+
 class StructExpander:
     """Expansion through one structure-file module: statement lookup, then the lexical chain above it."""
 
@@ -140,8 +144,13 @@ class StructExpander:
         return got
 
     def ensure(self, leaves: list[int]) -> None:
-        """Work out the chains of these statement rows not known yet, together (:meth:`Module.lexical_paths`)."""
+        """Work out the chains of these statement rows not known yet, together (:meth:`Module.lexical_paths`),
+        CHAIN_BATCH at a time (what a batch holds of its rows' ancestors stays small)."""
         todo = [leaf for leaf in leaves if leaf not in self._chains]
+        for at in range(0, len(todo), CHAIN_BATCH):
+            self._add_chains(todo[at:at + CHAIN_BATCH])
+
+    def _add_chains(self, todo: list[int]) -> None:
         for leaf, path in zip(todo, self.module.lexical_paths(todo), strict=True):
             steps: list[Step] = []
             into: int | None = None

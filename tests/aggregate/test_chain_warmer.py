@@ -70,3 +70,16 @@ def test_workers_and_warmer_give_the_same_database(meas: Path, tmp_path: Path,
     assert got["class 2"] == 0
     for name in FILES:
         assert filecmp.cmp(tmp_path / "j1.d" / name, tmp_path / "j2.d" / name, shallow=False), name
+
+
+def test_chains_worked_out_in_small_batches_give_the_same_database(meas: Path, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Statements are expanded CHAIN_BATCH at a time (bounded memory); any batch size, the same contexts."""
+    from hpcsa.aggregate.prof import lexical
+
+    whole = _run(meas, tmp_path / "whole.d", monkeypatch, warm=False, cache=tmp_path / "c1")
+    monkeypatch.setattr(lexical, "CHAIN_BATCH", 7)
+    small = _run(meas, tmp_path / "small.d", monkeypatch, warm=False, cache=tmp_path / "c2")
+    assert small == whole  # each statement once
+    for name in FILES:
+        assert filecmp.cmp(tmp_path / "whole.d" / name, tmp_path / "small.d" / name, shallow=False), name
