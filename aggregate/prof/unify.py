@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hpcsa.aggregate.db import metadb
+from hpcsa.aggregate.db import metadb, treeorder
 from hpcsa.aggregate.db.metadb_model import CALL, INLINED_CALL, LEXICAL
 from hpcsa.aggregate.prof import lexical as lx
 from hpcsa.aggregate.prof import rawtree
@@ -236,49 +236,30 @@ class UnifiedTree:
 def canonical_ids(b: ContextBuilder) -> tuple[UnifiedTree, np.ndarray]:
     """Ids by a depth-first walk with siblings sorted by (relation, scope); (tree, id of each provisional).
 
-    Vectorized level by level: the distinct scopes are sorted once (the only comparisons of Python tuples),
-    siblings then by (parent, relation, scope rank); subtree sizes are summed bottom-up and each child's
-    pre-order id is its parent's plus one plus the sizes of the siblings before it, top-down."""
+    The distinct scopes are sorted once (the only comparisons of Python tuples); the contexts are then put in
+    sibling order by one stable sort of (parent, relation, scope rank), and numbered in pre-order level by
+    level (:func:`treeorder.preorder`, which keeps siblings in that order)."""
     nb = len(b)
     parent_of = np.array(b.parent, np.int64)
     relation_of = np.array(b.relation, np.int64)
     rank_of = {sc: r for r, sc in enumerate(sorted(dict.fromkeys(b.scope)))}
     scope_rank = np.fromiter(map(rank_of.__getitem__, b.scope), np.int64, nb)
-    # every node but the root, siblings adjacent and in their order: by (parent, relation, scope rank)
-    width = np.int64(len(rank_of) + 1)
+    width = len(rank_of) + 1
     key = (parent_of[1:] * (int(relation_of.max(initial=0)) + 2) + relation_of[1:] + 1) * width + scope_rank[1:]
-    kids = np.argsort(key, kind="stable") + 1
-    first_kid = np.searchsorted(parent_of[kids], np.arange(nb + 1))
-    levels = [np.zeros(1, np.int64)]  # nodes by depth, each level's in (parent, sibling) order
-    while True:
-        lo, hi = first_kid[levels[-1]], first_kid[levels[-1] + 1]
-        n_next = hi - lo
-        if not n_next.any():
-            break
-        levels.append(kids[np.repeat(lo - np.cumsum(n_next) + n_next, n_next) + np.arange(int(n_next.sum()))])
-    size = np.ones(nb, np.int64)
-    for level in reversed(levels[1:]):
-        np.add.at(size, parent_of[level], size[level])
-    new_id = np.zeros(nb, np.int64)
-    depth_of = np.zeros(nb, np.int64)
-    for d, level in enumerate(levels[1:], start=1):
-        par = parent_of[level]
-        before = np.cumsum(size[level]) - size[level]  # sizes of the level's earlier nodes ...
-        group = np.flatnonzero(np.r_[True, par[1:] != par[:-1]])
-        before -= np.repeat(before[group], np.diff(np.r_[group, len(level)]))  # ... of the same parent
-        new_id[level] = new_id[par] + 1 + before
-        depth_of[level] = d
-    n = int(sum(len(level) for level in levels))
-    if n != nb:
+    by_sibling = np.r_[0, np.argsort(key, kind="stable") + 1]  # the global context first
+    at = np.empty(nb, np.int64)
+    at[by_sibling] = np.arange(nb)
+    up = parent_of[by_sibling]
+    order, depth, parent = treeorder.preorder(np.where(up >= 0, at[np.maximum(up, 0)], -1), np.zeros(nb, np.int64))
+    if nb and (depth[1:] == 0).any():
         raise HpcsaError(None, "internal error: a context is not below the global context")
-    old = np.empty(n, np.int64)
-    old[new_id] = np.arange(nb)
-    parent = np.full(n, -1, np.int32)
-    parent[1:] = new_id[parent_of[old[1:]]]
-    relation = relation_of[old].astype(np.int8)
-    scopes = list(map(b.scope.__getitem__, old.tolist()))
-    depth = depth_of[old].astype(np.int32)
-    return UnifiedTree(parent, relation, scopes, depth, np.arange(n, dtype=np.int64) + size[old]), new_id
+    old = by_sibling[order]  # the provisional context at each canonical id
+    new_id = np.empty(nb, np.int64)
+    new_id[old] = np.arange(nb)
+    size = treeorder.subtree_sizes(parent, depth)
+    return UnifiedTree(parent.astype(np.int32), relation_of[old].astype(np.int8),
+                       list(map(b.scope.__getitem__, old.tolist())), depth.astype(np.int32),
+                       np.arange(nb, dtype=np.int64) + size), new_id
 
 
 # -- meta.db ----------------------------------------------------------------------------------------------
