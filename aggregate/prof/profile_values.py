@@ -333,7 +333,10 @@ def process_batch(c2: ClassTwo, indexes: list[int], sinks: Sinks, *, traces: boo
     for k, index in enumerate(indexes):
         outs.append(ProfileOutput(index, int(offsets[k]), int(n_values[k]), int(n_ctxs[k]), int(sizes[k]),
                                   int(acut[k]) * ASIDE.itemsize, int(acut[k + 1] - acut[k])))
-    batch = BatchOutput(outs, uctx.astype(np.int64), n_per_ctx, bits,
+    bc, bw, bb = bits
+    # 32-bit contexts, counts and words: a worker's result pickles to about half the bytes (a pipe holds 64 KiB)
+    batch = BatchOutput(outs, uctx.astype(np.int32), n_per_ctx.astype(np.int32),
+                        (bc.astype(np.int32), bw.astype(np.int32), bb),
                         pending=(pms, aside.tobytes() if len(aside) else b""))
     if sinks.allocate is not None:
         store(batch, sinks, sinks.allocate)
