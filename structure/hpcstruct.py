@@ -193,7 +193,7 @@ def _parse_vsets_in_parts(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.
 
 #: Scopes converted from attribute text to columns at a time: the text of a large binary's file (hundreds of
 #: thousands of scopes) is never all held as Python strings, only one part of it.
-SCOPE_PART = 1 << 14
+SCOPE_PART = 1 << 11
 
 #: String columns, in the order their strings are numbered (first occurrence in the file column, then new
 #: ones in the name column, ...): the numbering of a whole-module pass, whatever the parts.
