@@ -277,6 +277,10 @@ class Tickets:
             self._value.value = i + 1
         return i
 
+    def taken(self) -> int:
+        """How many numbers have been taken (those past the end included)."""
+        return int(self._value.value)
+
 
 class ForkedWorker:
     """One forked process running ``target(conn, *args)`` with its end of a pipe.

@@ -22,7 +22,7 @@ from hpcsa.aggregate.prof import (
 from hpcsa.aggregate.prof.transport import Single, Transport, run_shared, tasks_ahead, unwrap
 from hpcsa.fileio import copy_range
 from hpcsa.progress import Progress
-from hpcsa.workers import LocalPool
+from hpcsa.workers import ForkedWorker, LocalPool, Tickets, fork_context
 
 if TYPE_CHECKING:
     from hpcsa.aggregate.prof.pipeline import Options
@@ -265,6 +265,8 @@ def phase2_share(c2: unified_tables.ClassTwo, sinks: profile_values.Sinks, alloc
     """Class 1 for this rank's share of the profiles (batches handed out largest first), with ``jobs``
     workers; and ``aside()``, other work of this rank, while its workers run (see :func:`run_shared`)."""
     batches = phase2_batches(c2.profiles.inputs.cost.tolist(), jobs * transport.size)
+    if jobs > 1 and transport.size == 1 and sinks.allocate is not None and fork_context() is not None:
+        return _phase2_forked(c2, sinks, batches, jobs, traces, progress, aside)
     state = Phase2State.empty(c2)
     done = 0
     # This process works beside jobs - 1 forked workers (as in phase 3): -j N keeps N processes busy, where
@@ -281,6 +283,39 @@ def phase2_share(c2: unified_tables.ClassTwo, sinks: profile_values.Sinks, alloc
                 progress.advance(len(batches[k]))
     state.done_by[transport.rank] = done
     return state
+
+
+def _phase2_forked(c2: unified_tables.ClassTwo, sinks: profile_values.Sinks, batches: list[list[int]], jobs: int,
+                   traces: bool, progress: Progress | None, aside: Callable[[], None] | None) -> Phase2State:
+    """One process's ``-j N`` phase 2 as N processes that take batches from shared tickets and keep their own
+    state, sent once at the end (as MPI ranks do): no batch or result passes through a pool, whose hand-offs
+    cost a worker about a millisecond per batch while the parent was busy with its own. Blobs go to the
+    scratch files at offsets from the counter the processes share."""
+    ctx = fork_context()
+    tickets = Tickets(ctx)
+    ends = np.cumsum([len(b) for b in batches])
+    with contextlib.ExitStack() as stack:
+        workers = [stack.enter_context(ForkedWorker(_phase2_worker, c2, sinks, batches, traces, tickets,
+                                                    what="hpcsa prof", ctx=ctx)) for _ in range(jobs - 1)]
+        if aside is not None:
+            aside()
+        state = Phase2State.empty(c2)
+        while (i := tickets.take()) < len(batches):
+            state.add(profile_values.process_batch(c2, batches[i], sinks, traces=traces))
+            if progress is not None:  # the batches taken so far, by any process
+                progress.advance(int(ends[min(tickets.taken(), len(batches)) - 1]) - progress.done)
+        for worker in workers:
+            state.merge(worker.receive("phase 2"))
+    state.done_by = {0: int(ends[-1]) if len(ends) else 0}
+    return state
+
+
+def _phase2_worker(conn: Any, c2: unified_tables.ClassTwo, sinks: profile_values.Sinks, batches: list[list[int]],
+                   traces: bool, tickets: Tickets) -> None:
+    state = Phase2State.empty(c2)
+    while (i := tickets.take()) < len(batches):
+        state.add(profile_values.process_batch(c2, batches[i], sinks, traces=traces))
+    conn.send(("phase 2", state))
 
 
 def merge_states(parts: list[Phase2State]) -> Phase2State:

@@ -307,3 +307,37 @@ def test_with_workers_the_main_process_propagates_too(tmp_path: Path,
     assert str(os.getpid()) in by_phase["2"] and len(by_phase["2"]) == 2, by_phase
     for name in ("meta.db", "profile.db", "cct.db", "trace.db"):
         assert filecmp.cmp(ref / name, out / name, shallow=False), name
+
+
+@pytest.mark.parametrize("how", ["error", "killed"])
+def test_phase2_worker_failure_is_one_error_and_no_database(how: str, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """At -j 2 a forked phase-2 worker takes batches by itself: an input error it meets reaches the user as
+    that error, a worker killed (out of memory, a signal) as one error naming the command; neither hangs the
+    run nor leaves a database or a partial directory behind."""
+    from hpcsa.aggregate.prof import pipeline, profile_values
+    from hpcsa.aggregate.prof.inputs import find_inputs
+    from hpcsa.errors import HpcsaError
+    from hpcsa.ingest.synth import SynthSpec
+    from hpcsa.ingest.synthdir import generate
+
+    meas = tmp_path / "app.m"
+    generate(meas, SynthSpec.preset("cpu", 48, contexts=300, seed=4))
+    parent = os.getpid()
+    real = profile_values.process_batch
+
+    def failing(c2, batch, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if os.getpid() != parent:
+            if how == "killed":
+                os._exit(9)
+            raise HpcsaError("some.hpcrun", "the profile changed between the two readings")
+        return real(c2, batch, *args, **kwargs)
+
+    monkeypatch.setattr(profile_values, "process_batch", failing)
+    out = tmp_path / "out.d"
+    with pytest.raises(HpcsaError) as info:
+        pipeline.aggregate(find_inputs([str(meas)]), pipeline.Options(output=str(out), jobs=2, progress=False))
+    text = str(info.value)
+    assert ("changed between the two readings" in text) if how == "error" else ("ended without its result" in text)
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.m"]
