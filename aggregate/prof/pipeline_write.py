@@ -22,7 +22,7 @@ from hpcsa.aggregate.prof import (
 from hpcsa.aggregate.prof.transport import Single, Transport, run_shared, tasks_ahead, unwrap
 from hpcsa.fileio import copy_range
 from hpcsa.progress import Progress
-from hpcsa.workers import ForkedWorker, LocalPool, Tickets, fork_context
+from hpcsa.workers import ForkedWorker, LocalPool, Tickets, fork_context, trim_heap
 
 if TYPE_CHECKING:
     from hpcsa.aggregate.prof.pipeline import Options
@@ -263,7 +263,9 @@ def phase2_share(c2: unified_tables.ClassTwo, sinks: profile_values.Sinks, alloc
                  traces: bool, progress: Progress | None, transport: Transport,
                  aside: Callable[[], None] | None = None) -> Phase2State:
     """Class 1 for this rank's share of the profiles (batches handed out largest first), with ``jobs``
-    workers; and ``aside()``, other work of this rank, while its workers run (see :func:`run_shared`)."""
+    workers; and ``aside()``, other work of this rank, while its workers run (see :func:`run_shared`). One
+    process's workers take batches by themselves (:func:`_phase2_forked`); an MPI rank's go through a pool
+    (the batches come from the ranks' counter, which only the rank's own process may use)."""
     batches = phase2_batches(c2.profiles.inputs.cost.tolist(), jobs * transport.size)
     if jobs > 1 and transport.size == 1 and sinks.allocate is not None and fork_context() is not None:
         return _phase2_forked(c2, sinks, batches, jobs, traces, progress, aside)
@@ -294,6 +296,7 @@ def _phase2_forked(c2: unified_tables.ClassTwo, sinks: profile_values.Sinks, bat
     ctx = fork_context()
     tickets = Tickets(ctx)
     ends = np.cumsum([len(b) for b in batches])
+    trim_heap()  # as before any fork: what phase 1 and class 2 freed is not inherited as resident
     with contextlib.ExitStack() as stack:
         workers = [stack.enter_context(ForkedWorker(_phase2_worker, c2, sinks, batches, traces, tickets,
                                                     what="hpcsa prof", ctx=ctx)) for _ in range(jobs - 1)]
