@@ -3,10 +3,10 @@
 The caller lists the load modules the measurement records (the measurement's
 reader does: :func:`hpcsa.ingest.loadmodules.measurement_load_modules`).
 Paths recorded under the measurement's original location (``original-path``)
-or relative to it (``vdso/...``) are found in the directory itself. Each
-binary is analysed in a worker process; results go to ``MEASDIR/structs/``
-as ``<basename>.hpcstruct`` with the recorded path in ``<LM n>`` (what hpcprof
-matches on). A binary whose content hash matches what produced an existing
+or relative to it (``vdso/...``) are found in the directory itself. With
+``-j N`` each binary is analysed in a process of its own (one killed fails that
+binary alone); results go to ``MEASDIR/structs/`` as ``<basename>.hpcstruct``
+with the recorded path in ``<LM n>`` (what hpcprof matches on). A binary whose content hash matches what produced an existing
 structure file is skipped (``structs/.hpcsa-cache.json``); a shared cache
 directory (``--cache`` or ``HPCSA_STRUCT_CACHE``) holds results by content
 hash across measurements.
@@ -24,8 +24,9 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from hpcsa import __version__
 from hpcsa.errors import HpcsaError
@@ -33,7 +34,7 @@ from hpcsa.fileio import write_file
 from hpcsa.progress import Progress
 from hpcsa.structure.hpcstruct import read_hpcstruct
 from hpcsa.structure.hpcstruct_text import write_hpcstruct
-from hpcsa.workers import LocalPool
+from hpcsa.workers import ForkedWorker, fork_context
 
 CACHE_INDEX = ".hpcsa-cache.json"
 _HASHED_NAME = re.compile(r"^([0-9a-f]{32})\.(gpubin|vdso)$")
@@ -249,11 +250,10 @@ def struct_measdir(measdir: str, load_modules: Iterable[str], jobs: int = 1, cac
     # Biggest binaries first so that the pool does not end waiting on one of them.
     work.sort(key=lambda tm: -os.path.getsize(tm[0].path))
     results: dict[str, tuple[Target, str, str, list[str] | str]] = {}
-    with LocalPool(min(jobs, len(work)) or 1) as pool:
-        for i, outcome in pool.run(_run_task, [(t, key, cache_dir) for t, _md5, key in work]):
-            t, md5, key = work[i]
-            results[t.output] = (t, md5, key, outcome)
-            progress.advance()
+    for i, outcome in _analyses([(t, key) for t, _md5, key in work], jobs, cache_dir):
+        t, md5, key = work[i]
+        results[t.output] = (t, md5, key, outcome)
+        progress.advance()
     for out in sorted(results):
         t, md5, key, outcome = results[out]
         if isinstance(outcome, str):
@@ -270,10 +270,46 @@ def struct_measdir(measdir: str, load_modules: Iterable[str], jobs: int = 1, cac
     return report
 
 
-def _run_task(_shared: None, t: Target, key: str, cache_dir: str | None) -> list[str] | str:
-    """:func:`_run_one` as a :class:`hpcsa.workers.LocalPool` task (worker processes take the biggest binaries
-    first)."""
-    return _run_one(t, key, cache_dir)
+KILLED = "the process analysing it ended without a result (killed: out of memory, or a signal)"
+
+
+def _analyses(work: list[tuple[Target, str]], jobs: int, cache_dir: str | None
+              ) -> Iterator[tuple[int, list[str] | str]]:
+    """(index, :func:`_run_one`'s outcome) of each binary of ``work`` as it is done. With ``jobs`` > 1 each
+    binary is analysed in a forked process of its own, ``jobs`` at a time in the order given (biggest first):
+    a process killed (out of memory, a signal) fails its binary alone, and what one binary's analysis held
+    is given back when its process ends."""
+    ctx = fork_context() if jobs > 1 and len(work) > 1 else None
+    if ctx is None:
+        for i, (t, key) in enumerate(work):
+            yield i, _run_one(t, key, cache_dir)
+        return
+    from multiprocessing.connection import wait
+
+    waiting = list(range(len(work)))[::-1]
+    running: dict[Any, tuple[int, ForkedWorker]] = {}
+    try:
+        while waiting or running:
+            while waiting and len(running) < jobs:
+                i = waiting.pop()
+                worker = ForkedWorker(_analysis_process, *work[i], cache_dir, what="hpcsa struct", ctx=ctx)
+                running[worker.conn] = (i, worker)
+            for conn in wait(list(running)):
+                i, worker = running.pop(conn)
+                try:
+                    outcome: list[str] | str = worker.receive("analysis")
+                except HpcsaError:  # ended without sending
+                    outcome = KILLED
+                finally:
+                    worker.close()
+                yield i, outcome
+    finally:
+        for _, worker in running.values():
+            worker.close()
+
+
+def _analysis_process(conn: Any, t: Target, key: str, cache_dir: str | None) -> None:
+    conn.send(("analysis", _run_one(t, key, cache_dir)))
 
 
 def _run_one(t: Target, key: str, cache_dir: str | None) -> list[str] | str:

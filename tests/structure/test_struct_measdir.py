@@ -144,3 +144,39 @@ def test_prof_with_our_structure_files_equals_prof_with_hpcstructs(measdir, hpct
         assert proc.returncode == 0, proc.stderr
     for db in ("meta.db", "profile.db", "cct.db", "trace.db"):
         assert (tmp_path / "ref.m.d" / db).read_bytes() == (tmp_path / "loops.m.d" / db).read_bytes(), db
+
+
+def test_a_killed_analysis_fails_its_binary_alone(monkeypatch, tmp_path):
+    """With -j N each binary is analysed in a process of its own: one killed (out of memory, a signal) is
+    reported as failed with that reason, the others' outcomes arrive, each binary exactly once, at most N
+    processes at a time."""
+    import time
+
+    from hpcsa.structure import measdir as md
+
+    running = tmp_path / "running"
+    running.mkdir()
+
+    def fake(t, key, cache_dir):  # type: ignore[no-untyped-def]
+        mark = running / str(os.getpid())
+        mark.touch()
+        try:
+            time.sleep(0.15)  # long enough for the others to start, were more allowed
+            assert len(list(running.iterdir())) <= 2  # never more than -j processes
+            if t.recorded == "killed":
+                mark.unlink()
+                os._exit(9)
+            return [f"note of {t.recorded} with {key}"]
+        finally:
+            mark.unlink()
+
+    monkeypatch.setattr(md, "_run_one", fake)
+    names = ["a", "killed", "b", "c", "d"]
+    work = [(md.Target(n, n, str(tmp_path / f"{n}.hpcstruct")), f"k{n}") for n in names]
+    got = dict(md._analyses(work, 2, None))
+    assert sorted(got) == list(range(len(names)))
+    for i, n in enumerate(names):
+        assert got[i] == (md.KILLED if n == "killed" else [f"note of {n} with k{n}"])
+    inline = dict(md._analyses([w for w in work if w[0].recorded != "killed"], 1, None))
+    assert inline == {0: ["note of a with ka"], 1: ["note of b with kb"], 2: ["note of c with kc"],
+                      3: ["note of d with kd"]}
