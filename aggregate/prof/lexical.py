@@ -175,12 +175,18 @@ class StructExpander:
     def lookup(self, offsets: np.ndarray) -> np.ndarray:
         return self.module.lookup(offsets)
 
+    def chains_at(self, offsets: np.ndarray) -> np.ndarray:
+        """The statement row holding each offset (-1 where none does), with the chains of those statements
+        worked out (together, those not known yet)."""
+        leaves = self.lookup(offsets)
+        self.ensure(sorted_unique(leaves[leaves >= 0]).tolist())
+        return leaves
+
     def warm(self, offsets: np.ndarray) -> None:
         """Compute the chains of the statements holding these offsets now, ahead of :meth:`Classifier.expand`."""
         if not self.has_data:
             return
-        leaves = self.lookup(offsets)
-        self.ensure(sorted_unique(leaves[leaves >= 0]).tolist())
+        self.chains_at(offsets)
         self.module.release_pages()
 
 
@@ -497,8 +503,7 @@ class Classifier:
         st = self.structs.get(module)
         if st is not None and st.has_data:
             out: list[tuple[Step, ...]] = []
-            leaves = st.lookup(offs)
-            st.ensure(sorted_unique(leaves[leaves >= 0]).tolist())  # the chains not warmed, together
+            leaves = st.chains_at(offs)  # the chains phase 1 did not warm, worked out together
             for off, leaf in zip(offs.tolist(), leaves.tolist(), strict=True):
                 if leaf < 0:  # a gap in a module the structure file describes: no information
                     out.append(((None, point_scope(path, off)),))
