@@ -11,13 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def group_starts(keys: np.ndarray) -> np.ndarray:
-    """True where a run of equal keys begins."""
-    out = np.empty(len(keys), bool)
-    out[:1] = True
-    np.not_equal(keys[1:], keys[:-1], out=out[1:])
-    return out
+from hpcsa.arrays import run_starts
 
 
 def depth_levels(depth: np.ndarray) -> list[np.ndarray]:
@@ -75,7 +69,7 @@ def preorder(parent: np.ndarray, entry: np.ndarray) -> tuple[np.ndarray, np.ndar
         rows = rows[np.argsort(parent[rows], kind="stable")]
         par = parent[rows]
         cs = np.cumsum(size[rows]) - size[rows]
-        base = np.maximum.accumulate(np.where(group_starts(par), np.arange(len(rows)), 0))
+        base = np.maximum.accumulate(np.where(run_starts(par), np.arange(len(rows)), 0))
         pos[rows] = pos[par] + 1 + (cs - cs[base])
     order = np.empty(n, np.int64)
     order[pos] = np.arange(n)
