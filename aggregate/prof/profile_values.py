@@ -334,7 +334,8 @@ def process_batch(c2: ClassTwo, indexes: list[int], sinks: Sinks, *, traces: boo
         outs.append(ProfileOutput(index, int(offsets[k]), int(n_values[k]), int(n_ctxs[k]), int(sizes[k]),
                                   int(acut[k]) * ASIDE.itemsize, int(acut[k + 1] - acut[k])))
     bc, bw, bb = bits
-    # 32-bit contexts, counts and words: a worker's result pickles to about half the bytes (a pipe holds 64 KiB)
+    # 32-bit contexts, counts and words: a pool worker's result (an MPI rank's workers) pickles to about half the
+    # bytes (a pipe holds 64 KiB)
     batch = BatchOutput(outs, uctx.astype(np.int32), n_per_ctx.astype(np.int32),
                         (bc.astype(np.int32), bw.astype(np.int32), bb),
                         pending=(pms, aside.tobytes() if len(aside) else b""))
