@@ -19,6 +19,7 @@ Numbers in ``v`` and ``t`` are hexadecimal (hpcprof reads them with base 16,
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import xml.parsers.expat as expat
@@ -136,15 +137,26 @@ def _parse_vsets_slowly(texts: list[str]) -> tuple[list[int], list[int], list[in
         counts.append(len(pairs))
         lo.extend(int(a, 16) for a, _ in pairs)
         hi.extend(int(b, 16) for _, b in pairs)
+        if pairs and max(lo[-len(pairs):] + hi[-len(pairs):]) >= 1 << 64:
+            raise _Refused(f"v={v!r} has an address beyond 64 bits")
     return counts, lo, hi
 
 
 def _decimal(values: list[str | None], what: str) -> list[int]:
     try:
-        return [-1 if x is None else int(x) for x in values]
+        out = [-1 if x is None else int(x) for x in values]
     except ValueError:
         bad = next(x for x in values if x is not None and not _is_int(x))
         raise _Refused(f"{what}={bad!r} is not a decimal integer") from None
+    return _in_64_bits(out, values, what)
+
+
+def _in_64_bits(out: list[int], values: list[str | None], what: str) -> list[int]:
+    """``out`` if every number fits a signed 64-bit column, else the one-line problem."""
+    if out and (max(out) >= 1 << 63 or min(out) < -(1 << 63)):
+        bad = next(x for x, v in zip(values, out, strict=True) if not -(1 << 63) <= v < 1 << 63)
+        raise _Refused(f"{what}={bad!r} is out of range (more than 64 bits)")
+    return out
 
 
 def _is_int(text: str) -> bool:
@@ -165,7 +177,7 @@ def _hexadecimal(values: list[str | None], what: str) -> list[int]:
         if not m:
             raise _Refused(f"{what}={x!r} is not a hexadecimal address")
         out.append(int(m.group(1), 16))
-    return out
+    return _in_64_bits(out, values, what)
 
 
 #: The attributes a scope may carry; the reader keeps one list per attribute (not a dict per element).
@@ -435,6 +447,8 @@ def iter_modules(path: str | os.PathLike[str], header: StructureFile | None = No
                 raise FormatError(path, str(exc)) from None
             except expat.ExpatError as exc:
                 raise FormatError(path, _expat_problem(exc, total)) from None
+            except LookupError as exc:  # an XML declaration naming an encoding Python does not know
+                raise FormatError(path, f"declares a character encoding that cannot be read ({exc})") from None
             total += len(chunk)
             if header is not None and reader.seen_root:
                 header.version, header.id, header.name = reader.sf.version, reader.sf.id, reader.sf.name
@@ -448,7 +462,20 @@ def iter_modules(path: str | os.PathLike[str], header: StructureFile | None = No
 
 
 def read_hpcstruct(path: str | os.PathLike[str]) -> StructureFile:
-    """The whole file in memory (one Module per LM)."""
+    """The whole file in memory (one Module per LM): read by :mod:`hpcsa.structure.hpcstruct_scan` when it is
+    in the form hpcstruct writes (several times faster), else by expat (the same result, or the error)."""
+    from hpcsa.structure.hpcstruct_scan import SCAN_FROM, read_canonical  # imports this module
+
+    with contextlib.suppress(OSError):  # the general reader reports it
+        if os.path.getsize(path) >= SCAN_FROM:
+            sf = read_canonical(path)
+            if sf is not None:
+                return sf
+    return read_with_expat(path)
+
+
+def read_with_expat(path: str | os.PathLike[str]) -> StructureFile:
+    """The whole file in memory, read by expat whatever its form (the general reader)."""
     sf = StructureFile(modules=[])
     sf.modules = list(iter_modules(path, header=sf))
     return sf
@@ -459,4 +486,4 @@ def check_version(sf: StructureFile, path: str) -> None:
         raise UnsupportedError(path, f"structure format version {sf.version} is not supported")
 
 
-__all__ = ["VERSION", "READABLE_VERSIONS", "ROOT", "iter_modules", "read_hpcstruct", "check_version"]
+__all__ = ["VERSION", "READABLE_VERSIONS", "ROOT", "iter_modules", "read_hpcstruct", "read_with_expat", "check_version"]

@@ -45,7 +45,8 @@ import numpy as np
 from hpcsa.errors import HpcsaError
 from hpcsa.fileio import atomic_file
 from hpcsa.structure.columns import PackedStrings
-from hpcsa.structure.hpcstruct import read_hpcstruct
+from hpcsa.structure.hpcstruct import read_hpcstruct, read_with_expat
+from hpcsa.structure.hpcstruct_scan import SCAN_FROM, scan
 from hpcsa.structure.model import RANGE, SCOPE, Module, StructureFile
 
 MAGIC = b"HPCSA-PARSED-STRUCT\n"
@@ -90,19 +91,17 @@ def read_structure(path: str | os.PathLike[str]) -> StructureFile:
     """The structure file at ``path``, from its cache entry when a valid one exists (else parsed and stored)."""
     path = os.fspath(path)
     root = cache_root()
-    if root is None:
-        return read_hpcstruct(path)
-    try:
-        with open(path, "rb") as fh:
-            digest = hashlib.file_digest(fh, "sha256").hexdigest()
-    except OSError:
-        return read_hpcstruct(path)  # reports the problem in the reader's words
+    data = _read_bytes(path) if root is not None else None
+    if root is None or data is None:
+        return read_hpcstruct(path)  # no cache, or reports the problem in the reader's words
+    digest = hashlib.sha256(data).hexdigest()
     entry = root / SUBDIR / f"{digest}.bin"
     sf = _load(entry, digest)
     if sf is not None:
         return sf
-    sf = read_hpcstruct(path)
-    _store(entry, sf, path, digest)
+    sf, from_data = _parse(path, data)
+    del data
+    _store(entry, sf, path, digest, from_data)
     return sf
 
 
@@ -114,19 +113,36 @@ def store_structure(path: str | os.PathLike[str]) -> bool:
     if root is None:
         return False
     path = os.fspath(path)
-    digest = _digest_of(path)
-    if digest is None:
+    data = _read_bytes(path)
+    if data is None:
         read_hpcstruct(path)  # reports the problem in the reader's words
         return False
+    digest = hashlib.sha256(data).hexdigest()
     entry = root / SUBDIR / f"{digest}.bin"
     if _load(entry, digest) is not None:
         return True
-    sf = read_hpcstruct(path)
-    return _store(entry, sf, path, digest)
+    sf, from_data = _parse(path, data)
+    del data
+    return _store(entry, sf, path, digest, from_data)
 
 
-def _store(entry: Path, sf: StructureFile, path: str, digest: str) -> bool:
-    if _digest_of(path) != digest:  # changed while it was parsed
+def _read_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def _parse(path: str, data: bytes) -> tuple[StructureFile, bool]:
+    """The structure file, and whether it was parsed from ``data`` itself (the bytes hashed) rather than read
+    again by the general reader (then it may have changed in between)."""
+    sf = scan(data) if len(data) >= SCAN_FROM else None
+    return (sf, True) if sf is not None else (read_with_expat(path), False)
+
+
+def _store(entry: Path, sf: StructureFile, path: str, digest: str, from_data: bool = False) -> bool:
+    if not from_data and _digest_of(path) != digest:  # changed while it was parsed
         return False
     limit = cache_limit()  # a bad setting is the user's to hear about, not a cache problem to skip
     with contextlib.suppress(OSError, HpcsaError):
