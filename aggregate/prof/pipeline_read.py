@@ -18,6 +18,7 @@ from hpcsa.aggregate.prof.chain_warmer import ChainWarmer
 from hpcsa.aggregate.prof.inputs import Inputs, StructInput
 from hpcsa.aggregate.prof.profile_table import ProfileInputs
 from hpcsa.aggregate.prof.transport import Single, Transport, tasks_ahead
+from hpcsa.arrays import sorted_unique
 from hpcsa.progress import Progress
 from hpcsa.structure.model import C, Module
 from hpcsa.structure.parsedcache import read_cached, read_structure, store_structure
@@ -171,7 +172,7 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
             parts.append(result)
             if progress is not None:
                 progress.advance(len(result.profiles))
-            used = set(np.unique(result.raw.nodes["module"]).tolist())
+            used = set(sorted_unique(result.raw.nodes["module"]).tolist())
             new = [ref for h, ref in result.raw.modules.items() if h not in seen_modules and h in used]
             seen_modules.update(used)
             for s in structs_for(new, cpu_structs):
@@ -202,7 +203,7 @@ def complete_structs(disc: survey.Discovery, parsed: Parsed, inputs: Inputs, job
     """Every CPU structure file the union needs, parsed once: those parsed while reading, plus those of
     modules only other ranks' profiles use. In a fixed order (by file, not by completion): the first file
     describing a module is the one used."""
-    used = set(np.unique(disc.raw.nodes["module"]).tolist())
+    used = set(sorted_unique(disc.raw.nodes["module"]).tolist())
     refs = [ref for h, ref in disc.raw.modules.items() if h in used]
     done = {path for path, _, _ in parsed}
     missing = [s for s in structs_for(refs, [s for s in inputs.structs if not is_gpu_struct(s)])

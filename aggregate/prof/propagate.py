@@ -33,6 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hpcsa.arrays import sorted_unique
+
 
 @dataclass
 class TreeArrays:
@@ -87,7 +89,7 @@ def closure(ctx: np.ndarray, tree: TreeArrays, prof: np.ndarray | None = None) -
     """
     n = len(tree.parent)
     prof = np.zeros(len(ctx), np.int64) if prof is None else prof
-    key = np.unique(prof * n + ctx)
+    key = sorted_unique(prof * n + ctx)
     b = key // n
     c = key - b * n
     prev = np.full(len(c), -1, np.int64)
@@ -146,7 +148,7 @@ def propagate(ctx: np.ndarray, metric: np.ndarray, value: np.ndarray, tree: Tree
     pc = pkey - pbm * n_ctx
     rb, rc = closure(pc, tree, pbm // n_met) if len(pc) else (np.zeros(0, np.int64), np.zeros(0, np.int64))
     # The metrics of each profile: runs of (profile, metric) among the sorted points.
-    bm = np.unique(pbm)
+    bm = sorted_unique(pbm)
     mb = bm // n_met
     mcut = np.searchsorted(mb, np.arange(int(rb.max()) + 2 if len(rb) else 1))
     n_of = np.diff(mcut)[rb] if len(rb) else np.zeros(0, np.int64)  # queries per closure row

@@ -29,7 +29,7 @@ from hpcsa.aggregate.db import cctdb, summary
 from hpcsa.aggregate.db.profiledb import CTX_INDEX, SZ_VALUE, VALUE, ctx_indices_at
 from hpcsa.aggregate.prof.metrictable import SCOPE_ORDER, MetricTable
 from hpcsa.aggregate.prof.profile_values import ASIDE, ASIDE_NOLOOPS
-from hpcsa.arrays import run_starts, sorted_unique
+from hpcsa.arrays import run_starts, sorted_unique, sorted_unique_rows
 from hpcsa.fileio import pwrite_all
 
 LEX = SCOPE_ORDER.index("lex_aware")
@@ -401,9 +401,12 @@ def _aside_only(b_ctx: np.ndarray, b_metric: np.ndarray, a_ctx: np.ndarray, a_me
     if not none.any():
         z = np.zeros(0, np.int64)
         return z, z, np.zeros(0)
-    key = np.unique(np.stack([a_ctx[none], a_metric[none], a_prof[none]], axis=1), axis=0)
-    pairs, counts = np.unique(key[:, :2], axis=0, return_counts=True)
-    return pairs[:, 0], pairs[:, 1], counts.astype(np.float64)
+    dtype = np.result_type(a_ctx, a_metric, a_prof)
+    ctx, metric, _ = sorted_unique_rows(a_ctx[none].astype(dtype), a_metric[none].astype(dtype),
+                                        a_prof[none].astype(dtype))
+    first = run_starts(ctx, metric)
+    counts = np.diff(np.append(np.flatnonzero(first), len(ctx)))  # profiles per (ctx, metric)
+    return ctx[first], metric[first], counts.astype(np.float64)
 
 
 def transpose_ranges(pms_path: str, aside_path: str, cct_path: str, place: Placement, layout: cctdb.CctLayout,

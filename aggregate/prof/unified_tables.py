@@ -24,7 +24,7 @@ from hpcsa.aggregate.prof.metrictable import SCOPE_ORDER, MetricTable
 from hpcsa.aggregate.prof.profile_table import ProfileTable
 from hpcsa.aggregate.prof.propagate import TreeArrays
 from hpcsa.aggregate.prof.survey import Discovery, Phase1Env
-from hpcsa.arrays import run_starts
+from hpcsa.arrays import run_starts, sorted_unique
 from hpcsa.errors import HpcsaError
 from hpcsa.ingest.hpcrun import BOTH_VALID, ID_KIND_MASK, LOGIC_GLOBAL, LOGIC_LOCAL, LoadModule, MetricDesc
 from hpcsa.ragged import Ragged
@@ -102,7 +102,7 @@ def build_classifier(raw: rawtree.RawNodes, structs: list[tuple[str | None, Modu
     ``warmed``: the expanders whose chains phase 1 computed already.
     """
     warnings: list[str] = []
-    used = {int(h) for h in np.unique(raw.nodes["module"]).tolist() if h}
+    used = {int(h) for h in sorted_unique(raw.nodes["module"]).tolist() if h}
     refs = {h: raw.modules[h] for h in sorted(used, key=lambda h: raw.modules[h].key if h in raw.modules else "")
             if h in raw.modules}
     cls = lx.Classifier(display={r.key: r.path for r in refs.values()})

@@ -98,3 +98,23 @@ def test_aside_entries_of_a_range_are_those_of_its_contexts(tmp_path: Path, monk
             assert slices[-1] == len({p for p, _ in want})
     finally:
         aside.close()
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_aside_only_pairs_count_their_profiles(seed: int) -> None:
+    """(context, metric) pairs that only aside entries carry (no stored value block), each with the number of
+    distinct profiles naming it: against sets worked out one entry at a time."""
+    rng = np.random.default_rng(seed)
+    nb, na = int(rng.integers(0, 30)), int(rng.integers(1, 80))
+    stored = sorted({(int(c), int(m)) for c, m in zip(rng.integers(0, 20, nb), rng.integers(0, 4, nb), strict=True)})
+    b_ctx = np.array([c for c, _ in stored], np.int64)
+    b_metric = np.array([m for _, m in stored], np.int64)
+    a_ctx, a_metric = rng.integers(0, 20, na).astype(np.int64), rng.integers(0, 4, na).astype(np.int64)
+    a_prof = rng.integers(0, 6, na).astype(np.int32)
+    profiles: dict[tuple[int, int], set[int]] = {}
+    for c, m, p in zip(a_ctx.tolist(), a_metric.tolist(), a_prof.tolist(), strict=True):
+        if (c, m) not in set(stored):
+            profiles.setdefault((c, m), set()).add(p)
+    ctx, metric, count = transpose._aside_only(b_ctx, b_metric, a_ctx, a_metric, a_prof)
+    got = list(zip(ctx.tolist(), metric.tolist(), count.tolist(), strict=True))
+    assert got == [(c, m, float(len(ps))) for (c, m), ps in sorted(profiles.items())]

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from hpcsa import libdefaults
-from tests.conftest import ROOT
+from tests.conftest import FIXTURES, ROOT
 
 
 def test_set_defaults_fills_only_what_the_environment_leaves_unset() -> None:
@@ -71,3 +72,16 @@ def test_a_prof_run_starts_without_yaml_or_multiprocessing() -> None:
     assert metricsyaml.dumps is dumps  # the lazy names are the real functions
     with pytest.raises(AttributeError):
         _ = metricsyaml.no_such_name
+
+
+def test_a_prof_run_never_loads_numpy_ma(tmp_path: Path) -> None:
+    """numpy 2's ``np.unique`` without return arrays asks ``np.ma.is_masked``, which imports numpy.ma (25-30
+    ms, in every process that calls it): the aggregation uses :func:`hpcsa.arrays.sorted_unique` instead."""
+    code = ("import sys; from hpcsa.cli import main; rc = main(sys.argv[1:]); "
+            "print('numpy.ma' in sys.modules); sys.exit(rc)")
+    for jobs in ("1", "2"):
+        out = subprocess.run([sys.executable, "-c", code, "prof", str(FIXTURES / "measurements" / "tiny.m"),
+                              "-o", str(tmp_path / f"db{jobs}.d"), "-j", jobs], capture_output=True, text=True,
+                             cwd=ROOT, env=dict(os.environ, HPCSA_NO_PROGRESS="1"))
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip().splitlines()[-1] == "False", out.stdout
