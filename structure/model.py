@@ -357,10 +357,10 @@ class Module:
         keep = ((kinds[r["scope"]] == S) | (kinds[r["scope"]] == C)) & (r["hi"] > r["lo"])
         r = r[keep]
         order = np.argsort(r["lo"], kind="stable")
-        ordered = r[order]
-        if len(ordered) < 2 or bool(np.all(ordered["lo"][1:] >= ordered["hi"][:-1])):
-            return ordered
-        return first_claims(r)
+        lo, hi = r["lo"][order], r["hi"][order]
+        if len(order) < 2 or bool(np.all(lo[1:] >= hi[:-1])):
+            return r[order]
+        return first_claims(r, order=order)
 
     def lookup(self, addresses: Sequence[int] | np.ndarray) -> np.ndarray:
         """Statement row holding each address (-1 where no statement does); vectorized."""
