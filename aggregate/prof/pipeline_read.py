@@ -81,6 +81,13 @@ def phase1_task(env: survey.Phase1Env, kind: str, payload: Any) -> Any:
     return survey.survey_profiles(payload, env)
 
 
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0  # the worker reports it
+
+
 def struct_result(result: Parsed | StructInput) -> Parsed:
     """What :func:`phase1_task` returned for a structure file, as parsed modules (a cached one mapped)."""
     if not isinstance(result, StructInput):
@@ -185,7 +192,8 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
                         if warmer is not None:
                             warmer.add_structs(entries)
                     else:
-                        tasks.submit(("struct", s.path), phase1_task, ("struct", s), priority=-1.0)
+                        # ahead of the profiles, largest first: the longest parse starts first
+                        tasks.submit(("struct", s.path), phase1_task, ("struct", s), priority=-1.0 - _size(s.path))
             if warmer is not None:
                 warmer.add_points(result.raw)
             if len(parts) >= MERGE_EVERY:
