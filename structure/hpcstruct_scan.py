@@ -38,6 +38,10 @@ SCAN_FROM = 64 << 10
 #: Bytes of the body examined at a time (cut before a ``<``): bounds the temporaries to a few times this.
 SEGMENT = 1 << 19
 
+#: A module's columns are first sized for this many bytes of the body per scope and per range (hpcstruct
+#: writes about 60 and 30), then doubled when short.
+BYTES_PER_SCOPE, BYTES_PER_RANGE = 40, 24
+
 # Byte classes: the markup and the bytes that need a closer look.
 _LT, _GT, _QUOT, _CTRL, _AMP, _HIGH, _LBRACKET, _DASH, _RPAREN = range(1, 10)
 _CLASS = np.zeros(256, np.uint8)
@@ -116,7 +120,7 @@ def _read(data: bytes) -> StructureFile:
             or data[close + len(ROOT) + 3:].strip(b" \t\r\n"):
         raise _NotCanonical  # no root end, or something after it (the general reader decides)
     body = _Body()
-    body.most_scopes, body.most_ranges = data.count(b"<", body_start), data.count(b"[", body_start)
+    body.expect = close - body_start
     start = body_start
     while start < close:
         stop = close if close - start <= SEGMENT else data.find(b"<", start + SEGMENT, close)
@@ -172,7 +176,7 @@ def _prologue(data: bytes) -> tuple[StructureFile, int]:
 class _Module:
     """One load module's columns, converted a segment at a time and joined at its end."""
 
-    def __init__(self, attrs: dict[str, str], most_scopes: int, most_ranges: int) -> None:
+    def __init__(self, attrs: dict[str, str], expect: int) -> None:
         reader = _DocumentReader("")
         try:
             reader.seen_root = True
@@ -183,21 +187,44 @@ class _Module:
         self.path, self.id, self.has_calls, self.has_v = reader.lm
         self.rows = 0
         self.n_ranges = 0
-        # Filled in place and cut to length at the end (no pieces joined: no second copy). The bounds come
-        # from the file (a scope per '<', a range per '['); pages beyond what is filled are never touched.
-        self.scopes = np.empty(most_scopes, SCOPE)
-        self.ranges = np.empty(most_ranges, RANGE)
+        # Filled in place and cut to length at the end (no pieces joined: no second copy), sized for the
+        # bytes to come (hpcstruct writes ~60 bytes per scope, ~30 per range) and doubled when short; pages
+        # beyond what is filled are never touched.
+        self.scopes = np.empty(expect // BYTES_PER_SCOPE + 64, SCOPE)
+        self.ranges = np.empty(expect // BYTES_PER_RANGE + 64, RANGE)
         self.texts: list[dict[str, int]] = [{} for _ in STRING_COLUMNS]  # per column: text -> number, first seen
+        self.by_raw: list[dict[str, int] | None] = [None] * len(STRING_COLUMNS)  # value as written -> number
         self.truthy = [False] * len(STRING_COLUMNS)
 
-    def intern(self, column: int, texts: list[str]) -> np.ndarray:
-        """The local numbers of these values of one string column (new texts numbered as first seen)."""
+    def room(self, scopes: int, ranges: int) -> None:
+        """Make room for this many more scopes and ranges."""
+        if self.rows + scopes > len(self.scopes):
+            self.scopes = _grown(self.scopes, self.rows, self.rows + scopes)
+        if self.n_ranges + ranges > len(self.ranges):
+            self.ranges = _grown(self.ranges, self.n_ranges, self.n_ranges + ranges)
+
+    def intern(self, column: int, raws: list[str]) -> np.ndarray:
+        """The local numbers of these values (as written: entities not replaced) of one string column; new
+        texts numbered as first seen. Entities are replaced once per distinct value, not per occurrence."""
         numbers = self.texts[column]
-        new = [t for t in dict.fromkeys(texts) if t not in numbers]
+        by_raw = self.by_raw[column] or numbers  # the same dictionary while no value had an entity
+        new = [t for t in dict.fromkeys(raws) if t not in by_raw]
         if new:
-            numbers.update(zip(new, count(len(numbers))))
+            joined = "\0".join(new)  # no value holds a NUL (a control byte)
+            amp = "&" in joined
+            if amp and by_raw is numbers:
+                by_raw = self.by_raw[column] = dict(numbers)
+            texts = _replace_entities(joined, new) if amp else new
+            first = len(numbers)
+            if by_raw is numbers or (numbers.keys().isdisjoint(texts) and len(set(texts)) == len(texts)):
+                numbered: range | list[int] = range(first, first + len(texts))
+                numbers.update(zip(texts, numbered, strict=True))
+            else:  # two spellings of one text (an entity and the character itself)
+                numbered = [numbers.setdefault(t, len(numbers)) for t in texts]
+            if by_raw is not numbers:
+                by_raw.update(zip(new, numbered, strict=True))
             self.truthy[column] = self.truthy[column] or any(new)
-        return np.fromiter(map(numbers.__getitem__, texts), np.int32, len(texts))
+        return np.fromiter(map(by_raw.__getitem__, raws), np.int32, len(raws))
 
     def finish(self) -> Module:
         scopes = self.scopes[:self.rows]
@@ -215,6 +242,12 @@ class _Module:
                       has_calls=self.has_calls, has_v=self.has_v)
 
 
+def _grown(array: np.ndarray, used: int, needed: int) -> np.ndarray:
+    out = np.empty(max(needed, 2 * len(array)), array.dtype)
+    out[:used] = array[:used]
+    return out
+
+
 def _decode(raw: bytes) -> str:
     """UTF-8 that XML allows (expat refuses the rest; the general reader then reports it)."""
     try:
@@ -224,6 +257,19 @@ def _decode(raw: bytes) -> str:
     if not text.isascii() and ("\ufffe" in text or "\uffff" in text):
         raise _NotCanonical
     return text
+
+
+def _replace_entities(joined: str, values: list[str]) -> list[str]:
+    """``values`` (``joined`` by NULs) with their entities replaced: the five predefined ones on the whole
+    text at once, character references value by value."""
+    if "&#" in joined:
+        return [_entities(t) if "&" in t else t for t in values]
+    for entity in ("&lt;", "&gt;", "&quot;", "&apos;"):
+        if entity in joined:
+            joined = joined.replace(entity, _ENTITIES[entity[1:-1]])
+    if "&" in joined.replace("&amp;", ""):
+        raise _NotCanonical  # an entity not declared (expat refuses it)
+    return joined.replace("&amp;", "&").split("\0")
 
 
 def _entities(text: str) -> str:
@@ -286,7 +332,7 @@ class _Body:
         self.stack_row: list[int] = []    # their rows (-1 for the LM)
         self.module: _Module | None = None
         self.done: list[Module] = []
-        self.most_scopes = self.most_ranges = 0  # bounds for a module's rows and ranges (set per file)
+        self.expect = 0  # bytes of the body (sizes a module's columns)
 
     def finish(self) -> list[Module]:
         if self.stack_kind or self.module is not None:
@@ -391,8 +437,7 @@ class _Body:
         for piece in range(len(bounds) - 1):
             lo, hi = bounds[piece], bounds[piece + 1]
             if piece > 0:
-                self.module = _Module(_lm_attributes(seg, int(lt[lo]), int(gt[lo])), self.most_scopes,
-                                      self.most_ranges)
+                self.module = _Module(_lm_attributes(seg, int(lt[lo]), int(gt[lo])), self.expect)
                 lo += 1
                 if self_close[lo - 1]:
                     self.done.append(self.module.finish())
@@ -479,6 +524,7 @@ class _Body:
             out[rows] = values
             return out
 
+        module.room(n, 0)
         scopes = module.scopes[first_row:first_row + n]
         scopes["kind"] = kind[elements]
         scopes["parent"] = parent_row[elements]
@@ -493,6 +539,7 @@ class _Body:
         scopes["flags"] = flags
         if np.any(sel):
             counts, rlo, rhi = _ranges(seg, digits, marks, value[sel], vstart[sel], vend[sel])
+            module.room(0, len(rlo))
             ranges = module.ranges[module.n_ranges:module.n_ranges + len(rlo)]
             ranges["lo"] = rlo
             ranges["hi"] = rhi
@@ -620,9 +667,8 @@ def _ranges(seg: np.ndarray, digits: np.ndarray, marks: tuple[np.ndarray, np.nda
 
 
 def _values(seg: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[str]:
-    """The values ``seg[start:end]`` (in order, not overlapping) as expat gives them: decoded once, end to end,
-    each followed by its closing '"' (no value holds one), which becomes a NUL (nor that) before the entities
-    are replaced."""
+    """The values ``seg[start:end]`` (in order, not overlapping) decoded from UTF-8 once, end to end, each
+    followed by its closing '"' (no value holds one); entities are left for :meth:`_Module.intern`."""
     if not len(start):
         return []
     runs = np.empty(2 * len(start) + 1, np.int64)  # bytes skipped, kept, skipped, ...
@@ -631,15 +677,7 @@ def _values(seg: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[str]:
     runs[2:-1:2] = start[1:] - end[:-1] - 1
     runs[-1] = len(seg) - end[-1] - 1
     raw = seg[np.repeat(np.arange(len(runs)) % 2 == 1, runs)].tobytes()
-    text = _decode(raw)
-    if "&" not in text:
-        return text.split('"')[:-1]
-    text = text.replace('"', "\0")
-    for entity in ("&lt;", "&gt;", "&quot;", "&apos;"):
-        text = text.replace(entity, _ENTITIES[entity[1:-1]])
-    if "&" in text.replace("&amp;", ""):  # character references, or a bad one: value by value
-        return [_entities(t) if "&" in t else t for t in text.split("\0")[:-1]]
-    return text.replace("&amp;", "&").split("\0")[:-1]
+    return _decode(raw).split('"')[:-1]
 
 
 __all__ = ["read_canonical", "scan", "SCAN_FROM", "SEGMENT"]

@@ -961,6 +961,18 @@ def test_segment_boundaries(written_files: list[Path], tmp_path: Path, monkeypat
     tally.check()
 
 
+def test_columns_that_grow(written_files: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A module's columns start small when the bytes per scope and range are estimated high: doubling them
+    as the module grows keeps every scope, range and string."""
+    monkeypatch.setattr(hpcstruct_scan, "BYTES_PER_SCOPE", 1 << 40)
+    monkeypatch.setattr(hpcstruct_scan, "BYTES_PER_RANGE", 1 << 40)
+    monkeypatch.setattr(hpcstruct_scan, "SEGMENT", 4096)
+    tally = Tally()
+    for path in written_files:
+        check_case(path, f"{path.name} with small columns", tally, must_accept=True)
+    tally.check()
+
+
 def test_segment_boundaries_in_mutated_files(written_files: list[Path], tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """The targeted edits again with a cut before every few tags: a bad tag is caught whichever segment
