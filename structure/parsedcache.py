@@ -108,25 +108,33 @@ def read_structure(path: str | os.PathLike[str]) -> StructureFile:
     return sf
 
 
-def store_structure(path: str | os.PathLike[str]) -> bool:
-    """Parse the structure file at ``path`` into its cache entry unless a valid one exists; True when a valid
-    entry for its present bytes is there afterwards (then :func:`read_cached` maps it), False when there is
-    no cache or it cannot be written. Problems of the file itself are raised as by :func:`read_structure`."""
+def store_structure(path: str | os.PathLike[str]) -> str | None:
+    """Parse the structure file at ``path`` into its cache entry unless a valid one exists; the SHA-256 of its
+    bytes when a valid entry for them is there afterwards (then :func:`read_entry` maps it without hashing
+    the file again), None when there is no cache or it cannot be written. Problems of the file itself are
+    raised as by :func:`read_structure`."""
     root = cache_root()
     if root is None:
-        return False
+        return None
     path = os.fspath(path)
     data = _read_bytes(path)
     if data is None:
         read_hpcstruct(path)  # reports the problem in the reader's words
-        return False
+        return None
     digest = hashlib.sha256(data).hexdigest()
     entry = root / SUBDIR / f"{digest}.bin"
     if _load(entry, digest) is not None:
-        return True
+        return digest
     sf, from_data = _parse(path, data)
     del data
-    return _store(entry, sf, path, digest, from_data)
+    return digest if _store(entry, sf, path, digest, from_data) else None
+
+
+def read_entry(digest: str) -> StructureFile | None:
+    """The cache entry of the structure file whose bytes hash to ``digest`` (as :func:`store_structure`
+    returned it), if it is there and intact."""
+    root = cache_root()
+    return None if root is None else _load(root / SUBDIR / f"{digest}.bin", digest)
 
 
 def _read_bytes(path: str) -> bytes | None:

@@ -21,7 +21,7 @@ from hpcsa.aggregate.prof.transport import Single, Transport, tasks_ahead
 from hpcsa.arrays import sorted_unique
 from hpcsa.progress import Progress
 from hpcsa.structure.model import C, Module
-from hpcsa.structure.parsedcache import read_cached, read_structure, store_structure
+from hpcsa.structure.parsedcache import read_cached, read_entry, read_structure, store_structure
 from hpcsa.workers import DynamicRun, LocalPool
 
 if TYPE_CHECKING:  # hpcsa.gpucct (and networkx) are imported only when there are GPU structure files
@@ -75,8 +75,9 @@ def phase1_task(env: survey.Phase1Env, kind: str, payload: Any) -> Any:
     """One task of phase 1: parse a structure file, or survey a batch of profiles (merged)."""
     if kind == "struct":
         s: StructInput = payload
-        if store_structure(s.path):
-            return s  # cached: the caller maps the entry (cheaper than this worker's copy sent back)
+        digest = store_structure(s.path)
+        if digest is not None:
+            return s, digest  # cached: the caller maps the entry (cheaper than this worker's copy sent back)
         return [(s.path, s.measdir, m) for m in read_structure(s.path).modules]
     return survey.survey_profiles(payload, env)
 
@@ -88,13 +89,15 @@ def _size(path: str) -> int:
         return 0  # the worker reports it
 
 
-def struct_result(result: Parsed | StructInput) -> Parsed:
-    """What :func:`phase1_task` returned for a structure file, as parsed modules (a cached one mapped)."""
-    if not isinstance(result, StructInput):
+def struct_result(result: Parsed | tuple[StructInput, str]) -> Parsed:
+    """What :func:`phase1_task` returned for a structure file, as parsed modules (a cached one mapped: the
+    worker's hash of the bytes it parsed names the entry)."""
+    if isinstance(result, list):
         return result
-    cached = read_cached(result.path)
-    sf = cached if cached is not None else read_structure(result.path)  # the entry went away meanwhile
-    return [(result.path, result.measdir, m) for m in sf.modules]
+    s, digest = result
+    cached = read_entry(digest)
+    sf = cached if cached is not None else read_structure(s.path)  # the entry went away meanwhile
+    return [(s.path, s.measdir, m) for m in sf.modules]
 
 
 def _batches(profiles: ProfileInputs, jobs: int) -> list[np.ndarray]:

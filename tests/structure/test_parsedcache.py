@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import pickle
 import shutil
 from pathlib import Path
@@ -185,11 +186,15 @@ def test_store_structure_leaves_an_entry_that_maps_to_the_parsed_modules(shared_
     path = shared_data / "hpctoolkit" / "meas" / "small.m" / "structs" / "testmeas-small.hpcstruct"
     if not path.is_file():
         pytest.skip(f"{path} absent")
-    assert parsedcache.store_structure(path)
+    digest = parsedcache.store_structure(path)
+    assert digest == hashlib.sha256(path.read_bytes()).hexdigest()
     assert len(entries(cache)) == 1
     mapped = parsedcache.read_cached(path)
     assert mapped is not None and mapped.same_content(hpcstruct.read_hpcstruct(path))
-    assert parsedcache.store_structure(path)  # valid already: kept, not rewritten
+    by_digest = parsedcache.read_entry(digest)
+    assert by_digest is not None and by_digest.same_content(mapped)
+    assert parsedcache.read_entry("0" * 64) is None
+    assert parsedcache.store_structure(path) == digest  # valid already: kept, not rewritten
     assert len(entries(cache)) == 1
     monkeypatch.setenv("HPCSA_CACHE_DIR", "off")
     assert not parsedcache.store_structure(path)
