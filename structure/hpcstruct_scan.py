@@ -29,8 +29,10 @@ from itertools import chain, compress, count
 
 import numpy as np
 
+from hpcsa.structure import scan_values as sv
 from hpcsa.structure.hpcstruct import ROOT, STRING_COLUMNS, _DocumentReader, _make_parser, _Refused
 from hpcsa.structure.model import ALLOWED_CHILDREN, HAS_V, KIND_OF_TAG, RANGE, SCOPE, F, Module, StructureFile
+from hpcsa.structure.scan_values import DASH, LBRACKET, RPAREN, NotCanonical
 
 #: Smaller files are read by expat: its start is cheaper than this reader's fixed costs (crossover ~40 KB).
 SCAN_FROM = 64 << 10
@@ -42,13 +44,11 @@ SEGMENT = 1 << 19
 #: writes about 60 and 30), then doubled when short.
 BYTES_PER_SCOPE, BYTES_PER_RANGE = 40, 24
 
-# Byte classes: the markup and the bytes that need a closer look.
-_LT, _GT, _QUOT, _CTRL, _AMP, _HIGH, _LBRACKET, _DASH, _RPAREN = range(1, 10)
+# Byte classes: the markup, control bytes (allowed only between tags) and the range marks (the highest).
+_LT, _GT, _QUOT, _CTRL = range(1, 5)
 _CLASS = np.zeros(256, np.uint8)
 _CLASS[:0x20] = _CTRL
-_CLASS[0x80:] = _HIGH
-for _ch, _cls in ((b"<", _LT), (b">", _GT), (b'"', _QUOT), (b"&", _AMP), (b"[", _LBRACKET), (b"-", _DASH),
-                  (b")", _RPAREN)):
+for _ch, _cls in ((b"<", _LT), (b">", _GT), (b'"', _QUOT), (b"[", LBRACKET), (b"-", DASH), (b")", RPAREN)):
     _CLASS[_ch[0]] = _cls
 
 _WHITE = np.zeros(256, bool)
@@ -73,19 +73,9 @@ _ATTR_OF_BYTE = np.full(256, -1, np.int8)
 for _name, _code in (("i", _I), ("l", _L), ("s", _S), ("t", _T), ("f", _F), ("n", _N), ("d", _D), ("v", _V)):
     _ATTR_OF_BYTE[ord(_name)] = _code
 
-_DIGIT = np.full(256, 255, np.uint8)  # a byte's value as a (hexa)decimal digit, else 255
-for _i, _ch in enumerate(b"0123456789abcdef"):
-    _DIGIT[_ch] = _i
-for _i, _ch in enumerate(b"ABCDEF"):
-    _DIGIT[_ch] = 10 + _i
 # bytes.translate tables: a whole segment is classified at C speed (a numpy gather converts every byte to
 # an index first: 3-4 times slower)
-_CLASS_TABLE, _SPECIAL_TABLE, _DIGIT_TABLE = bytes(_CLASS), bytes(_CLASS > 0), bytes(_DIGIT)
-_ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}
-
-
-class _NotCanonical(Exception):
-    """The file strays from the canonical form (or is invalid): the general reader takes it."""
+_CLASS_TABLE, _SPECIAL_TABLE = bytes(_CLASS), bytes(_CLASS > 0)
 
 
 def read_canonical(path: str | os.PathLike[str], strict: bool = False) -> StructureFile | None:
@@ -105,7 +95,7 @@ def scan(data: bytes, strict: bool = False) -> StructureFile | None:
     reads the file), unless ``strict`` (the tests), where it is raised."""
     try:
         return _read(data)
-    except _NotCanonical:
+    except NotCanonical:
         return None
     except Exception:
         if strict:
@@ -118,7 +108,7 @@ def _read(data: bytes) -> StructureFile:
     close = data.rfind(b"</" + ROOT.encode())
     if close < body_start or data[close + len(ROOT) + 2:close + len(ROOT) + 3] != b">" \
             or data[close + len(ROOT) + 3:].strip(b" \t\r\n"):
-        raise _NotCanonical  # no root end, or something after it (the general reader decides)
+        raise NotCanonical  # no root end, or something after it (the general reader decides)
     body = _Body()
     body.expect = close - body_start
     start = body_start
@@ -137,7 +127,7 @@ def _prologue(data: bytes) -> tuple[StructureFile, int]:
     handlers (which refuse entities and external DTDs); the DTD may not give attribute defaults or types
     (expat would apply them to every element)."""
     if not re.match(rb"[ \t\r\n]*<", data):
-        raise _NotCanonical
+        raise NotCanonical
     reader = _DocumentReader("")
     parser = _make_parser(reader)
     start_scope, _ = parser.StartElementHandler, parser.EndElementHandler
@@ -154,11 +144,11 @@ def _prologue(data: bytes) -> tuple[StructureFile, int]:
 
     def attlist(element: str, name: str, type_: str, default: str | None, required: bool) -> None:
         if type_ != "CDATA" or default is not None:
-            raise _NotCanonical
+            raise NotCanonical
 
     def xml_decl(version: str, encoding: str | None, standalone: int) -> None:
         if encoding is not None and encoding.lower() != "utf-8":
-            raise _NotCanonical
+            raise NotCanonical
 
     parser.StartElementHandler = start
     parser.AttlistDeclHandler = attlist
@@ -166,10 +156,10 @@ def _prologue(data: bytes) -> tuple[StructureFile, int]:
     try:
         for offset in range(0, len(data), 1 << 16):
             parser.Parse(data[offset:offset + (1 << 16)], False)
-    except (_Body, _Refused, expat.ExpatError, _NotCanonical, LookupError):
+    except (_Body, _Refused, expat.ExpatError, NotCanonical, LookupError):
         pass
     if not found or data[found[0]:found[0] + 3] != b"<LM":
-        raise _NotCanonical  # no load module (a trivial file) or a problem: the general reader decides
+        raise NotCanonical  # no load module (a trivial file) or a problem: the general reader decides
     return StructureFile(modules=[], version=reader.sf.version, id=reader.sf.id, name=reader.sf.name), found[0]
 
 
@@ -182,7 +172,7 @@ class _Module:
             reader.seen_root = True
             reader.start_lm(attrs)
         except _Refused:
-            raise _NotCanonical from None
+            raise NotCanonical from None
         assert reader.lm is not None
         self.path, self.id, self.has_calls, self.has_v = reader.lm
         self.rows = 0
@@ -214,7 +204,7 @@ class _Module:
             amp = "&" in joined
             if amp and by_raw is numbers:
                 by_raw = self.by_raw[column] = dict(numbers)
-            texts = _replace_entities(joined, new) if amp else new
+            texts = sv.replace_entities(joined, new) if amp else new
             first = len(numbers)
             if by_raw is numbers or (numbers.keys().isdisjoint(texts) and len(set(texts)) == len(texts)):
                 numbered: range | list[int] = range(first, first + len(texts))
@@ -248,59 +238,6 @@ def _grown(array: np.ndarray, used: int, needed: int) -> np.ndarray:
     return out
 
 
-def _decode(raw: bytes) -> str:
-    """UTF-8 that XML allows (expat refuses the rest; the general reader then reports it)."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise _NotCanonical from None
-    if not text.isascii() and ("\ufffe" in text or "\uffff" in text):
-        raise _NotCanonical
-    return text
-
-
-def _replace_entities(joined: str, values: list[str]) -> list[str]:
-    """``values`` (``joined`` by NULs) with their entities replaced: the five predefined ones on the whole
-    text at once, character references value by value."""
-    if "&#" in joined:
-        return [_entities(t) if "&" in t else t for t in values]
-    for entity in ("&lt;", "&gt;", "&quot;", "&apos;"):
-        if entity in joined:
-            joined = joined.replace(entity, _ENTITIES[entity[1:-1]])
-    if "&" in joined.replace("&amp;", ""):
-        raise _NotCanonical  # an entity not declared (expat refuses it)
-    return joined.replace("&amp;", "&").split("\0")
-
-
-def _entities(text: str) -> str:
-    """A value's predefined entities and character references replaced, as expat does."""
-    out = []
-    for k, piece in enumerate(text.split("&")):
-        if k == 0:
-            out.append(piece)
-            continue
-        name, semi, rest = piece.partition(";")
-        if not semi:
-            raise _NotCanonical
-        if name in _ENTITIES:
-            out.append(_ENTITIES[name])
-        elif name[:2] == "#x" and 2 < len(name) <= 8 and all(c in "0123456789abcdefABCDEF" for c in name[2:]):
-            out.append(_char(int(name[2:], 16)))
-        elif name[:1] == "#" and 1 < len(name) <= 8 and name[1:].isascii() and name[1:].isdigit():
-            out.append(_char(int(name[1:])))
-        else:
-            raise _NotCanonical
-        out.append(rest)
-    return "".join(out)
-
-
-def _char(code: int) -> str:
-    """A character reference's character, if XML allows it."""
-    if code in (0x9, 0xA, 0xD) or 0x20 <= code <= 0xD7FF or 0xE000 <= code <= 0xFFFD or 0x10000 <= code <= 0x10FFFF:
-        return chr(code)
-    raise _NotCanonical
-
-
 class _StartsByLevel:
     """The start tags of a segment sorted by (level, index), to find the latest one at a level before a point:
     a parent, the element an end tag closes, or what is open at a level."""
@@ -308,7 +245,7 @@ class _StartsByLevel:
     def __init__(self, starts: np.ndarray, start_level: np.ndarray, n: int) -> None:
         self.span = np.int64(n + 1)
         if len(start_level) and int(start_level.max()) >= 1 << 15:
-            raise _NotCanonical  # nesting that deep is left to expat
+            raise NotCanonical  # nesting that deep is left to expat
         order = np.argsort(start_level.astype(np.int16), kind="stable")  # radix sort; index order kept
         self.starts = starts[order]
         self.keys = start_level[order].astype(np.int64) * self.span + self.starts
@@ -336,7 +273,7 @@ class _Body:
 
     def finish(self) -> list[Module]:
         if self.stack_kind or self.module is not None:
-            raise _NotCanonical  # an element left open
+            raise NotCanonical  # an element left open
         return self.done
 
     def segment(self, data: bytes, start: int, stop: int) -> None:
@@ -347,27 +284,27 @@ class _Body:
         is_quote = classes == _QUOT
         quotes_before = np.cumsum(is_quote, dtype=np.int32) - is_quote
         if not len(special) or (int(quotes_before[-1]) + int(is_quote[-1])) % 2:
-            raise _NotCanonical
+            raise NotCanonical
         in_value = (quotes_before & 1).astype(bool)  # between a value's quotes (a closing one included)
         if np.any(in_value & (classes == _LT)):
-            raise _NotCanonical  # a '<' inside a value
+            raise NotCanonical  # a '<' inside a value
         classes[in_value & (classes == _GT)] = 0  # a '>' inside a value is text
         is_lt, is_gt = classes == _LT, classes == _GT
         lt, gt = special[is_lt], special[is_gt]
         n = len(lt)
         if not n or lt[0] != 0 or len(gt) != n or np.any(gt <= lt) or np.any(lt[1:] <= gt[:-1]):
-            raise _NotCanonical
+            raise NotCanonical
         self._check_gaps(seg, lt, gt)
         tag_of = np.cumsum(is_lt, dtype=np.int32) - 1  # the tag opened last at or before each byte
         in_tag = tag_of == np.cumsum(is_gt, dtype=np.int32) - is_gt  # ... and not closed before it
         at_quote = np.flatnonzero(is_quote)
         if np.any(~in_tag[at_quote]) or np.any(tag_of[at_quote[0::2]] != tag_of[at_quote[1::2]]):
-            raise _NotCanonical  # a value outside a tag, or running past its tag's end
+            raise NotCanonical  # a value outside a tag, or running past its tag's end
         if np.any(in_tag & (classes == _CTRL)):
-            raise _NotCanonical  # a control byte in a tag (expat would make tabs and newlines spaces)
+            raise NotCanonical  # a control byte in a tag (expat would make tabs and newlines spaces)
         qo, qc = special[at_quote[0::2]], special[at_quote[1::2]]
         tag_of_q = tag_of[at_quote[0::2]]
-        is_mark = in_value & (classes >= _LBRACKET)  # '[', '-', ')' inside values (the ranges of v)
+        is_mark = in_value & (classes >= LBRACKET)  # '[', '-', ')' inside values (the ranges of v)
         marks = (special[is_mark], classes[is_mark], quotes_before[is_mark] >> 1, len(qo))
         # -- tags: every byte outside the values is checked to be where the canonical form puts it
         is_end = seg[lt + 1] == ord("/")
@@ -376,7 +313,7 @@ class _Body:
         is_lm = (first == ord("L")) & (seg[lt + 2 + is_end] == ord("M"))
         kind[is_lm] = _LM
         if np.any(kind == 0) or np.any(is_end & (gt - lt != 3 + is_lm)):
-            raise _NotCanonical  # an unknown element, or an end tag other than </X>
+            raise NotCanonical  # an unknown element, or an end tag other than </X>
         self_close = ~is_end & (seg[gt - 1] == ord("/"))
         scope_start = ~is_end & ~is_lm
         of_scope = scope_start[tag_of_q]
@@ -388,40 +325,40 @@ class _Body:
         expected[1:] = aq_c[:-1] + 1
         expected[firsts] = lt[a_tag[firsts]] + 2
         if np.any(space != expected):
-            raise _NotCanonical  # anything but ' name="value"' after a tag's name or value
+            raise NotCanonical  # anything but ' name="value"' after a tag's name or value
         tag_end = lt + 2  # after the one-letter name, or after the last value
         lasts = np.ones(len(a_tag), bool)
         lasts[:-1] = firsts[1:]
         tag_end[a_tag[lasts]] = aq_c[lasts] + 1
         if np.any(scope_start & (tag_end != gt - self_close)):
-            raise _NotCanonical
+            raise NotCanonical
         bit = np.left_shift(1, code)
         if len(bit) and np.any(np.add.reduceat(bit, np.flatnonzero(firsts))
                                != np.bitwise_or.reduceat(bit, np.flatnonzero(firsts))):
-            raise _NotCanonical  # a repeated attribute (an error expat reports)
+            raise NotCanonical  # a repeated attribute (an error expat reports)
         # -- nesting: the parent of a start tag and the element an end tag closes, by sorted search
         depth_in = len(self.stack_kind)
         delta = np.where(is_end, -1, np.where(self_close, 0, 1))
         after = np.cumsum(delta) + depth_in
         before = after - delta
         if np.any(after < 0):
-            raise _NotCanonical
+            raise NotCanonical
         starts = np.flatnonzero(~is_end)
         level = np.where(is_end, after, before - 1)  # the level of the parent, or of the element closed
         by_level = _StartsByLevel(starts, before[starts], n)
         opener = by_level.latest(level, np.arange(n))
         carried = opener < 0
         if np.any(carried & (level >= depth_in)):
-            raise _NotCanonical
+            raise NotCanonical
         at = np.clip(level, 0, depth_in)
         stack_kind = np.array(self.stack_kind + [_ROOT_LEVEL], np.int64)[at]
         stack_row = np.array(self.stack_row + [-1], np.int64)[at]
         root_level = carried & (level < 0)
         opener_kind = np.where(carried, np.where(root_level, _ROOT_LEVEL, stack_kind), kind[np.maximum(opener, 0)])
         if np.any(is_end & (opener_kind != kind)):
-            raise _NotCanonical  # an end tag closing another element
+            raise NotCanonical  # an end tag closing another element
         if np.any(~is_end & ~_ALLOWED[opener_kind, kind]):
-            raise _NotCanonical  # an element not allowed there (the general reader names it)
+            raise NotCanonical  # an element not allowed there (the general reader names it)
         # -- rows within each module; the parent's row (-1 directly inside the LM)
         lm_starts = np.flatnonzero(is_lm & ~is_end)
         rank = np.cumsum(scope_start) - 1
@@ -431,7 +368,7 @@ class _Body:
         parent_row = np.where(carried, np.where(root_level, -1, stack_row),
                               np.where(opener_kind == _LM, -1, row[np.maximum(opener, 0)]))
         # -- the pieces: the module carried in, then each LM started here
-        digits = np.frombuffer(raw.translate(_DIGIT_TABLE), np.uint8)
+        digits = np.frombuffer(raw.translate(sv.DIGIT_TABLE), np.uint8)
         attrs = (code, aq_o + 1, aq_c, a_tag, np.flatnonzero(of_scope))
         bounds = np.concatenate([[0], lm_starts, [n]]).tolist()
         for piece in range(len(bounds) - 1):
@@ -476,13 +413,13 @@ class _Body:
         if int(lens.max(initial=0)) <= 1:
             ones = gap_start[lens == 1]
             if not np.all(_WHITE[seg[ones]]):
-                raise _NotCanonical
+                raise NotCanonical
             return
         total = int(lens.sum())
         offsets = np.cumsum(lens) - lens
         index = np.arange(total, dtype=np.int64) + np.repeat(gap_start - offsets, lens)
         if not np.all(_WHITE[seg[index]]):
-            raise _NotCanonical  # text, or markup expat would read (a comment, an instruction)
+            raise NotCanonical  # text, or markup expat would read (a comment, an instruction)
 
     @staticmethod
     def _attribute_names(seg: np.ndarray, qo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -490,13 +427,13 @@ class _Body:
         if not len(qo):
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         if np.any(seg[qo - 1] != ord("=")):
-            raise _NotCanonical
+            raise NotCanonical
         one = seg[qo - 3] == ord(" ")
         code = _ATTR_OF_BYTE[seg[qo - 2]].astype(np.int64)
         two = ~one & (seg[qo - 4] == ord(" ")) & (seg[qo - 3] == ord("l")) & (seg[qo - 2] == ord("n"))
         code[two] = _LN
         if np.any(~one & ~two) or np.any(code < 0):
-            raise _NotCanonical  # an attribute the general reader ignores, or other spacing
+            raise NotCanonical  # an attribute the general reader ignores, or other spacing
         return code, qo - np.where(one, 3, 4)
 
     @staticmethod
@@ -510,7 +447,7 @@ class _Body:
         n = len(elements)
         first_row = int(row[elements[0]])
         if first_row != module.rows:
-            raise _NotCanonical
+            raise NotCanonical
         code, vstart, vend, tag, value = attrs
         chosen = (tag >= elements[0]) & (tag <= elements[-1])
         code, vstart, vend, tag, value = code[chosen], vstart[chosen], vend[chosen], tag[chosen], value[chosen]
@@ -530,15 +467,15 @@ class _Body:
         scopes["parent"] = parent_row[elements]
         for attr, name in ((_I, "id"), (_L, "line"), (_S, "sym")):
             sel = code == attr
-            scopes[name] = column(sel, _decimal(digits, vstart[sel], vend[sel]), np.int64) if np.any(sel) else -1
+            scopes[name] = column(sel, sv.decimal(digits, vstart[sel], vend[sel]), np.int64) if np.any(sel) else -1
         sel = code == _T
-        scopes["target"] = column(sel, _hexadecimal(seg, digits, vstart[sel], vend[sel]), np.int64) if np.any(sel) else -1
+        scopes["target"] = column(sel, sv.hexadecimal(seg, digits, vstart[sel], vend[sel]), np.int64) if np.any(sel) else -1
         sel = code == _V
         flags = np.zeros(n, np.uint8)
         flags[local[sel]] = HAS_V
         scopes["flags"] = flags
         if np.any(sel):
-            counts, rlo, rhi = _ranges(seg, digits, marks, value[sel], vstart[sel], vend[sel])
+            counts, rlo, rhi = sv.ranges(seg, digits, marks, value[sel], vstart[sel], vend[sel])
             module.room(0, len(rlo))
             ranges = module.ranges[module.n_ranges:module.n_ranges + len(rlo)]
             ranges["lo"] = rlo
@@ -547,7 +484,7 @@ class _Body:
             module.n_ranges += len(rlo)
         # strings: F's n is its file (and, as in the general reader, numbered in the name column, then cleared)
         strs = (code >= _F) & (code <= _D)
-        texts = _values(seg, vstart[strs], vend[strs])
+        texts = sv.values(seg, vstart[strs], vend[strs])
         s_code, s_file = code[strs], kind[tag[strs]] == F
         for number, (name, _) in enumerate(STRING_COLUMNS):
             if name == "file":
@@ -567,117 +504,15 @@ def _lm_attributes(seg: np.ndarray, lt: int, gt: int) -> dict[str, str]:
     """An ``<LM>`` tag's attributes, read by expat as a document of its own (only plain ASCII tags)."""
     text = seg[lt:gt + 1].tobytes()
     if b"'" in text or b"&" in text or not text.isascii():
-        raise _NotCanonical
+        raise NotCanonical
     got: list[dict[str, str]] = []
     parser = expat.ParserCreate()
     parser.StartElementHandler = lambda tag, attrs: got.append(attrs)
     try:
         parser.Parse(text if text.endswith(b"/>") else text + b"</LM>", True)
     except expat.ExpatError:
-        raise _NotCanonical from None
+        raise NotCanonical from None
     return got[0]
-
-
-def _numbers(digits: np.ndarray, start: np.ndarray, end: np.ndarray, hexadecimal: bool, most: int) -> np.ndarray:
-    """The numbers written at ``start:end`` (decimal, or hexadecimal of either case; ``digits``: each byte's
-    digit value, 255 for other bytes), at most ``most``
-    digits each. Numbers of one length are converted together, a digit column at a time: an order of
-    magnitude faster than laying all digits end to end and summing them back per number."""
-    lens = end - start
-    out = np.empty(len(start), np.uint64)
-    if not len(lens):
-        return out
-    if int(lens.min()) < 1 or int(lens.max()) > most:
-        raise _NotCanonical
-    limit = 15 if hexadecimal else 9
-    shift, ten = np.uint64(4), np.uint64(10)
-    lengths = np.flatnonzero(np.bincount(lens)).tolist()
-    for length in lengths:
-        chosen = np.flatnonzero(lens == length) if len(lengths) > 1 else slice(None)
-        at = start[chosen]
-        digit = digits[at]
-        worst = int(digit.max())
-        acc = digit.astype(np.uint64)
-        for k in range(1, length):
-            digit = digits[at + k]
-            worst = max(worst, int(digit.max()))
-            if hexadecimal:
-                acc <<= shift
-                acc |= digit
-            else:
-                acc *= ten
-                acc += digit
-        if worst > limit:
-            raise _NotCanonical
-        out[chosen] = acc
-    return out
-
-
-def _decimal(digits: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Values of plain decimal digits (what the general reader's ``int()`` gives), at most 18 digits."""
-    return _numbers(digits, start, end, False, 18).astype(np.int64)
-
-
-def _hexadecimal(seg: np.ndarray, digits: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """``0x`` and at most 15 hex digits (so the value fits the signed column)."""
-    if np.any(seg[start] != ord("0")) or np.any(seg[start + 1] != ord("x")):
-        raise _NotCanonical
-    return _numbers(digits, start + 2, end, True, 15).astype(np.int64)
-
-
-def _ranges(seg: np.ndarray, digits: np.ndarray, marks: tuple[np.ndarray, np.ndarray, np.ndarray, int], value: np.ndarray,
-            start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Address-range sets ``{[0xA-0xB) [0xC-0xD)}`` (the values numbered ``value`` of the segment, at
-    ``start:end``): (ranges per value, lo, hi). ``marks``: the '[', '-' and ')' inside the segment's values."""
-    if np.any(seg[start] != ord("{")) or np.any(seg[end - 1] != ord("}")):
-        raise _NotCanonical
-    inner_start, inner_end = start + 1, end - 1
-    empty = inner_end == inner_start
-    mark_pos, mark_class, mark_value, n_values = marks
-    order = np.full(n_values, -1, np.int64)
-    order[value] = np.arange(len(value))
-    which = order[mark_value]
-    mine = which >= 0
-    pos, mark, which = mark_pos[mine], mark_class[mine], which[mine]
-    if len(pos) % 3 or np.any(mark[0::3] != _LBRACKET) or np.any(mark[1::3] != _DASH) \
-            or np.any(mark[2::3] != _RPAREN):
-        raise _NotCanonical  # every range is "[0x" digits "-0x" digits ")"
-    lb, dash, rp = pos[0::3], pos[1::3], pos[2::3]
-    lb_owner = which[0::3]
-    if np.any(which[1::3] != lb_owner) or np.any(which[2::3] != lb_owner):
-        raise _NotCanonical
-    counts = np.bincount(lb_owner, minlength=len(start))
-    if np.any((counts == 0) != empty):
-        raise _NotCanonical
-    firsts = np.ones(len(lb), bool)
-    firsts[1:] = lb_owner[1:] != lb_owner[:-1]
-    lasts = np.ones(len(lb), bool)
-    lasts[:-1] = firsts[1:]
-    expected_lb = np.empty(len(lb), np.int64)
-    expected_lb[1:] = rp[:-1] + 2
-    expected_lb[firsts] = inner_start[lb_owner[firsts]]
-    if np.any(lb != expected_lb) or np.any(rp[lasts] + 1 != inner_end[lb_owner[lasts]]):
-        raise _NotCanonical
-    if np.any(seg[rp[~lasts] + 1] != ord(" ")):
-        raise _NotCanonical
-    for p in (lb, dash):
-        if np.any(seg[p + 1] != ord("0")) or np.any(seg[p + 2] != ord("x")):
-            raise _NotCanonical
-    return counts, _numbers(digits, lb + 3, dash, True, 16), _numbers(digits, dash + 3, rp, True, 16)
-
-
-def _values(seg: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[str]:
-    """The values ``seg[start:end]`` (in order, not overlapping) decoded from UTF-8 once, end to end, each
-    followed by its closing '"' (no value holds one); entities are left for :meth:`_Module.intern`."""
-    if not len(start):
-        return []
-    runs = np.empty(2 * len(start) + 1, np.int64)  # bytes skipped, kept, skipped, ...
-    runs[0] = start[0]
-    runs[1:-1:2] = end + 1 - start  # a value and the '"' after it
-    runs[2:-1:2] = start[1:] - end[:-1] - 1
-    runs[-1] = len(seg) - end[-1] - 1
-    raw = seg[np.repeat(np.arange(len(runs)) % 2 == 1, runs)].tobytes()
-    return _decode(raw).split('"')[:-1]
 
 
 __all__ = ["read_canonical", "scan", "SCAN_FROM", "SEGMENT"]
