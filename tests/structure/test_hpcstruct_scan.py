@@ -24,7 +24,7 @@ import pytest
 from hpcsa.errors import FormatError
 from hpcsa.structure import hpcstruct_scan
 from hpcsa.structure.binary import write_structure
-from hpcsa.structure.hpcstruct import read_with_expat
+from hpcsa.structure.hpcstruct import read_hpcstruct, read_with_expat
 from hpcsa.structure.hpcstruct_scan import read_canonical
 from hpcsa.structure.hpcstruct_text import write_hpcstruct
 from hpcsa.structure.model import RANGE, SCOPE, Module, StructureFile
@@ -1057,3 +1057,30 @@ def test_expat_reader_refuses_in_one_line(written_files: list[Path], tmp_path: P
     except FormatError:
         pass
     assert read_canonical(path, strict=True) is None
+
+
+def test_read_hpcstruct_takes_the_scanner_for_large_files_and_expat_otherwise(shared_data: Path, tmp_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch
+                                                                               ) -> None:
+    """What users get (``read_hpcstruct``, the parsed-structure cache): the vectorized reader for a file of
+    at least ``SCAN_FROM`` bytes in hpcstruct's form, expat when it declines (here, a comment in the body) or
+    for a small file; the same modules every way."""
+    structs = shared_data / "hpctoolkit" / "meas" / "loops-cputime-t.m" / "structs"
+    large, small = structs / "libgomp.so.1.0.0.hpcstruct", structs / "testmeas-loops.hpcstruct"
+    assert large.stat().st_size >= hpcstruct_scan.SCAN_FROM > small.stat().st_size
+    commented = tmp_path / "commented.hpcstruct"
+    commented.write_bytes(large.read_bytes().replace(b"</F>\n", b"</F>\n<!-- a comment -->\n", 1))
+    calls: list[tuple[str, bool]] = []
+    scanned = hpcstruct_scan.read_canonical
+
+    def counting(path: str, strict: bool = False) -> StructureFile | None:
+        got = scanned(path, strict)
+        calls.append((Path(path).name, got is not None))
+        return got
+
+    monkeypatch.setattr(hpcstruct_scan, "read_canonical", counting)
+    for path, expected in ((large, [(large.name, True)]), (commented, [(commented.name, False)]), (small, [])):
+        calls.clear()
+        got = read_hpcstruct(path)
+        assert calls == expected
+        assert not structure_difference(got, read_with_expat(path))
