@@ -22,10 +22,13 @@ the general reader's handlers, so entity declarations and external references ar
 
 from __future__ import annotations
 
+import hashlib
+import io
 import os
 import re
 import xml.parsers.expat as expat
 from itertools import chain, compress, count
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -81,53 +84,99 @@ _CLASS_TABLE, _SPECIAL_TABLE = bytes(_CLASS), bytes(_CLASS > 0)
 def read_canonical(path: str | os.PathLike[str], strict: bool = False) -> StructureFile | None:
     """The structure file at ``path`` if it is in the form hpcstruct writes, else None (see the module
     docstring and :func:`scan`)."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError:
-        return None
-    return scan(data, strict)
+    got = _scan_path(path, None, strict)
+    return None if got is None else got[0]
+
+
+def scan_file(path: str | os.PathLike[str], strict: bool = False) -> tuple[StructureFile, str] | None:
+    """As :func:`read_canonical`, with the SHA-256 of the bytes it read (all of the file): the bytes parsed
+    are the bytes hashed, whatever happens to the file meanwhile."""
+    return _scan_path(path, hashlib.sha256(), strict)
 
 
 def scan(data: bytes, strict: bool = False) -> StructureFile | None:
     """The structure file whose bytes are ``data`` if it is in the form hpcstruct writes, else None; never
     raises for the content. A failure of this reader itself also gives None (the general reader then
     reads the file), unless ``strict`` (the tests), where it is raised."""
+    got = _scan(io.BytesIO(data), None, len(data), strict)
+    return None if got is None else got[0]
+
+
+def _scan_path(path: str | os.PathLike[str], digest: Any, strict: bool) -> tuple[StructureFile, str] | None:
     try:
-        return _read(data)
+        with open(path, "rb") as fh:
+            return _scan(fh, digest, os.fstat(fh.fileno()).st_size, strict)
+    except OSError:
+        return None
+
+
+def _scan(fh: BinaryIO, digest: Any, size: int, strict: bool) -> tuple[StructureFile, str] | None:
+    try:
+        sf = _read(_Input(fh, digest), size)
     except NotCanonical:
         return None
+    except OSError:
+        raise
     except Exception:
         if strict:
             raise
         return None
+    return sf, "" if digest is None else digest.hexdigest()
 
 
-def _read(data: bytes) -> StructureFile:
-    sf, body_start = _prologue(data)
-    close = data.rfind(b"</" + ROOT.encode())
-    if close < body_start or data[close + len(ROOT) + 2:close + len(ROOT) + 3] != b">" \
-            or data[close + len(ROOT) + 3:].strip(b" \t\r\n"):
-        raise NotCanonical  # no root end, or something after it (the general reader decides)
+class _Input:
+    """The file read forward once, a part at a time (a large file is never all in memory), each byte hashed
+    as it is read; ``buf`` holds what is read and not yet examined, from offset ``base`` of the file."""
+
+    def __init__(self, fh: BinaryIO, digest: Any) -> None:
+        self.fh, self.digest = fh, digest
+        self.buf = bytearray()
+        self.base = 0
+        self.eof = False
+
+    def more(self, size: int) -> bytes:
+        chunk = self.fh.read(size)
+        if not chunk:
+            self.eof = True
+        elif self.digest is not None:
+            self.digest.update(chunk)
+        self.buf += chunk
+        return chunk
+
+    def drop(self, count: int) -> None:
+        del self.buf[:count]
+        self.base += count
+
+
+def _read(src: _Input, size: int) -> StructureFile:
+    sf, body_start = _prologue(src)
+    src.drop(body_start - src.base)
     body = _Body()
-    body.expect = close - body_start
-    start = body_start
-    while start < close:
-        stop = close if close - start <= SEGMENT else data.find(b"<", start + SEGMENT, close)
-        if stop < 0:
-            stop = close
-        body.segment(data, start, stop)
-        start = stop
+    body.expect = size - body_start
+    while True:  # cut segments before a '<' at least SEGMENT bytes on, while more of the file follows
+        cut = src.buf.find(b"<", SEGMENT)
+        while cut < 0 and not src.eof:
+            src.more(SEGMENT)
+            cut = src.buf.find(b"<", SEGMENT)
+        if cut < 0:
+            break
+        body.segment(src.buf, 0, cut)
+        src.drop(cut)
+    tail = bytes(src.buf)  # the end of the body, the root's end tag and what follows it
+    close = tail.rfind(b"</" + ROOT.encode())
+    if close < 0 or tail[close + len(ROOT) + 2:close + len(ROOT) + 3] != b">" \
+            or tail[close + len(ROOT) + 3:].strip(b" \t\r\n"):
+        raise NotCanonical  # no root end, or something after it (the general reader decides)
+    if close:
+        body.segment(tail, 0, close)
     sf.modules = body.finish()
     return sf
 
 
-def _prologue(data: bytes) -> tuple[StructureFile, int]:
+def _prologue(src: _Input) -> tuple[StructureFile, int]:
     """The root's attributes and the offset of the first ``<LM``, read by expat with the general reader's
     handlers (which refuse entities and external DTDs); the DTD may not give attribute defaults or types
     (expat would apply them to every element)."""
-    if not re.match(rb"[ \t\r\n]*<", data):
-        raise NotCanonical
     reader = _DocumentReader("")
     parser = _make_parser(reader)
     start_scope, _ = parser.StartElementHandler, parser.EndElementHandler
@@ -154,11 +203,17 @@ def _prologue(data: bytes) -> tuple[StructureFile, int]:
     parser.AttlistDeclHandler = attlist
     parser.XmlDeclHandler = xml_decl
     try:
-        for offset in range(0, len(data), 1 << 16):
-            parser.Parse(data[offset:offset + (1 << 16)], False)
+        while not found:
+            chunk = src.more(1 << 16)
+            if not chunk:
+                break
+            if not src.base and len(src.buf) == len(chunk) and not re.match(rb"[ \t\r\n]*<", chunk):
+                raise NotCanonical
+            parser.Parse(chunk, False)
     except (_Body, _Refused, expat.ExpatError, NotCanonical, LookupError):
         pass
-    if not found or data[found[0]:found[0] + 3] != b"<LM":
+    at = found[0] - src.base if found else -1
+    if at < 0 or src.buf[at:at + 3] != b"<LM":
         raise NotCanonical  # no load module (a trivial file) or a problem: the general reader decides
     return StructureFile(modules=[], version=reader.sf.version, id=reader.sf.id, name=reader.sf.name), found[0]
 
@@ -515,4 +570,4 @@ def _lm_attributes(seg: np.ndarray, lt: int, gt: int) -> dict[str, str]:
     return got[0]
 
 
-__all__ = ["read_canonical", "scan", "SCAN_FROM", "SEGMENT"]
+__all__ = ["read_canonical", "scan", "scan_file", "SCAN_FROM", "SEGMENT"]

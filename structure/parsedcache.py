@@ -49,7 +49,7 @@ from hpcsa.errors import HpcsaError
 from hpcsa.fileio import atomic_file
 from hpcsa.structure.columns import PackedStrings
 from hpcsa.structure.hpcstruct import read_hpcstruct, read_with_expat
-from hpcsa.structure.hpcstruct_scan import SCAN_FROM, scan
+from hpcsa.structure.hpcstruct_scan import SCAN_FROM, scan, scan_file
 from hpcsa.structure.model import RANGE, SCOPE, Module, StructureFile
 
 MAGIC = b"HPCSA-PARSED-STRUCT\n"
@@ -112,11 +112,23 @@ def store_structure(path: str | os.PathLike[str]) -> str | None:
     """Parse the structure file at ``path`` into its cache entry unless a valid one exists; the SHA-256 of its
     bytes when a valid entry for them is there afterwards (then :func:`read_entry` maps it without hashing
     the file again), None when there is no cache or it cannot be written. Problems of the file itself are
-    raised as by :func:`read_structure`."""
+    raised as by :func:`read_structure`.
+
+    For the caller that found no entry (:func:`read_cached`): a large file in hpcstruct's form is parsed as
+    it is read and hashed (never all of it in memory), and only then is an entry looked for."""
     root = cache_root()
     if root is None:
         return None
     path = os.fspath(path)
+    with contextlib.suppress(OSError):
+        if os.path.getsize(path) >= SCAN_FROM:
+            got = scan_file(path)
+            if got is not None:
+                sf, digest = got
+                entry = root / SUBDIR / f"{digest}.bin"
+                if _load(entry, digest) is not None:
+                    return digest
+                return digest if _store(entry, sf, path, digest, from_data=True) else None
     data = _read_bytes(path)
     if data is None:
         read_hpcstruct(path)  # reports the problem in the reader's words
