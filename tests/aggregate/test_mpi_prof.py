@@ -60,16 +60,24 @@ def test_identical_database_for_any_jobs_and_ranks(meas: Path, tmp_path: Path) -
     assert proc.returncode == 0, proc.stderr
     _identical(ref, tmp_path / "j2.d")
     for ranks, jobs in ((1, 1), (2, 1), (3, 1), (2, 2)):
-        out = tmp_path / f"n{ranks}j{jobs}.d"
-        proc = run_mpi(ranks, "prof", str(meas), "-o", str(out), "-j", str(jobs))
-        assert proc.returncode == 0, proc.stderr
-        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr  # rank 0 alone reports
-        _identical(ref, out)
-        if ranks > 1:  # every rank processed profiles
+        seen = []
+        for attempt in range(3):  # ranks take batches from a shared counter: one delayed long enough by the
+            out = tmp_path / f"n{ranks}j{jobs}-{attempt}.d"  # machine may find none left (then run again)
+            proc = run_mpi(ranks, "prof", str(meas), "-o", str(out), "-j", str(jobs))
+            assert proc.returncode == 0, proc.stderr
+            assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr  # rank 0 alone reports
+            _identical(ref, out)
+            if ranks == 1:
+                break
             m = RANKS.search(proc.stderr)
             assert m and int(m.group(1)) == ranks, proc.stderr
             shares = [int(x) for x in m.group(2).split("+")]
-            assert len(shares) == ranks and sum(shares) == PROFILES and min(shares) > 0, shares
+            assert len(shares) == ranks and sum(shares) == PROFILES, shares
+            seen.append(shares)
+            if min(shares) > 0:
+                break
+        else:
+            pytest.fail(f"{ranks} ranks: some rank read no profile in 3 runs: {seen}")
     # Nothing lost: every profile's values (CPU time, kernel times and counts, bytes copied) reach its root.
     read, written = read_sums(meas), root_execution(ref)
     assert set(read) == set(written) and len(read) == PROFILES
