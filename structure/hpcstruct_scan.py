@@ -252,7 +252,9 @@ class _Module:
         """The local numbers of these values (as written: entities not replaced) of one string column; new
         texts numbered as first seen. Entities are replaced once per distinct value, not per occurrence."""
         numbers = self.texts[column]
-        by_raw = self.by_raw[column] or numbers  # the same dictionary while no value had an entity
+        by_raw = self.by_raw[column]
+        if by_raw is None:
+            by_raw = numbers  # the same dictionary while no value had an entity
         new = [t for t in dict.fromkeys(raws) if t not in by_raw]
         if new:
             joined = "\0".join(new)  # no value holds a NUL (a control byte)
