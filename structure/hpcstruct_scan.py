@@ -151,8 +151,7 @@ class _Input:
 def _read(src: _Input, size: int) -> StructureFile:
     sf, body_start = _prologue(src)
     src.drop(body_start - src.base)
-    body = _Body()
-    body.expect = size - body_start
+    body = _Body(size - body_start)
     while True:  # cut segments before a '<' at least SEGMENT bytes on, while more of the file follows
         cut = src.buf.find(b"<", SEGMENT)
         while cut < 0 and not src.eof:
@@ -160,7 +159,7 @@ def _read(src: _Input, size: int) -> StructureFile:
             cut = src.buf.find(b"<", SEGMENT)
         if cut < 0:
             break
-        body.segment(src.buf, 0, cut)
+        body.segment(src.buf[:cut])
         src.drop(cut)
     tail = bytes(src.buf)  # the end of the body, the root's end tag and what follows it
     close = tail.rfind(b"</" + ROOT.encode())
@@ -168,7 +167,7 @@ def _read(src: _Input, size: int) -> StructureFile:
             or tail[close + len(ROOT) + 3:].strip(b" \t\r\n"):
         raise NotCanonical  # no root end, or something after it (the general reader decides)
     if close:
-        body.segment(tail, 0, close)
+        body.segment(tail[:close])
     sf.modules = body.finish()
     return sf
 
@@ -321,20 +320,20 @@ class _Body:
     """The elements of the body (from the first ``<LM`` to the root's end tag), a segment at a time; the
     open elements and the current module carry over from one segment to the next."""
 
-    def __init__(self) -> None:
+    def __init__(self, expect: int) -> None:
         self.stack_kind: list[int] = []   # kinds of the open elements, outermost (an LM) first
         self.stack_row: list[int] = []    # their rows (-1 for the LM)
         self.module: _Module | None = None
         self.done: list[Module] = []
-        self.expect = 0  # bytes of the body (sizes a module's columns)
+        self.expect = expect  # bytes of the body (sizes a module's columns)
 
     def finish(self) -> list[Module]:
         if self.stack_kind or self.module is not None:
             raise NotCanonical  # an element left open
         return self.done
 
-    def segment(self, data: bytes, start: int, stop: int) -> None:
-        raw = data[start:stop]
+    def segment(self, raw: bytes | bytearray) -> None:
+        """The elements of ``raw``, a piece of the body that starts with a tag and ends before one."""
         seg = np.frombuffer(raw, np.uint8)
         special = np.flatnonzero(np.frombuffer(raw.translate(_SPECIAL_TABLE), bool))  # the bytes that matter
         classes = np.frombuffer(raw.translate(_CLASS_TABLE), np.uint8)[special]      # and what they are
@@ -389,9 +388,8 @@ class _Body:
         tag_end[a_tag[lasts]] = aq_c[lasts] + 1
         if np.any(scope_start & (tag_end != gt - self_close)):
             raise NotCanonical
-        bit = np.left_shift(1, code)
-        if len(bit) and np.any(np.add.reduceat(bit, np.flatnonzero(firsts))
-                               != np.bitwise_or.reduceat(bit, np.flatnonzero(firsts))):
+        bit, per_tag = np.left_shift(1, code), np.flatnonzero(firsts)
+        if len(bit) and np.any(np.add.reduceat(bit, per_tag) != np.bitwise_or.reduceat(bit, per_tag)):
             raise NotCanonical  # a repeated attribute (an error expat reports)
         # -- nesting: the parent of a start tag and the element an end tag closes, by sorted search
         depth_in = len(self.stack_kind)
@@ -464,10 +462,8 @@ class _Body:
         """Between tags (and after the last) only whitespace."""
         gap_start = gt + 1
         gap_end = np.append(lt[1:], len(seg))
-        lens = gap_end - gap_start
-        if not len(lens):
-            return
-        if int(lens.max(initial=0)) <= 1:
+        lens = gap_end - gap_start  # a segment holds at least one tag
+        if int(lens.max()) <= 1:
             ones = gap_start[lens == 1]
             if not np.all(_WHITE[seg[ones]]):
                 raise NotCanonical
