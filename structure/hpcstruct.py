@@ -40,6 +40,7 @@ from hpcsa.structure.model import (
     Module,
     StructureFile,
 )
+from hpcsa.structure.scan_values import DIGIT, numbers
 
 VERSION = "4.9"
 READABLE_VERSIONS = ("4.7", "4.8", "4.9")  # same elements; 4.9 added LM has-calls
@@ -81,11 +82,6 @@ def _refuse_external_dtd(name: str, system_id: str | None, public_id: str | None
                        "content (structure files carry their DTD inline)")
 
 
-_HEXVAL = np.full(256, 255, np.uint8)
-for _i, _ch in enumerate(b"0123456789abcdef"):
-    _HEXVAL[_ch] = _i
-for _i, _ch in enumerate(b"ABCDEF"):
-    _HEXVAL[_ch] = 10 + _i
 _SHAPE = bytes.maketrans(b"0123456789abcdefABCDEF", b"h" * 22)
 
 
@@ -101,7 +97,8 @@ def parse_vsets(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray] |
     if not raw:
         return np.zeros(len(texts), np.int64), np.zeros(0, np.uint64), np.zeros(0, np.uint64)
     buf = np.frombuffer(raw, np.uint8)
-    is_digit = _HEXVAL[buf] < 16
+    digit = DIGIT[buf]
+    is_digit = digit < 16
     after_digit = np.zeros_like(is_digit)
     after_digit[1:] = is_digit[:-1]
     shape = np.frombuffer(raw.translate(_SHAPE), np.uint8)[~(is_digit & after_digit)].tobytes()
@@ -115,12 +112,7 @@ def parse_vsets(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray] |
     lens = ends - starts
     if len(lens) and int(lens.max()) > 16:
         return None
-    offsets = np.zeros(len(lens), np.int64)
-    np.cumsum(lens[:-1], out=offsets[1:])
-    pos = np.arange(int(lens.sum()), dtype=np.int64) + np.repeat(starts - offsets, lens)
-    shift = (4 * (np.repeat(ends, lens) - 1 - pos)).astype(np.uint64)
-    digits = _HEXVAL[buf[pos]].astype(np.uint64) << shift
-    values = np.add.reduceat(digits, offsets) if len(offsets) else np.zeros(0, np.uint64)
+    values = numbers(digit, starts, ends, True, 16)
     owner = np.searchsorted(np.flatnonzero(buf == 0), np.flatnonzero(buf == ord("[")))
     counts = np.bincount(owner, minlength=len(texts))
     return counts, values[0::2], values[1::2]

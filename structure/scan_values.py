@@ -9,13 +9,14 @@ import numpy as np
 #: Byte classes of the range marks, the highest of the reader's classes ('[', '-', ')').
 LBRACKET, DASH, RPAREN = 5, 6, 7
 
-_DIGIT = np.full(256, 255, np.uint8)  # a byte's value as a (hexa)decimal digit, else 255
+#: A byte's value as a (hexa)decimal digit, 255 for other bytes (both readers' number conversion).
+DIGIT = np.full(256, 255, np.uint8)
 for _i, _ch in enumerate(b"0123456789abcdef"):
-    _DIGIT[_ch] = _i
+    DIGIT[_ch] = _i
 for _i, _ch in enumerate(b"ABCDEF"):
-    _DIGIT[_ch] = 10 + _i
-#: For ``bytes.translate``: each byte's digit value (255 for other bytes), a segment at a time.
-DIGIT_TABLE = bytes(_DIGIT)
+    DIGIT[_ch] = 10 + _i
+#: For ``bytes.translate``: the same, a segment at a time.
+DIGIT_TABLE = bytes(DIGIT)
 ENTITIES = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}
 
 
