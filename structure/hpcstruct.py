@@ -24,6 +24,7 @@ import os
 import re
 import xml.parsers.expat as expat
 from collections.abc import Callable, Iterator
+from itertools import chain, count
 
 import numpy as np
 
@@ -261,16 +262,27 @@ class _ModuleParts:
             _decimal([""], key) if key == "s" else _hexadecimal([""], key)  # the whole-column error
         scopes = np.concatenate(self.scopes) if self.scopes else np.empty(0, SCOPE)
         ranges = np.concatenate(self.ranges) if self.ranges else np.empty(0, RANGE)
-        strings: dict[str, int] = {}
-        for column, key in STRING_COLUMNS:
-            if column in ("link", "device") and key not in self.truthy:
-                scopes[column] = -1  # a column of absent or empty values only: none numbered
-                continue
-            number = np.array([strings.setdefault(text, len(strings)) for text in self.local[column]] + [-1],
-                              np.int32)
-            scopes[column] = number[scopes[column]]  # local -1 picks the trailing -1
-        return Module(path=path, scopes=scopes, ranges=ranges, strings=list(strings), id=id,
-                      has_calls=has_calls, has_v=has_v)
+        strings = number_strings(scopes, self.local, {column for column, key in STRING_COLUMNS if key in self.truthy})
+        return Module(path=path, scopes=scopes, ranges=ranges, strings=strings, id=id, has_calls=has_calls,
+                      has_v=has_v)
+
+
+def number_strings(scopes: np.ndarray, local: dict[str, dict[str, int]], with_text: set[str]) -> list[str]:
+    """A module's strings, numbered as one pass over the whole module numbers them: each column's texts in
+    their order of first appearance (``local``: text -> local number, per column), the columns in
+    :data:`STRING_COLUMNS` order; ``scopes``' string columns are rewritten from local numbers to these (-1
+    stays -1). A link or device column with no non-empty value (not in ``with_text``) gets none. Both
+    readers end a module with this."""
+    strings: dict[str, int] = {}
+    for column, _ in STRING_COLUMNS:
+        if column in ("link", "device") and column not in with_text:
+            scopes[column] = -1
+            continue
+        texts = local[column]
+        strings.update(zip([t for t in texts if t not in strings], count(len(strings))))  # first seen
+        number = np.fromiter(chain(map(strings.__getitem__, texts), (-1,)), np.int32, len(texts) + 1)
+        scopes[column] = number[scopes[column]]  # local -1 picks the trailing -1
+    return list(strings)
 
 
 class _DocumentReader:

@@ -27,13 +27,20 @@ import io
 import os
 import re
 import xml.parsers.expat as expat
-from itertools import chain, compress, count
+from itertools import compress
 from typing import Any, BinaryIO
 
 import numpy as np
 
 from hpcsa.structure import scan_values as sv
-from hpcsa.structure.hpcstruct import ROOT, STRING_COLUMNS, _DocumentReader, _make_parser, _Refused
+from hpcsa.structure.hpcstruct import (
+    ROOT,
+    STRING_COLUMNS,
+    _DocumentReader,
+    _make_parser,
+    _Refused,
+    number_strings,
+)
 from hpcsa.structure.model import ALLOWED_CHILDREN, HAS_V, KIND_OF_TAG, RANGE, SCOPE, F, Module, StructureFile
 from hpcsa.structure.scan_values import DASH, LBRACKET, RPAREN, NotCanonical
 
@@ -236,9 +243,9 @@ class _Module:
         # beyond what is filled are never touched.
         self.scopes = np.empty(expect // BYTES_PER_SCOPE + 64, SCOPE)
         self.ranges = np.empty(expect // BYTES_PER_RANGE + 64, RANGE)
-        self.texts: list[dict[str, int]] = [{} for _ in STRING_COLUMNS]  # per column: text -> number, first seen
-        self.by_raw: list[dict[str, int] | None] = [None] * len(STRING_COLUMNS)  # value as written -> number
-        self.truthy = [False] * len(STRING_COLUMNS)
+        self.texts: dict[str, dict[str, int]] = {name: {} for name, _ in STRING_COLUMNS}  # text -> number
+        self.by_raw: dict[str, dict[str, int]] = {}  # per column once a value had an entity: as written -> number
+        self.with_text: set[str] = set()  # the columns with a non-empty value
 
     def room(self, scopes: int, ranges: int) -> None:
         """Make room for this many more scopes and ranges."""
@@ -247,13 +254,11 @@ class _Module:
         if self.n_ranges + ranges > len(self.ranges):
             self.ranges = _grown(self.ranges, self.n_ranges, self.n_ranges + ranges)
 
-    def intern(self, column: int, raws: list[str]) -> np.ndarray:
+    def intern(self, column: str, raws: list[str]) -> np.ndarray:
         """The local numbers of these values (as written: entities not replaced) of one string column; new
         texts numbered as first seen. Entities are replaced once per distinct value, not per occurrence."""
         numbers = self.texts[column]
-        by_raw = self.by_raw[column]
-        if by_raw is None:
-            by_raw = numbers  # the same dictionary while no value had an entity
+        by_raw = self.by_raw.get(column, numbers)  # the same dictionary while no value had an entity
         new = [t for t in dict.fromkeys(raws) if t not in by_raw]
         if new:
             joined = "\0".join(new)  # no value holds a NUL (a control byte)
@@ -269,22 +274,14 @@ class _Module:
                 numbered = [numbers.setdefault(t, len(numbers)) for t in texts]
             if by_raw is not numbers:
                 by_raw.update(zip(new, numbered, strict=True))
-            self.truthy[column] = self.truthy[column] or any(new)
+            if any(new):
+                self.with_text.add(column)
         return np.fromiter(map(by_raw.__getitem__, raws), np.int32, len(raws))
 
     def finish(self) -> Module:
         scopes = self.scopes[:self.rows]
-        ranges = self.ranges[:self.n_ranges]
-        strings: dict[str, int] = {}
-        for column, (name, _) in enumerate(STRING_COLUMNS):
-            if name in ("link", "device") and not self.truthy[column]:
-                scopes[name] = -1
-                continue
-            texts = self.texts[column]
-            strings.update(zip([t for t in texts if t not in strings], count(len(strings))))  # first seen
-            number = np.fromiter(chain(map(strings.__getitem__, texts), (-1,)), np.int32, len(texts) + 1)
-            scopes[name] = number[scopes[name]]
-        return Module(path=self.path, scopes=scopes, ranges=ranges, strings=list(strings), id=self.id,
+        strings = number_strings(scopes, self.texts, self.with_text)
+        return Module(path=self.path, scopes=scopes, ranges=self.ranges[:self.n_ranges], strings=strings, id=self.id,
                       has_calls=self.has_calls, has_v=self.has_v)
 
 
@@ -539,13 +536,13 @@ class _Body:
         strs = (code >= _F) & (code <= _D)
         texts = sv.values(seg, vstart[strs], vend[strs])
         s_code, s_file = code[strs], kind[tag[strs]] == F
-        for number, (name, _) in enumerate(STRING_COLUMNS):
+        for name, _ in STRING_COLUMNS:
             if name == "file":
                 sel = ((s_code == _F) & ~s_file) | ((s_code == _N) & s_file)
             else:
                 sel = s_code == {"name": _N, "link": _LN, "device": _D}[name]
             if np.any(sel):
-                ids = module.intern(number, list(compress(texts, sel.tolist())))
+                ids = module.intern(name, list(compress(texts, sel.tolist())))
                 scopes[name] = column(np.flatnonzero(strs)[sel], ids, np.int32)
             else:
                 scopes[name] = -1
