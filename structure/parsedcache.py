@@ -94,18 +94,8 @@ def read_structure(path: str | os.PathLike[str]) -> StructureFile:
     """The structure file at ``path``, from its cache entry when a valid one exists (else parsed and stored)."""
     path = os.fspath(path)
     root = cache_root()
-    data = _read_bytes(path) if root is not None else None
-    if root is None or data is None:
-        return read_hpcstruct(path)  # no cache, or reports the problem in the reader's words
-    digest = hashlib.sha256(data).hexdigest()
-    entry = root / SUBDIR / f"{digest}.bin"
-    sf = _load(entry, digest)
-    if sf is not None:
-        return sf
-    sf, from_data = _parse(path, data)
-    del data
-    _store(entry, sf, path, digest, from_data)
-    return sf
+    got = _through_bytes(root, path) if root is not None else None
+    return got[0] if got is not None else read_hpcstruct(path)  # no cache, or the reader's words for the problem
 
 
 def store_structure(path: str | os.PathLike[str]) -> str | None:
@@ -129,17 +119,12 @@ def store_structure(path: str | os.PathLike[str]) -> str | None:
                 if _load(entry, digest) is not None:
                     return digest
                 return digest if _store(entry, sf, path, digest, from_data=True) else None
-    data = _read_bytes(path)
-    if data is None:
+    got = _through_bytes(root, path)
+    if got is None:
         read_hpcstruct(path)  # reports the problem in the reader's words
         return None
-    digest = hashlib.sha256(data).hexdigest()
-    entry = root / SUBDIR / f"{digest}.bin"
-    if _load(entry, digest) is not None:
-        return digest
-    sf, from_data = _parse(path, data)
-    del data
-    return digest if _store(entry, sf, path, digest, from_data) else None
+    _, digest, stored = got
+    return digest if stored else None
 
 
 def read_entry(digest: str) -> StructureFile | None:
@@ -149,12 +134,22 @@ def read_entry(digest: str) -> StructureFile | None:
     return None if root is None else _load(root / SUBDIR / f"{digest}.bin", digest)
 
 
-def _read_bytes(path: str) -> bytes | None:
+def _through_bytes(root: Path, path: str) -> tuple[StructureFile, str, bool] | None:
+    """The structure file read whole: from its entry if a valid one exists, else parsed and stored; with its
+    SHA-256 and whether a valid entry is there now. None when it cannot be read."""
     try:
         with open(path, "rb") as fh:
-            return fh.read()
+            data = fh.read()
     except OSError:
         return None
+    digest = hashlib.sha256(data).hexdigest()
+    entry = root / SUBDIR / f"{digest}.bin"
+    sf = _load(entry, digest)
+    if sf is not None:
+        return sf, digest, True
+    sf, from_data = _parse(path, data)
+    del data
+    return sf, digest, _store(entry, sf, path, digest, from_data)
 
 
 def _parse(path: str, data: bytes) -> tuple[StructureFile, bool]:
