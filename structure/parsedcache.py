@@ -220,11 +220,27 @@ def _digest_of(path: str) -> str | None:
 # -- encoding ---------------------------------------------------------------------------------------
 
 
+def _packed_strings(m: Module) -> tuple[np.ndarray, np.ndarray]:
+    """A module's strings as one UTF-8 buffer, joined by NUL, and the end of each (the offset of the NUL after
+    it; the last one's is the buffer's length). Joined and encoded in one call where all are ASCII (the
+    usual case: the byte length is the character length), one at a time otherwise."""
+    strings = list(m.strings)
+    joined = "\0".join(strings)
+    if joined.count("\0") != max(len(strings) - 1, 0):
+        raise HpcsaError(m.path, "a string holds NUL (cannot come from XML)")
+    if joined.isascii():
+        blob = joined.encode("ascii")
+        lengths = np.fromiter(map(len, strings), np.int64, len(strings))
+    else:
+        encoded = [s.encode("utf-8", "surrogatepass") for s in strings]
+        blob = b"\0".join(encoded)
+        lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
+    return np.frombuffer(blob, np.uint8), np.cumsum(lengths + 1) - 1
+
+
 def _arrays_of(m: Module) -> dict[str, np.ndarray]:
-    encoded = [s.encode("utf-8", "surrogatepass") for s in m.strings]
-    ends = np.cumsum(np.array([len(b) + 1 for b in encoded], np.int64)) - 1  # each followed by NUL
-    return {"scopes": m.scopes, "ranges": m.ranges, "leaf_map": m.leaf_map,
-            "strings": np.frombuffer(b"\0".join(encoded), np.uint8), "string_ends": ends}
+    text, ends = _packed_strings(m)
+    return {"scopes": m.scopes, "ranges": m.ranges, "leaf_map": m.leaf_map, "strings": text, "string_ends": ends}
 
 
 def write_entry(out: BinaryIO, sf: StructureFile, digest: str) -> None:
@@ -235,8 +251,6 @@ def write_entry(out: BinaryIO, sf: StructureFile, digest: str) -> None:
     modules = []
     payload_crc = 0
     for m in sf.modules:
-        if any("\0" in s for s in m.strings):
-            raise HpcsaError(m.path, "a string holds NUL (cannot come from XML)")
         arrays = {}
         for name, arr in _arrays_of(m).items():
             data = np.ascontiguousarray(arr).view(np.uint8)
