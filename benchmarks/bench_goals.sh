@@ -43,8 +43,8 @@ realshape.make_measurement('bigc', 16, Path('$T/bigc16.m'), log=lambda *a: None)
 $H --help >/dev/null   # fills the bytecode cache
 # The issue's shape of the real run: its 1,024 profiles with 10 MB of structure files (the program, libc, libm,
 # libgomp, libgcc_s: 9.97 MB; the issue's run had libc, libm, libgomp and a 0.5 MB libhpcrun). The modules left
-# without one (ld.so, libstdc++, libhpcrun: 22 of the 215 sampled addresses) stay instructions (--no-binaries:
-# no binary is read in their place). Links to the real files: nothing is copied.
+# without one (ld.so, libstdc++, libhpcrun: 22 sampled addresses) stay instructions (--no-binaries: no binary
+# is read in their place). Links to the real files: nothing is copied.
 mkdir -p "$T/r10/structs"
 for f in "$REAL"/*; do [ -f "$f" ] && ln -s "$(realpath "$f")" "$T/r10/"; done
 ln -s "$(realpath "$REAL/vdso")" "$T/r10/vdso"

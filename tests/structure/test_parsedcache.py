@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hpcsa.errors import HpcsaError
 from hpcsa.structure import hpcstruct, parsedcache
-from hpcsa.structure.model import Module, S
+from hpcsa.structure.model import Module, ModuleBuilder, S
 
 CXX_STRUCTS = ("hpctoolkit-extra", "meas-cxx1024", "structs")
 
@@ -235,15 +236,13 @@ def test_cache_bound_setting(text, limit, monkeypatch):
 
 def test_bad_cache_bound_is_one_clear_error(shared_data, cache, monkeypatch):
     monkeypatch.setenv("HPCSA_CACHE_MAX", "lots")
-    with pytest.raises(parsedcache.HpcsaError, match="HPCSA_CACHE_MAX='lots'"):
+    with pytest.raises(HpcsaError, match="HPCSA_CACHE_MAX='lots'"):
         parsedcache.read_structure(some_files(shared_data)[0])
 
 
 @pytest.mark.parametrize("strings", [[], [""], ["main", "", "a.c"], ["naïve", "x", "東京.cpp", ""], ["\udcff", "z"]])
 def test_strings_round_trip_through_an_entry(strings):
     """The packed strings (one buffer, one end per string) decode to the same texts, ASCII or not."""
-    from hpcsa.structure.model import ModuleBuilder
-
     b = ModuleBuilder("/lib/x.so")
     for i, s in enumerate(strings):
         b.add(S, -1, line=i, file=s, ranges=[(16 * i, 16 * i + 4)])
@@ -252,15 +251,12 @@ def test_strings_round_trip_through_an_entry(strings):
     data = parsedcache.encode(parsedcache.StructureFile(modules=[m]), "d" * 64)
     back = parsedcache.decode(data, "d" * 64).modules[0]
     assert list(back.strings) == list(m.strings)
-    ends = back.__dict__["strings"]._ends
+    ends = back.strings._ends
     expected = [len(s.encode("utf-8", "surrogatepass")) + 1 for s in m.strings]
     assert ends.tolist() == (np.cumsum(expected) - 1).tolist()  # each string's NUL; the last: the buffer's end
 
 
 def test_a_string_with_nul_is_refused_in_one_line():
-    from hpcsa.errors import HpcsaError
-    from hpcsa.structure.model import ModuleBuilder
-
     b = ModuleBuilder("/lib/x.so")
     b.add(S, -1, line=1, file="a\0b", ranges=[(0, 4)])
     with pytest.raises(HpcsaError, match="NUL"):
