@@ -27,12 +27,33 @@ from typing import TYPE_CHECKING, Any
 
 from hpcsa.binfmt import align
 from hpcsa.errors import HpcsaError
+from hpcsa.sizes import parse_size
 
 if TYPE_CHECKING:
     import multiprocessing.connection
     import multiprocessing.context
 
 _SHARED: Any = None
+
+#: Default of :func:`pool_min_bytes`. Measured on 2 cores (``hpcsa prof -j 2`` against ``-j 1`` on generated
+#: CPU runs of 64 to 1,024 thread profiles and on 16 profiles of a large C program): starting a pool (importing
+#: multiprocessing, forking, sending the workers' results back) costs 0.02-0.06 s, as much as one process
+#: spends on 2-4 MB of profiles in phase 1 or of cct.db in phase 3; below that a pool made the phase slower,
+#: above it faster.
+POOL_MIN_BYTES = 4 << 20
+
+
+def pool_min_bytes() -> int:
+    """Input bytes below which a phase runs in one process whatever ``-j`` asks (``$HPCSA_POOL_MIN_BYTES``,
+    e.g. ``4M``; ``0``: always start the workers). The output is the same either way."""
+    text = os.environ.get("HPCSA_POOL_MIN_BYTES", "").strip()
+    if not text:
+        return POOL_MIN_BYTES
+    try:
+        return parse_size(text)
+    except ValueError:
+        raise HpcsaError(None, f"HPCSA_POOL_MIN_BYTES={text!r}: expected a size in bytes, e.g. 4M "
+                         "(0: always use the workers)") from None
 
 
 def trim_heap() -> None:

@@ -47,6 +47,7 @@ import numpy as np
 
 from hpcsa.errors import HpcsaError
 from hpcsa.fileio import atomic_file
+from hpcsa.sizes import parse_size
 from hpcsa.structure.columns import PackedStrings
 from hpcsa.structure.hpcstruct import read_hpcstruct, read_with_expat
 from hpcsa.structure.hpcstruct_scan import SCAN_FROM, scan, scan_file
@@ -59,23 +60,20 @@ ALIGN = 64
 
 
 DEFAULT_MAX = 2 << 30
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 def cache_limit() -> int | None:
     """The bound on the entries' total size in bytes (see the module docstring); None: unbounded."""
-    text = os.environ.get("HPCSA_CACHE_MAX", "").strip().upper().removesuffix("B").removesuffix("I")
+    text = os.environ.get("HPCSA_CACHE_MAX", "").strip()
     if not text:
         return DEFAULT_MAX
-    if text in ("0", "NONE", "OFF"):
+    if text.upper() in ("NONE", "OFF"):
         return None
-    number, unit = (text[:-1], text[-1]) if text[-1] in _UNITS else (text, "")
     try:
-        value = float(number) * _UNITS[unit]
+        return parse_size(text) or None
     except ValueError:
         raise HpcsaError(None, f"HPCSA_CACHE_MAX={os.environ['HPCSA_CACHE_MAX']!r}: expected a size in bytes, "
                          "e.g. 500M or 2G (0: no bound)") from None
-    return max(0, int(value)) or None
 
 
 def cache_root() -> Path | None:

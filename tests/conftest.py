@@ -33,6 +33,11 @@ if "HPCSA_CACHE_DIR" not in os.environ:
     os.environ["HPCSA_CACHE_DIR"] = tempfile.mkdtemp(prefix="hpcsa-test-cache-")
 
 
+# A phase with little input runs in one process whatever -j says (hpcsa.workers.pool_min_bytes); the tests'
+# inputs are small, so they ask for the workers always, to exercise them. Tests of the rule set it themselves.
+os.environ.setdefault("HPCSA_POOL_MIN_BYTES", "0")
+
+
 def _shared() -> Path:
     if not SHARED_DATA.is_dir():
         if os.environ.get("HPCSA_REQUIRE_SHARED"):

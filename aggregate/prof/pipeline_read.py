@@ -20,9 +20,9 @@ from hpcsa.aggregate.prof.profile_table import ProfileInputs
 from hpcsa.aggregate.prof.transport import Single, Transport, tasks_ahead
 from hpcsa.arrays import sorted_unique
 from hpcsa.progress import Progress
-from hpcsa.structure.model import C, Module
+from hpcsa.structure.model import C, Module, StructureFile
 from hpcsa.structure.parsedcache import read_cached, read_entry, read_structure, store_structure
-from hpcsa.workers import DynamicRun, LocalPool
+from hpcsa.workers import DynamicRun, LocalPool, pool_min_bytes
 
 if TYPE_CHECKING:  # hpcsa.gpucct (and networkx) are imported only when there are GPU structure files
     from hpcsa.gpucct import CallGraph
@@ -158,6 +158,9 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
     structs: Parsed = []
     scheduled: set[str] = set()
     seen_modules: set[int] = set()
+    mapped = _mapped_if_small(inputs, cpu_structs) if jobs > 1 and transport.size == 1 else None
+    if mapped is not None:  # small, nothing to parse: workers would cost more than they take off (see POOL_MIN_BYTES)
+        jobs = 1
     batches = _batches(inputs.profiles, jobs * transport.size)
     share = transport.tasks(f"phase 1, seed {env.seed}", len(batches))
     with LocalPool(min(jobs, len(batches) + len(cpu_structs)) or 1, shared=env) as pool:
@@ -188,7 +191,8 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
             for s in structs_for(new, cpu_structs):
                 if s.path not in scheduled:
                     scheduled.add(s.path)
-                    cached = read_cached(s.path)  # mapped here: cheaper than a worker's copy sent back
+                    # mapped here: cheaper than a worker's copy sent back
+                    cached = mapped[s.path] if mapped is not None else read_cached(s.path)
                     if cached is not None:
                         entries = [(s.path, s.measdir, m) for m in cached.modules]
                         structs.extend(entries)
@@ -202,6 +206,21 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
             if len(parts) >= MERGE_EVERY:
                 parts = [survey.merge(parts)]
     return survey.merge(parts), structs
+
+
+def _mapped_if_small(inputs: Inputs, cpu_structs: list[StructInput]) -> dict[str, StructureFile] | None:
+    """Every CPU structure file's cache entry, mapped, when the profiles are fewer bytes than a pool pays for
+    and every entry exists (the usual second run of a small measurement): phase 1 then runs in this process.
+    None otherwise; the smallest files are looked up first, so a first run hashes little before it knows."""
+    if inputs.total_bytes >= pool_min_bytes():
+        return None
+    mapped: dict[str, StructureFile] = {}
+    for s in sorted(cpu_structs, key=lambda s: (_size(s.path), s.path)):
+        sf = read_cached(s.path)
+        if sf is None:
+            return None
+        mapped[s.path] = sf
+    return mapped
 
 
 def merge_shares(parts: list[tuple[survey.Discovery, Parsed]]) -> tuple[survey.Discovery, Parsed]:
@@ -230,7 +249,8 @@ def complete_structs(disc: survey.Discovery, parsed: Parsed, inputs: Inputs, job
     missing = unparsed
     if missing:
         with LocalPool(min(jobs, len(missing)), shared=None) as pool:
-            for _, result in pool.run(phase1_task, [("struct", s) for s in missing]):
+            for _, result in pool.run(phase1_task, [("struct", s) for s in missing],
+                                      cost=[float(_size(s.path)) for s in missing]):
                 out.extend(struct_result(result))
     out.sort(key=lambda t: t[0])
     return [(measdir, m) for _, measdir, m in out]

@@ -22,7 +22,7 @@ from hpcsa.aggregate.prof import (
 from hpcsa.aggregate.prof.transport import Single, Transport, run_shared, tasks_ahead, unwrap
 from hpcsa.fileio import copy_range
 from hpcsa.progress import Progress
-from hpcsa.workers import ForkedWorker, LocalPool, Tickets, fork_context, trim_heap
+from hpcsa.workers import ForkedWorker, LocalPool, Tickets, fork_context, pool_min_bytes, trim_heap
 
 if TYPE_CHECKING:
     from hpcsa.aggregate.prof.pipeline import Options
@@ -224,7 +224,9 @@ def write_outputs(c2: unified_tables.ClassTwo, tmp: str, jobs: int, options: Opt
             held["counts"] = (int(state.place.n_values.sum()), int(state.trace_count.sum()),
                               [state.done_by.get(r, 0) for r in range(transport.size)])
             lay = state.cct_layout()
-            groups = range_groups(lay.ranges(transpose.RANGE_BYTES) if c2.n_ctx else [], jobs * transport.size)
+            # as many groups as processes; one when cct.db is too small to pay for a worker (POOL_MIN_BYTES)
+            parallel = jobs * transport.size if lay.end - lay.data_start >= pool_min_bytes() else 1
+            groups = range_groups(lay.ranges(transpose.RANGE_BYTES) if c2.n_ctx else [], parallel)
             cw = open_files.enter_context(cctdb.CctDBWriter(os.path.join(tmp, database.CCT), lay))
             pw = open_files.enter_context(profiledb.ProfileDBWriter(os.path.join(tmp, database.PROFILE), c2.id_tuples))
             held["profiledb"] = pw

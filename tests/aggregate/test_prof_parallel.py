@@ -309,6 +309,59 @@ def test_with_workers_the_main_process_propagates_too(tmp_path: Path,
         assert filecmp.cmp(ref / name, out / name, shallow=False), name
 
 
+def test_small_inputs_run_each_phase_in_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below HPCSA_POOL_MIN_BYTES of profiles (phase 1) or of cct.db (phase 3), -j 2 starts no workers once the
+    structure files are cached: a pool would cost more than it takes off. A first run, with structure files to
+    parse, still parses them in workers; a bound of 0 always starts them. The database is the same each way."""
+    from hpcsa.aggregate.prof import pipeline, pipeline_read, survey, transpose
+    from hpcsa.aggregate.prof.inputs import find_inputs
+    from hpcsa.ingest.synth import SynthSpec
+    from hpcsa.ingest.synthdir import generate
+    from hpcsa.workers import POOL_MIN_BYTES
+
+    meas = tmp_path / "app.m"
+    generate(meas, SynthSpec.preset("cpu", 64, contexts=800, seed=3))
+    inputs = find_inputs([str(meas)])
+    assert inputs.total_bytes < POOL_MIN_BYTES and inputs.structs
+    log = tmp_path / "pids"
+
+    def logged(fn, task):
+        def run(*args, **kwargs):
+            with open(log, "a") as f:  # forked workers inherit this wrapper
+                f.write(f"{task} {os.getpid()}\n")
+            return fn(*args, **kwargs)
+        return run
+
+    monkeypatch.setattr(pipeline_read, "store_structure", logged(pipeline_read.store_structure, "struct"))
+    monkeypatch.setattr(survey, "survey_profiles", logged(survey.survey_profiles, "profiles"))
+    monkeypatch.setattr(transpose, "transpose_ranges", logged(transpose.transpose_ranges, "cct"))
+    monkeypatch.setenv("HPCSA_CACHE_DIR", str(tmp_path / "cache"))
+
+    def run(name: str, bound: str | None) -> dict[str, set[bool]]:
+        """Which processes ran each phase's tasks (True: this one) in a -j 2 run with the given bound."""
+        if bound is None:
+            monkeypatch.delenv("HPCSA_POOL_MIN_BYTES", raising=False)
+        else:
+            monkeypatch.setenv("HPCSA_POOL_MIN_BYTES", bound)
+        log.unlink(missing_ok=True)
+        pipeline.aggregate(find_inputs([str(meas)]), pipeline.Options(output=str(tmp_path / name), jobs=2,
+                                                                      progress=False))
+        here: dict[str, set[bool]] = {}
+        for line in log.read_text().split("\n")[:-1]:
+            task, pid = line.split()
+            here.setdefault(task, set()).add(pid == str(os.getpid()))
+        return here
+
+    first = run("first.d", None)  # nothing cached: the structure files are parsed by workers
+    assert first["struct"] == {False} and first["profiles"] == {False}, first
+    assert run("second.d", None) == {"profiles": {True}, "cct": {True}}  # cached and small: no workers
+    forced = run("forced.d", "0")
+    assert forced["profiles"] == {False} and False in forced["cct"], forced
+    assert run("bound.d", "1")["profiles"] == {False}  # a bound below the input's bytes
+    for name in ("second.d", "forced.d", "bound.d"):
+        _identical(tmp_path / "first.d", tmp_path / name)
+
+
 @pytest.mark.parametrize("how", ["error", "killed"])
 def test_phase2_worker_failure_is_one_error_and_no_database(how: str, tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:

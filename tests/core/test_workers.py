@@ -9,7 +9,7 @@ import signal
 import pytest
 
 from hpcsa.errors import FormatError, HpcsaError
-from hpcsa.workers import ForkedWorker, LocalPool, Tickets
+from hpcsa.workers import POOL_MIN_BYTES, ForkedWorker, LocalPool, Tickets, pool_min_bytes
 
 
 def _scaled(shared: int, x: int) -> int:
@@ -143,3 +143,15 @@ def test_worker_of_a_failed_parent_ends_quietly(capfd):
         worker.receive("ready")
         raise ValueError("the parent fails")
     assert "Traceback" not in capfd.readouterr().err  # the worker found nobody to tell, and said nothing
+
+
+def test_pool_bound_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HPCSA_POOL_MIN_BYTES", raising=False)
+    assert pool_min_bytes() == POOL_MIN_BYTES
+    for text, want in (("0", 0), ("4M", 4 << 20), ("1.5k", 1536), ("123", 123), (" 2MiB ", 2 << 20)):
+        monkeypatch.setenv("HPCSA_POOL_MIN_BYTES", text)
+        assert pool_min_bytes() == want, text
+    for bad in ("lots", "-1", "nan"):
+        monkeypatch.setenv("HPCSA_POOL_MIN_BYTES", bad)
+        with pytest.raises(HpcsaError, match=f"HPCSA_POOL_MIN_BYTES='{bad}': expected a size in bytes"):
+            pool_min_bytes()
