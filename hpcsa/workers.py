@@ -35,24 +35,24 @@ if TYPE_CHECKING:
 
 _SHARED: Any = None
 
-#: Default of :func:`pool_min_bytes`. Measured on 2 cores (``hpcsa prof -j 2`` against ``-j 1`` on generated
-#: CPU runs of 64 to 1,024 thread profiles and on 16 profiles of a large C program): starting a pool (importing
-#: multiprocessing, forking, sending the workers' results back) costs 0.02-0.06 s, as much as one process
-#: spends on 2-4 MB of profiles in phase 1 or of cct.db in phase 3; below that a pool made the phase slower,
-#: above it faster.
-POOL_MIN_BYTES = 4 << 20
+#: Default of :func:`pool_min_bytes`. Measured on 2 cores, ``hpcsa prof -j 2`` with and without workers on
+#: generated CPU runs: starting a pool (importing multiprocessing, forking, sending the workers' results back)
+#: costs 0.02-0.06 s. With 1.1 MB of profiles the command took 0.38-0.39 s without workers and 0.40-0.47 s
+#: with them, with 4.5 MB 1.04-1.42 s without and 1.00-1.21 s with; at 2.3 MB neither won. Phase 3 breaks
+#: even at about 4 MB of cct.db. Below the lower of the two, so that no run gets slower.
+POOL_MIN_BYTES = 2 << 20
 
 
 def pool_min_bytes() -> int:
     """Input bytes below which a phase runs in one process whatever ``-j`` asks (``$HPCSA_POOL_MIN_BYTES``,
-    e.g. ``4M``; ``0``: always start the workers). The output is the same either way."""
+    e.g. ``2M``; ``0``: always start the workers). The output is the same either way."""
     text = os.environ.get("HPCSA_POOL_MIN_BYTES", "").strip()
     if not text:
         return POOL_MIN_BYTES
     try:
         return parse_size(text)
     except ValueError:
-        raise HpcsaError(None, f"HPCSA_POOL_MIN_BYTES={text!r}: expected a size in bytes, e.g. 4M "
+        raise HpcsaError(None, f"HPCSA_POOL_MIN_BYTES={text!r}: expected a size in bytes, e.g. 2M "
                          "(0: always use the workers)") from None
 
 

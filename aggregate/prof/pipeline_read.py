@@ -159,7 +159,7 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
     scheduled: set[str] = set()
     seen_modules: set[int] = set()
     mapped = _mapped_if_small(inputs, cpu_structs) if jobs > 1 and transport.size == 1 else None
-    if mapped is not None:  # small, nothing to parse: workers would cost more than they take off (see POOL_MIN_BYTES)
+    if mapped is not None:  # small, nothing to parse: workers would cost more than they save (POOL_MIN_BYTES)
         jobs = 1
     batches = _batches(inputs.profiles, jobs * transport.size)
     share = transport.tasks(f"phase 1, seed {env.seed}", len(batches))
