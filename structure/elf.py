@@ -334,15 +334,19 @@ class ElfImage:
 
     @cached_property
     def plt_names(self) -> dict[int, str]:
-        """PLT stub address -> name of the function it binds, by Dyninst's rule: the i-th relocation of
-        ``.rela.plt`` belongs to the i-th stub (of ``.plt.sec`` where the binary has one, else of ``.plt``
-        after its PLT0 header), a JUMP_SLOT naming its symbol and an IRELATIVE (an IFUNC resolved at load)
-        naming nothing (hpcstruct prints such a stub as ``@plt``). The order decides, not the GOT slot the
-        stub jumps through: in glibc's libraries they differ (IRELATIVE slots interleave)."""
+        """PLT stub address -> name of the function it binds: that of the relocation of the GOT slot its
+        indirect jump goes through (as objdump and gdb name stubs), a JUMP_SLOT naming its symbol and an
+        IRELATIVE (an IFUNC resolved at load) naming nothing (printed ``@plt``, as hpcstruct does). The stubs
+        are those of ``.plt.sec`` where the binary has one, else of ``.plt`` after its PLT0 header.
+
+        hpcstruct (Dyninst) instead gives the i-th stub the i-th relocation of ``.rela.plt``. Where IRELATIVE
+        slots interleave with the others (glibc's own libraries) that names stubs after other functions:
+        libm's ``__stack_chk_fail@plt`` becomes ``fputs@plt``, so its callers are not seen to end there and
+        run on into the functions after them. hpcsa follows the jump; a stub whose jump it does not recognize
+        keeps the name by position."""
         relocs = self._plt_relocations()
         if not relocs:
             return {}
-        names: dict[int, str] = {}
         plt_sec = self.section_named(".plt.sec")
         plt = self.section_named(".plt")
         if plt_sec is not None and plt_sec.size:
@@ -351,11 +355,14 @@ class ElfImage:
             base, limit = plt.addr + 16, plt.end
         else:
             return {}
-        for i, (_slot, name) in enumerate(relocs):
+        by_slot = dict(relocs)
+        names: dict[int, str] = {}
+        for i, (_slot, by_position) in enumerate(relocs):
             addr = base + 16 * i
             if addr + 16 > limit:
                 break
-            names[addr] = name
+            slot = _plt_jump_slot(addr, self.read(addr, 16))
+            names[addr] = by_slot.get(slot, by_position) if slot is not None else by_position
         return names
 
     def _plt_relocations(self) -> list[tuple[int, str]]:
@@ -537,6 +544,15 @@ class _MmapStream:
         out = bytes(self.data[self.pos:end])
         self.pos = end
         return out
+
+
+def _plt_jump_slot(addr: int, stub: bytes) -> int | None:
+    """The GOT slot a PLT stub at ``addr`` jumps through: its ``jmp *disp32(%rip)`` (``ff 25``, after an
+    ``endbr64`` and a ``bnd`` prefix in the stubs of ``.plt.sec``), or None when it has none."""
+    at = stub.find(b"\xff\x25")
+    if at < 0 or at + 6 > len(stub):
+        return None
+    return addr + at + 6 + struct.unpack_from("<i", stub, at + 2)[0]
 
 
 def machine_name(code: int) -> str:

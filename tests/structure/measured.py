@@ -1,9 +1,11 @@
-"""Real hpcstruct's structure files of the system libraries a real run (meas-cxx1024) measured."""
+"""Real hpcstruct's structure files of the system libraries a real run (meas-cxx1024) measured, and what
+the libraries' PLT stubs bind, read independently of hpcsa."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import capstone
 import pytest
 
 from hpcsa.structure.hpcstruct import read_hpcstruct
@@ -20,3 +22,32 @@ def measured_library(shared_data: Path, library: str) -> Module:
     if not Path(ref.path).is_file():
         pytest.skip(f"{ref.path} (the measured {library}) is not installed here")
     return ref
+
+
+def plt_truth(path: str) -> dict[int, str]:
+    """Stub address -> the name of what it binds, worked out independently of hpcsa's ELF reader: each stub's
+    ``jmp *disp(%rip)`` decoded with capstone, its GOT slot looked up in ``.rela.plt`` with pyelftools (an
+    IRELATIVE slot names nothing)."""
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.relocation import RelocationSection
+
+    with open(path, "rb") as f:
+        elf = ELFFile(f)
+        rela = elf.get_section_by_name(".rela.plt")
+        assert isinstance(rela, RelocationSection)
+        dynsym = elf.get_section(rela["sh_link"])
+        slots = {r["r_offset"]: (dynsym.get_symbol(r["r_info_sym"]).name.split("@", 1)[0]
+                                 if r["r_info_type"] == 7 else "")  # R_X86_64_JUMP_SLOT, else IRELATIVE
+                 for r in rela.iter_relocations()}
+        sec = elf.get_section_by_name(".plt.sec") or elf.get_section_by_name(".plt")
+        code, base = sec.data(), sec["sh_addr"]
+    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    md.detail = True
+    out = {}
+    for insn in md.disasm(code, base):
+        if insn.mnemonic == "jmp" and insn.operands and insn.operands[0].type == capstone.x86.X86_OP_MEM \
+                and insn.operands[0].mem.base == capstone.x86.X86_REG_RIP:
+            slot = insn.address + insn.size + insn.operands[0].mem.disp
+            if slot in slots:
+                out[insn.address - insn.address % 16] = slots[slot]
+    return out

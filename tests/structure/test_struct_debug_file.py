@@ -18,13 +18,19 @@ from hpcsa.structure.compare import compare
 from hpcsa.structure.dwarf import DebugInfo
 from hpcsa.structure.dwarf_lines import read_program
 from hpcsa.structure.elf import open_elf
-from tests.structure.measured import measured_library
+from hpcsa.structure.model import L
+from tests.structure.measured import measured_library, plt_truth
 
 # Agreement with real hpcstruct reached on Debian 12's glibc 2.36 with libc6-dbg (procedures, statements,
-# loops, in %): floors, so that a change that loses any of it fails.
+# loops, in %): floors, so that a change that loses any of it fails. hpcsa names PLT stubs by the GOT slot
+# they jump through, hpcstruct by position (test_plt_stubs_named_by_the_slot_they_jump_through): libc and
+# libm differ in the names of a few stubs, and in libm hpcstruct, not knowing ``__stack_chk_fail@plt``,
+# runs functions on into the ones after them (test_no_function_runs_into_the_next), so libm's
+# statements and loops sit in other procedures than hpcstruct puts them (its loops themselves agree:
+# test_libm_loops_are_hpcstructs_loops).
 FLOORS = {
-    "libc.so.6": (99.4, 90.6, 81.4),
-    "libm.so.6": (99.8, 78.2, 41.1),
+    "libc.so.6": (98.7, 90.6, 81.4),
+    "libm.so.6": (98.4, 61.9, 18.5),
     "ld-linux-x86-64.so.2": (99.6, 73.2, 65.1),
 }
 
@@ -84,19 +90,99 @@ def test_source_file_names_are_hpcstructs(pair):
     assert len(theirs & mine) >= 0.97 * len(theirs), sorted(theirs - mine)[:10]
 
 
-def test_local_functions_and_plt_stubs_named_as_in_hpcstruct(pair):
-    """Local functions (only in the debug file's .symtab) carry their names, versioned symbols keep their
-    version, and each PLT stub has the name of its .rela.plt entry by position (IRELATIVE: ``@plt``)."""
-    _library, ref, ours = pair
+def test_local_functions_named_as_in_hpcstruct(pair):
+    """Local functions (only in the debug file's .symtab) carry their names and versioned symbols keep their
+    version; where the PLT stub names agree (see the next test), they are hpcstruct's."""
+    library, ref, ours = pair
     theirs, mine = _procedures(ref), _procedures(ours)
     common = set(theirs) & set(mine)
     assert len(common) >= 0.99 * len(theirs)
     assert not any(mine[a].startswith("<unknown procedure>") and not theirs[a].startswith("<unknown")
                    for a in common)
-    plt = [a for a in common if theirs[a].split(" [", 1)[0].endswith("@plt")]
-    assert plt and all(mine[a] == theirs[a] for a in plt)
     assert sum("@GLIBC_" in n for n in theirs.values()) == sum("@GLIBC_" in mine[a] for a in common
                                                                  if "@GLIBC_" in theirs[a])
+    truth = plt_truth(ref.path)
+    plt = [a for a in common if theirs[a].split(" [", 1)[0].endswith("@plt")]
+    same = [a for a in plt if _plt_name(theirs[a]) == truth.get(a)]
+    assert same and all(mine[a] == theirs[a] for a in same), library
+
+
+def _plt_name(procedure: str) -> str:
+    return procedure.split(" [", 1)[0].removesuffix("@plt")
+
+
+def test_plt_stubs_named_by_the_slot_they_jump_through(pair):
+    """Every PLT stub is named after the relocation of the GOT slot its jump goes through (objdump's and gdb's
+    names). hpcstruct names the i-th stub after the i-th relocation: where IRELATIVE slots interleave, as in
+    glibc's libraries, that is another function's name. In libm the stub of ``__stack_chk_fail`` is
+    ``fputs@plt`` to hpcstruct."""
+    library, ref, ours = pair
+    truth = plt_truth(ref.path)
+    theirs, mine = _procedures(ref), _procedures(ours)
+    stubs = {a: n for a, n in mine.items() if n.split(" [", 1)[0].endswith("@plt")}
+    if not truth:
+        assert not stubs
+        return
+    assert set(truth) <= set(stubs), library
+    assert all(stubs[a].startswith("targ") for a in set(stubs) - set(truth))  # .plt.got's, as hpcstruct names them
+    assert all(_plt_name(stubs[a]) == truth[a] for a in truth), library
+    renamed = [a for a in truth if a in theirs and _plt_name(theirs[a]) != truth[a]]
+    if library == "libm.so.6":
+        stack_chk = next(a for a, n in truth.items() if n == "__stack_chk_fail")
+        assert theirs[stack_chk].startswith("fputs@plt") and mine[stack_chk].startswith("__stack_chk_fail@plt")
+        assert len(renamed) >= 10, renamed
+    print(f"{library}: {len(renamed)} of {len(truth)} stubs named otherwise by hpcstruct")
+
+
+def _claimed_by_another(m) -> list[int]:
+    """Entries of procedures whose first instruction hpcprof would attribute to another procedure (the first
+    claim of the statement holding it is another procedure's)."""
+    procs = m.procedures
+    rows = m.lookup(procs["entry"])
+    parent = m.procedure_of
+    out = []
+    for entry, proc, row in zip(procs["entry"].tolist(), procs["scope"].tolist(), rows.tolist(), strict=True):
+        if row < 0:
+            continue
+        owner = int(parent[row])
+        while owner >= 0 and int(parent[owner]) >= 0:
+            owner = int(parent[owner])
+        if owner != proc:
+            out.append(entry)
+    return out
+
+
+def test_no_function_runs_into_the_next(shared_data):
+    """libm's functions end at their calls to ``__stack_chk_fail@plt``: hpcstruct, taking the stub for
+    ``fputs``, runs on past the call into the function after it (e.g. from ``__j0f128_finite`` into
+    ``__y0f128_finite``, and from there on into ``__j1f128_finite``), whose code hpcprof then attributes
+    to the first one; hpcsa keeps each function's code in its own procedure."""
+    ref = measured_library(shared_data, "libm.so.6")
+    _same_build_or_skip(ref, ref.path)
+    ours = analyze_binary(ref.path, lm_name=ref.path).module
+    theirs, mine = _claimed_by_another(ref), _claimed_by_another(ours)
+    assert len(theirs) >= 150 and len(mine) <= 0.005 * len(ours.procedures), (len(theirs), mine)
+    y0 = next(a for a, n in _procedures(ours).items() if n.startswith("__y0f128_finite"))
+    assert y0 in theirs and y0 not in mine
+
+
+def test_libm_loops_are_hpcstructs_loops(shared_data):
+    """Whichever procedure holds them, the loops are hpcstruct's: the same header addresses and lines (all but
+    a few in irreducible code, where hpcstruct's extra edge past ``__stack_chk_fail`` changes which block
+    heads a loop)."""
+    ref = measured_library(shared_data, "libm.so.6")
+    _same_build_or_skip(ref, ref.path)
+    ours = analyze_binary(ref.path, lm_name=ref.path).module
+
+    def headers(m) -> set[tuple[int, int]]:
+        """(header address, line) of every loop: the first address of its v."""
+        rows = np.flatnonzero(m.scopes["kind"] == L)
+        bounds = m.range_bounds
+        rows = rows[bounds[rows + 1] > bounds[rows]]
+        return set(zip(m.ranges["lo"][bounds[rows]].tolist(), m.scopes["line"][rows].tolist(), strict=True))
+
+    theirs, mine = headers(ref), headers(ours)
+    assert len(theirs & mine) >= 0.98 * max(len(theirs), len(mine)), (len(theirs), len(mine), len(theirs & mine))
 
 
 def _line_program_v5(dirs: list[bytes], files: list[tuple[bytes, int]]) -> bytes:
