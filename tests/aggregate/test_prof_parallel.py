@@ -275,6 +275,15 @@ def test_trace_lines_of_a_batch_are_each_profiles_own(hpctoolkit_data: Path, mon
         assert sum(tid == 0 for _, tid in want) < sum(tid == 0 for _, tid in line)  # blanks dropped
 
 
+def _logged(fn, tag: str, log: Path):
+    """``fn``, writing ``tag`` and the process id to ``log`` on each call (forked workers inherit it)."""
+    def run(*args, **kwargs):
+        with open(log, "a") as f:
+            f.write(f"{tag} {os.getpid()}\n")
+        return fn(*args, **kwargs)
+    return run
+
+
 def test_with_workers_the_main_process_propagates_too(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Phase 2 at -j 2 is two busy processes, not two workers and a parent handing them batches of a few
@@ -289,15 +298,7 @@ def test_with_workers_the_main_process_propagates_too(tmp_path: Path,
     ref = tmp_path / "j1.d"
     pipeline.aggregate(find_inputs([str(meas)]), pipeline.Options(output=str(ref), jobs=1, progress=False))
     log = tmp_path / "pids"
-
-    def logged(fn, phase):
-        def run(*args, **kwargs):
-            with open(log, "a") as f:  # forked workers inherit this wrapper
-                f.write(f"{phase} {os.getpid()}\n")
-            return fn(*args, **kwargs)
-        return run
-
-    monkeypatch.setattr(profile_values, "process_batch", logged(profile_values.process_batch, "2"))
+    monkeypatch.setattr(profile_values, "process_batch", _logged(profile_values.process_batch, "2", log))
     out = tmp_path / "j2.d"
     pipeline.aggregate(find_inputs([str(meas)]), pipeline.Options(output=str(out), jobs=2, progress=False))
     by_phase: dict[str, set[str]] = {}
@@ -324,17 +325,9 @@ def test_small_inputs_run_each_phase_in_one_process(tmp_path: Path, monkeypatch:
     inputs = find_inputs([str(meas)])
     assert inputs.total_bytes < POOL_MIN_BYTES and inputs.structs
     log = tmp_path / "pids"
-
-    def logged(fn, task):
-        def run(*args, **kwargs):
-            with open(log, "a") as f:  # forked workers inherit this wrapper
-                f.write(f"{task} {os.getpid()}\n")
-            return fn(*args, **kwargs)
-        return run
-
-    monkeypatch.setattr(pipeline_read, "store_structure", logged(pipeline_read.store_structure, "struct"))
-    monkeypatch.setattr(survey, "survey_profiles", logged(survey.survey_profiles, "profiles"))
-    monkeypatch.setattr(transpose, "transpose_ranges", logged(transpose.transpose_ranges, "cct"))
+    monkeypatch.setattr(pipeline_read, "store_structure", _logged(pipeline_read.store_structure, "struct", log))
+    monkeypatch.setattr(survey, "survey_profiles", _logged(survey.survey_profiles, "profiles", log))
+    monkeypatch.setattr(transpose, "transpose_ranges", _logged(transpose.transpose_ranges, "cct", log))
     monkeypatch.setenv("HPCSA_CACHE_DIR", str(tmp_path / "cache"))
 
     def run(name: str, bound: str | None) -> dict[str, set[bool]]:
