@@ -47,6 +47,7 @@ STT_FUNC = 2
 STT_GNU_IFUNC = 10
 SHN_UNDEF = 0
 SHN_LORESERVE = 0xFF00
+R_X86_64_GLOB_DAT = 6
 R_X86_64_JUMP_SLOT = 7
 R_X86_64_RELATIVE = 8
 R_X86_64_IRELATIVE = 37
@@ -365,14 +366,36 @@ class ElfImage:
             names[addr] = by_slot.get(slot, by_position) if slot is not None else by_position
         return names
 
+    @cached_property
+    def plt_got_targets(self) -> dict[int, str]:
+        """Stub of ``.plt.got`` -> the function it jumps to, by the GLOB_DAT relocation of its GOT slot (a
+        function whose address is also taken, e.g. ``std::terminate`` in libstdc++). hpcstruct names these
+        stubs ``targ<hex>@plt``, and so does hpcsa; the target says whether a call to the stub returns."""
+        sec = self.section_named(".plt.got")
+        if sec is None or not sec.size:
+            return {}
+        slots = dict(self._relocations((R_X86_64_GLOB_DAT,), ""))
+        size = 16 if sec.size % 16 == 0 and self.read(sec.addr, 4) == b"\xf3\x0f\x1e\xfa" else 8
+        out = {}
+        for addr in range(sec.addr, sec.end - size + 1, size):
+            slot = _plt_jump_slot(addr, self.read(addr, size))
+            if slot in slots:
+                out[addr] = slots[slot]
+        return out
+
     def _plt_relocations(self) -> list[tuple[int, str]]:
         """(GOT slot, symbol name or "") of each JUMP_SLOT and IRELATIVE relocation of ``.rela.plt``."""
+        return self._relocations((R_X86_64_JUMP_SLOT, R_X86_64_IRELATIVE), ".rel")
+
+    def _relocations(self, kinds: tuple[int, ...], prefix: str) -> list[tuple[int, str]]:
+        """(GOT slot, symbol name, or "" for IRELATIVE) of the relocations of these kinds, in the order of
+        the relocation sections named ``.rela.plt``/``.rel.plt`` (``prefix`` ".rel"), or of all of them."""
         dynsym = self._symbol_table(".dynsym")
         out: list[tuple[int, str]] = []
         for sec in self.elf.iter_sections():
             if sec["sh_type"] not in ("SHT_RELA", "SHT_REL") or dynsym is None:
                 continue
-            if not sec.name.startswith(".rela.plt") and not sec.name.startswith(".rel.plt"):
+            if prefix and not sec.name.startswith(".rela.plt") and not sec.name.startswith(".rel.plt"):
                 continue
             raw = self.section_bytes(sec.name) or b""
             dt = RELA64 if sec["sh_type"] == "SHT_RELA" else REL64
@@ -381,10 +404,12 @@ class ElfImage:
             for r in relocs.tolist():
                 offset, info = int(r[0]), int(r[1])
                 kind, idx = info & 0xFFFFFFFF, info >> 32
+                if kind not in kinds:
+                    continue
                 if kind == R_X86_64_IRELATIVE:
                     out.append((offset, ""))
                     continue
-                if kind != R_X86_64_JUMP_SLOT or idx >= len(syms):
+                if idx >= len(syms):
                     continue
                 off = int(syms[idx]["name"])
                 end = strtab.find(b"\0", off)

@@ -44,7 +44,9 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
     extent_of = _switch_extents(image, extent)
     cfg = ProgramCFG(code, restarts, extent_of)
     noreturn: set[int] = {f.addr for f in symbols if any(n in NORETURN_NAMES for n in f.names)}
-    noreturn |= {a for a, n in plt.items() if n in NORETURN_NAMES}
+    bound = plt | image.plt_got_targets  # what each stub jumps to (.plt.got's keep their targXXXX names)
+    noreturn |= {a for a, n in bound.items() if n in NORETURN_NAMES}
+    stub_target = _local_stub_targets(image, bound, extent)
     outside_is_tail = _tail_targets(image, plt)
     funcs = Functions(cfg)
     outside_code = {a for a in entries if image.code_region(a) is None}
@@ -90,6 +92,8 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
             changed = new
             continue
         dead = {a for a, r in returns.items() if not r and a not in noreturn}
+        dead |= {stub for stub, target in stub_target.items()
+                 if stub not in noreturn and (target in noreturn or target in dead)}
         if not dead:
             break
         noreturn |= dead
@@ -100,6 +104,21 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
         names[a] = plt.get(a, f"targ{a:x}")
     return code, funcs, names
 
+
+
+def _local_stub_targets(image: ElfImage, bound: dict[int, str], extent: dict[int, int]) -> dict[int, int]:
+    """PLT stub -> entry of the function it binds where the binary defines that function itself (ld.so calls
+    its own ``_dl_signal_error`` through its PLT): a stub whose function never returns does not either. A
+    name defined at several addresses binds none of them."""
+    if not bound:
+        return {}
+    defined = image.symbol_addresses()
+    out = {}
+    for stub, name in bound.items():
+        addrs = defined.get(name, set()) & extent.keys() if name else set()
+        if len(addrs) == 1:
+            out[stub] = next(iter(addrs))
+    return out
 
 
 def _first_entries(image: ElfImage, extent: dict[int, int], plt: dict[int, str], names: dict[int, str]

@@ -51,3 +51,35 @@ def plt_truth(path: str) -> dict[int, str]:
             if slot in slots:
                 out[insn.address - insn.address % 16] = slots[slot]
     return out
+
+
+def plt_got_truth(path: str) -> dict[int, str]:
+    """Stub of ``.plt.got`` -> the function of the GLOB_DAT relocation of the slot its jump goes through,
+    read as :func:`plt_truth` reads ``.plt``."""
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.relocation import RelocationSection
+
+    with open(path, "rb") as f:
+        elf = ELFFile(f)
+        slots = {}
+        for sec in elf.iter_sections():
+            if isinstance(sec, RelocationSection) and sec["sh_link"]:
+                symbols = elf.get_section(sec["sh_link"])
+                for r in sec.iter_relocations():
+                    if r["r_info_type"] == 6:  # R_X86_64_GLOB_DAT
+                        slots[r["r_offset"]] = symbols.get_symbol(r["r_info_sym"]).name.split("@", 1)[0]
+        sec = elf.get_section_by_name(".plt.got")
+        if sec is None:
+            return {}
+        code, base = sec.data(), sec["sh_addr"]
+    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    md.detail = True
+    out = {}
+    for insn in md.disasm(code, base):
+        if insn.mnemonic == "jmp" and insn.operands and insn.operands[0].type == capstone.x86.X86_OP_MEM \
+                and insn.operands[0].mem.base == capstone.x86.X86_REG_RIP:
+            slot = insn.address + insn.size + insn.operands[0].mem.disp
+            if slot in slots:
+                stub = insn.address - (insn.address - base) % (16 if code[:4] == b"\xf3\x0f\x1e\xfa" else 8)
+                out[stub] = slots[slot]
+    return out

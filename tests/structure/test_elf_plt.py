@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hpcsa.structure.elf import _plt_jump_slot, open_elf
-from tests.structure.measured import plt_truth
+from tests.structure.measured import plt_got_truth, plt_truth
 
 ENDBR64 = bytes.fromhex("f30f1efa")
 
@@ -42,3 +42,14 @@ def test_system_library_stubs_named_as_objdump_names_them(library: str) -> None:
     truth = plt_truth(str(path))
     names = open_elf(str(path)).plt_names
     assert truth and names == truth
+
+
+def test_plt_got_stubs_bound_as_objdump_binds_them() -> None:
+    """libstdc++ reaches ``std::terminate`` (and 24 other functions whose address it also takes) through
+    ``.plt.got``: the function each stub jumps to is that of its slot's GLOB_DAT relocation."""
+    path = Path("/usr/lib/x86_64-linux-gnu/libstdc++.so.6")
+    if not path.exists():
+        pytest.skip(f"{path} is absent (not a Debian/Ubuntu x86-64 system with libstdc++)")
+    truth = plt_got_truth(str(path))
+    targets = open_elf(str(path)).plt_got_targets
+    assert "_ZSt9terminatev" in truth.values() and targets == truth
