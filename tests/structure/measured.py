@@ -40,17 +40,7 @@ def plt_truth(path: str) -> dict[int, str]:
                                  if r["r_info_type"] == 7 else "")  # R_X86_64_JUMP_SLOT, else IRELATIVE
                  for r in rela.iter_relocations()}
         sec = elf.get_section_by_name(".plt.sec") or elf.get_section_by_name(".plt")
-        code, base = sec.data(), sec["sh_addr"]
-    md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
-    md.detail = True
-    out = {}
-    for insn in md.disasm(code, base):
-        if insn.mnemonic == "jmp" and insn.operands and insn.operands[0].type == capstone.x86.X86_OP_MEM \
-                and insn.operands[0].mem.base == capstone.x86.X86_REG_RIP:
-            slot = insn.address + insn.size + insn.operands[0].mem.disp
-            if slot in slots:
-                out[insn.address - insn.address % 16] = slots[slot]
-    return out
+        return _stubs_to(slots, sec.data(), sec["sh_addr"], 16)
 
 
 def plt_got_truth(path: str) -> dict[int, str]:
@@ -71,7 +61,13 @@ def plt_got_truth(path: str) -> dict[int, str]:
         sec = elf.get_section_by_name(".plt.got")
         if sec is None:
             return {}
-        code, base = sec.data(), sec["sh_addr"]
+        code = sec.data()
+        return _stubs_to(slots, code, sec["sh_addr"], 16 if code[:4] == b"\xf3\x0f\x1e\xfa" else 8)
+
+
+def _stubs_to(slots: dict[int, str], code: bytes, base: int, stub_size: int) -> dict[int, str]:
+    """Stub address -> ``slots[s]`` for each stub of ``code`` (at ``base``, ``stub_size`` bytes each) whose
+    ``jmp *disp(%rip)`` (decoded by capstone) goes through slot ``s``."""
     md = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
     md.detail = True
     out = {}
@@ -80,6 +76,5 @@ def plt_got_truth(path: str) -> dict[int, str]:
                 and insn.operands[0].mem.base == capstone.x86.X86_REG_RIP:
             slot = insn.address + insn.size + insn.operands[0].mem.disp
             if slot in slots:
-                stub = insn.address - (insn.address - base) % (16 if code[:4] == b"\xf3\x0f\x1e\xfa" else 8)
-                out[stub] = slots[slot]
+                out[insn.address - (insn.address - base) % stub_size] = slots[slot]
     return out
