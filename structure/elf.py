@@ -374,7 +374,7 @@ class ElfImage:
         sec = self.section_named(".plt.got")
         if sec is None or not sec.size:
             return {}
-        slots = dict(self._relocations((R_X86_64_GLOB_DAT,), ""))
+        slots = dict(self._relocations((R_X86_64_GLOB_DAT,), plt_only=False))
         size = 16 if sec.size % 16 == 0 and self.read(sec.addr, 4) == b"\xf3\x0f\x1e\xfa" else 8
         out = {}
         for addr in range(sec.addr, sec.end - size + 1, size):
@@ -385,17 +385,17 @@ class ElfImage:
 
     def _plt_relocations(self) -> list[tuple[int, str]]:
         """(GOT slot, symbol name or "") of each JUMP_SLOT and IRELATIVE relocation of ``.rela.plt``."""
-        return self._relocations((R_X86_64_JUMP_SLOT, R_X86_64_IRELATIVE), ".rel")
+        return self._relocations((R_X86_64_JUMP_SLOT, R_X86_64_IRELATIVE), plt_only=True)
 
-    def _relocations(self, kinds: tuple[int, ...], prefix: str) -> list[tuple[int, str]]:
-        """(GOT slot, symbol name, or "" for IRELATIVE) of the relocations of these kinds, in the order of
-        the relocation sections named ``.rela.plt``/``.rel.plt`` (``prefix`` ".rel"), or of all of them."""
+    def _relocations(self, kinds: tuple[int, ...], plt_only: bool) -> list[tuple[int, str]]:
+        """(GOT slot, symbol name, or "" for IRELATIVE) of the relocations of these kinds, in file order: of
+        ``.rela.plt``/``.rel.plt`` only, or of every relocation section."""
         dynsym = self._symbol_table(".dynsym")
         out: list[tuple[int, str]] = []
         for sec in self.elf.iter_sections():
             if sec["sh_type"] not in ("SHT_RELA", "SHT_REL") or dynsym is None:
                 continue
-            if prefix and not sec.name.startswith(".rela.plt") and not sec.name.startswith(".rel.plt"):
+            if plt_only and not sec.name.startswith(".rela.plt") and not sec.name.startswith(".rel.plt"):
                 continue
             raw = self.section_bytes(sec.name) or b""
             dt = RELA64 if sec["sh_type"] == "SHT_RELA" else REL64

@@ -105,7 +105,6 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
     return code, funcs, names
 
 
-
 def _local_stub_targets(image: ElfImage, bound: dict[int, str], extent: dict[int, int]) -> dict[int, int]:
     """PLT stub -> entry of the function it binds where the binary defines that function itself (ld.so calls
     its own ``_dl_signal_error`` through its PLT): a stub whose function never returns does not either. A
