@@ -78,3 +78,27 @@ def _stubs_to(slots: dict[int, str], code: bytes, base: int, stub_size: int) -> 
             if slot in slots:
                 out[insn.address - (insn.address - base) % stub_size] = slots[slot]
     return out
+
+
+def procedures_of(m: Module) -> dict[int, str]:
+    """Entry address -> name of every procedure."""
+    rows = m.procedures
+    return {int(e): m.text(int(m.scopes["name"][r])) for e, r in zip(rows["entry"], rows["scope"], strict=True)}
+
+
+def claimed_by_another(m: Module) -> list[int]:
+    """Entries of procedures whose first instruction hpcprof would attribute to another procedure (the first
+    claim of the statement holding it is another procedure's)."""
+    procs = m.procedures
+    rows = m.lookup(procs["entry"])
+    parent = m.procedure_of
+    out = []
+    for entry, proc, row in zip(procs["entry"].tolist(), procs["scope"].tolist(), rows.tolist(), strict=True):
+        if row < 0:
+            continue
+        owner = int(parent[row])
+        while owner >= 0 and int(parent[owner]) >= 0:
+            owner = int(parent[owner])
+        if owner != proc:
+            out.append(entry)
+    return out

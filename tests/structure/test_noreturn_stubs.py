@@ -8,8 +8,7 @@ from __future__ import annotations
 import pytest
 
 from hpcsa.structure.binary import analyze_binary
-from tests.structure.measured import measured_library
-from tests.structure.test_struct_debug_file import _claimed_by_another, _procedures
+from tests.structure.measured import claimed_by_another, measured_library, procedures_of
 
 CASES = {  # library: a function hpcsa used to let the one before it run into (hpcstruct never did)
     "ld-linux-x86-64.so.2": "decompose_rpath",
@@ -21,10 +20,10 @@ CASES = {  # library: a function hpcsa used to let the one before it run into (h
 def test_functions_end_at_calls_through_never_returning_stubs(shared_data, library):
     ref = measured_library(shared_data, library)
     ours = analyze_binary(ref.path, lm_name=ref.path).module
-    names = _procedures(ours)
+    names = procedures_of(ours)
     entry = next((a for a, n in names.items() if n.startswith(CASES[library] + " [")), None)
-    if entry is None or entry not in _procedures(ref):
+    if entry is None or entry not in procedures_of(ref):
         pytest.skip(f"{ref.path} is another build than the measured one")
-    theirs, mine = set(_claimed_by_another(ref)), set(_claimed_by_another(ours))
+    theirs, mine = set(claimed_by_another(ref)), set(claimed_by_another(ours))
     assert entry not in mine and entry not in theirs
     assert len(mine) <= len(theirs) + 1, sorted(names[a] for a in mine - theirs)

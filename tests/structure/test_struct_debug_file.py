@@ -19,7 +19,7 @@ from hpcsa.structure.dwarf import DebugInfo
 from hpcsa.structure.dwarf_lines import read_program
 from hpcsa.structure.elf import open_elf
 from hpcsa.structure.model import L
-from tests.structure.measured import measured_library, plt_truth
+from tests.structure.measured import claimed_by_another, measured_library, plt_truth, procedures_of
 
 # Agreement with real hpcstruct reached on Debian 12's glibc 2.36 with libc6-dbg (procedures, statements,
 # loops, in %): floors, so that a change that loses any of it fails. hpcsa names PLT stubs by the GOT slot
@@ -35,9 +35,6 @@ FLOORS = {
 }
 
 
-def _procedures(m) -> dict[int, str]:
-    rows = m.procedures
-    return {int(e): m.text(int(m.scopes["name"][r])) for e, r in zip(rows["entry"], rows["scope"], strict=True)}
 
 
 def _same_build_or_skip(ref, path: str) -> None:
@@ -48,7 +45,7 @@ def _same_build_or_skip(ref, path: str) -> None:
         pytest.skip(f"{path} has no separate debug file here (install Debian's libc6-dbg)")
     exported = image.symbol_addresses()
     checked = 0
-    for entry, name in _procedures(ref).items():
+    for entry, name in procedures_of(ref).items():
         link = name.split(" [", 1)[0]
         if link.endswith("@plt"):
             continue
@@ -94,7 +91,7 @@ def test_local_functions_named_as_in_hpcstruct(pair):
     """Local functions (only in the debug file's .symtab) carry their names and versioned symbols keep their
     version; where the PLT stub names agree (see the next test), they are hpcstruct's."""
     library, ref, ours = pair
-    theirs, mine = _procedures(ref), _procedures(ours)
+    theirs, mine = procedures_of(ref), procedures_of(ours)
     common = set(theirs) & set(mine)
     assert len(common) >= 0.99 * len(theirs)
     assert not any(mine[a].startswith("<unknown procedure>") and not theirs[a].startswith("<unknown")
@@ -118,7 +115,7 @@ def test_plt_stubs_named_by_the_slot_they_jump_through(pair):
     ``fputs@plt`` to hpcstruct."""
     library, ref, ours = pair
     truth = plt_truth(ref.path)
-    theirs, mine = _procedures(ref), _procedures(ours)
+    theirs, mine = procedures_of(ref), procedures_of(ours)
     stubs = {a: n for a, n in mine.items() if n.split(" [", 1)[0].endswith("@plt")}
     if not truth:
         assert not stubs
@@ -134,22 +131,6 @@ def test_plt_stubs_named_by_the_slot_they_jump_through(pair):
     print(f"{library}: {len(renamed)} of {len(truth)} stubs named otherwise by hpcstruct")
 
 
-def _claimed_by_another(m) -> list[int]:
-    """Entries of procedures whose first instruction hpcprof would attribute to another procedure (the first
-    claim of the statement holding it is another procedure's)."""
-    procs = m.procedures
-    rows = m.lookup(procs["entry"])
-    parent = m.procedure_of
-    out = []
-    for entry, proc, row in zip(procs["entry"].tolist(), procs["scope"].tolist(), rows.tolist(), strict=True):
-        if row < 0:
-            continue
-        owner = int(parent[row])
-        while owner >= 0 and int(parent[owner]) >= 0:
-            owner = int(parent[owner])
-        if owner != proc:
-            out.append(entry)
-    return out
 
 
 def test_no_function_runs_into_the_next(shared_data):
@@ -160,9 +141,9 @@ def test_no_function_runs_into_the_next(shared_data):
     ref = measured_library(shared_data, "libm.so.6")
     _same_build_or_skip(ref, ref.path)
     ours = analyze_binary(ref.path, lm_name=ref.path).module
-    theirs, mine = _claimed_by_another(ref), _claimed_by_another(ours)
+    theirs, mine = claimed_by_another(ref), claimed_by_another(ours)
     assert len(theirs) >= 150 and len(mine) <= 0.005 * len(ours.procedures), (len(theirs), mine)
-    y0 = next(a for a, n in _procedures(ours).items() if n.startswith("__y0f128_finite"))
+    y0 = next(a for a, n in procedures_of(ours).items() if n.startswith("__y0f128_finite"))
     assert y0 in theirs and y0 not in mine
 
 
