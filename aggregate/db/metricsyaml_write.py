@@ -9,8 +9,6 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-import yaml
-
 from hpcsa.aggregate.db.metricsyaml_model import OPERATORS, Input, MetricsTaxonomy
 from hpcsa.fileio import write_file
 
@@ -37,7 +35,12 @@ def anchor_name(inp: Input) -> str:
     return sanitize(f"{inp.metric}-{inp.combine}-{accumulate}-{inp.scope}")
 
 
-_RESOLVER = yaml.resolver.Resolver()
+#: The plain scalars starting with a letter that YAML 1.1's implicit resolvers (PyYAML's ``Resolver``) read as
+#: something other than a string: booleans and null. The other implicit types (numbers, ``.inf``, ``~``,
+#: timestamps, ``<<``, ``=``) start with one of ``_NUMBER_FIRST`` (``!``, ``&`` and ``*`` are quoted anyway).
+_NUMBER_FIRST = frozenset("-+.0123456789~<=")
+_LETTER_NON_STRINGS = frozenset(w for base in ("yes", "no", "true", "false", "on", "off", "null")
+                                for w in (base, base.capitalize(), base.upper()))
 _PLAIN_START_BAD = set(",[]{}#&*!|>'\"%@`")
 _FLOW_BAD = set(",[]{}")
 
@@ -70,8 +73,18 @@ def _needs_quotes(s: str, flow: bool) -> bool:
         return True
     if any(not c.isprintable() for c in s):
         return True
-    # A plain scalar that YAML would read back as something else (true, null, 12, 1.5...).
-    return _RESOLVER.resolve(yaml.ScalarNode, s, (True, False)) != "tag:yaml.org,2002:str"
+    # A plain scalar that YAML would read back as something else (true, null, 12, 1.5...). Words are looked
+    # up here; what may be a number asks PyYAML's resolver, imported only then: most taxonomies (metric
+    # names, scopes, render words, $$) never need it, and importing yaml costs a run about 15 ms.
+    if s[0] in _NUMBER_FIRST:
+        return _resolves_to_non_string(s)
+    return s in _LETTER_NON_STRINGS
+
+
+def _resolves_to_non_string(s: str) -> bool:
+    import yaml
+
+    return yaml.resolver.Resolver().resolve(yaml.ScalarNode, s, (True, False)) != "tag:yaml.org,2002:str"
 
 
 def _string(s: str, flow: bool) -> str:

@@ -4,10 +4,13 @@ meta.db elision, metrics taxonomy generation, and atomicity when a writer is int
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from hpcsa.aggregate.db import cctdb, database, metadb, metricsyaml, profiledb, tracedb
 from hpcsa.aggregate.db.metricsyaml import MetricRef
@@ -298,6 +301,41 @@ def test_formula_parser_precedence() -> None:
     for bad in ("#9", "#0 +", "(#0", "foo(#0)", "#0 $ #1"):
         with pytest.raises(ValueError, match="invalid metric formula"):
             parse(bad, names)
+
+
+# Scalars YAML 1.1 reads as something other than a string unless quoted (booleans, null, numbers, dates...),
+# their near misses, and strings that need no quotes.
+TRICKY_SCALARS = ["yes", "Yes", "YES", "yEs", "no", "No", "NO", "on", "On", "OFF", "off", "true", "False", "tRUE",
+                  "null", "Null", "NULL", "nULL", "~", "y", "n", "N", "0", "12", "-3", "+7", "1.5", ".5", "1e3",
+                  "1_000", "0x1f", "0o17", "0b101", ".inf", "-.Inf", ".NaN", "190:20:30", "2001-12-14", "<<", "=",
+                  "-", "1.", "12e", "number", "percent", "$$", "1 + 2", "CPUTIME (sec)", "ñull", "Yes please",
+                  "0x", "yes!"]
+
+
+@pytest.mark.parametrize("flow", [False, True])
+def test_scalars_read_back_as_the_same_strings(flow: bool) -> None:
+    """Every string the writer emits, plain or quoted, loads back (PyYAML, YAML 1.1) as that string."""
+    from hpcsa.aggregate.db.metricsyaml_write import _string
+
+    for s in TRICKY_SCALARS:
+        text = _string(s, flow)
+        doc = f"[{text}]" if flow else f"k: {text}"
+        back = yaml.safe_load(doc)
+        assert (back[0] if flow else back["k"]) == s, (s, text)
+    assert _string("number", flow) == "number" and _string("$$", False) == "$$"  # plain where it can be
+    assert _string("yes", flow) == '"yes"' and _string("1.5", flow) == '"1.5"'
+
+
+def test_a_usual_taxonomy_is_written_without_importing_yaml(tmp_path: Path) -> None:
+    """Writing metrics/default.yaml needs PyYAML's resolver only for scalars that may read as numbers."""
+    code = ("import sys\n"
+            "from hpcsa.aggregate.db import metricsyaml\n"
+            "spec = metricsyaml.MetricSpec('CPUTIME (sec)', 'CPUTIME (sec)', statistics=('Sum',), order_id=0)\n"
+            f"metricsyaml.write_metrics_yaml({str(tmp_path / 'd.yaml')!r}, metricsyaml.standard_taxonomy([spec], []))\n"
+            "print('yaml' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+    assert "metric: CPUTIME (sec)" in (tmp_path / "d.yaml").read_text()
 
 
 def test_statistics_variants_and_partials(tmp_path: Path) -> None:
