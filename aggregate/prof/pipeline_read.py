@@ -22,7 +22,7 @@ from hpcsa.arrays import sorted_unique
 from hpcsa.progress import Progress
 from hpcsa.structure.model import C, Module, StructureFile
 from hpcsa.structure.parsedcache import read_cached, read_entry, read_structure, store_structure
-from hpcsa.workers import DynamicRun, LocalPool, pool_min_bytes
+from hpcsa.workers import DynamicRun, LocalPool, map_in_threads, pool_min_bytes
 
 if TYPE_CHECKING:  # hpcsa.gpucct (and networkx) are imported only when there are GPU structure files
     from hpcsa.gpucct import CallGraph
@@ -158,7 +158,7 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
     structs: Parsed = []
     scheduled: set[str] = set()
     seen_modules: set[int] = set()
-    mapped = _mapped_if_small(inputs, cpu_structs) if jobs > 1 and transport.size == 1 else None
+    mapped = _mapped_if_small(inputs, cpu_structs, jobs) if jobs > 1 and transport.size == 1 else None
     if mapped is not None:  # small, nothing to parse: workers would cost more than they save (POOL_MIN_BYTES)
         jobs = 1
     batches = _batches(inputs.profiles, jobs * transport.size)
@@ -208,19 +208,24 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
     return survey.merge(parts), structs
 
 
-def _mapped_if_small(inputs: Inputs, cpu_structs: list[StructInput]) -> dict[str, StructureFile] | None:
+def _mapped_if_small(inputs: Inputs, cpu_structs: list[StructInput], jobs: int) -> dict[str, StructureFile] | None:
     """Every CPU structure file's cache entry, mapped, when the profiles are fewer bytes than a pool pays for
     and every entry exists (the usual second run of a small measurement): phase 1 then runs in this process.
-    None otherwise; the smallest files are looked up first, so a first run hashes little before it knows."""
+    None otherwise. The smallest file is looked up first, so a first run hashes little before it knows; the
+    others on ``jobs`` threads, largest first (hashing and checking an entry release the GIL)."""
     if inputs.total_bytes >= pool_min_bytes():
         return None
-    mapped: dict[str, StructureFile] = {}
-    for s in sorted(cpu_structs, key=lambda s: (_size(s.path), s.path)):
-        sf = read_cached(s.path)
-        if sf is None:
-            return None
-        mapped[s.path] = sf
-    return mapped
+    by_size = sorted(cpu_structs, key=lambda s: (_size(s.path), s.path))
+    if not by_size:
+        return {}
+    smallest = read_cached(by_size[0].path)
+    if smallest is None:
+        return None
+    rest = [s.path for s in reversed(by_size[1:])]
+    found = dict(zip(rest, map_in_threads(read_cached, rest, jobs), strict=True))
+    if any(sf is None for sf in found.values()):
+        return None
+    return {by_size[0].path: smallest, **found}
 
 
 def merge_shares(parts: list[tuple[survey.Discovery, Parsed]]) -> tuple[survey.Discovery, Parsed]:
