@@ -31,6 +31,20 @@ class PackedStrings(Sequence[str]):
             self._decoded[index] = got
         return got
 
+    def many(self, indexes: list[int]) -> list[str]:
+        """The strings at these (non-negative, in range) indexes: those not decoded yet located in one
+        vectorized step, each then decoded from a view of the buffer (no copy of it)."""
+        decoded = self._decoded
+        todo = sorted({i for i in indexes if i not in decoded})
+        if todo:
+            at = np.asarray(todo, np.int64)
+            ends = self._ends[at].astype(np.int64)
+            starts = np.where(at > 0, self._ends[np.maximum(at - 1, 0)].astype(np.int64) + 1, 0)
+            view = memoryview(self._text)
+            for i, lo, hi in zip(todo, starts.tolist(), ends.tolist(), strict=True):
+                decoded[i] = str(view[lo:hi], "utf-8", "surrogatepass")
+        return [decoded[i] for i in indexes]
+
     def __getitem__(self, index):  # type: ignore[override]
         if isinstance(index, slice):
             return [self._one(i) for i in range(*index.indices(len(self)))]

@@ -30,7 +30,7 @@ import numpy as np
 
 from hpcsa.arrays import sorted_unique
 from hpcsa.structure.claims import first_claims
-from hpcsa.structure.columns import bisect_right
+from hpcsa.structure.columns import PackedStrings, bisect_right
 
 # Scope kinds; the code is the index in KIND_TAGS.
 F, P, A, L, S, C = 1, 2, 3, 4, 5, 6
@@ -129,6 +129,14 @@ class Module:
 
     def text(self, index: int) -> str | None:
         return None if index < 0 else self.strings[index]
+
+    def texts(self, indexes: Iterable[int]) -> dict[int, str]:
+        """The strings at these indexes (negative ones left out, as :meth:`text` gives them None), looked up
+        together."""
+        wanted = [i for i in set(indexes) if i >= 0]
+        strings = self.strings
+        found = strings.many(wanted) if isinstance(strings, PackedStrings) else [strings[i] for i in wanted]
+        return dict(zip(wanted, found, strict=True))
 
     @cached_property
     def range_bounds(self) -> np.ndarray:
@@ -247,7 +255,7 @@ class Module:
         kind, line, name, parent = (sc[c].tolist() for c in ("kind", "line", "name", "parent"))
         heads = np.flatnonzero((sc["kind"] == P) | (sc["kind"] == L))
         entry = dict(zip(rows[heads].tolist(), self._first_range_starts(rows[heads]), strict=True))
-        text = self.text
+        text = self.texts(name + [v for row_info in info.values() for v in row_info[1:3]]).get  # -1: None
         steps_of: dict[int, tuple[LexStep, ...]] = {}
 
         def steps(row: int) -> tuple[LexStep, ...]:

@@ -43,3 +43,33 @@ def test_packed_strings_decode_each_string_as_the_list_holds_it() -> None:
     assert pickle.loads(pickle.dumps(packed)) == words
     with pytest.raises(IndexError):
         packed[len(words)]
+
+
+def test_packed_strings_many_decodes_as_one_at_a_time() -> None:
+    from hpcsa.structure.columns import PackedStrings
+
+    words = ["", "main", "\u00e9t\u00e9", "", "a\udcffb", "last", "x" * 300]
+    encoded = [w.encode("utf-8", "surrogatepass") for w in words]
+    ends = (np.cumsum([len(b) + 1 for b in encoded]) - 1).astype(np.int64)
+    text = np.frombuffer(b"\0".join(encoded), np.uint8)
+    rng = np.random.default_rng(3)
+    picks = rng.integers(0, len(words), 40).tolist()
+    assert PackedStrings(text, ends).many(picks) == [words[i] for i in picks]  # repeats, any order
+    both = PackedStrings(text, ends)
+    assert both[4] == words[4] and both.many([4, 0, 6, 4]) == [words[4], words[0], words[6], words[4]]
+    assert both.many([]) == []
+
+
+def test_module_texts_leave_out_absent_strings() -> None:
+    from hpcsa.structure.columns import PackedStrings
+    from hpcsa.structure.model import Module
+
+    words = ["f", "g.c", "h"]
+    encoded = [w.encode() for w in words]
+    ends = (np.cumsum([len(b) + 1 for b in encoded]) - 1).astype(np.int64)
+    packed = PackedStrings(np.frombuffer(b"\0".join(encoded), np.uint8), ends)
+    for strings in (words, packed):
+        m = Module(path="x", scopes=np.zeros(0), ranges=np.zeros(0), strings=strings)
+        assert m.texts([2, -1, 0, 2]) == {0: "f", 2: "h"}
+        assert all(m.texts([i]).get(i) == m.text(i) for i in (-1, 0, 1, 2))
+
