@@ -189,11 +189,13 @@ class ContextTree:
         return len(self.ctx_id)
 
     @classmethod
-    def from_columns(cls, entry_points: list[EntryPoint], **columns: Any) -> ContextTree:
+    def from_columns(cls, entry_points: list[EntryPoint], preordered: bool = False, **columns: Any) -> ContextTree:
         """Build a tree from columns in any order where ``parent`` rows are given (-1 = entry point).
 
         Rows are reordered into pre-order (siblings keep their relative order);
-        ``depth`` is computed; missing optional columns default to "absent";
+        ``depth`` is computed (``preordered``: the rows are in pre-order already, entry points' subtrees in
+        entry order, and ``depth`` is given, as :func:`hpcsa.aggregate.prof.unify.meta_tables` has them:
+        the tree is not walked again); missing optional columns default to "absent";
         ``flags`` default to the fields given (index >= 0) and fields the flags
         do not announce are reset to "absent" (they are not stored on disk).
         """
@@ -215,6 +217,10 @@ class ContextTree:
         for name, bit, absent in (("function", HAS_FUNCTION, -1), ("file", HAS_SRCLOC, -1), ("line", HAS_SRCLOC, 0),
                                   ("module", HAS_POINT, -1), ("offset", HAS_POINT, 0)):
             cols[name] = np.where((f & bit) != 0, cols[name], absent).astype(CONTEXT_COLUMNS[name])
+        if preordered:
+            if columns.get("depth") is None:
+                raise ValueError("a preordered context tree needs its depth column")
+            return cls(entry_points, **cols)
         order, depth, parent = preorder(cols["parent"].astype(np.int64), cols["entry"].astype(np.int64))
         out = {k: v[order] for k, v in cols.items()}
         out["parent"] = parent.astype(np.int32)

@@ -17,7 +17,7 @@ import numpy as np
 
 from hpcsa.aggregate.db import dbformat as dbf
 from hpcsa.aggregate.db import metadb_model as M
-from hpcsa.aggregate.db.treeorder import preorder, subtree_sizes
+from hpcsa.aggregate.db.treeorder import depth_from_parent, subtree_sizes
 from hpcsa.binfmt import align
 from hpcsa.fileio import atomic_file
 
@@ -189,9 +189,7 @@ def _encode_contexts(out: _Layout, tree: M.ContextTree, elide: bool, strings: di
     par = np.where(eff[rows] >= 0, new_row[np.maximum(eff[rows], 0)], -1)
     ent = tree.entry[rows].astype(np.int64)
     n = len(rows)
-    depth = np.zeros(n, np.int64)
-    if n:
-        _, depth, _ = preorder(par, ent)  # rows are already in pre-order; only depth is needed
+    depth = depth_from_parent(par)  # the rows are in pre-order already: only their depth is needed
     size = subtree_sizes(par, depth)
     flags = tree.flags[rows].astype(np.int64)
     has_f, has_s, has_p = flags & 1, (flags >> 1) & 1, (flags >> 2) & 1

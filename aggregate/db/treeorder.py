@@ -54,10 +54,16 @@ def preorder(parent: np.ndarray, entry: np.ndarray) -> tuple[np.ndarray, np.ndar
     Siblings keep their input order; a constant number of vectorized steps per
     depth level.
     """
+    return preorder_sized(parent, entry)[:3]
+
+
+def preorder_sized(parent: np.ndarray, entry: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`preorder` and the subtree sizes it works out on the way (in the new order)."""
     n = len(parent)
     if n == 0:
         z = np.zeros(0, np.int64)
-        return z, z, z
+        return z, z, z, z
     depth = depth_from_parent(parent)
     levels = depth_levels(depth)
     size = subtree_sizes(parent, depth, levels)
@@ -74,4 +80,4 @@ def preorder(parent: np.ndarray, entry: np.ndarray) -> tuple[np.ndarray, np.ndar
     order = np.empty(n, np.int64)
     order[pos] = np.arange(n)
     new_parent = np.where(parent[order] >= 0, pos[np.maximum(parent[order], 0)], -1)
-    return order, depth[order], new_parent
+    return order, depth[order], new_parent, size[order]

@@ -250,13 +250,13 @@ def canonical_ids(b: ContextBuilder) -> tuple[UnifiedTree, np.ndarray]:
     at = np.empty(nb, np.int64)
     at[by_sibling] = np.arange(nb)
     up = parent_of[by_sibling]
-    order, depth, parent = treeorder.preorder(np.where(up >= 0, at[np.maximum(up, 0)], -1), np.zeros(nb, np.int64))
+    order, depth, parent, size = treeorder.preorder_sized(np.where(up >= 0, at[np.maximum(up, 0)], -1),
+                                                          np.zeros(nb, np.int64))
     if nb and (depth[1:] == 0).any():
         raise HpcsaError(None, "internal error: a context is not below the global context")
     old = by_sibling[order]  # the provisional context at each canonical id
     new_id = np.empty(nb, np.int64)
     new_id[old] = np.arange(nb)
-    size = treeorder.subtree_sizes(parent, depth)
     return UnifiedTree(parent.astype(np.int32), relation_of[old].astype(np.int8),
                        list(map(b.scope.__getitem__, old.tolist())), depth.astype(np.int32),
                        np.arange(nb, dtype=np.int64) + size), new_id
@@ -363,9 +363,11 @@ def meta_tables(tree: UnifiedTree) -> tuple[metadb.ContextTree, metadb.Functions
     of_row = np.fromiter(map(number.__getitem__, shown), np.int64, len(shown))
     cols = {name: col[of_row] for name, col in _context_columns(distinct, names).items()}
     relation = tree.relation[rows].astype(np.uint8)
+    # Canonical ids are pre-order, entry points' subtrees in entry order: the rows are meta.db's pre-order, each
+    # two levels below the global context's (the root, then its entry point's context).
     ctree = metadb.ContextTree.from_columns(
-        entries, ctx_id=rows.astype(np.uint32), parent=parent_rows, entry=entry_id[rows],
-        relation=relation, propagation=(relation == LEXICAL).astype(np.uint16), **cols)
+        entries, preordered=True, ctx_id=rows.astype(np.uint32), parent=parent_rows, entry=entry_id[rows],
+        depth=tree.depth[rows] - 2, relation=relation, propagation=(relation == LEXICAL).astype(np.uint16), **cols)
     return ctree, _functions(names), names.modules, names.files
 
 

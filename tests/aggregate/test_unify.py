@@ -6,8 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from hpcsa.aggregate.db import metadb
+from hpcsa.aggregate.db.metadb_model import CALL
 from hpcsa.aggregate.prof import lexical as lx
 from hpcsa.aggregate.prof import unify
+from hpcsa.ingest.placeholders import FENCE_MAIN
 
 
 def _random_builder(seed: int, n: int) -> unify.ContextBuilder:
@@ -75,3 +78,23 @@ def test_canonical_ids_are_the_sorted_depth_first_walk(seed: int, n: int) -> Non
         assert ((up >= c) & (up < tree.end[c])).all()
         after = tree.parent[int(tree.end[c]):]
         assert not ((after >= c) & (after < tree.end[c])).any()
+
+
+@pytest.mark.parametrize(("seed", "n"), [(6, 2), (7, 60), (8, 3000)])
+def test_meta_tables_rows_are_the_preorder_of_meta_db(seed: int, n: int) -> None:
+    """meta_tables hands its rows over as meta.db's pre-order with their depth (no second walk): walking the
+    same columns from their parent links gives the same rows in the same order, at the same depths."""
+    b = _random_builder(seed, n)
+    entries = unify.ContextBuilder()  # meta.db's entry points below the global context, the rest below them
+    tops = [entries.ensure(0, CALL, lx.UNKNOWN), entries.ensure(0, CALL, lx.placeholder_scope(FENCE_MAIN))]
+    new = {0: 0}
+    for node in range(1, len(b)):
+        up = tops[node % 2] if b.parent[node] == 0 else new[b.parent[node]]
+        new[node] = entries.ensure(up, b.relation[node], b.scope[node])
+    tree, _ = unify.canonical_ids(entries)
+    ctree = unify.meta_tables(tree)[0]
+    assert len(ctree) == len(tree) - 3
+    columns = {c: getattr(ctree, c) for c in metadb.CONTEXT_COLUMNS if c != "depth"}
+    walked = metadb.ContextTree.from_columns(ctree.entry_points, **columns)
+    for c in metadb.CONTEXT_COLUMNS:
+        assert np.array_equal(getattr(walked, c), getattr(ctree, c)), c
