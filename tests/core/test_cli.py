@@ -44,3 +44,32 @@ def test_legacy_formats_are_named(shared_data):
         proc = run_cli("dump", str(legacy / name))
         assert_one_line_error(proc, name)
         assert "legacy" in proc.stderr and "v4" in proc.stderr
+
+
+def test_a_command_process_settles_the_collector_and_a_caller_of_main_keeps_its_own(capsys):
+    """The ``hpcsa`` process imports its subcommand with the collector off, freezes what the imports made and
+    collects young objects less often; a program calling main() keeps its collector as it was."""
+    import gc
+    import subprocess
+    import sys
+
+    from hpcsa import cli
+
+    code = ("import gc, sys\n"
+            "from hpcsa import cli\n"
+            "sys.argv = ['hpcsa', 'stats', '--help']\n"
+            "try:\n"
+            "    cli.main(settle_gc=True)\n"
+            "except SystemExit:\n"
+            "    pass\n"
+            "print(gc.get_threshold()[0], gc.get_freeze_count() > 1000, gc.isenabled(),\n"
+            "      'hpcsa.views.statscmd' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1].split() == [str(cli.GC_YOUNG_THRESHOLD), "True", "True", "True"]
+    before = (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled())
+    try:
+        cli.main(["stats", "--help"])
+    except SystemExit:
+        pass
+    capsys.readouterr()
+    assert (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled()) == before
