@@ -76,6 +76,53 @@ RANGE = np.dtype([("lo", "u8"), ("hi", "u8"), ("scope", "i4")])
 NOT_ALIEN, OUTER_ALIEN, INNER_ALIEN = 0, 1, 2
 
 
+def lexical_columns(kind: np.ndarray, up: np.ndarray, own_file: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """hpcprof's reading of a tree of scopes (``up``: each one's parent index, -1 at the top; every ancestor
+    of a scope is among them, before it): per scope its alien role, the file in effect for it, the file of
+    its call site (inner aliens), its nearest enclosing context-making scope (P, L, inner A) and its nearest
+    enclosing P (indexes, -1: none). An alien directly inside an outer alien is inner: down a run of nested
+    aliens the roles alternate, outer first. F, and A and L naming a file, set the file below them."""
+    is_alien = kind == A
+    runs = _run_lengths(is_alien, up)
+    role = np.where(is_alien, np.where(runs % 2 == 1, OUTER_ALIEN, INNER_ALIEN), NOT_ALIEN).astype(np.int8)
+    sets_file = (kind == F) | ((is_alien | (kind == L)) & (own_file >= 0))
+    source = _nearest_marked(sets_file, up)
+    scope_file = np.where(source >= 0, own_file[np.maximum(source, 0)], NONE)
+    above = np.maximum(up, 0)
+    call_file = np.where((role == INNER_ALIEN) & (up >= 0), scope_file[above], NONE)
+    opens = (kind == P) | (kind == L) | (role == INNER_ALIEN)
+    lex_parent = np.where(up >= 0, _nearest_marked(opens, up)[above], NONE)
+    proc = np.where(up >= 0, _nearest_marked(kind == P, up)[above], NONE)
+    i4 = np.int32
+    return role, scope_file.astype(i4), call_file.astype(i4), lex_parent.astype(i4), proc.astype(i4)
+
+
+def _nearest_marked(marked: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """Each scope's nearest marked scope among itself and its ancestors (-1: none), by pointer jumping: a
+    constant number of vectorized steps per doubling of the depth, never a loop per scope."""
+    at = np.where(marked, np.arange(len(up)), up)
+    while True:
+        safe = np.maximum(at, 0)
+        jump = (at >= 0) & ~marked[safe]
+        if not jump.any():
+            return at
+        at = np.where(jump, at[safe], at)
+
+
+def _run_lengths(flag: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """For each flagged scope, how many flagged scopes lead up from it without a break (itself included), by
+    Wyllie's list ranking; 0 where not flagged."""
+    count = flag.astype(np.int64)
+    nxt = np.where(flag & (up >= 0), up, -1)
+    nxt = np.where((nxt >= 0) & flag[np.maximum(nxt, 0)], nxt, -1)
+    while (nxt >= 0).any():
+        safe = np.maximum(nxt, 0)
+        count = np.where(nxt >= 0, count + count[safe], count)
+        nxt = np.where(nxt >= 0, nxt[safe], -1)
+    return count
+
+
 class LexStep(NamedTuple):
     """One step of a lexical path, as hpcprof creates contexts from a structure file.
 
@@ -182,42 +229,8 @@ class Module:
     def _lexical(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Per row: alien role, file in effect for the scope, call-site file (inner aliens),
         nearest enclosing context-making scope (P, L, inner A) and nearest enclosing P."""
-        kind = self.scopes["kind"].tolist()
-        parent = self.scopes["parent"].tolist()
-        own_file = self.scopes["file"].tolist()
-        n = len(kind)
-        role = [NOT_ALIEN] * n
-        ctx_file = [NONE] * n      # the file children of this scope inherit
-        scope_file = [NONE] * n    # the file hpcprof gives the scope itself
-        call_file = [NONE] * n     # inner A: the file of its call-site line
-        lex_parent = [NONE] * n
-        proc = [NONE] * n
-        for row in range(n):
-            k = kind[row]
-            up = parent[row]
-            inherited = ctx_file[up] if up >= 0 else NONE
-            if up >= 0:
-                uk = kind[up]
-                lex_parent[row] = up if (uk in (P, L) or role[up] == INNER_ALIEN) else lex_parent[up]
-                proc[row] = up if uk == P else proc[up]
-            if k == F:
-                ctx_file[row] = scope_file[row] = own_file[row]
-            elif k == A:
-                if up >= 0 and kind[up] == A and role[up] == OUTER_ALIEN:
-                    role[row] = INNER_ALIEN
-                    call_file[row] = inherited
-                else:
-                    role[row] = OUTER_ALIEN
-                f = own_file[row] if own_file[row] >= 0 else inherited
-                ctx_file[row] = scope_file[row] = f
-            elif k == L:
-                f = own_file[row] if own_file[row] >= 0 else inherited
-                ctx_file[row] = scope_file[row] = f
-            else:  # P, S, C
-                ctx_file[row] = scope_file[row] = inherited
-        i4 = np.int32
-        return (np.array(role, np.int8), np.array(scope_file, i4), np.array(call_file, i4),
-                np.array(lex_parent, i4), np.array(proc, i4))
+        sc = self.scopes
+        return lexical_columns(sc["kind"], sc["parent"].astype(np.int64), sc["file"].astype(np.int64))
 
     @property
     def alien_role(self) -> np.ndarray:
@@ -249,53 +262,52 @@ class Module:
         one vectorized bisection."""
         if not len(leaves):
             return []
-        rows, info = self._lexical_rows(np.asarray(leaves, np.int64))
+        leaf_rows = np.asarray(leaves, np.int64)
+        rows, up, (_, scope_file, call_file, lex_parent, _) = self._lexical_rows(leaf_rows)
         sc = self.scopes[rows]
-        at = {r: i for i, r in enumerate(rows.tolist())}
-        kind, line, name, parent = (sc[c].tolist() for c in ("kind", "line", "name", "parent"))
+        kind, line, name = (sc[c].tolist() for c in ("kind", "line", "name"))
+        row_of, up_of, lex_of = rows.tolist(), up.tolist(), lex_parent.tolist()
+        sfile, cfile = scope_file.tolist(), call_file.tolist()
         heads = np.flatnonzero((sc["kind"] == P) | (sc["kind"] == L))
-        entry = dict(zip(rows[heads].tolist(), self._first_range_starts(rows[heads]), strict=True))
-        text = self.texts(name + [v for row_info in info.values() for v in row_info[1:3]]).get  # -1: None
+        entry = dict(zip(heads.tolist(), self._first_range_starts(rows[heads]), strict=True))
+        text = self.texts(name + sfile + cfile).get  # -1: None
         steps_of: dict[int, tuple[LexStep, ...]] = {}
 
-        def steps(row: int) -> tuple[LexStep, ...]:
-            i = at[row]
-            k, ln = kind[i], line[i]
-            _, scope_file, call_file, _ = info[row]
+        def steps(i: int) -> tuple[LexStep, ...]:
+            k, ln, row = kind[i], line[i], row_of[i]
             line_or_none = None if ln < 0 else ln
             if k == P:
-                return (LexStep("enclosure", "function", text(name[i]), text(scope_file), line_or_none, entry[row],
-                                row),)
+                return (LexStep("enclosure", "function", text(name[i]), text(sfile[i]), line_or_none, entry[i], row),)
             if k == L:
-                return (LexStep("enclosure", "loop", None, text(scope_file), line_or_none, entry[row], row),)
+                return (LexStep("enclosure", "loop", None, text(sfile[i]), line_or_none, entry[i], row),)
             if k == A:  # an inner alien (outer ones are never lexical parents)
-                outer = parent[i]
-                call_line = line[at[outer]]
-                return (LexStep("inlined_call", "line", None, text(call_file), None if call_line < 0 else call_line,
-                                None, outer),
-                        LexStep("enclosure", "function", text(name[i]), text(scope_file), line_or_none, None, row))
-            return (LexStep("enclosure", "line", None, text(scope_file), line_or_none, None, row),)
+                outer = up_of[i]
+                call_line = line[outer]
+                return (LexStep("inlined_call", "line", None, text(cfile[i]), None if call_line < 0 else call_line,
+                                None, row_of[outer]),
+                        LexStep("enclosure", "function", text(name[i]), text(sfile[i]), line_or_none, None, row))
+            return (LexStep("enclosure", "line", None, text(sfile[i]), line_or_none, None, row),)
 
         out = []
-        for leaf in np.asarray(leaves, np.int64).tolist():
+        for i in np.searchsorted(rows, leaf_rows).tolist():
             chain = []
-            row = leaf
-            while row >= 0:
-                chain.append(row)
-                row = info[row][3]
+            while i >= 0:
+                chain.append(i)
+                i = lex_of[i]
             path: list[LexStep] = []
-            for row in reversed(chain):
-                got = steps_of.get(row)
+            for i in reversed(chain):
+                got = steps_of.get(i)
                 if got is None:
-                    got = steps_of[row] = steps(row)
+                    got = steps_of[i] = steps(i)
                 path.extend(got)
             out.append(path)
         return out
 
-    def _lexical_rows(self, leaves: np.ndarray) -> tuple[np.ndarray, dict[int, tuple[int, int, int, int]]]:
-        """The leaves and all their ancestors (sorted rows), and per row what :attr:`_lexical` gives it:
-        (alien role, scope file, call-site file, lexical parent), from the whole-module arrays when they are
-        computed, else derived top-down from the ancestors alone (a parent's row precedes its children's)."""
+    def _lexical_rows(self, leaves: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """The leaves and all their ancestors (sorted rows), the index in them of each one's parent (-1: none),
+        and what :attr:`_lexical` gives each (procedures and lexical parents as indexes in the rows too): from
+        the whole-module arrays when they are computed, else from the ancestors' columns alone."""
         parent_col = self.scopes["parent"]
         levels = [sorted_unique(leaves)]
         while True:
@@ -305,36 +317,14 @@ class Module:
                 break
             levels.append(up)
         rows = sorted_unique(np.concatenate(levels))
-        if "_lexical" in self.__dict__:
-            role, sfile, cfile, lex_parent, _ = (a[rows].tolist() for a in self._lexical)
-            return rows, dict(zip(rows.tolist(), zip(role, sfile, cfile, lex_parent, strict=True), strict=True))
         sc = self.scopes[rows]
-        info: dict[int, tuple[int, int, int, int]] = {}
-        kind_of: dict[int, int] = {}
-        for row, k, up, own in zip(rows.tolist(), *(sc[c].tolist() for c in ("kind", "parent", "file")),
-                                   strict=True):
-            kind_of[row] = k
-            if up >= 0:
-                up_role, inherited, _, up_lex = info[up]
-                up_kind = kind_of[up]
-                lex_parent = up if (up_kind in (P, L) or up_role == INNER_ALIEN) else up_lex
-            else:
-                up_role, inherited, up_kind, lex_parent = NOT_ALIEN, NONE, None, NONE
-            role, call_file = NOT_ALIEN, NONE
-            if k == F:
-                file = own
-            elif k == A:
-                if up_kind == A and up_role == OUTER_ALIEN:
-                    role, call_file = INNER_ALIEN, inherited
-                else:
-                    role = OUTER_ALIEN
-                file = own if own >= 0 else inherited
-            elif k == L:
-                file = own if own >= 0 else inherited
-            else:  # P, S, C
-                file = inherited
-            info[row] = (role, file, call_file, lex_parent)
-        return rows, info
+        up_rows = sc["parent"].astype(np.int64)
+        up = np.where(up_rows >= 0, np.searchsorted(rows, up_rows), NONE)  # every ancestor is in rows
+        if "_lexical" in self.__dict__:
+            role, sfile, cfile, lex_rows, proc_rows = (a[rows] for a in self._lexical)
+            local = [np.where(r >= 0, np.searchsorted(rows, r), NONE) for r in (lex_rows, proc_rows)]
+            return rows, up, (role, sfile, cfile, local[0], local[1])
+        return rows, up, lexical_columns(sc["kind"], up, sc["file"].astype(np.int64))
 
     def _first_range_starts(self, rows: np.ndarray) -> list[int | None]:
         """The start of each row's first ``v`` range (None where it has none): bisections of the ranges'
