@@ -100,12 +100,8 @@ def struct_result(result: Parsed | tuple[StructInput, str]) -> Parsed:
     return [(s.path, s.measdir, m) for m in sf.modules]
 
 
-def _batches(profiles: ProfileInputs, jobs: int, probes: int = 0) -> list[np.ndarray]:
+def _batches(profiles: ProfileInputs, jobs: int) -> list[np.ndarray]:
     """Profiles in batches, largest first (by path among equals): the profiles' indexes, per batch.
-
-    The first ``probes`` batches are one profile each: the load modules they sample, and so the structure
-    files to parse, are known after one profile's reading rather than a large batch's (the parse of a large
-    structure file is the longest task of a first run: it should start first).
 
     Guided self-scheduling (Polychronopoulos and Kuck, IEEE Trans. Computers 36(12), 1987): a batch takes
     about 1/(2 ``jobs``) of the bytes not yet batched, at most DISCOVER_BATCH_BYTES (what one task holds) and
@@ -114,8 +110,6 @@ def _batches(profiles: ProfileInputs, jobs: int, probes: int = 0) -> list[np.nda
     One worker has nobody to wait for: its batches are a quarter of the bytes each, at most the cap."""
     cost = profiles.cost
     order = np.lexsort((profiles.path_order(), -cost))
-    probes = min(probes, len(order))
-    first, order = [order[i:i + 1] for i in range(probes)], order[probes:]
     ends = np.cumsum(cost[order], dtype=np.int64)
     total = int(ends[-1]) if len(ends) else 0
     workers = max(1, jobs)
@@ -128,7 +122,7 @@ def _batches(profiles: ProfileInputs, jobs: int, probes: int = 0) -> list[np.nda
         k = min(k, len(order))
         cuts.append(k)
         done = int(ends[k - 1])
-    return first + [b for b in np.split(order, cuts[:-1]) if len(b)]
+    return [b for b in np.split(order, cuts[:-1]) if len(b)]
 
 
 def structs_for(refs: list[rawtree.ModuleRef], structs: list[StructInput]) -> list[StructInput]:
@@ -167,9 +161,7 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
     mapped = _mapped_if_small(inputs, cpu_structs, jobs) if jobs > 1 and transport.size == 1 else None
     if mapped is not None:  # small, nothing to parse: workers would cost more than they save (POOL_MIN_BYTES)
         jobs = 1
-    # Probes only where this process's workers parse: the structure files are not all cached yet.
-    probing = jobs > 1 and transport.size == 1 and mapped is None and bool(cpu_structs)
-    batches = _batches(inputs.profiles, jobs * transport.size, probes=jobs if probing else 0)
+    batches = _batches(inputs.profiles, jobs * transport.size)
     share = transport.tasks(f"phase 1, seed {env.seed}", len(batches))
     with LocalPool(min(jobs, len(batches) + len(cpu_structs)) or 1, shared=env) as pool:
         tasks = DynamicRun(pool)

@@ -154,10 +154,6 @@ def test_phase1_batches_shrink_toward_the_end(workers: int) -> None:
     else:
         assert len(batches) <= total // min(DISCOVER_BATCH_BYTES, total // 4) + 2
     assert _batches(ProfileInputs.of([]), workers) == []
-    probed = _batches(profiles, workers, probes=workers)  # one profile each first, the largest: then as above
-    assert [b.tolist() for b in probed[:workers]] == [[int(i)] for i in flat[:workers]]
-    assert sorted(np.concatenate(probed).tolist()) == list(range(len(sizes)))
-    assert [len(b) for b in _batches(profiles.take(np.arange(3)), workers, probes=5)] == [1, 1, 1]
 
 
 @pytest.mark.parametrize(("positions", "window", "wide"), [(8, 1 << 30, False), (4 << 20, 5000, False),
