@@ -36,8 +36,11 @@ def first_claims(r: np.ndarray, work: list[int] | None = None, order: np.ndarray
         order = np.argsort(lo, kind="stable")
     new_cluster = np.ones(n, dtype=bool)
     if n > 1:
-        new_cluster[1:] = lo[order][1:] >= np.maximum.accumulate(hi[order])[:-1]
+        reach = np.maximum.accumulate(hi[order])
+        new_cluster[1:] = lo[order[1:]] >= reach[:-1]
+        del reach
     cluster = np.cumsum(new_cluster) - 1
+    del new_cluster
     size = np.bincount(cluster)[cluster]
     keep = np.zeros(n, bool)
     keep[order[size == 1]] = True

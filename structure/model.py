@@ -352,13 +352,14 @@ class Module:
         """
         kinds = self.scopes["kind"]
         r = self.ranges
-        keep = ((kinds[r["scope"]] == S) | (kinds[r["scope"]] == C)) & (r["hi"] > r["lo"])
-        r = r[keep]
+        kind = kinds[r["scope"]]
+        r = r[((kind == S) | (kind == C)) & (r["hi"] > r["lo"])]
+        del kind
         order = np.argsort(r["lo"], kind="stable")
-        lo, hi = r["lo"][order], r["hi"][order]
-        if len(order) < 2 or bool(np.all(lo[1:] >= hi[:-1])):
+        if len(order) < 2 or bool(np.all(r["lo"][order[1:]] >= r["hi"][order[:-1]])):
             return r[order]
-        return first_claims(r, order=order)
+        return first_claims(r, order=order)  # (temporaries let go as soon as they are used: this runs in the
+        # worker that parsed a large structure file, at the peak of its memory)
 
     def lookup(self, addresses: Sequence[int] | np.ndarray) -> np.ndarray:
         """Statement row holding each address (-1 where no statement does); vectorized."""
