@@ -350,16 +350,15 @@ class Module:
         Built from the ranges of every S and C in document order; like hpcprof,
         a range overlapping one already taken is ignored (the first claim wins).
         """
-        kinds = self.scopes["kind"]
-        r = self.ranges
-        kind = kinds[r["scope"]]
-        r = r[((kind == S) | (kind == C)) & (r["hi"] > r["lo"])]
+        # Temporaries are let go as soon as they are used: this runs in the worker that parsed a large
+        # structure file, where the run's memory peaks.
+        kind = self.scopes["kind"][self.ranges["scope"]]
+        r = self.ranges[((kind == S) | (kind == C)) & (self.ranges["hi"] > self.ranges["lo"])]
         del kind
         order = np.argsort(r["lo"], kind="stable")
         if len(order) < 2 or bool(np.all(r["lo"][order[1:]] >= r["hi"][order[:-1]])):
             return r[order]
-        return first_claims(r, order=order)  # (temporaries let go as soon as they are used: this runs in the
-        # worker that parsed a large structure file, at the peak of its memory)
+        return first_claims(r, order=order)
 
     def lookup(self, addresses: Sequence[int] | np.ndarray) -> np.ndarray:
         """Statement row holding each address (-1 where no statement does); vectorized."""
