@@ -4,7 +4,7 @@
 #   profiles with the issue's 10 MB of structure files, and on 16 profiles over python3.11d, libc and libm
 #   (20.7 MB of structure files, benchmarks/realshape.py "bigc"), first run (structure files parsed) and warm
 #   (parsed-structure cache); hpcsa struct -j 2 on python3.11d and on a copy of meas-cxx1024.
-# Wall seconds and the largest resident set (GNU time's %M) of each command, median of --repeat runs, with the
+# Wall seconds and the largest resident set (GNU time's %M) of each command, median of REPEAT rounds, with the
 # bytecode cache in place (as an installed package runs). Needs ../shared/data (the real run), Debian's
 # python3.11-dbg and libc6-dbg.
 #
@@ -21,20 +21,21 @@ trap 'rm -rf "$T"' EXIT
 unset PYTHONDONTWRITEBYTECODE
 export PYTHONPYCACHEPREFIX=$T/pycache HPCSA_NO_PROGRESS=1 HPCSA_STRUCT_CACHE=
 
-# one NAME CMD...: runs CMD REPEAT times (after $BEFORE each time), prints "NAME|median wall|median KB|walls"
-one() {
-  local name=$1; shift
-  local walls=() kbs=()
-  for _ in $(seq "$REPEAT"); do
-    [ -n "${BEFORE:-}" ] && eval "$BEFORE"
-    /usr/bin/time -f "%e %M" -o "$T/t" "$@" >/dev/null 2>"$T/err" || { cat "$T/err" >&2; exit 1; }
-    read -r w k < "$T/t"; walls+=("$w"); kbs+=("$k")
-  done
-  local mw mk
-  mw=$(printf '%s\n' "${walls[@]}" | sort -g | sed -n "$(( (REPEAT + 1) / 2 ))p")
-  mk=$(printf '%s\n' "${kbs[@]}" | sort -g | sed -n "$(( (REPEAT + 1) / 2 ))p")
-  echo "$name|$mw|$mk|${walls[*]}"
+# The commands, measured in rounds: each round runs every command once, in this order, so that a burst of
+# load on the shared machine lands on all of them alike rather than on one (and a first run and the warm
+# runs after it see the same moment). NAMES[i] runs CMDS[i] after BEFORES[i]; both are eval'ed.
+NAMES=(); BEFORES=(); CMDS=()
+add() { NAMES+=("$1"); BEFORES+=("$2"); CMDS+=("$3"); }
+
+# run I: runs command I once, appending "wall KB" to $T/runs.I
+run() {
+  eval "${BEFORES[$1]}"
+  eval "/usr/bin/time -f '%e %M' -o $T/t ${CMDS[$1]}" >/dev/null 2>"$T/err" || { cat "$T/err" >&2; exit 1; }
+  cat "$T/t" >> "$T/runs.$1"
 }
+
+# median FILE COLUMN
+median() { cut -d' ' -f"$2" "$1" | sort -g | sed -n "$(( ($(wc -l < "$1") + 1) / 2 ))p"; }
 
 .venv/bin/python -c "
 import sys; sys.path[:0] = ['benchmarks', '.']
@@ -52,27 +53,44 @@ for m in cxx-gcc-O2 libc.so.6 libm.so.6 libgomp.so.1.0.0 libgcc_s.so.1; do
   ln -s "$(realpath "$REAL/structs/$m.hpcstruct")" "$T/r10/structs/"
 done
 
+P="$H prof"
+add "prof real-1024 -j 2, first run" "rm -rf $T/db.d $T/c-real" "env HPCSA_CACHE_DIR=$T/c-real $P $REAL -o $T/db.d -j 2"
+for j in 2 1; do
+  add "prof real-1024 -j $j, warm" "rm -rf $T/db.d" "env HPCSA_CACHE_DIR=$T/c-real $P $REAL -o $T/db.d -j $j"
+done
+add "prof real-1024 10 MB -j 2, first run" "rm -rf $T/db.d $T/c-r10" \
+  "env HPCSA_CACHE_DIR=$T/c-r10 $P $T/r10 --no-binaries -o $T/db.d -j 2"
+add "prof real-1024 10 MB -j 2, warm" "rm -rf $T/db.d" "env HPCSA_CACHE_DIR=$T/c-r10 $P $T/r10 --no-binaries -o $T/db.d -j 2"
+add "prof bigc-16 -j 2, first run" "rm -rf $T/db.d $T/c-bigc" "env HPCSA_CACHE_DIR=$T/c-bigc $P $T/bigc16.m -o $T/db.d -j 2"
+for j in 2 1; do
+  add "prof bigc-16 -j $j, warm" "rm -rf $T/db.d" "env HPCSA_CACHE_DIR=$T/c-bigc $P $T/bigc16.m -o $T/db.d -j $j"
+done
+add "struct python3.11d -j 2" ":" "$H struct /usr/bin/python3.11d -o $T/p.hpcstruct -j 2"
+add "struct MEASDIR real-1024 -j 2" "rm -rf $T/mc; cp -r $REAL $T/mc; rm -rf $T/mc/structs" "$H struct $T/mc -j 2"
+
+# A round first, unrecorded: the structure files and binaries come into the page cache (the first of the
+# first runs reads them from disk).
+for i in "${!NAMES[@]}"; do run "$i"; rm -f "$T/runs.$i"; done
+for _ in $(seq "$REPEAT"); do
+  for i in "${!NAMES[@]}"; do run "$i"; done
+done
 rows=()
-BEFORE="rm -rf $T/db.d $T/cache" rows+=("$(HPCSA_CACHE_DIR=$T/cache one "prof real-1024 -j 2, first run" $H prof "$REAL" -o "$T/db.d" -j 2)")
-for j in 2 1; do
-  BEFORE="rm -rf $T/db.d" rows+=("$(HPCSA_CACHE_DIR=$T/cache one "prof real-1024 -j $j, warm" $H prof "$REAL" -o "$T/db.d" -j $j)")
+for i in "${!NAMES[@]}"; do
+  rows+=("${NAMES[$i]}|$(median "$T/runs.$i" 1)|$(median "$T/runs.$i" 2)|$(cut -d' ' -f1 "$T/runs.$i" | tr '\n' ' ' | sed 's/ $//')")
 done
-BEFORE="rm -rf $T/db.d $T/cache" rows+=("$(HPCSA_CACHE_DIR=$T/cache one "prof real-1024 10 MB -j 2, first run" $H prof "$T/r10" --no-binaries -o "$T/db.d" -j 2)")
-BEFORE="rm -rf $T/db.d" rows+=("$(HPCSA_CACHE_DIR=$T/cache one "prof real-1024 10 MB -j 2, warm" $H prof "$T/r10" --no-binaries -o "$T/db.d" -j 2)")
-BEFORE="rm -rf $T/db.d $T/cache" rows+=("$(HPCSA_CACHE_DIR=$T/cache one "prof bigc-16 -j 2, first run" $H prof "$T/bigc16.m" -o "$T/db.d" -j 2)")
-HPCSA_CACHE_DIR=$T/cache $H prof "$T/bigc16.m" -o "$T/db.d" -j 2 >/dev/null 2>&1; rm -rf "$T/db.d"
-for j in 2 1; do
-  BEFORE="rm -rf $T/db.d" rows+=("$(HPCSA_CACHE_DIR=$T/cache one "prof bigc-16 -j $j, warm" $H prof "$T/bigc16.m" -o "$T/db.d" -j $j)")
-done
-BEFORE="" rows+=("$(one "struct python3.11d -j 2" $H struct /usr/bin/python3.11d -o "$T/p.hpcstruct" -j 2)")
-BEFORE="rm -rf $T/mc; cp -r $REAL $T/mc; rm -rf $T/mc/structs" rows+=("$(one "struct MEASDIR real-1024 -j 2" $H struct "$T/mc" -j 2)")
+# The second run against the first, round by round (each round's warm -j 2 run came right after its first run).
+ratio() {  # FIRST WARM: the median of the rounds' first / warm
+  paste -d' ' <(cut -d' ' -f1 "$T/runs.$1") <(cut -d' ' -f1 "$T/runs.$2") | awk '{printf "%.2f\n", $1 / $2}' | sort -g \
+    | sed -n "$(( (REPEAT + 1) / 2 ))p"
+}
 
 {
   echo "# Speed and memory against hpcprof and hpcstruct"
   echo
   echo "\`benchmarks/bench_goals.sh $REPEAT\` on $(date -u +%Y-%m-%d), $(nproc) CPUs, $(.venv/bin/python -V), load average"
-  echo "$(cut -d' ' -f1-3 /proc/loadavg) at the end; commit $(git rev-parse --short HEAD). Median of $REPEAT runs"
-  echo "(all runs listed); memory: the largest resident set of the command's processes (GNU time)."
+  echo "$(cut -d' ' -f1-3 /proc/loadavg) at the end; commit $(git rev-parse --short HEAD). Median of $REPEAT rounds, each"
+  echo "running every command once in the order below, after one round not recorded (all runs listed); memory: the"
+  echo "largest resident set of the command's processes (GNU time)."
   echo
   echo "| command | wall (s) | memory (MiB) | runs (s) | C++ tool on this machine kind |"
   echo "|---|---:|---:|---|---|"
@@ -87,6 +105,9 @@ BEFORE="rm -rf $T/mc; cp -r $REAL $T/mc; rm -rf $T/mc/structs" rows+=("$(one "st
     esac
     echo "| \`$name\` | $w | $(( k / 1024 )) | $runs | $ref |"
   done
+  echo
+  echo "A warm \`-j 2\` run against the first run of its round (median of the rounds' ratios): real run" \
+       "$(ratio 0 1)x, 10 MB shape $(ratio 3 4)x, bigc $(ratio 5 6)x."
 } > "$OUT.tmp"
 mv "$OUT.tmp" "$OUT"
 cat "$OUT"
