@@ -68,6 +68,15 @@ done
 add "struct python3.11d -j 2" ":" "$H struct /usr/bin/python3.11d -o $T/p.hpcstruct -j 2"
 add "struct MEASDIR real-1024 -j 2" "rm -rf $T/mc; cp -r $REAL $T/mc; rm -rf $T/mc/structs" "$H struct $T/mc -j 2"
 
+# The machine's speed at the start and the end (it is shared and varies during a day): a fixed loop of dict
+# inserts, the kind of work most of a run's Python is.
+probe() { .venv/bin/python -c "
+import time
+t = time.perf_counter(); d = {}
+for i in range(500_000): d[(i, i + 1, (i,))] = i
+print(f'{time.perf_counter() - t:.2f}')"; }
+PROBE_START=$(probe)
+
 # A round first, unrecorded: the structure files and binaries come into the page cache (the first of the
 # first runs reads them from disk).
 for i in "${!NAMES[@]}"; do run "$i"; rm -f "$T/runs.$i"; done
@@ -90,7 +99,8 @@ ratio() {  # FIRST WARM: the median of the rounds' first / warm
   echo "\`benchmarks/bench_goals.sh $REPEAT\` on $(date -u +%Y-%m-%d), $(nproc) CPUs, $(.venv/bin/python -V), load average"
   echo "$(cut -d' ' -f1-3 /proc/loadavg) at the end; commit $(git rev-parse --short HEAD). Median of $REPEAT rounds, each"
   echo "running every command once in the order below, after one round not recorded (all runs listed); memory: the"
-  echo "largest resident set of the command's processes (GNU time)."
+  echo "largest resident set of the command's processes (GNU time). Machine speed: a fixed loop of 500,000 dict"
+  echo "inserts took $PROBE_START s at the start and $(probe) s at the end."
   echo
   echo "| command | wall (s) | memory (MiB) | runs (s) | C++ tool on this machine kind |"
   echo "|---|---:|---:|---|---|"
