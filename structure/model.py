@@ -77,12 +77,12 @@ NOT_ALIEN, OUTER_ALIEN, INNER_ALIEN = 0, 1, 2
 
 
 def lexical_columns(kind: np.ndarray, up: np.ndarray, own_file: np.ndarray
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """hpcprof's reading of a tree of scopes (``up``: each one's parent index, -1 at the top; every ancestor
     of a scope is among them, before it): per scope its alien role, the file in effect for it, the file of
-    its call site (inner aliens), its nearest enclosing context-making scope (P, L, inner A) and its nearest
-    enclosing P (indexes, -1: none). An alien directly inside an outer alien is inner: down a run of nested
-    aliens the roles alternate, outer first. F, and A and L naming a file, set the file below them."""
+    its call site (inner aliens) and its nearest enclosing context-making scope (P, L, inner A; an index, -1:
+    none). An alien directly inside an outer alien is inner: down a run of nested aliens the roles alternate,
+    outer first. F, and A and L naming a file, set the file below them."""
     is_alien = kind == A
     runs = _run_lengths(is_alien, up)
     role = np.where(is_alien, np.where(runs % 2 == 1, OUTER_ALIEN, INNER_ALIEN), NOT_ALIEN).astype(np.int8)
@@ -93,9 +93,14 @@ def lexical_columns(kind: np.ndarray, up: np.ndarray, own_file: np.ndarray
     call_file = np.where((role == INNER_ALIEN) & (up >= 0), scope_file[above], NONE)
     opens = (kind == P) | (kind == L) | (role == INNER_ALIEN)
     lex_parent = np.where(up >= 0, _nearest_marked(opens, up)[above], NONE)
-    proc = np.where(up >= 0, _nearest_marked(kind == P, up)[above], NONE)
     i4 = np.int32
-    return role, scope_file.astype(i4), call_file.astype(i4), lex_parent.astype(i4), proc.astype(i4)
+    return role, scope_file.astype(i4), call_file.astype(i4), lex_parent.astype(i4)
+
+
+def enclosing_procedures(kind: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """Each scope's nearest enclosing P (an index, -1: none), in a tree given as :func:`lexical_columns`
+    takes it."""
+    return np.where(up >= 0, _nearest_marked(kind == P, up)[np.maximum(up, 0)], NONE).astype(np.int32)
 
 
 def _nearest_marked(marked: np.ndarray, up: np.ndarray) -> np.ndarray:
@@ -229,8 +234,8 @@ class Module:
     def _lexical(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Per row: alien role, file in effect for the scope, call-site file (inner aliens),
         nearest enclosing context-making scope (P, L, inner A) and nearest enclosing P."""
-        sc = self.scopes
-        return lexical_columns(sc["kind"], sc["parent"].astype(np.int64), sc["file"].astype(np.int64))
+        kind, up = self.scopes["kind"], self.scopes["parent"].astype(np.int64)
+        return *lexical_columns(kind, up, self.scopes["file"].astype(np.int64)), enclosing_procedures(kind, up)
 
     @property
     def alien_role(self) -> np.ndarray:
@@ -263,7 +268,7 @@ class Module:
         if not len(leaves):
             return []
         leaf_rows = np.asarray(leaves, np.int64)
-        rows, up, (_, scope_file, call_file, lex_parent, _) = self._lexical_rows(leaf_rows)
+        rows, up, (_, scope_file, call_file, lex_parent) = self._lexical_rows(leaf_rows)
         sc = self.scopes[rows]
         kind, line, name = (sc[c].tolist() for c in ("kind", "line", "name"))
         row_of, up_of, lex_of = rows.tolist(), up.tolist(), lex_parent.tolist()
@@ -304,10 +309,10 @@ class Module:
         return out
 
     def _lexical_rows(self, leaves: np.ndarray
-                      ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+                      ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
         """The leaves and all their ancestors (sorted rows), the index in them of each one's parent (-1: none),
-        and what :attr:`_lexical` gives each (procedures and lexical parents as indexes in the rows too): from
-        the whole-module arrays when they are computed, else from the ancestors' columns alone."""
+        and what :func:`lexical_columns` gives each (lexical parents as indexes in the rows too): from the
+        whole-module arrays when they are computed, else from the ancestors' columns alone."""
         parent_col = self.scopes["parent"]
         levels = [sorted_unique(leaves)]
         while True:
@@ -321,9 +326,8 @@ class Module:
         up_rows = sc["parent"].astype(np.int64)
         up = np.where(up_rows >= 0, np.searchsorted(rows, up_rows), NONE)  # every ancestor is in rows
         if "_lexical" in self.__dict__:
-            role, sfile, cfile, lex_rows, proc_rows = (a[rows] for a in self._lexical)
-            local = [np.where(r >= 0, np.searchsorted(rows, r), NONE) for r in (lex_rows, proc_rows)]
-            return rows, up, (role, sfile, cfile, local[0], local[1])
+            role, sfile, cfile, lex_rows = (a[rows] for a in self._lexical[:4])
+            return rows, up, (role, sfile, cfile, np.where(lex_rows >= 0, np.searchsorted(rows, lex_rows), NONE))
         return rows, up, lexical_columns(sc["kind"], up, sc["file"].astype(np.int64))
 
     def _first_range_starts(self, rows: np.ndarray) -> list[int | None]:

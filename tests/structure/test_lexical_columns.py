@@ -1,5 +1,6 @@
-"""structure/model.lexical_columns: hpcprof's reading of a scope tree (alien roles, files in effect, call-site
-files, lexical parents, enclosing procedures), vectorized, against the rule written out scope by scope."""
+"""structure/model.lexical_columns and enclosing_procedures: hpcprof's reading of a scope tree (alien roles,
+files in effect, call-site files, lexical parents, enclosing procedures), vectorized, against the rule written
+out scope by scope."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from hpcsa.structure.model import (
     L,
     P,
     S,
+    enclosing_procedures,
     lexical_columns,
 )
 
@@ -70,7 +72,8 @@ def test_nested_aliens_alternate_and_carry_their_files() -> None:
     kind = [F, P, A, A, A, A, S, L, S]
     up = [-1, 0, 1, 2, 3, 4, 5, 1, 7]
     own = [0, NONE, 1, 2, NONE, 3, NONE, NONE, NONE]
-    role, file, call, lex, proc = lexical_columns(np.array(kind), np.array(up), np.array(own))
+    role, file, call, lex = lexical_columns(np.array(kind), np.array(up), np.array(own))
+    proc = enclosing_procedures(np.array(kind), np.array(up))
     assert role.tolist() == [NOT_ALIEN, NOT_ALIEN, OUTER_ALIEN, INNER_ALIEN, OUTER_ALIEN, INNER_ALIEN, NOT_ALIEN,
                              NOT_ALIEN, NOT_ALIEN]
     assert file.tolist() == [0, 0, 1, 2, 2, 3, 3, 0, 0]
@@ -82,7 +85,8 @@ def test_nested_aliens_alternate_and_carry_their_files() -> None:
 @pytest.mark.parametrize(("seed", "n"), [(1, 1), (2, 30), (3, 400), (4, 5000)])
 def test_lexical_columns_follow_the_rule_scope_by_scope(seed: int, n: int) -> None:
     kind, up, own = _random_tree(seed, n)
-    got = lexical_columns(np.array(kind, np.uint8), np.array(up, np.int64), np.array(own, np.int64))
+    kinds, ups = np.array(kind, np.uint8), np.array(up, np.int64)
+    got = (*lexical_columns(kinds, ups, np.array(own, np.int64)), enclosing_procedures(kinds, ups))
     want = _by_rule(kind, up, own)
     assert [tuple(int(col[i]) for col in got) for i in range(n)] == want
     if n >= 400:  # deep enough that pointer jumping takes several rounds, with long runs of nested aliens
