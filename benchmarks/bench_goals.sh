@@ -89,8 +89,9 @@ for i in "${!NAMES[@]}"; do
 done
 # The second run against the first, round by round (each round's warm -j 2 run came right after its first run).
 ratio() {  # FIRST WARM: the median of the rounds' first / warm
-  paste -d' ' <(cut -d' ' -f1 "$T/runs.$1") <(cut -d' ' -f1 "$T/runs.$2") | awk '{printf "%.2f\n", $1 / $2}' | sort -g \
-    | sed -n "$(( (REPEAT + 1) / 2 ))p"
+  paste -d' ' <(cut -d' ' -f1 "$T/runs.$1") <(cut -d' ' -f1 "$T/runs.$2") | awk '{printf "%.2f\n", $1 / $2}' \
+    > "$T/ratios"
+  median "$T/ratios" 1
 }
 
 {
