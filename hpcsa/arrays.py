@@ -41,3 +41,10 @@ def rank_in_runs(first: np.ndarray) -> np.ndarray:
     """The position of each item in its run (a run begins where ``first`` is True)."""
     at = np.arange(len(first))
     return at - np.maximum.accumulate(np.where(first, at, 0)) if len(first) else at
+
+
+def concat_records(arrays: list[np.ndarray], dtype: np.dtype) -> np.ndarray:
+    """``np.concatenate`` of many 1-D structured arrays of one ``dtype``, through their bytes: numpy checks
+    the fields of every structured array it joins (some 20 µs each, most of the reading of a thousand small
+    profiles). The result is read-only."""
+    return np.frombuffer(b"".join([a.tobytes() for a in arrays]), dtype)

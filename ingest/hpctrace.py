@@ -28,6 +28,7 @@ FLAG_CALL_TRACE = 0x4  # GPU-stream traces: the call context, no deep lexical ex
 
 HEADER = layout(">", HEADER_SIZE, [("magic", 0, "S18"), ("version", 18, "S5"), ("endian", 23, "S1"),
                                    ("flags", 24, "u8")])
+_HEAD = MAGIC + VERSION.encode("ascii") + b"b"  # magic, version, big-endian: the header before the flags
 RECORD = layout(">", 12, [("time", 0, "u8"), ("ctx", 8, "u4")])
 RECORD_DATA_CENTRIC = layout(">", 16, [("time", 0, "u8"), ("ctx", 8, "u4"), ("metric", 12, "u4")])
 
@@ -60,9 +61,12 @@ def read_hpctrace_header(path: str | os.PathLike[str]) -> tuple[int, int]:
     (for readers that take the records later)."""
     path = os.fspath(path)
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(HEADER_SIZE)
-            size = os.fstat(fh.fileno()).st_size
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            size = os.fstat(fd).st_size
+            head = os.pread(fd, HEADER_SIZE, 0)
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise input_error(path, exc, "a trace file", FormatError) from None
     return _check_header(lambda problem: FormatError(path, problem), head, size)
@@ -73,15 +77,15 @@ def _check_header(fail: Callable[[str], FormatError], head: bytes, size: int) ->
     and bodies that are not a whole number of records."""
     if len(head) < HEADER_SIZE:
         raise fail(f"too short for an .hpctrace file ({size} bytes, the header alone is 32)")
-    rec = np.frombuffer(head, HEADER, 1)[0]
-    if bytes(rec["magic"]) != MAGIC:
-        raise fail("not an .hpctrace trace file (bad magic)")
-    version = bytes(rec["version"]).decode("ascii", "replace")
-    if version != VERSION:
-        raise fail(f"unsupported .hpctrace version {version!r} (hpcsa reads {VERSION})")
-    if bytes(rec["endian"]) != b"b":
+    if head[:24] != _HEAD:  # (a trace of each of a run's thousands of threads: no numpy record unless wrong)
+        rec = np.frombuffer(head, HEADER, 1)[0]
+        if bytes(rec["magic"]) != MAGIC:
+            raise fail("not an .hpctrace trace file (bad magic)")
+        version = bytes(rec["version"]).decode("ascii", "replace")
+        if version != VERSION:
+            raise fail(f"unsupported .hpctrace version {version!r} (hpcsa reads {VERSION})")
         raise fail("unsupported .hpctrace byte order (expected big-endian 'b')")
-    flags = int(rec["flags"])
+    flags = int.from_bytes(head[24:HEADER_SIZE], "big")
     itemsize = record_dtype(flags).itemsize
     body = size - HEADER_SIZE
     if body % itemsize:

@@ -41,6 +41,7 @@ from hpcsa.ingest.hpcrun import (
     read_hpcrun_tree,
     tree_rows,
 )
+from hpcsa.ingest.hpcrun_batch import HpcrunBatch, read_hpcrun_batch
 from hpcsa.ingest.hpctrace import FLAG_DATA_CENTRIC, read_hpctrace_header
 
 if TYPE_CHECKING:
@@ -249,6 +250,48 @@ def profile_fields(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env,
     return ProfileFields(parent, kind, flag, module, ip, dict(modules), index, gpu)
 
 
+def batch_fields(batch: HpcrunBatch, group: Sequence[ProfileInput]
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, rawtree.ModuleRef]]:
+    """:func:`profile_fields` of a batch of profiles without GPU parts, as one forest: (parent row in the
+    batch, kind, flag, module, ip) per CCT row, and the modules by hash; checked once over the batch. Raises
+    :class:`HpcsaError` without naming the profile if one breaks a rule (:func:`profile_fields`, one by one,
+    names it)."""
+    cct = batch.cct
+    parent = batch.parent
+    lm = cct["lm_id"].astype(np.int64)
+    ip = cct["lm_ip"].astype(np.uint64)
+    unwound = (cct["flags"] & UNWOUND) != 0
+    # One load-map table per distinct load map (the reader shares the parse of equal ones) and directory.
+    tables: dict[tuple[object, ...], int] = {}
+    firsts: list[int] = []  # the first profile with each table
+    which = np.empty(len(group), np.int64)
+    for k, (prof, inp) in enumerate(zip(batch.profiles, group, strict=True)):
+        which[k] = t = tables.setdefault((inp.measdir, *map(id, prof.loadmap)), len(tables))
+        if t == len(firsts):
+            firsts.append(k)
+    module = np.zeros(len(cct), np.uint64)
+    modules: dict[int, rawtree.ModuleRef] = {}
+    of_row = np.repeat(which, np.diff(batch.cut)) if len(tables) > 1 else None
+    for t, k in enumerate(firsts):
+        table, known, _, refs = _loadmap_table(tuple(batch.profiles[k].loadmap), group[k].measdir)
+        modules.update(refs)
+        rows = slice(None) if of_row is None else of_row == t
+        mine = lm[rows]
+        if ((mine >= len(table)) | ~known[np.minimum(mine, len(table) - 1)]).any():
+            raise HpcsaError(None, "a CCT node names a load module that is not in the load map")
+        module[rows] = table[mine]
+    top = parent < 0
+    placeholder = lm == 0
+    if (top & ~(placeholder & (ip == np.uint64(PRIMARY)))).any():
+        raise HpcsaError(None, "a root of the CCT is not the <primary root> placeholder")
+    pr = np.where(top, 0, parent)
+    at_global = ~top & placeholder[pr] & (ip[pr] == np.uint64(PRIMARY))
+    special = placeholder & ((ip == np.uint64(NO_ACTIVITY)) | (ip == np.uint64(PARTIAL)))
+    if (special & ~top & ~at_global).any() or (placeholder & ~unwound & ~top).any():
+        raise HpcsaError(None, "a placeholder CCT node out of place")
+    return parent, np.zeros(len(cct), np.uint8), unwound.astype(np.uint8), module, ip, modules
+
+
 def profile_nodes(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env,
                   rows: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[rawtree.RawNodes, NodeIndex, GpuPart]:
     """A profile's raw nodes (:func:`profile_fields`, hashed), its node index and the GPU part."""
@@ -256,18 +299,19 @@ def profile_nodes(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env,
     return rawtree.RawNodes(hash_nodes([f], env.seed)[0], f.modules), f.index, f.gpu
 
 
-def hash_nodes(profiles: list[ProfileFields], seed: int) -> list[np.ndarray]:
+def hash_nodes(profiles: list[ProfileFields], seed: int) -> tuple[np.ndarray, np.ndarray]:
     """The RAW rows of several profiles' nodes, hashed together as one forest (one vectorized pass, not one
-    per profile: the per-call cost of numpy dominates small profiles); one array per profile."""
+    per profile: the per-call cost of numpy dominates small profiles), and where each profile's rows start
+    (with the end)."""
     sizes = np.array([len(f.parent) for f in profiles], np.int64)
     base = np.concatenate([[0], np.cumsum(sizes)])
     if len(profiles) == 1:
         f = profiles[0]
-        return [rawtree.make_nodes(f.parent, f.kind, f.flag, f.module, f.ip, seed)]
+        return rawtree.make_nodes(f.parent, f.kind, f.flag, f.module, f.ip, seed), base
     parent = np.concatenate([np.where(f.parent >= 0, f.parent + b, -1) for f, b in zip(profiles, base, strict=False)])
     nodes = rawtree.make_nodes(parent, *(np.concatenate([getattr(f, name) for f in profiles])
                                          for name in ("kind", "flag", "module", "ip")), seed)
-    return np.split(nodes, base[1:-1])
+    return nodes, base
 
 
 #: Profiles hashed together in phase 1: at most this many, or this many bytes of .hpcrun files.
@@ -301,21 +345,64 @@ def survey_profile(inp: ProfileInput, env: Phase1Env) -> Discovery:
 
 
 def _survey_group(group: Sequence[ProfileInput], env: Phase1Env) -> Discovery:
+    """A group's profiles read as one batch; where the batch finds a problem, read again one by one, so that
+    the refusal is the one of the group's first bad profile, as a reading one by one gives."""
+    try:
+        return _survey_batch(group, env)
+    except HpcsaError:
+        return _survey_one_by_one(group, env)
+
+
+def _survey_batch(group: Sequence[ProfileInput], env: Phase1Env) -> Discovery:
+    batch = read_hpcrun_batch([inp.path for inp in group])
+    if env.has_graphs:  # GPU calling contexts are reconstructed profile by profile
+        fields = [profile_fields(prof, inp, env, batch.rows(k)) for k, (prof, inp) in
+                  enumerate(zip(batch.profiles, group, strict=True))]
+        nodes, cut = hash_nodes(fields, env.seed)
+        gpus = [f.gpu for f in fields]
+        modules = {h: m for f in fields for h, m in f.modules.items()}
+    else:
+        parent, kind, flag, module, ip, modules = batch_fields(batch, group)
+        nodes, cut = rawtree.make_nodes(parent, kind, flag, module, ip, env.seed), batch.cut
+        gpus = [GpuPart.empty()] * len(group)
+    n_traces = [trace_records(inp) for inp in group]
+    return _discovery(group, batch.profiles, nodes, cut, gpus, n_traces, modules, env)
+
+
+def _survey_one_by_one(group: Sequence[ProfileInput], env: Phase1Env) -> Discovery:
     profs: list[HpcrunProfile] = []
     fields: list[ProfileFields] = []
+    n_traces: list[int] = []
+    for inp in group:
+        prof, order, parent = read_hpcrun_tree(inp.path)
+        fields.append(profile_fields(prof, inp, env, (order, parent)))
+        n_traces.append(trace_records(inp))
+        _disorder(prof, inp)
+        profs.append(prof)
+    modules = {h: m for f in fields for h, m in f.modules.items()}
+    return _discovery(group, profs, *hash_nodes(fields, env.seed), [f.gpu for f in fields], n_traces, modules,
+                      env)
+
+
+def _disorder(prof: HpcrunProfile, inp: ProfileInput) -> int:
+    try:
+        return int(prof.header.get("trace-disorder", "0") or 0)
+    except ValueError:
+        raise FormatError(inp.path, f"trace-disorder {prof.header.get('trace-disorder')!r} "
+                          "is not a number") from None
+
+
+def _discovery(group: Sequence[ProfileInput], profs: list[HpcrunProfile], nodes: np.ndarray, cut: np.ndarray,
+               gpus: list[GpuPart], n_traces: list[int], modules: dict[int, rawtree.ModuleRef], env: Phase1Env
+               ) -> Discovery:
+    """A group's report, from its profiles as read, their hashed nodes (profile ``k``'s are
+    ``nodes[cut[k]:cut[k + 1]]``), GPU parts and trace lengths."""
     facts: list[ProfileFacts] = []
     tables: dict[tuple[int, ...], int] = {}  # metric tables and load maps by identity (the reader shares
     loadmaps: dict[tuple[int, ...], int] = {}  # the parse of equal ones); merged by value later
     disc = Discovery(rawtree.RawNodes(np.zeros(0, rawtree.RAW)))
-    for inp in group:
-        prof, order, parent = read_hpcrun_tree(inp.path)
-        fields.append(profile_fields(prof, inp, env, (order, parent)))
-        n_trace = trace_records(inp)
-        try:
-            disorder = int(prof.header.get("trace-disorder", "0") or 0)
-        except ValueError:
-            raise FormatError(inp.path, f"trace-disorder {prof.header.get('trace-disorder')!r} "
-                              "is not a number") from None
+    for inp, prof, n_trace in zip(group, profs, n_traces, strict=True):
+        disorder = _disorder(prof, inp)
         key = tuple(map(id, prof.metrics))
         if key not in tables:
             tables[key] = len(disc.metric_tables)
@@ -329,15 +416,11 @@ def _survey_group(group: Sequence[ProfileInput], env: Phase1Env) -> Discovery:
         program = os.path.basename(prof.header.get("program-name", "") or "")
         if program:
             disc.programs.add(program)
-        profs.append(prof)
-    hashed = hash_nodes(fields, env.seed)
-    modules: dict[int, rawtree.ModuleRef] = {}
-    for prof, f, nodes, fact in zip(profs, fields, hashed, facts, strict=True):
-        modules.update(f.modules)
-        if env.scratch is not None:
-            fact.kept = _keep(env, prof, nodes, f.gpu)
+    if env.scratch is not None:
+        for fact, kept in zip(facts, _keep(env, profs, nodes, cut, gpus), strict=True):
+            fact.kept = kept
     disc.profiles = ProfileTable.of(facts)
-    disc.raw = rawtree.RawNodes(np.concatenate(hashed), modules)
+    disc.raw = rawtree.RawNodes(nodes, modules)
     return merge([disc])  # the union of the nodes (sorted, one row per path)
 
 
@@ -352,10 +435,8 @@ KEPT_PARTS = (CCT_NODE, KEPT_NODE, SPARSE_VALUE, SPARSE_INDEX)
 KEPT_HEAD = np.dtype(("<i8", len(KEPT_PARTS) + 1))
 
 
-def _kept_bytes(prof: HpcrunProfile, raw: np.ndarray, gpu: GpuPart) -> bytes:
-    nodes = np.empty(len(raw), KEPT_NODE)
-    for name in KEPT_NODE.names:
-        nodes[name] = raw[name]
+def _kept_bytes(prof: HpcrunProfile, nodes: np.ndarray, gpu: GpuPart) -> bytes:
+    """What :func:`_keep` keeps of a profile (``nodes``: its :data:`KEPT_NODE` rows)."""
     gpu_bytes = pickle.dumps(gpu, protocol=pickle.HIGHEST_PROTOCOL) if len(gpu.parent) else b""
     arrays = (prof.cct, nodes, prof.values, prof.index)
     head = np.array([len(a) for a in arrays] + [len(gpu_bytes)], "<i8")
@@ -378,9 +459,12 @@ def _kept_arrays(data: bytes) -> tuple[list[np.ndarray], GpuPart]:
 _KEEPERS: dict[tuple[int, str, int], list] = {}  # type: ignore[type-arg]
 
 
-def _keep(env: Phase1Env, prof: HpcrunProfile, nodes: np.ndarray, gpu: GpuPart) -> tuple[str, int, int]:
-    """Append the arrays phase 2 needs of a profile (its CCT, node hashes and flags, sparse values, GPU part)
-    to this process's scratch file; where they are. One file per process: no locking, offsets are its own."""
+def _keep(env: Phase1Env, profs: list[HpcrunProfile], raw: np.ndarray, cut: np.ndarray, gpus: list[GpuPart]
+          ) -> list[tuple[str, int, int]]:
+    """Append the arrays phase 2 needs of each profile (its CCT, node hashes and flags, sparse values, GPU
+    part; profile ``k``'s nodes are ``raw[cut[k]:cut[k + 1]]``) to this process's scratch file, in one write;
+    where each is. One file per process: no locking,
+    offsets are its own."""
     assert env.scratch is not None
     key = (os.getpid(), env.scratch, env.seed)
     keeper = _KEEPERS.get(key)
@@ -388,13 +472,22 @@ def _keep(env: Phase1Env, prof: HpcrunProfile, nodes: np.ndarray, gpu: GpuPart) 
         if keeper is None:
             fd, path = tempfile.mkstemp(prefix=f"phase1-{env.seed}-", suffix=".arrays", dir=env.scratch)
             keeper = _KEEPERS[key] = [fd, path, 0]
-        data = _kept_bytes(prof, nodes, gpu)
+        nodes = np.empty(len(raw), KEPT_NODE)
+        for name in KEPT_NODE.names:
+            nodes[name] = raw[name]
+        at = cut.tolist()
+        parts = [_kept_bytes(prof, nodes[at[k]:at[k + 1]], gpu) for k, (prof, gpu) in
+                 enumerate(zip(profs, gpus, strict=True))]
         fd, path, offset = keeper
-        pwrite_all(fd, data, offset)
+        pwrite_all(fd, b"".join(parts), offset)
     except OSError as exc:
         raise HpcsaError(env.scratch, f"cannot write a scratch file: {exc.strerror or exc}") from None
-    keeper[2] = offset + len(data)
-    return path, offset, len(data)
+    where = []
+    for data in parts:
+        where.append((path, offset, len(data)))
+        offset += len(data)
+    keeper[2] = offset
+    return where
 
 
 def release_scratch(scratch: str) -> None:
