@@ -10,7 +10,9 @@ by both :func:`read_hpcrun` and :func:`write_hpcrun`.
 
 from __future__ import annotations
 
+import mmap
 import os
+import struct
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -225,23 +227,39 @@ def _parse_header(blob: Blob, end: int) -> dict[str, str]:
     """The header's (key, value) strings: sliced directly while every length is in bounds (thousands of
     profiles, some twenty strings each), else read again by the bounds-checked cursor, which names the
     problem."""
+    strings = _header_strings(blob.data, min(end, len(blob)))
+    if strings is not None:
+        return dict(zip(strings[0::2], strings[1::2], strict=True))
     cur = Cursor(blob, 24, end, ">", "header")
     n = cur.count(4, 8, "header pair count")
-    data, pos, stop = blob.data, cur.pos, cur.end
-    strings = []
-    for _ in range(2 * n):
-        size = int.from_bytes(data[pos:pos + 4], "big")
-        if pos + 4 + size > stop:
-            break
-        strings.append(bytes(data[pos + 4:pos + 4 + size]).decode("utf-8", errors="surrogateescape"))
-        pos += 4 + size
-    else:
-        return dict(zip(strings[0::2], strings[1::2], strict=True))
     header = {}
     for _ in range(n):
         key = cur.lstring("header key")
         header[key] = cur.lstring("header value")
     return header
+
+
+_U32 = struct.Struct(">I").unpack_from
+
+
+def _header_strings(data: bytes | mmap.mmap, stop: int) -> list[str] | None:
+    """The header's strings, key and value after key, or None where a length runs past ``stop``."""
+    if stop < 28:
+        return None
+    (n,) = _U32(data, 24)
+    if 8 * n > stop - 28:
+        return None
+    pos, strings = 28, []
+    for _ in range(2 * n):
+        if pos + 4 > stop:
+            return None
+        (size,) = _U32(data, pos)
+        pos += 4
+        if pos + size > stop:
+            return None
+        strings.append(data[pos:pos + size].decode("utf-8", "surrogateescape"))
+        pos += size
+    return strings
 
 
 def read_hpcrun_loadmap(path: str | os.PathLike[str]) -> tuple[LoadModule, ...]:

@@ -35,12 +35,13 @@ from hpcsa.aggregate.prof import rawtree
 from hpcsa.aggregate.prof.gpu_contexts import RECONSTRUCTED, GpuPart
 from hpcsa.aggregate.prof.profile_table import ProfileInput
 from hpcsa.aggregate.prof.propagate import Propagated, propagate
-from hpcsa.aggregate.prof.survey import NodeIndex, second_reading
+from hpcsa.aggregate.prof.survey import KEPT_NODE, NodeIndex, kept_many, second_reading
 from hpcsa.aggregate.prof.unified_tables import ClassTwo
+from hpcsa.arrays import concat_records
 from hpcsa.binfmt import align
 from hpcsa.errors import HpcsaError
 from hpcsa.fileio import pwrite_all
-from hpcsa.ingest.hpcrun import HpcrunProfile
+from hpcsa.ingest.hpcrun import CCT_NODE, SPARSE_INDEX, SPARSE_VALUE, HpcrunProfile
 from hpcsa.ingest.hpctrace import FLAG_CALL_TRACE, read_hpctrace
 
 #: The aside blob: per context, per metric, what kind of number (0: loop-free sum, 1: present) and it.
@@ -184,6 +185,136 @@ def point_values(prof: HpcrunProfile, raw: rawtree.RawNodes, index: NodeIndex, g
     return Points(z, z, np.zeros(0), full[:n], rel[:n], ids)
 
 
+@dataclass
+class BatchPoints:
+    """A batch's point values, profile by profile in the batch's order (``prof``: the profile's place in the
+    batch), and each CCT node of its profiles (profile ``k``'s are rows ``cut[k]:cut[k + 1]``): its id and
+    contexts, for the traces."""
+
+    prof: np.ndarray
+    ctx: np.ndarray
+    metric: np.ndarray
+    value: np.ndarray
+    cut: np.ndarray
+    ids: np.ndarray
+    full: np.ndarray
+    rel: np.ndarray
+
+    @classmethod
+    def of(cls, points: list[Points]) -> BatchPoints:
+        n = len(points)
+        cut = np.zeros(n + 1, np.int64)
+        np.cumsum([len(pt.ids) for pt in points], out=cut[1:])
+        z = np.zeros(0, np.int64)
+        return cls(np.repeat(np.arange(n), [len(pt.ctx) for pt in points]),
+                   *(np.concatenate([getattr(pt, name) for pt in points]) if n else z
+                     for name in ("ctx", "metric", "value")),
+                   cut, *(np.concatenate([getattr(pt, name) for pt in points]) if n else z
+                          for name in ("ids", "full", "rel")))
+
+    def points(self, k: int) -> Points:
+        """Profile ``k``'s points, as :func:`profile_points` gives them."""
+        lo, hi = np.searchsorted(self.prof, [k, k + 1])
+        a, b = int(self.cut[k]), int(self.cut[k + 1])
+        return Points(self.ctx[lo:hi], self.metric[lo:hi], self.value[lo:hi], self.full[a:b], self.rel[a:b],
+                      self.ids[a:b])
+
+
+def batch_points(c2: ClassTwo, indexes: list[int]) -> BatchPoints:
+    """:func:`profile_points` of profiles ``indexes`` of the canonical order, worked out for the batch at once
+    from what phase 1 kept (a thousand threads' small profiles: numpy's per-call cost once per batch, not
+    per profile). Where something is amiss the profiles are taken one by one, which names the profile."""
+    kept = kept_many(c2.profiles, indexes)
+    got = _batch_points(c2, indexes, kept) if kept is not None else None
+    return got if got is not None else BatchPoints.of([profile_points(c2, i) for i in indexes])
+
+
+def _cumsum0(sizes: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(sizes, out=out[1:])
+    return out
+
+
+def _batch_points(c2: ClassTwo, indexes: list[int], kept: list[tuple[list[np.ndarray], GpuPart]]
+                  ) -> BatchPoints | None:
+    """:func:`batch_points` from the kept arrays, or None where a check of :func:`point_values` (or of the
+    sparse index's shape) fails for some profile."""
+    n = len(indexes)
+    parts = list(zip(*(arrays for arrays, _ in kept), strict=True)) if n else [()] * 4
+    ccts, nodes, values, sparse = parts
+    gpus = [gpu for _, gpu in kept]
+    n_cct, n_node, n_val, n_idx = (np.fromiter(map(len, col), np.int64, n) for col in parts)
+    ccut, kcut = _cumsum0(n_cct), _cumsum0(n_node)
+    node = concat_records(list(nodes), KEPT_NODE)
+    rows = rawtree.find(c2.raw_h1, node["h1"], c2.raw_h2, node["h2"])
+    if (rows < 0).any():
+        return None
+    full_k, rel_k = c2.raw_full[rows], c2.raw_rel[rows]
+    cct_prof = np.repeat(np.arange(n), n_cct)
+    cct_row = np.arange(int(ccut[-1])) - ccut[cct_prof] + kcut[cct_prof]  # each CCT row's kept row
+    ids = concat_records(list(ccts), CCT_NODE)["id"].astype(np.int64)
+    full, rel = full_k[cct_row], rel_k[cct_row]
+    # The values: each one's node (through its profile's sparse index), then its CCT row.
+    index = concat_records(list(sparse), SPARSE_INDEX)
+    first = _cumsum0(n_idx)[:-1]
+    starts = index["start"].astype(np.int64)
+    has_index = n_idx > 0
+    if (n_val[~has_index] > 0).any() or (starts[first[has_index]] != 0).any():
+        return None
+    vals = concat_records(list(values), SPARSE_VALUE)
+    val_prof = np.repeat(np.arange(n), n_val)
+    idx_prof = np.repeat(np.arange(n), n_idx)
+    counts = np.diff(np.append(starts + _cumsum0(n_val)[idx_prof], len(vals)))
+    value_node = np.repeat(index["node"].astype(np.int64), counts)
+    if (counts < 0).any() or (len(vals) and not len(ids)):
+        return None
+    key = cct_prof << 32 | ids
+    by_key = np.argsort(key, kind="stable")
+    want = val_prof << 32 | value_node
+    at = np.minimum(np.searchsorted(key[by_key], want), max(len(key) - 1, 0))
+    if len(want) and not (key[by_key][at] == want).all():
+        return None
+    vrow = cct_row[by_key[at]] if len(want) else np.zeros(0, np.int64)
+    # Each profile's metric table: global metric, period, move2proc and integer format by (table, local id).
+    tables = c2.profiles.metrics[np.asarray(indexes, np.int64)] if n else np.zeros(0, np.int32)
+    distinct = sorted(set(tables.tolist()))
+    inputs = [c2.metric_inputs[t] if t < len(c2.metric_inputs) else c2.metrics.input_arrays(c2.metric_tables[t])
+              for t in distinct]
+    n_metrics = np.array([len(c2.metric_tables[t]) for t in distinct], np.int64)
+    base = _cumsum0(np.array([len(i[0]) for i in inputs], np.int64))
+    slot = np.searchsorted(distinct, tables)
+    glob, period, m2p = (np.concatenate([i[j] for i in inputs]) if inputs else np.zeros(0) for j in range(3))
+    is_int = np.concatenate([np.array([m.is_int for m in c2.metric_tables[t]] or [False], bool) for t in distinct]
+                            ) if distinct else np.zeros(0, bool)
+    local = vals["metric"].astype(np.int64)
+    if (local >= n_metrics[slot[val_prof]]).any():
+        return None
+    g = base[slot[val_prof]] + local
+    bits = vals["bits"].astype(np.uint64)
+    value = np.where(is_int[g], bits.astype(np.float64), bits.view(np.float64)) * period[g]
+    gl = glob[g]
+    ctx = np.where(m2p[g], rel_k[vrow], full_k[vrow])
+    keep = (gl >= 0) & ((node["flag"][vrow] & RECONSTRUCTED) == 0) & (ctx >= 0)
+    prof_parts, ctx_parts, met_parts, val_parts = [val_prof[keep]], [ctx[keep]], [gl[keep]], [value[keep]]
+    for k, gpu in enumerate(gpus):  # reconstructed GPU samples: after the profile's own values
+        if len(gpu.point_nodes):
+            if len(gpu.metrics) and int(gpu.metrics.max()) >= base[slot[k] + 1] - base[slot[k]]:
+                return None
+            pctx = full_k[kcut[k] + n_cct[k] + gpu.point_nodes]
+            cols = glob[base[slot[k]] + gpu.metrics]
+            rr, cc = np.nonzero(gpu.values)
+            ok = cols[cc] >= 0
+            prof_parts.append(np.full(int(ok.sum()), k))
+            ctx_parts.append(pctx[rr][ok])
+            met_parts.append(cols[cc][ok])
+            val_parts.append(gpu.values[rr, cc][ok])
+    prof, ctx, metric, value = (np.concatenate(p) for p in (prof_parts, ctx_parts, met_parts, val_parts))
+    if len(prof_parts) > 1:
+        order = np.argsort(prof, kind="stable")
+        prof, ctx, metric, value = prof[order], ctx[order], metric[order], value[order]
+    return BatchPoints(prof, ctx, metric, value, ccut, ids, full, rel)
+
+
 def _stored(p: Propagated, c2: ClassTwo) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The thread values hpcprof stores: (value matrix [rows, 4 scopes], propMetricIds, keep mask)."""
     vals = np.stack([p.point, p.function, p.lex_aware, p.execution], axis=1)
@@ -261,7 +392,7 @@ def aside_values(p: Propagated, c2: ClassTwo) -> np.ndarray:
     return out[order], prof[order]
 
 
-def trace_lines(c2: ClassTwo, indexes: list[int], points: list[Points]
+def trace_lines(c2: ClassTwo, indexes: list[int], points: BatchPoints
                 ) -> list[tuple[int, np.ndarray, int, int] | None]:
     """The trace.db lines of a batch's profiles: per profile (index, ELEMENT records, time range of its
     timepoints), or None without a trace. Each .hpctrace is read, then all are mapped together: node ids
@@ -281,11 +412,15 @@ def trace_lines(c2: ClassTwo, indexes: list[int], points: list[Points]
     b = np.repeat(np.arange(len(ks)), n_rec)  # the traced profile of each record
     times = np.concatenate([r["time"] for r, _ in recs]).astype(np.uint64)
     nodes = np.concatenate([r["ctx"] for r, _ in recs]).astype(np.int64)
-    # each traced profile's nodes: (profile, node id) keys, sorted once for the batch
-    n_ids = np.array([len(points[k].ids) for k in ks], np.int64)
-    ids = np.concatenate([points[k].ids for k in ks]).astype(np.int64)
-    ctx_of = np.concatenate([points[k].rel if call else points[k].full for k, (_, call) in zip(ks, recs, strict=True)])
-    id_key = (np.repeat(np.arange(len(ks)), n_ids) << 32) | ids
+    # each traced profile's nodes: (traced profile, node id) keys, sorted once for the batch
+    traced = np.full(len(indexes), -1, np.int64)
+    traced[ks] = np.arange(len(ks))
+    j = traced[np.repeat(np.arange(len(indexes)), np.diff(points.cut))]
+    rows = np.flatnonzero(j >= 0)
+    j = j[rows]
+    call = np.array([c for _, c in recs], bool)
+    ctx_of = np.where(call[j], points.rel[rows], points.full[rows])
+    id_key = (j << 32) | points.ids[rows].astype(np.int64)
     order = np.argsort(id_key, kind="stable")
     id_key = id_key[order]
     want = (b << 32) | nodes
@@ -321,11 +456,9 @@ def process_batch(c2: ClassTwo, indexes: list[int], sinks: Sinks, *, traces: boo
     if not indexes:
         z = np.zeros(0, np.int64)
         return BatchOutput([], z, z, (z, z, np.zeros(0, np.uint64)))
-    points = [profile_points(c2, i) for i in indexes]
-    n = len(points)
-    prof = np.repeat(np.arange(n), [len(pt.ctx) for pt in points])
-    p = propagate(np.concatenate([pt.ctx for pt in points]), np.concatenate([pt.metric for pt in points]),
-                  np.concatenate([pt.value for pt in points]), c2.tree, prof)
+    points = batch_points(c2, indexes)
+    n = len(indexes)
+    p = propagate(points.ctx, points.metric, points.value, c2.tree, points.prof)
     pms, offsets, n_values, n_ctxs, (uctx, n_per_ctx, bits) = pms_blobs(p, c2, n)
     aside, aside_prof = aside_values(p, c2)
     acut = _cuts(aside_prof, n)

@@ -443,7 +443,7 @@ def _kept_bytes(prof: HpcrunProfile, nodes: np.ndarray, gpu: GpuPart) -> bytes:
     return b"".join([head.tobytes(), *(np.ascontiguousarray(a).tobytes() for a in arrays), gpu_bytes])
 
 
-def _kept_arrays(data: bytes) -> tuple[list[np.ndarray], GpuPart]:
+def _kept_arrays(data: bytes | memoryview) -> tuple[list[np.ndarray], GpuPart]:
     """The arrays :func:`_kept_bytes` wrote (views of ``data``) and the GPU part."""
     head = np.frombuffer(data, KEPT_HEAD, 1)[0]
     at = KEPT_HEAD.itemsize
@@ -528,6 +528,44 @@ def second_reading(facts: ProfileFacts, metrics: tuple[MetricDesc, ...], loadmap
     prof = HpcrunProfile(header={}, loadmap=list(loadmap), cct=cct, metrics=list(metrics), id_names=[],
                          id_tuple=facts.id_tuple, values=values, index=sparse, path=path)
     return prof, raw, index, gpu
+
+
+def kept_many(table: ProfileTable, indexes: Sequence[int]) -> list[tuple[list[np.ndarray], GpuPart]] | None:
+    """What phase 1 kept of these profiles, as :func:`_kept_arrays` gives it, or None if one was not kept. The
+    blobs that follow one another in a scratch file (a phase-1 group's) are read with one ``pread``."""
+    sel = np.asarray(indexes, np.int64)
+    file = table.kept_file[sel]
+    if not len(sel) or (file < 0).any():
+        return None if len(sel) else []
+    offset, size = table.kept_offset[sel], table.kept_size[sel]
+    order = np.lexsort((offset, file))
+    file, offset, size = file[order], offset[order], size[order]
+    run = np.ones(len(sel), bool)
+    run[1:] = (file[1:] != file[:-1]) | (offset[1:] != offset[:-1] + size[:-1])
+    starts = np.flatnonzero(run).tolist()
+    out: list[tuple[list[np.ndarray], GpuPart]] = [None] * len(sel)  # type: ignore[list-item]
+    fds: dict[int, int] = {}
+    path = ""
+    try:
+        for a, b in zip(starts, [*starts[1:], len(sel)], strict=True):
+            f = int(file[a])
+            path = table.kept_files[f]
+            if f not in fds:
+                fds[f] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            lo, ends = int(offset[a]), (offset[a:b] + size[a:b] - offset[a]).tolist()
+            data = memoryview(os.pread(fds[f], ends[-1], lo))
+            if len(data) != ends[-1]:
+                raise HpcsaError(path, "a scratch file is shorter than written (was it removed?)")
+            at = 0
+            for r, end in zip(order[a:b].tolist(), ends, strict=True):
+                out[r] = _kept_arrays(data[at:end])
+                at = end
+    except OSError as exc:
+        raise HpcsaError(path, f"cannot read a scratch file: {exc.strerror or exc}") from None
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+    return out
 
 
 def program_name(disc: Discovery) -> str | None:

@@ -17,17 +17,17 @@ from hpcsa.errors import HpcsaError
 
 
 def inject(kind: str) -> None:
-    original = profile_values.profile_points
+    original = profile_values.batch_points
 
-    def failing(c2, index):  # type: ignore[no-untyped-def]
+    def failing(c2, indexes):  # type: ignore[no-untyped-def]
         if kind == "input":
-            raise HpcsaError(c2.profiles[index].input.path, "injected: unreadable on the second reading")
+            raise HpcsaError(c2.profiles[indexes[0]].input.path, "injected: unreadable on the second reading")
         if kind == "crash":
             raise RuntimeError("injected bug")
         os.kill(os.getpid(), signal.SIGKILL)
-        return original(c2, index)
+        return original(c2, indexes)
 
-    profile_values.profile_points = failing
+    profile_values.batch_points = failing
 
 
 if __name__ == "__main__":

@@ -253,7 +253,7 @@ def test_trace_lines_of_a_batch_are_each_profiles_own(hpctoolkit_data: Path, mon
     monkeypatch.setattr(profile_values, "read_hpctrace", shuffled)
     for i, f in enumerate(c2.profiles):
         f.trace_disorder = i % 2
-    got = profile_values.trace_lines(c2, list(range(n)), points)
+    got = profile_values.trace_lines(c2, list(range(n)), profile_values.BatchPoints.of(points))
     for i, pt in enumerate(points):
         tr = shuffled(c2.profiles[i].input.trace)
         ctx_of = dict(zip(pt.ids.tolist(), (pt.rel if tr.flags & hpctrace.FLAG_CALL_TRACE else pt.full).tolist(),

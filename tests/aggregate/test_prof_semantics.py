@@ -321,16 +321,16 @@ def test_an_interrupted_run_leaves_no_database(hpctoolkit_data: Path, tmp_path: 
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     from hpcsa.aggregate.prof import profile_values
 
-    real = profile_values.profile_points
+    real = profile_values.batch_points
     calls = []
 
     def failing(*args, **kwargs):  # type: ignore[no-untyped-def]
         calls.append(1)
-        if len(calls) == 3:
+        if len(calls) == 1:  # phase 2 has started: blobs, traces and the output's partial files exist
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(profile_values, "profile_points", failing)
+    monkeypatch.setattr(profile_values, "batch_points", failing)
     with pytest.raises(KeyboardInterrupt):
         build(hpctoolkit_data / "meas" / "loops-cputime-t.m", tmp_path / "db.d")
     assert list(tmp_path.iterdir()) == []
