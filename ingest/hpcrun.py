@@ -410,6 +410,9 @@ def _check_sparse(blob: Blob, cct: np.ndarray, vals: np.ndarray, index: np.ndarr
     """Refuse value groups that would send a later stage out of bounds (``sorted_ids``: the CCT's ids, sorted)."""
     if int(index["node"][-1]) != END_SENTINEL or int(index["start"][-1]) != len(vals):
         raise blob.fail("sparse metrics: the context index does not end with the 'end!' sentinel")
+    if int(index["start"][0]) != 0:
+        raise blob.fail(f"sparse metrics: the context index starts at value {int(index['start'][0])}, not 0 "
+                        "(values that belong to no context)")
     starts = index["start"].astype(np.uint64)
     if len(starts) > 1 and np.any(np.diff(starts.astype(np.int64)) < 0):
         raise blob.fail("sparse metrics: context index start positions are not ascending")

@@ -177,7 +177,7 @@ def _checked(profiles: list[HpcrunProfile], indexes: list[np.ndarray]) -> Hpcrun
 
 def _sparse_ok(profiles: list[HpcrunProfile], indexes: list[np.ndarray], sorted_key: np.ndarray) -> bool:
     """:func:`~hpcsa.ingest.hpcrun._check_sparse`'s rules over the batch: each sparse index ends with the
-    sentinel at the value count, its starts ascend, every value names a declared metric, and every node with
+    sentinel at the value count, its starts begin at 0 and ascend, every value names a declared metric, and every node with
     values is in its profile's tree (``sorted_key``: the batch's (profile, node id) keys, sorted)."""
     n = len(profiles)
     n_index = np.fromiter(map(len, indexes), np.int64, n)
@@ -186,6 +186,8 @@ def _sparse_ok(profiles: list[HpcrunProfile], indexes: list[np.ndarray], sorted_
     last = np.cumsum(n_index) - 1
     starts = index["start"].astype(np.uint64)
     if (index["node"][last] != END_SENTINEL).any() or (starts[last] != n_vals.astype(np.uint64)).any():
+        return False
+    if (starts[last + 1 - n_index] != 0).any():  # each index's first entry
         return False
     of_entry = np.repeat(np.arange(n, dtype=np.int64), n_index)
     same = of_entry[1:] == of_entry[:-1]

@@ -237,8 +237,8 @@ def _cumsum0(sizes: np.ndarray) -> np.ndarray:
 
 def _batch_points(c2: ClassTwo, indexes: list[int], kept: list[tuple[list[np.ndarray], GpuPart]]
                   ) -> BatchPoints | None:
-    """:func:`batch_points` from the kept arrays, or None where a check of :func:`point_values` (or of the
-    sparse index's shape) fails for some profile."""
+    """:func:`batch_points` from the kept arrays, or None where a check of :func:`point_values` fails for
+    some profile."""
     n = len(indexes)
     parts = list(zip(*(arrays for arrays, _ in kept), strict=True)) if n else [()] * 4
     ccts, nodes, values, sparse = parts
@@ -255,18 +255,14 @@ def _batch_points(c2: ClassTwo, indexes: list[int], kept: list[tuple[list[np.nda
     ids = concat_records(list(ccts), CCT_NODE)["id"].astype(np.int64)
     full, rel = full_k[cct_row], rel_k[cct_row]
     # The values: each one's node (through its profile's sparse index), then its CCT row.
-    index = concat_records(list(sparse), SPARSE_INDEX)
-    first = _cumsum0(n_idx)[:-1]
+    index = concat_records(list(sparse), SPARSE_INDEX)  # (each starts at value 0: the reader's rule)
     starts = index["start"].astype(np.int64)
-    has_index = n_idx > 0
-    if (n_val[~has_index] > 0).any() or (starts[first[has_index]] != 0).any():
-        return None
     vals = concat_records(list(values), SPARSE_VALUE)
     val_prof = np.repeat(np.arange(n), n_val)
     idx_prof = np.repeat(np.arange(n), n_idx)
     counts = np.diff(np.append(starts + _cumsum0(n_val)[idx_prof], len(vals)))
     value_node = np.repeat(index["node"].astype(np.int64), counts)
-    if (counts < 0).any() or (len(vals) and not len(ids)):
+    if len(vals) and not len(ids):
         return None
     key = cct_prof << 32 | ids
     by_key = np.argsort(key, kind="stable")

@@ -22,6 +22,7 @@ from hpcsa.ingest.hpcrun import (
     read_hpcrun_tree,
 )
 from hpcsa.ingest.hpcrun_batch import read_hpcrun_batch
+from tests.conftest import assert_one_line_error, run_cli
 from tests.fuzzing import mutate
 
 ID_TUPLE = np.zeros(0, dtype=[("kind", ">u2"), ("physical", ">u8"), ("logical", ">u8")])
@@ -147,7 +148,8 @@ BROKEN = {
     "values for a node not in the tree": lambda: _with_index(_good(), _set("node", {0: 7})),
     "the index does not end with the sentinel": lambda: _with_index(_good(), _set("node", {-1: END_SENTINEL + 1})),
     "the sentinel is not at the value count": lambda: _with_index(_good(), _set("start", {-1: 1})),
-    "index starts descend": lambda: _with_index(_good(), _set("start", {0: 1, 1: 0})),
+    "index starts descend": lambda: _with_index(_good(), _set("start", {1: 3})),  # 0, 3, 2 (the sentinel)
+    "values before the first context": lambda: _with_index(_good(), _set("start", {0: 1})),
     "a value names an undeclared metric": lambda: _with_first_metric(_good(), 5),
 }
 
@@ -175,3 +177,13 @@ def test_a_batch_of_none_and_of_one(tmp_path: Path) -> None:
     one = tmp_path / "one.hpcrun"
     one.write_bytes(_good())
     _assert_same(_batch([one]), _one_by_one([one]))
+
+
+def test_values_before_the_first_context_are_one_line(tmp_path: Path) -> None:
+    """The first context's values start at value 0: a file saying otherwise has values of no context (``dump``
+    used to fail on it with a traceback)."""
+    bad = tmp_path / "bad.hpcrun"
+    bad.write_bytes(BROKEN["values before the first context"]())
+    proc = run_cli("dump", str(bad))
+    assert_one_line_error(proc, str(bad))
+    assert "starts at value 1, not 0" in proc.stderr
