@@ -172,7 +172,9 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
                 tasks.submit(("profiles", i), phase1_task, ("profiles", inputs.profiles.take(batches[i])),
                              priority=float(i))
 
-        for _ in range(tasks_ahead(jobs)):
+        # One process has no other rank to leave batches to: all are queued at once (the pool holds a few in
+        # flight), so that no worker waits while this process looks up a structure file's cache entry.
+        for _ in range(tasks_ahead(jobs) if transport.size > 1 else len(batches)):
             more()
         for (kind, _), result in tasks:
             if kind == "struct":

@@ -19,6 +19,7 @@ from hpcsa.aggregate.prof import (
     transpose,
     unified_tables,
 )
+from hpcsa.aggregate.prof.profile_table import ProfileTable
 from hpcsa.aggregate.prof.transport import Single, Transport, run_shared, tasks_ahead, unwrap
 from hpcsa.fileio import copy_range
 from hpcsa.progress import Progress
@@ -40,6 +41,15 @@ def phase2_task(shared: tuple[unified_tables.ClassTwo, profile_values.Sinks, boo
 #: Most input bytes (.hpcrun and .hpctrace) in one phase-2 batch: a batch's arrays take some tens of times
 #: its input, so this bounds phase 2's memory whatever the number of profiles.
 BATCH_BYTES = 128 << 10
+
+
+def phase2_costs(profiles: ProfileTable) -> np.ndarray:
+    """What a profile costs phase 2, in bytes: what phase 1 kept of it (its tree, values and node hashes)
+    and its trace; its files' bytes where nothing was kept. (An .hpcrun file is mostly the alignment of its
+    sections when its thread did little: a thousand threads waiting at a barrier are 6 KB each on disk and a
+    few hundred bytes of tree and values.)"""
+    kept = profiles.kept_file >= 0
+    return np.where(kept, profiles.kept_size + profiles.inputs.trace_size, profiles.inputs.cost)
 
 
 def phase2_batches(costs: list[int], workers: int) -> list[list[int]]:
@@ -268,7 +278,7 @@ def phase2_share(c2: unified_tables.ClassTwo, sinks: profile_values.Sinks, alloc
     workers; and ``aside()``, other work of this rank, while its workers run (see :func:`run_shared`). One
     process's workers take batches by themselves (:func:`_phase2_forked`); an MPI rank's go through a pool
     (the batches come from the ranks' counter, which only the rank's own process may use)."""
-    batches = phase2_batches(c2.profiles.inputs.cost.tolist(), jobs * transport.size)
+    batches = phase2_batches(phase2_costs(c2.profiles).tolist(), jobs * transport.size)
     if jobs > 1 and transport.size == 1 and sinks.allocate is not None and fork_context() is not None:
         return _phase2_forked(c2, sinks, batches, jobs, traces, progress, aside)
     state = Phase2State.empty(c2)

@@ -17,6 +17,7 @@ import pytest
 
 from hpcsa.aggregate.db.compare import compare_databases
 from hpcsa.aggregate.prof.replicate import replicate
+from hpcsa.ingest.hpcrun import ID_ELEMENT
 from tests.aggregate.profcheck import read_sums, root_execution
 from tests.conftest import run_cli
 
@@ -124,6 +125,21 @@ def test_phase2_batches_partition_profiles_largest_first(workers: int) -> None:
     assert batches[0] == [len(costs) - 1]
     assert len(batches) >= min(len(costs), 12 * workers) // 2
     assert phase2_batches([], workers) == []
+
+
+def test_phase2_costs_are_what_phase1_kept(tmp_path: Path) -> None:
+    """A profile costs phase 2 what phase 1 kept of it plus its trace, not its files' section alignment (the
+    real 1,024-thread run: 6 KB files of a few hundred bytes of tree and values); its files' bytes where
+    nothing was kept."""
+    from hpcsa.aggregate.prof.pipeline_write import phase2_costs
+    from hpcsa.aggregate.prof.profile_table import ProfileFacts, ProfileInput, ProfileTable
+
+    def facts(size: int, trace_size: int, kept: tuple[str, int, int] | None) -> ProfileFacts:
+        inp = ProfileInput(str(tmp_path / "p.hpcrun"), None, size, trace_size, str(tmp_path))
+        return ProfileFacts(inp, np.zeros(0, ID_ELEMENT), 0, 0, 0, 0, kept)
+
+    table = ProfileTable.of([facts(6144, 400, ("k", 0, 350)), facts(6144, 0, None), facts(9000, 12, ("k", 350, 900))])
+    assert phase2_costs(table).tolist() == [350 + 400, 6144, 900 + 12]
 
 
 @pytest.mark.parametrize("workers", [1, 2, 4])
