@@ -3,7 +3,8 @@
 The second reading of a profile finds its nodes in the union (the same path
 hashes as in phase 1), attributes every value (x period) to its context —
 the "relation" context for ``move2proc`` metrics — redistributes
-reconstructed GPU samples. The profiles of a batch are propagated together
+reconstructed GPU samples; for the batch's profiles at once
+(:func:`batch_points`). The profiles of a batch are propagated together
 (:mod:`propagate`: numpy's per-call costs once per batch, each profile's sums
 as alone), and each profile gets:
 

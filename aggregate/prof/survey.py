@@ -1,14 +1,16 @@
 """Phase 1 of the aggregation, per profile: what class 2 needs to know about it.
 
 A profile's reading (through the ``.hpcrun`` and ``.hpctrace`` readers of
-:mod:`hpcsa.ingest`, with their checks) reports its calling-context tree as raw
+:mod:`hpcsa.ingest`, with their checks; a group of profiles at once, as one
+batch, :mod:`hpcsa.ingest.hpcrun_batch`) reports its calling-context tree as raw
 nodes (:mod:`rawtree`; GPU samples of binaries with a call graph are
 reconstructed first, :mod:`gpu_contexts`), its metric table, identity
 (identifier tuple), header and trace size. Reports merge associatively
 (:func:`merge`), so they can be combined in any grouping — per worker, per
 rank, up a reduction tree — with the same union as the result. Bad input is
 refused here, naming the file. What phase 2 needs of a profile is kept in a
-scratch directory (:func:`second_reading`), so each file is read once.
+scratch directory (:func:`second_reading`, :func:`kept_many`), so each file is
+read once.
 """
 
 from __future__ import annotations
