@@ -86,15 +86,21 @@ def read_hpcrun_batch(paths: Sequence[str | os.PathLike[str]]) -> HpcrunBatch:
             prof.index = prof.index[:-1]
         profiles.append(prof)
     batch = _checked(profiles, indexes)
-    if batch is None:
-        _one_by_one(paths)  # raises the first file's refusal
-        raise AssertionError("the batch checks refused a batch the reader of one file accepts")
-    return batch
+    # A refusal: the first bad file's, from the reader of one file (which reads them all if none is bad, as
+    # when a file was rewritten meanwhile).
+    return batch if batch is not None else _one_by_one(paths)
 
 
-def _one_by_one(paths: Sequence[str | os.PathLike[str]]) -> None:
-    for path in paths:
-        read_hpcrun_tree(path)
+def _one_by_one(paths: Sequence[str | os.PathLike[str]]) -> HpcrunBatch:
+    """The files read one by one (raising the first one's refusal), as a batch."""
+    read = [read_hpcrun_tree(path) for path in paths]
+    profiles = [prof for prof, _, _ in read]
+    cut = np.zeros(len(read) + 1, np.int64)
+    np.cumsum([len(p.cct) for p in profiles], out=cut[1:])
+    order = np.concatenate([o + c for (_, o, _), c in zip(read, cut, strict=False)]) if read else cut[:0]
+    parent = np.concatenate([np.where(r >= 0, r + c, -1) for (_, _, r), c in zip(read, cut, strict=False)]
+                            ) if read else cut[:0]
+    return HpcrunBatch(profiles, cut, concat_records([p.cct for p in profiles], CCT_NODE), order, parent)
 
 
 def _cut(path: str) -> HpcrunProfile | None:

@@ -187,3 +187,13 @@ def test_values_before_the_first_context_are_one_line(tmp_path: Path) -> None:
     proc = run_cli("dump", str(bad))
     assert_one_line_error(proc, str(bad))
     assert "starts at value 1, not 0" in proc.stderr
+
+
+def test_files_the_reader_of_one_accepts_are_read_whatever_the_batch_said(
+        hpctoolkit_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the batch checks refuse and the reader of one file accepts every file (one rewritten between the
+    two readings), the batch is the files read one by one, with the same columns."""
+    paths = _real_profiles(hpctoolkit_data)[:6]
+    want = _batch(paths)
+    monkeypatch.setattr(hpcrun_batch, "_checked", lambda *args: None)
+    _assert_same(_batch(paths), want)
