@@ -33,13 +33,6 @@ DISCOVER_BATCH_BYTES = 4 << 20
 
 SEED_RETRIES = 3
 
-#: Phase 1 with every structure file cached reads profiles only, which costs less per input byte than the
-#: phases POOL_MIN_BYTES was measured on: it runs in this process below this many times that. Measured warm,
-#: ``-j 2``, in-process phase 1 on 2 cores, with workers / without: the real 1,024-thread run (6.8 MB, mostly
-#: the alignment of nearly empty profiles) 0.17-0.20 / 0.14 s; generated CPU runs of 3.5 MB 0.14 / 0.09 s,
-#: 6.7 MB 0.21 / 0.15 s, 13 MB 0.27 / 0.27 s.
-CACHED_READ_FACTOR = 4
-
 
 #: Phase-1 reports merged every so many (a worker holds the union of its batch plus a few reports).
 MERGE_EVERY = 16
@@ -219,11 +212,10 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
 
 def _mapped_if_small(inputs: Inputs, cpu_structs: list[StructInput], jobs: int) -> dict[str, StructureFile] | None:
     """Every CPU structure file's cache entry, mapped, when the profiles are fewer bytes than a pool pays for
-    (CACHED_READ_FACTOR) and every entry exists (the usual second run of a measurement of a few thousand
-    threads): phase 1 then runs in this process.
+    and every entry exists (the usual second run of a small measurement): phase 1 then runs in this process.
     None otherwise. The smallest file is looked up first, so a first run hashes little before it knows; the
     others on ``jobs`` threads, largest first (hashing and checking an entry release the GIL)."""
-    if inputs.total_bytes >= CACHED_READ_FACTOR * pool_min_bytes():
+    if inputs.total_bytes >= pool_min_bytes():
         return None
     by_size = sorted(cpu_structs, key=lambda s: (_size(s.path), s.path))
     if not by_size:

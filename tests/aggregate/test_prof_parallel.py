@@ -327,8 +327,8 @@ def test_with_workers_the_main_process_propagates_too(tmp_path: Path,
 
 
 def test_small_inputs_run_each_phase_in_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Below HPCSA_POOL_MIN_BYTES of cct.db (phase 3), or CACHED_READ_FACTOR times that of profiles (phase 1),
-    -j 2 starts no workers once the structure files are cached: a pool would cost more than it takes off. A first run, with structure files to
+    """Below HPCSA_POOL_MIN_BYTES of profiles (phase 1) or of cct.db (phase 3), -j 2 starts no workers once the
+    structure files are cached: a pool would cost more than it takes off. A first run, with structure files to
     parse, still parses them in workers; a bound of 0 always starts them. The database is the same each way."""
     from hpcsa.aggregate.prof import pipeline, pipeline_read, survey, transpose
     from hpcsa.aggregate.prof.inputs import find_inputs
@@ -366,12 +366,8 @@ def test_small_inputs_run_each_phase_in_one_process(tmp_path: Path, monkeypatch:
     assert run("second.d", None) == {"profiles": {True}, "cct": {True}}  # cached and small: no workers
     forced = run("forced.d", "0")
     assert forced["profiles"] == {False} and False in forced["cct"], forced
-    assert run("bound.d", "1")["profiles"] == {False}  # a bound far below the input's bytes
-    # With every structure file cached, reading profiles pays for workers only from CACHED_READ_FACTOR bounds on.
-    factor = pipeline_read.CACHED_READ_FACTOR
-    assert run("factor.d", str(inputs.total_bytes // (factor - 1)))["profiles"] == {True}
-    assert run("factor2.d", str(inputs.total_bytes // factor))["profiles"] == {False}
-    for name in ("second.d", "forced.d", "bound.d", "factor.d", "factor2.d"):
+    assert run("bound.d", "1")["profiles"] == {False}  # a bound below the input's bytes
+    for name in ("second.d", "forced.d", "bound.d"):
         _identical(tmp_path / "first.d", tmp_path / name)
 
 
