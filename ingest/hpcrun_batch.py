@@ -183,8 +183,9 @@ def _checked(profiles: list[HpcrunProfile], indexes: list[np.ndarray]) -> Hpcrun
 
 def _sparse_ok(profiles: list[HpcrunProfile], indexes: list[np.ndarray], sorted_key: np.ndarray) -> bool:
     """:func:`~hpcsa.ingest.hpcrun._check_sparse`'s rules over the batch: each sparse index ends with the
-    sentinel at the value count, its starts begin at 0 and ascend, every value names a declared metric, and every node with
-    values is in its profile's tree (``sorted_key``: the batch's (profile, node id) keys, sorted)."""
+    sentinel at the value count, its starts begin at 0 and ascend, every value names a declared metric, and
+    every node with values is in its profile's tree (``sorted_key``: the batch's (profile, node id) keys,
+    sorted)."""
     n = len(profiles)
     n_index = np.fromiter(map(len, indexes), np.int64, n)
     n_vals = np.fromiter((len(p.values) for p in profiles), np.int64, n)
