@@ -344,8 +344,14 @@ def _parse_loadmap(blob: Blob) -> tuple[LoadModule, ...]:
     cur = Cursor(blob, 0, None, ">", "load map")
     n = cur.count(4, 14, "load module count")
     out = []
+    seen: set[int] = set()
     for _ in range(n):
         lm_id = cur.u16("load module id")
+        if lm_id == 0:  # a CCT node's module 0 is a placeholder (hpcrun's HPCRUN_FMT_LMId_NULL)
+            raise cur.fail("load module id 0 is reserved for placeholders")
+        if lm_id in seen:
+            raise cur.fail(f"load module id {lm_id} appears twice")
+        seen.add(lm_id)
         lm_path = cur.lstring("load module path")
         out.append(LoadModule(lm_id, lm_path, cur.u64("load module flags")))
     return tuple(out)

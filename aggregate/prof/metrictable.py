@@ -13,13 +13,13 @@ function, lex_aware, execution, restricted to the metric's own).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from hpcsa.aggregate.db import metadb, metricsyaml
-from hpcsa.errors import HpcsaError, UnsupportedError
+from hpcsa.errors import FormatError, HpcsaError, UnsupportedError
 
 SCOPE_ORDER = metricsyaml.SCOPES  # the propagation scopes, in the order meta.db lists them
 STATISTICS = metricsyaml.STATISTICS  # Sum, Mean, StdDev, CfVar, Min, Max
@@ -64,12 +64,20 @@ class MetricTable:
     base: list[int] = field(default_factory=list)
 
     @classmethod
-    def from_descs(cls, tables: Sequence[Sequence[object]], statistics: tuple[str, ...] = ("Sum",)) -> MetricTable:
-        """From the hpcrun metric tables of the profiles (lists of ``MetricDesc``), united by name."""
+    def from_descs(cls, tables: Sequence[Sequence[object]], statistics: tuple[str, ...] = ("Sum",),
+                   source: Callable[[int], str] | None = None) -> MetricTable:
+        """From the hpcrun metric tables of the profiles (lists of ``MetricDesc``), united by name. A table
+        refused (a derived metric's formula that does not parse) is named by ``source(its index)``, a file
+        that holds it."""
         specs: dict[str, metricsyaml.MetricSpec] = {}
         extra: dict[str, metricsyaml.ExtraStatSpec] = {}
-        for descs in tables:
-            s, e = metricsyaml.specs_from_hpcrun(descs, statistics)
+        for k, descs in enumerate(tables):
+            try:
+                s, e = metricsyaml.specs_from_hpcrun(descs, statistics)
+            except FormatError as exc:
+                if source is None or exc.path is not None:
+                    raise
+                raise FormatError(source(k), exc.problem) from None
             for m in s:
                 if m.name not in specs or (m.order_id or 0) < (specs[m.name].order_id or 0):
                     specs[m.name] = m

@@ -254,7 +254,9 @@ def assemble(disc: Discovery, classifier: lx.Classifier, env: Phase1Env, *, stat
     trace_id[elided] = parent[elided]
     arrays = TreeArrays.build(parent, tree.depth.astype(np.int64), is_call, is_loop, tree.end)
 
-    metrics = MetricTable.from_descs(disc.metric_tables, statistics)
+    metrics = MetricTable.from_descs(
+        disc.metric_tables, statistics,
+        source=lambda t: disc.profiles.inputs.path(int(np.flatnonzero(disc.profiles.metrics == t)[0])))
     prop = np.full((len(metrics), 4), -1, np.int64)
     for m in range(len(metrics)):
         for s, pid in metrics.prop_ids(m).items():
