@@ -39,12 +39,15 @@ def _outcome(meas: Path, out: Path, jobs: int) -> str:
 
 
 @pytest.mark.parametrize("seed", range(CASES))
-@pytest.mark.parametrize("source", ["loops-cputime-t.m", "loops-cuda-nvidiapc-t.m"])
-def test_prof_with_a_mutated_profile(hpctoolkit_data: Path, tmp_path: Path, source: str, seed: int) -> None:
-    """A CPU run with traces, and a CUDA run whose PC samples are reconstructed into GPU calling contexts."""
+@pytest.mark.parametrize(("source", "suffix"), [("loops-cputime-t.m", "hpcrun"), ("loops-cputime-t.m", "hpctrace"),
+                                                ("loops-cuda-nvidiapc-t.m", "hpcrun")])
+def test_prof_with_a_mutated_profile(hpctoolkit_data: Path, tmp_path: Path, source: str, suffix: str,
+                                     seed: int) -> None:
+    """A CPU run with traces (its profile or its trace mutated), and a CUDA run whose PC samples are
+    reconstructed into GPU calling contexts."""
     meas = tmp_path / "m"
     shutil.copytree(hpctoolkit_data / "meas" / source, meas)
-    profiles = sorted(meas.glob("*.hpcrun"))
+    profiles = sorted(meas.glob(f"*.{suffix}"))
     victim = profiles[seed % len(profiles)]
     victim.write_bytes(mutate(victim.read_bytes(), 1000 + seed))
     outs = {jobs: tmp_path / "out" / f"j{jobs}.d" for jobs in (1, 2)}
