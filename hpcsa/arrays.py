@@ -43,6 +43,13 @@ def rank_in_runs(first: np.ndarray) -> np.ndarray:
     return at - np.maximum.accumulate(np.where(first, at, 0)) if len(first) else at
 
 
+def offsets(lengths: np.ndarray | list[int]) -> np.ndarray:
+    """Where each of consecutive runs of these lengths starts, and where the last ends (int64, one longer)."""
+    out = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=out[1:])
+    return out
+
+
 def concat_records(arrays: list[np.ndarray], dtype: np.dtype) -> np.ndarray:
     """``np.concatenate`` of many 1-D structured arrays of one ``dtype``, through their bytes: numpy checks
     the fields of every structured array it joins (some 20 µs each, most of the reading of a thousand small

@@ -7,11 +7,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-
-def _offsets(lengths: np.ndarray) -> np.ndarray:
-    out = np.zeros(len(lengths) + 1, np.int64)
-    np.cumsum(lengths, out=out[1:])
-    return out
+from hpcsa.arrays import offsets as _offsets
 
 
 def _joined(arrays: Sequence[np.ndarray], dtype: np.dtype) -> np.ndarray:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpcsa.arrays import concat_records
+from hpcsa.arrays import concat_records, offsets
 from hpcsa.binfmt import Blob, records
 from hpcsa.errors import HpcsaError
 from hpcsa.ingest.hpcrun import (
@@ -95,8 +95,7 @@ def _one_by_one(paths: Sequence[str | os.PathLike[str]]) -> HpcrunBatch:
     """The files read one by one (raising the first one's refusal), as a batch."""
     read = [read_hpcrun_tree(path) for path in paths]
     profiles = [prof for prof, _, _ in read]
-    cut = np.zeros(len(read) + 1, np.int64)
-    np.cumsum([len(p.cct) for p in profiles], out=cut[1:])
+    cut = offsets([len(p.cct) for p in profiles])
     order = np.concatenate([o + c for (_, o, _), c in zip(read, cut, strict=False)]) if read else cut[:0]
     parent = np.concatenate([np.where(r >= 0, r + c, -1) for (_, _, r), c in zip(read, cut, strict=False)]
                             ) if read else cut[:0]
@@ -154,8 +153,7 @@ def _checked(profiles: list[HpcrunProfile], indexes: list[np.ndarray]) -> Hpcrun
     ``indexes``: the profiles' sparse indexes with their sentinels)."""
     n = len(profiles)
     sizes = np.fromiter((len(p.cct) for p in profiles), np.int64, n)
-    cut = np.zeros(n + 1, np.int64)
-    np.cumsum(sizes, out=cut[1:])
+    cut = offsets(sizes)
     cct = concat_records([p.cct for p in profiles], CCT_NODE)
     of_row = np.repeat(np.arange(n, dtype=np.int64), sizes)
     ids = cct["id"].astype(np.int64)

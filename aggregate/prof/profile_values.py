@@ -38,7 +38,7 @@ from hpcsa.aggregate.prof.profile_table import ProfileInput
 from hpcsa.aggregate.prof.propagate import Propagated, propagate
 from hpcsa.aggregate.prof.survey import KEPT_NODE, NodeIndex, kept_many, second_reading
 from hpcsa.aggregate.prof.unified_tables import ClassTwo
-from hpcsa.arrays import concat_records
+from hpcsa.arrays import concat_records, offsets
 from hpcsa.binfmt import align
 from hpcsa.errors import HpcsaError
 from hpcsa.fileio import pwrite_all
@@ -204,8 +204,7 @@ class BatchPoints:
     @classmethod
     def of(cls, points: list[Points]) -> BatchPoints:
         n = len(points)
-        cut = np.zeros(n + 1, np.int64)
-        np.cumsum([len(pt.ids) for pt in points], out=cut[1:])
+        cut = offsets([len(pt.ids) for pt in points])
         z = np.zeros(0, np.int64)
         return cls(np.repeat(np.arange(n), [len(pt.ctx) for pt in points]),
                    *(np.concatenate([getattr(pt, name) for pt in points]) if n else z
@@ -230,12 +229,6 @@ def batch_points(c2: ClassTwo, indexes: list[int]) -> BatchPoints:
     return got if got is not None else BatchPoints.of([profile_points(c2, i) for i in indexes])
 
 
-def _cumsum0(sizes: np.ndarray) -> np.ndarray:
-    out = np.zeros(len(sizes) + 1, np.int64)
-    np.cumsum(sizes, out=out[1:])
-    return out
-
-
 def _batch_points(c2: ClassTwo, indexes: list[int], kept: list[tuple[list[np.ndarray], GpuPart]]
                   ) -> BatchPoints | None:
     """:func:`batch_points` from the kept arrays, or None where a check of :func:`point_values` fails for
@@ -245,7 +238,7 @@ def _batch_points(c2: ClassTwo, indexes: list[int], kept: list[tuple[list[np.nda
     ccts, nodes, values, sparse = parts
     gpus = [gpu for _, gpu in kept]
     n_cct, n_node, n_val, n_idx = (np.fromiter(map(len, col), np.int64, n) for col in parts)
-    ccut, kcut = _cumsum0(n_cct), _cumsum0(n_node)
+    ccut, kcut = offsets(n_cct), offsets(n_node)
     node = concat_records(list(nodes), KEPT_NODE)
     rows = rawtree.find(c2.raw_h1, node["h1"], c2.raw_h2, node["h2"])
     if (rows < 0).any():
@@ -261,7 +254,7 @@ def _batch_points(c2: ClassTwo, indexes: list[int], kept: list[tuple[list[np.nda
     vals = concat_records(list(values), SPARSE_VALUE)
     val_prof = np.repeat(np.arange(n), n_val)
     idx_prof = np.repeat(np.arange(n), n_idx)
-    counts = np.diff(np.append(starts + _cumsum0(n_val)[idx_prof], len(vals)))
+    counts = np.diff(np.append(starts + offsets(n_val)[idx_prof], len(vals)))
     value_node = np.repeat(index["node"].astype(np.int64), counts)
     if len(vals) and not len(ids):
         return None
@@ -278,7 +271,7 @@ def _batch_points(c2: ClassTwo, indexes: list[int], kept: list[tuple[list[np.nda
     inputs = [c2.metric_inputs[t] if t < len(c2.metric_inputs) else c2.metrics.input_arrays(c2.metric_tables[t])
               for t in distinct]
     n_metrics = np.array([len(c2.metric_tables[t]) for t in distinct], np.int64)
-    base = _cumsum0(np.array([len(i[0]) for i in inputs], np.int64))
+    base = offsets(np.array([len(i[0]) for i in inputs], np.int64))
     slot = np.searchsorted(distinct, tables)
     glob, period, m2p = (np.concatenate([i[j] for i in inputs]) if inputs else np.zeros(0) for j in range(3))
     is_int = np.concatenate([np.array([m.is_int for m in c2.metric_tables[t]] or [False], bool) for t in distinct]
