@@ -510,17 +510,8 @@ def second_reading(facts: ProfileFacts, metrics: tuple[MetricDesc, ...], loadmap
         cct, values, sparse = prof.cct, prof.values, prof.index
     else:
         kept_path, offset, size = facts.kept
-        try:
-            fd = os.open(kept_path, os.O_RDONLY)
-            try:
-                data = os.pread(fd, size, offset)
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            raise HpcsaError(kept_path, f"cannot read a scratch file: {exc.strerror or exc}") from None
-        if len(data) != size:
-            raise HpcsaError(kept_path, "a scratch file is shorter than written (was it removed?)")
-        (cct, kept, values, sparse), gpu = _kept_arrays(data)
+        ((cct, kept, values, sparse), gpu), = _kept_blobs((kept_path,), np.zeros(1, np.int64),
+                                                          np.array([offset], np.int64), np.array([size], np.int64))
         nodes = np.zeros(len(kept), rawtree.RAW)
         for name in KEPT_NODE.names:
             nodes[name] = kept[name]
@@ -539,19 +530,26 @@ def kept_many(table: ProfileTable, indexes: Sequence[int]) -> list[tuple[list[np
     file = table.kept_file[sel]
     if not len(sel) or (file < 0).any():
         return None if len(sel) else []
-    offset, size = table.kept_offset[sel], table.kept_size[sel]
+    return _kept_blobs(table.kept_files, file, table.kept_offset[sel], table.kept_size[sel])
+
+
+def _kept_blobs(files: Sequence[str], file: np.ndarray, offset: np.ndarray, size: np.ndarray
+                ) -> list[tuple[list[np.ndarray], GpuPart]]:
+    """The kept blobs ``size`` bytes at ``offset`` of ``files[file]``, as :func:`_kept_arrays` gives them;
+    consecutive ones of a file with one ``pread``."""
+    n = len(file)
     order = np.lexsort((offset, file))
     file, offset, size = file[order], offset[order], size[order]
-    run = np.ones(len(sel), bool)
+    run = np.ones(n, bool)
     run[1:] = (file[1:] != file[:-1]) | (offset[1:] != offset[:-1] + size[:-1])
     starts = np.flatnonzero(run).tolist()
-    out: list[tuple[list[np.ndarray], GpuPart]] = [None] * len(sel)  # type: ignore[list-item]
+    out: list[tuple[list[np.ndarray], GpuPart]] = [None] * n  # type: ignore[list-item]
     fds: dict[int, int] = {}
     path = ""
     try:
-        for a, b in zip(starts, [*starts[1:], len(sel)], strict=True):
+        for a, b in zip(starts, [*starts[1:], n], strict=True):
             f = int(file[a])
-            path = table.kept_files[f]
+            path = files[f]
             if f not in fds:
                 fds[f] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             lo, ends = int(offset[a]), (offset[a:b] + size[a:b] - offset[a]).tolist()
