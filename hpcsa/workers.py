@@ -21,6 +21,7 @@ functions where the data is, the shared data broadcast, and a shared counter.
 from __future__ import annotations
 
 import contextlib
+import heapq
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -152,19 +153,14 @@ class LocalPool:
         beside its workers, :func:`run_shared`'s ``parent_works``)."""
         self.jobs = max(1, int(jobs))
         self.shared = shared
-        self._pool: Any = None
-        self._workers: list[Any] = []
+        self._hub: _Hub | None = None
         if self.jobs > 1 or fork:
-            global _SHARED
-            _SHARED = shared  # inherited by the forked workers
             ctx = fork_context()
             if ctx is None:  # pragma: no cover - not on Linux
                 self.jobs = 1
             else:
                 trim_heap()
-                self._pool = ctx.Pool(self.jobs)
-                self._workers = list(self._pool._pool)  # the processes it started (to notice a killed one)
-            _SHARED = None
+                self._hub = _Hub(ctx, self.jobs, shared)
 
     def __enter__(self) -> LocalPool:
         return self
@@ -175,41 +171,227 @@ class LocalPool:
     @property
     def forked(self) -> bool:
         """Whether tasks run in worker processes (otherwise inline, in this one)."""
-        return self._pool is not None
+        return self._hub is not None
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
-            self._pool = None
+        """End the workers: at once if any still holds a task (a run that failed or was left early)."""
+        if self._hub is not None:
+            self._hub.close()
+            self._hub = None
 
     def run(self, fn: Callable[..., Any], tasks: list[tuple[Any, ...]], cost: list[float] | None = None
             ) -> Iterator[tuple[int, Any]]:
         """(task index, result) as tasks finish; tasks start largest ``cost`` first."""
         order = sorted(range(len(tasks)), key=lambda i: (-(cost[i] if cost else 0.0), i))
-        if self._pool is None:
+        hub = self._hub
+        if hub is None:
             for i in order:
                 yield i, fn(self.shared, *tasks[i])
             return
-        from multiprocessing import TimeoutError as PoolTimeout
-
-        results = self._pool.imap_unordered(_indexed, [(i, fn, tasks[i]) for i in order], chunksize=1)
+        for rank, i in enumerate(order):
+            hub.queue(i, fn, tasks[i], float(rank))
+        hub.dispatch()
         for _ in order:
-            while True:
-                try:
-                    i, result = results.next(timeout=1.0)
-                    break
-                except PoolTimeout:
-                    self._check_workers()
-            if isinstance(result, _Failure):
-                result.raise_it()
-            yield i, result
+            yield hub.get()
 
-    def _check_workers(self) -> None:
-        """A worker killed (out of memory, a signal) takes its task with it and the pool would wait for
-        ever: one line instead."""
-        if any(p.exitcode not in (None, 0) for p in self._workers):
+
+class _Hub:
+    """Forked workers, each with a pipe of its own, fed from a priority queue kept in this process.
+
+    A worker shares nothing with the others or with this process but its pipe, so no lock can be left held
+    by a worker that is stopped: ``multiprocessing.Pool`` sends every result through one queue guarded by a
+    lock, and ``Pool.terminate()`` waits for ever on it when a worker is stopped half-way through sending
+    (CPython issue gh-96995; here, a refused input while the other worker sent its report back). A thread of
+    this process receives the results and hands each worker its next task as soon as it has room, whatever
+    the main thread is doing."""
+
+    #: Results received and not yet taken by the consumer, plus tasks running, at most this many per worker:
+    #: workers do not run far ahead of a consumer that keeps what they send.
+    AHEAD = 2
+
+    def __init__(self, ctx: multiprocessing.context.BaseContext, jobs: int, shared: Any) -> None:
+        import queue
+
+        global _SHARED
+        self._results: queue.SimpleQueue[tuple[Any, Any]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._heap: list[tuple[float, int, bytes]] = []
+        self._seq = 0
+        self._held = [0] * jobs  # whether a worker holds a task it has not answered
+        self._unread = 0  # tasks sent and not yet taken by get()
+        self._closing = False
+        self._conns: list[multiprocessing.connection.Connection] = []
+        self._procs: list[Any] = []
+        _SHARED = shared  # inherited by the forked workers
+        try:
+            for _ in range(jobs):
+                ours, theirs = ctx.Pipe()
+                proc = ctx.Process(target=_serve, args=(theirs, list(self._conns)), daemon=True)
+                proc.start()
+                theirs.close()
+                self._conns.append(ours)
+                self._procs.append(proc)
+        except BaseException:
+            self._stop_workers(at_once=True)
+            raise
+        finally:
+            _SHARED = None
+        self._receiver = threading.Thread(target=self._receive, name="hpcsa-results", daemon=True)
+        self._receiver.start()
+
+    def queue(self, key: Any, fn: Callable[..., Any], args: tuple[Any, ...], priority: float) -> None:
+        """A task, sent when a worker has room (lower ``priority`` first, then the order queued)."""
+        from multiprocessing.reduction import ForkingPickler
+
+        payload = bytes(ForkingPickler.dumps((key, fn, args)))
+        with self._lock:
+            heapq.heappush(self._heap, (priority, self._seq, payload))
+            self._seq += 1
+
+    def dispatch(self) -> None:
+        with self._lock:
+            self._dispatch_locked()
+
+    def _dispatch_locked(self) -> None:
+        """The next tasks to the idle workers. One task per worker: one queued behind a long task (a large
+        structure file's parse) would wait while another worker went idle. The receiving thread sends the
+        next task as soon as a result arrives, so a worker waits only for that hand-over."""
+        while self._heap and not self._closing and self._unread < self.AHEAD * len(self._conns):
+            w = next((w for w, held in enumerate(self._held) if not held), None)
+            if w is None:
+                return
+            _, _, payload = heapq.heappop(self._heap)
+            try:
+                self._conns[w].send_bytes(payload)
+            except OSError:  # the worker has gone: the receiving thread reports it
+                pass
+            self._held[w] = 1
+            self._unread += 1
+
+    def get(self) -> tuple[Any, Any]:
+        """The next (key, result) to arrive; an error raised in a worker is raised here."""
+        import queue
+
+        while True:
+            try:
+                return self._taken(*self._results.get(timeout=1.0))
+            except queue.Empty:
+                if not self._receiver.is_alive():  # pragma: no cover - a defect in _receive
+                    raise RuntimeError("the thread receiving the workers' results has stopped") from None
+
+    def poll(self) -> tuple[Any, Any] | None:
+        """Like :meth:`get`, but None at once when no result has arrived."""
+        import queue
+
+        try:
+            return self._taken(*self._results.get(block=False))
+        except queue.Empty:
+            return None
+
+    def _taken(self, key: Any, result: Any) -> tuple[Any, Any]:
+        if key is _WORKER_LOST:
             raise HpcsaError(None, "a worker process ended without its result")
+        with self._lock:
+            self._unread -= 1
+            self._dispatch_locked()
+        if isinstance(result, _Failure):
+            result.raise_it()
+        if isinstance(result, _Raised):
+            raise result.exc
+        return key, result
+
+    def _receive(self) -> None:
+        """The receiving thread: results into the queue, and each worker's next task sent at once."""
+        from multiprocessing.connection import wait
+
+        worker_of = {**{c: w for w, c in enumerate(self._conns)},
+                     **{p.sentinel: w for w, p in enumerate(self._procs)}}
+        lost = False
+        while not self._closing and not lost:
+            for ready in wait(list(worker_of)):
+                w = worker_of[ready]
+                conn = self._conns[w]
+                if ready is not conn and conn.poll(0):  # ended after sending: take the result first
+                    continue
+                try:
+                    if ready is not conn:
+                        raise EOFError
+                    key, result = conn.recv()
+                except (EOFError, OSError):
+                    if not self._closing:
+                        self._results.put((_WORKER_LOST, None))
+                    lost = True
+                    break
+                with self._lock:
+                    self._held[w] -= 1
+                    self._dispatch_locked()
+                self._results.put((key, result))
+
+    def close(self) -> None:
+        with self._lock:
+            self._closing = True
+            busy = any(self._held)
+            self._heap.clear()
+        self._stop_workers(at_once=busy)
+        self._receiver.join()
+        for conn in self._conns:
+            conn.close()
+
+    def _stop_workers(self, at_once: bool) -> None:
+        """Idle workers are told to end; busy ones are stopped (they hold no lock anyone waits on)."""
+        if not at_once:
+            for conn in self._conns:
+                with contextlib.suppress(OSError):
+                    conn.send_bytes(_END)
+        for proc in self._procs:
+            if at_once:
+                proc.terminate()
+            proc.join(timeout=None if at_once else 5)
+            if proc.exitcode is None:  # pragma: no cover - an idle worker that did not end when told
+                proc.kill()
+                proc.join()
+
+
+_WORKER_LOST = object()
+_END = b""  # an empty message: no more tasks
+
+
+class _Raised:
+    """An exception other than an input error, raised in a worker, carried back to be raised again."""
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+def _serve(conn: multiprocessing.connection.Connection,
+           inherited: list[multiprocessing.connection.Connection]) -> None:
+    """A pool worker: tasks from its pipe until told to end, each answered on the same pipe."""
+    import signal
+    from multiprocessing.reduction import ForkingPickler
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which stops the workers
+    for other in inherited:  # the pipes of the workers forked before this one
+        other.close()
+    while True:
+        try:
+            message = conn.recv_bytes()
+        except (EOFError, OSError):
+            return
+        if message == _END:
+            return
+        key, fn, args = ForkingPickler.loads(message)
+        try:
+            result: Any = fn(_SHARED, *args)
+        except HpcsaError as exc:
+            result = _Failure(exc)
+        except BaseException as exc:  # noqa: BLE001 - raised again in the parent
+            result = _Raised(exc)
+        try:
+            conn.send((key, result))
+        except (OSError, EOFError):  # the parent has gone
+            return
+        except Exception as exc:  # a result that does not pickle: say what it was, in one line
+            conn.send((key, _Raised(RuntimeError(f"{type(exc).__name__}: {exc}"))))
 
 
 class _Failure:
@@ -224,19 +406,11 @@ class _Failure:
         raise self.kind(self.path, self.problem)
 
 
-def _run_indexed(fn: Callable[..., Any], args: tuple[Any, ...], shared: Any) -> Any:
+def _run_inline(fn: Callable[..., Any], args: tuple[Any, ...], shared: Any) -> Any:
     try:
         return fn(shared, *args)
     except HpcsaError as exc:
         return _Failure(exc)
-
-
-def _indexed(packed: tuple[int, Callable[..., Any], tuple[Any, ...]]) -> tuple[int, Any]:
-    i, fn, args = packed
-    try:
-        return i, fn(_SHARED, *args)
-    except HpcsaError as exc:
-        return i, _Failure(exc)
 
 
 class DynamicRun:
@@ -247,74 +421,50 @@ class DynamicRun:
     """
 
     def __init__(self, pool: LocalPool) -> None:
-        import heapq
-        import queue
-
         self.pool = pool
-        self._heapq = heapq
-        self._heap: list[tuple[float, int, Any, Callable[..., Any], tuple[Any, ...]]] = []
+        self._heap: list[tuple[float, int, Any, Callable[..., Any], tuple[Any, ...]]] = []  # inline only
         self._seq = 0
-        self._done: queue.Queue[tuple[Any, Any]] = queue.Queue()
-        self._empty = queue.Empty
-        self._in_flight = 0
+        self._pending = 0  # forked: submitted and not yet yielded
 
     def submit(self, key: Any, fn: Callable[..., Any], args: tuple[Any, ...], priority: float = 0.0) -> None:
-        self._heapq.heappush(self._heap, (priority, self._seq, key, fn, args))
-        self._seq += 1
+        hub = self.pool._hub
+        if hub is not None:
+            hub.queue(key, fn, args, priority)
+            self._pending += 1
+        else:
+            heapq.heappush(self._heap, (priority, self._seq, key, fn, args))
+            self._seq += 1
 
     def start(self) -> None:
         """Hand the queued tasks to the workers now (iterating does it too); nothing for an inline pool."""
-        if self.pool.forked:
-            self._launch()
-
-    def _launch(self) -> None:
-        pool = self.pool._pool
-        limit = 2 * self.pool.jobs
-        while self._heap and self._in_flight < limit:
-            _, _, key, fn, args = self._heapq.heappop(self._heap)
-            self._in_flight += 1
-            pool.apply_async(_indexed, ((key, fn, args),), callback=self._done.put,
-                             error_callback=lambda exc, key=key: self._done.put((key, exc)))
+        if self.pool._hub is not None:
+            self.pool._hub.dispatch()
 
     def finished(self) -> Iterator[tuple[Any, Any]]:
         """The results the workers have sent back already, without waiting for more (a forked pool)."""
-        while self._in_flight:
-            try:
-                key, result = self._done.get_nowait()
-            except self._empty:
+        hub = self.pool._hub
+        while hub is not None and self._pending:
+            got = hub.poll()
+            if got is None:
                 return
-            self._in_flight -= 1
-            yield key, self._checked(result)
-
-    @staticmethod
-    def _checked(result: Any) -> Any:
-        if isinstance(result, _Failure):
-            result.raise_it()
-        if isinstance(result, BaseException):
-            raise result
-        return result
+            self._pending -= 1
+            yield got
 
     def __iter__(self) -> Iterator[tuple[Any, Any]]:
-        if self.pool._pool is None:
+        hub = self.pool._hub
+        if hub is None:
             while self._heap:
-                _, _, key, fn, args = self._heapq.heappop(self._heap)
-                result = _run_indexed(fn, args, self.pool.shared)
+                _, _, key, fn, args = heapq.heappop(self._heap)
+                result = _run_inline(fn, args, self.pool.shared)
                 if isinstance(result, _Failure):
                     result.raise_it()
                 yield key, result
             return
-        while True:
-            self._launch()
-            if not self._in_flight:
-                return
-            while True:
-                try:
-                    key, result = self._done.get(timeout=1.0)
-                    break
-                except self._empty:
-                    self.pool._check_workers()
-            self._in_flight -= 1
-            yield key, self._checked(result)
+        while self._pending:
+            hub.dispatch()  # what the consumer submitted since
+            got = hub.get()
+            self._pending -= 1
+            yield got
 
 
 class Tickets:

@@ -175,3 +175,102 @@ def test_map_in_threads_raises_the_first_failure_in_the_caller() -> None:
     with pytest.raises(FormatError, match="bad item"):
         map_in_threads(fail_on_three, list(range(8)), 2)
 
+
+
+# The pool's shutdown. multiprocessing.Pool hung here: a refusal stopped the pool while the other worker
+# was sending a large result back, and Pool.terminate() then waited for ever on the lock of the result
+# queue that the stopped worker held (CPython issue gh-96995). Run in a child process with a time limit,
+# so that a hang fails the test instead of holding the suite.
+_SHUTDOWN_WHILE_SENDING = """
+import random, sys, time
+from hpcsa.errors import HpcsaError
+from hpcsa.workers import DynamicRun, LocalPool
+
+def task(shared, k, delay):
+    if k == 3:
+        time.sleep(delay)
+        raise HpcsaError("input-%d" % k, "refused")
+    return b"x" * (8 << 20)
+
+random.seed(1)
+for attempt in range(12):
+    t = time.perf_counter()
+    try:
+        with LocalPool(2) as pool:
+            run = DynamicRun(pool)
+            for k in range(30):
+                run.submit(k, task, (k, random.random() * 0.05), priority=1.5 if k == 3 else k)
+            for _ in run:
+                pass
+    except HpcsaError as exc:
+        assert str(exc) == "input-3: refused", exc
+    else:
+        raise AssertionError("not refused")
+    assert time.perf_counter() - t < 10, "slow shutdown"
+print("ok")
+"""
+
+
+def test_refusal_while_a_worker_sends_a_large_result_ends_the_pool() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _SHUTDOWN_WHILE_SENDING], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def _sleepy(shared: int, seconds: float) -> float:
+    import time
+
+    time.sleep(seconds)
+    return seconds
+
+
+def test_a_run_left_early_stops_busy_workers_at_once() -> None:
+    import time
+
+    t = time.perf_counter()
+    with LocalPool(2, shared=0) as pool:
+        results = pool.run(_sleepy, [(0.0,), (60.0,), (60.0,), (60.0,)], cost=[9.0, 1.0, 1.0, 1.0])
+        assert next(results) == (0, 0.0)
+        workers = list(pool._hub._procs)
+    assert time.perf_counter() - t < 10
+    assert all(p.exitcode is not None for p in workers)  # ended, and reaped
+
+
+def _misbehaves(shared: int, how: str) -> object:
+    if how == "bug":
+        raise KeyError("a defect in a worker")
+    if how == "unpicklable":
+        return lambda: None
+    if how == "interrupted":  # Ctrl-C reaches every process of the group: a worker leaves it to the parent
+        os.kill(os.getpid(), signal.SIGINT)
+        return "went on"
+    return how
+
+
+@pytest.mark.parametrize(("how", "error", "text"), [
+    ("bug", KeyError, "a defect in a worker"),
+    ("unpicklable", RuntimeError, "PicklingError|AttributeError"),
+])
+def test_pool_raises_what_a_worker_raised(how, error, text) -> None:
+    with LocalPool(2, shared=0) as pool, pytest.raises(error, match=text):
+        list(pool.run(_misbehaves, [("fine",), (how,), ("fine",)]))
+
+
+def test_pool_worker_ignores_ctrl_c() -> None:
+    with LocalPool(2, shared=0) as pool:
+        assert sorted(r for _, r in pool.run(_misbehaves, [("interrupted",), ("fine",)])) == ["fine", "went on"]
+
+
+def _sized(shared: int, blob: bytes, answer: int) -> bytes:
+    return bytes([blob[0]]) * answer
+
+
+def test_pool_carries_large_tasks_and_results_both_ways() -> None:
+    """Tasks and results larger than a pipe holds, many at once: nothing waits on the other side for ever."""
+    tasks = [(bytes([k]) * (3 << 20), (k + 1) << 20) for k in range(12)]
+    with LocalPool(2, shared=0) as pool:
+        got = dict(pool.run(_sized, tasks))
+    assert {k: (len(v), v[:1]) for k, v in got.items()} == {k: ((k + 1) << 20, bytes([k])) for k in range(12)}
