@@ -73,3 +73,28 @@ def test_a_command_process_settles_the_collector_and_a_caller_of_main_keeps_its_
         pass
     capsys.readouterr()
     assert (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled()) == before
+
+
+_CTRL_C_WHILE_LOADING = """
+import importlib, os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, whatever ran this test
+real = importlib.import_module
+
+def loading(name, *args):
+    if name == "hpcsa.aggregate.prof.command":  # Ctrl-C while the subcommand's modules load
+        os.kill(os.getpid(), signal.SIGINT)
+    return real(name, *args)
+
+importlib.import_module = loading
+sys.argv = ["hpcsa", "prof", "nowhere.m"]
+from hpcsa.cli import entry
+entry()
+"""
+
+
+def test_ctrl_c_while_the_subcommand_loads_is_one_line() -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _CTRL_C_WHILE_LOADING], capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stderr) == (130, "hpcsa: interrupted\n")
