@@ -217,7 +217,7 @@ class _Hub:
         self._lock = threading.Lock()
         self._heap: list[tuple[float, int, bytes]] = []
         self._seq = 0
-        self._held = [0] * jobs  # whether a worker holds a task it has not answered
+        self._held = [False] * jobs  # whether a worker holds a task it has not answered
         self._unread = 0  # tasks sent and not yet taken by get()
         self._closing = False
         self._conns: list[multiprocessing.connection.Connection] = []
@@ -265,7 +265,7 @@ class _Hub:
                 self._conns[w].send_bytes(payload)
             except OSError:  # the worker has gone: the receiving thread reports it
                 pass
-            self._held[w] = 1
+            self._held[w] = True
             self._unread += 1
 
     def get(self) -> tuple[Any, Any]:
@@ -294,10 +294,7 @@ class _Hub:
         with self._lock:
             self._unread -= 1
             self._dispatch_locked()
-        if isinstance(result, _Failure):
-            result.raise_it()
-        if isinstance(result, _Raised):
-            raise result.exc
+        _raise_carried(result)
         return key, result
 
     def _receive(self) -> None:
@@ -306,26 +303,27 @@ class _Hub:
 
         worker_of = {**{c: w for w, c in enumerate(self._conns)},
                      **{p.sentinel: w for w, p in enumerate(self._procs)}}
-        lost = False
-        while not self._closing and not lost:
+        while not self._closing:
             for ready in wait(list(worker_of)):
                 w = worker_of[ready]
                 conn = self._conns[w]
-                if ready is not conn and conn.poll(0):  # ended after sending: take the result first
-                    continue
-                try:
-                    if ready is not conn:
-                        raise EOFError
-                    key, result = conn.recv()
-                except (EOFError, OSError):
-                    if not self._closing:
-                        self._results.put((_WORKER_LOST, None))
-                    lost = True
+                if ready is conn:
+                    try:
+                        key, result = conn.recv()
+                    except (EOFError, OSError):
+                        break  # the worker ended mid-message or without one
+                    with self._lock:
+                        self._held[w] = False
+                        self._dispatch_locked()
+                    self._results.put((key, result))
+                elif not conn.poll(0):  # the process ended with nothing left in its pipe
                     break
-                with self._lock:
-                    self._held[w] -= 1
-                    self._dispatch_locked()
-                self._results.put((key, result))
+                # else: it ended after sending; the pipe is read first (its end of file is the loss)
+            else:
+                continue
+            if not self._closing:
+                self._results.put((_WORKER_LOST, None))
+            return
 
     def close(self) -> None:
         with self._lock:
@@ -363,6 +361,19 @@ class _Raised:
         self.exc = exc
 
 
+def _carried(exc: BaseException) -> Any:
+    """An exception of a worker as sent to the parent (an input error as plain data: it does not unpickle)."""
+    return _Failure(exc) if isinstance(exc, HpcsaError) else _Raised(exc)
+
+
+def _raise_carried(payload: Any) -> None:
+    """Raise again what :func:`_carried` wrapped; anything else is a result, left alone."""
+    if isinstance(payload, _Failure):
+        payload.raise_it()
+    if isinstance(payload, _Raised):
+        raise payload.exc
+
+
 def _serve(conn: multiprocessing.connection.Connection,
            inherited: list[multiprocessing.connection.Connection]) -> None:
     """A pool worker: tasks from its pipe until told to end, each answered on the same pipe."""
@@ -382,16 +393,15 @@ def _serve(conn: multiprocessing.connection.Connection,
         key, fn, args = ForkingPickler.loads(message)
         try:
             result: Any = fn(_SHARED, *args)
-        except HpcsaError as exc:
-            result = _Failure(exc)
         except BaseException as exc:  # noqa: BLE001 - raised again in the parent
-            result = _Raised(exc)
+            result = _carried(exc)
         try:
             conn.send((key, result))
         except (OSError, EOFError):  # the parent has gone
             return
         except Exception as exc:  # a result that does not pickle: say what it was, in one line
-            conn.send((key, _Raised(RuntimeError(f"{type(exc).__name__}: {exc}"))))
+            with contextlib.suppress(OSError, EOFError):
+                conn.send((key, _Raised(RuntimeError(f"{type(exc).__name__}: {exc}"))))
 
 
 class _Failure:
@@ -404,13 +414,6 @@ class _Failure:
 
     def raise_it(self) -> None:
         raise self.kind(self.path, self.problem)
-
-
-def _run_inline(fn: Callable[..., Any], args: tuple[Any, ...], shared: Any) -> Any:
-    try:
-        return fn(shared, *args)
-    except HpcsaError as exc:
-        return _Failure(exc)
 
 
 class DynamicRun:
@@ -455,10 +458,7 @@ class DynamicRun:
         if hub is None:
             while self._heap:
                 _, _, key, fn, args = heapq.heappop(self._heap)
-                result = _run_inline(fn, args, self.pool.shared)
-                if isinstance(result, _Failure):
-                    result.raise_it()
-                yield key, result
+                yield key, fn(self.pool.shared, *args)
             return
         while self._pending:
             hub.dispatch()  # what the consumer submitted since
@@ -514,9 +514,7 @@ class ForkedWorker:
         except EOFError:  # killed (out of memory, a signal): say so in one line
             raise HpcsaError(None, f"a worker process of {self.what} ended without its result") from None
         if got == "error":
-            if isinstance(payload, _Failure):
-                payload.raise_it()
-            raise payload
+            _raise_carried(payload)
         assert got == tag, (got, tag)
         return payload
 
@@ -545,14 +543,13 @@ def _forked_main(conn: multiprocessing.connection.Connection, target: Callable[.
 
 
 def _send_error(conn: multiprocessing.connection.Connection, exc: BaseException) -> None:
-    payload: Any = _Failure(exc) if isinstance(exc, HpcsaError) else exc
     try:
-        conn.send(("error", payload))
+        conn.send(("error", _carried(exc)))
     except (OSError, EOFError):  # the parent has gone (it failed first and closed its end): nothing to tell
         pass
     except Exception:  # an exception that does not pickle (nothing was sent): its text, in one line
         with contextlib.suppress(OSError, EOFError):
-            conn.send(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
+            conn.send(("error", _Raised(RuntimeError(f"{type(exc).__name__}: {exc}"))))
 
 
 def default_jobs() -> int:
