@@ -85,16 +85,16 @@ def main(argv: Sequence[str] | None = None, settle_gc: bool = False) -> int:
     parser, parsers = build_parser()
     # Let each subcommand declare its own options before parsing.
     command = next((a for a in argv if not a.startswith("-")), None)
-    if command in SUBCOMMANDS:
-        name = SUBCOMMANDS[command][0]
-        module = _import_settled(name) if settle_gc else importlib.import_module(name)
-        module.register(parsers[command])
-    args = parser.parse_args(argv)
-    if not args.command:
-        parser.print_help()
-        return 2
-    module = importlib.import_module(SUBCOMMANDS[args.command][0])
-    try:
+    try:  # Ctrl-C while the subcommand's modules load (a third of a short run) is the same line as later
+        if command in SUBCOMMANDS:
+            name = SUBCOMMANDS[command][0]
+            module = _import_settled(name) if settle_gc else importlib.import_module(name)
+            module.register(parsers[command])
+        args = parser.parse_args(argv)
+        if not args.command:
+            parser.print_help()
+            return 2
+        module = importlib.import_module(SUBCOMMANDS[args.command][0])
         return int(module.run(args) or 0)
     except HpcsaError as exc:
         print(f"hpcsa: error: {exc}", file=sys.stderr)
@@ -130,14 +130,8 @@ def _import_settled(name: str) -> Any:
 
 
 def entry() -> None:
-    """The ``hpcsa`` command. Ctrl-C while the subcommand's modules load (a third of a short run) is the same
-    one line as during the run, not a traceback."""
-    try:
-        code = main(settle_gc=True)
-    except KeyboardInterrupt:
-        print("hpcsa: interrupted", file=sys.stderr)
-        code = 130
-    leave(code)
+    """The ``hpcsa`` command."""
+    leave(main(settle_gc=True))
 
 
 def leave(code: int) -> NoReturn:
