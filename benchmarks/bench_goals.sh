@@ -4,11 +4,12 @@
 #   profiles with the issue's 10 MB of structure files, and on 16 profiles over python3.11d, libc and libm
 #   (20.7 MB of structure files, benchmarks/realshape.py "bigc"), first run (structure files parsed) and warm
 #   (parsed-structure cache); hpcsa struct -j 2 on python3.11d and on a copy of meas-cxx1024.
-# Wall seconds and the largest resident set (GNU time's %M) of each command, median of REPEAT rounds, with the
-# bytecode cache in place (as an installed package runs). Needs ../shared/data (the real run), Debian's
+# Wall seconds and the largest resident set of any one of its processes (GNU time's %M) of each command, median
+# of REPEAT rounds, with the bytecode cache in place (as an installed package runs); then the peak memory of the
+# whole process tree (coordinator and workers: benchmarks/tree_peak.py), median of 3 more rounds, watched. Needs ../shared/data (the real run), Debian's
 # python3.11-dbg and libc6-dbg.
 #
-# usage: benchmarks/bench_goals.sh [REPEAT] [RESULTS.md]     (about 2 minutes on 2 idle cores)
+# usage: benchmarks/bench_goals.sh [REPEAT] [RESULTS.md]     (about 4 minutes on 2 idle cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPEAT=${1:-3}
@@ -68,13 +69,8 @@ done
 add "struct python3.11d -j 2" ":" "$H struct /usr/bin/python3.11d -o $T/p.hpcstruct -j 2"
 add "struct MEASDIR real-1024 -j 2" "rm -rf $T/mc; cp -r $REAL $T/mc; rm -rf $T/mc/structs" "$H struct $T/mc -j 2"
 
-# The machine's speed at the start and the end (it is shared and varies during a day): a fixed loop of dict
-# inserts, the kind of work most of a run's Python is.
-probe() { .venv/bin/python -c "
-import time
-t = time.perf_counter(); d = {}
-for i in range(500_000): d[(i, i + 1, (i,))] = i
-print(f'{time.perf_counter() - t:.2f}')"; }
+# The machine's speed at the start and the end (it is shared and varies during a day): benchmarks/machine_speed.py.
+probe() { .venv/bin/python benchmarks/machine_speed.py; }
 PROBE_START=$(probe)
 
 # A round first, unrecorded: the structure files and binaries come into the page cache (the first of the
@@ -83,9 +79,16 @@ for i in "${!NAMES[@]}"; do run "$i"; rm -f "$T/runs.$i"; done
 for _ in $(seq "$REPEAT"); do
   for i in "${!NAMES[@]}"; do run "$i"; done
 done
+# The whole tree's peak, in rounds of its own (sampling /proc every 5 ms takes CPU from the run it watches).
+for _ in 1 2 3; do
+  for i in "${!NAMES[@]}"; do
+    eval "${BEFORES[$i]}"
+    eval ".venv/bin/python benchmarks/tree_peak.py ${CMDS[$i]}" >> "$T/tree.$i"
+  done
+done
 rows=()
 for i in "${!NAMES[@]}"; do
-  rows+=("${NAMES[$i]}|$(median "$T/runs.$i" 1)|$(median "$T/runs.$i" 2)|$(cut -d' ' -f1 "$T/runs.$i" | tr '\n' ' ' | sed 's/ $//')")
+  rows+=("${NAMES[$i]}|$(median "$T/runs.$i" 1)|$(median "$T/runs.$i" 2)|$(median "$T/tree.$i" 2)|$(cut -d' ' -f1 "$T/runs.$i" | tr '\n' ' ' | sed 's/ $//')")
 done
 # The second run against the first, round by round (each round's warm -j 2 run came right after its first run).
 ratio() {  # FIRST WARM: the median of the rounds' first / warm
@@ -99,14 +102,16 @@ ratio() {  # FIRST WARM: the median of the rounds' first / warm
   echo
   echo "\`benchmarks/bench_goals.sh $REPEAT\` on $(date -u +%Y-%m-%d), $(nproc) CPUs, $(.venv/bin/python -V), load average"
   echo "$(cut -d' ' -f1-3 /proc/loadavg) at the end; commit $(git rev-parse --short HEAD). Median of $REPEAT rounds, each"
-  echo "running every command once in the order below, after one round not recorded (all runs listed); memory: the"
-  echo "largest resident set of the command's processes (GNU time). Machine speed: a fixed loop of 500,000 dict"
-  echo "inserts took $PROBE_START s at the start and $(probe) s at the end."
+  echo "running every command once in the order below, after one round not recorded (all runs listed). Memory: the"
+  echo "largest resident set of any one of the command's processes (GNU time's %M, same rounds), and the peak of the"
+  echo "whole process tree (the sum of its processes' PSS, sampled every 5 ms by benchmarks/tree_peak.py; median of 3"
+  echo "more rounds): the figure to hold against a C++ tool, whose workers are threads of one process. Machine speed"
+  echo "(benchmarks/machine_speed.py): $PROBE_START s at the start and $(probe) s at the end."
   echo
-  echo "| command | wall (s) | memory (MiB) | runs (s) | C++ tool on this machine kind |"
-  echo "|---|---:|---:|---|---|"
+  echo "| command | wall (s) | largest process (MiB) | whole tree (MiB) | runs (s) | C++ tool on this machine kind |"
+  echo "|---|---:|---:|---:|---|---|"
   for r in "${rows[@]}"; do
-    IFS='|' read -r name w k runs <<< "$r"
+    IFS='|' read -r name w k tree runs <<< "$r"
     case "$name" in
       "prof real-1024 10 MB"*) ref="hpcprof -j 2: 0.7-0.8 s, 66 MiB (the issue's run of this shape)" ;;
       "prof real-1024"*) ref="hpcprof -j 2: 1.55-1.59 s, 84 MB (this run, as recorded with it)" ;;
@@ -114,7 +119,7 @@ ratio() {  # FIRST WARM: the median of the rounds' first / warm
       "struct python3.11d"*) ref="hpcstruct -j 2: 3.4-4.1 s, 720 MiB" ;;
       *) ref="hpcstruct -j 2: 12.8 s, 460 MB" ;;
     esac
-    echo "| \`$name\` | $w | $(( k / 1024 )) | $runs | $ref |"
+    echo "| \`$name\` | $w | $(( k / 1024 )) | $(( tree / 1024 )) | $runs | $ref |"
   done
   echo
   echo "A warm \`-j 2\` run against the first run of its round (median of the rounds' ratios): real run" \

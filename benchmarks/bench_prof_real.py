@@ -38,6 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import realshape  # noqa: E402
 from bench_prof import measure  # noqa: E402
+from machine_speed import probe  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "prof_real.md"
 MPIEXEC = Path(sys.executable).parent / "mpiexec"
@@ -107,6 +108,7 @@ def main() -> None:
     ap.add_argument("--bigc", default="16", help="profiles of the bigc shape")
     args = ap.parse_args()
     load0 = os.getloadavg()
+    speed0 = probe()
     tmp = Path(tempfile.mkdtemp(prefix="bench-prof-real-"))
     sets = [("bigc", int(n)) for n in args.bigc.split(",") if n] + \
            [("omp", int(n)) for n in args.sizes.split(",") if n]
@@ -123,7 +125,7 @@ def main() -> None:
         info["contexts"] = int(LAST_SUMMARY[0].split(" contexts")[0].rsplit(" ", 1)[1])
         rows.append((shape, n, info, res, same))
         shutil.rmtree(meas)
-        text = report(rows, args, load0, os.getloadavg())
+        text = report(rows, args, load0, os.getloadavg(), (speed0, probe()))
         if args.record:  # after every set: a long run cut short keeps what it measured
             from hpcsa.fileio import write_file
 
@@ -131,14 +133,15 @@ def main() -> None:
     print(text)
 
 
-def report(rows: list, args: argparse.Namespace, load0: tuple, load1: tuple) -> str:
+def report(rows: list, args: argparse.Namespace, load0: tuple, load1: tuple, speed: tuple[float, float]) -> str:
     lines = [
         "# `hpcsa prof` on real-shaped inputs",
         "",
         f"`benchmarks/bench_prof_real.py --repeat {args.repeat} --sizes {args.sizes} --bigc {args.bigc}` "
         f"(Python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}, 2 CPUs shared with "
         f"other engineers: load average {load0[0]:.1f} at the start, {load1[0]:.1f} at the end, so times are upper "
-        "bounds). Inputs: see `benchmarks/realshape.py`; **omp** = threads (16 per process) over libc with "
+        f"bounds; machine speed, `benchmarks/machine_speed.py`: {speed[0]:.2f} s at the start, {speed[1]:.2f} s at "
+        "the end). Inputs: see `benchmarks/realshape.py`; **omp** = threads (16 per process) over libc with "
         "Debian's debug info, libm, libgomp, libstdc++; **bigc** = processes over Debian's python3.11d, libc, "
         "libm. cold = empty parsed-structure cache (the XML is parsed); warm = median of the runs after it "
         "(16,384 profiles: one warm run of -j 2 only). Peaks: largest PSS of the process tree in the cold run, and over the warm runs.",

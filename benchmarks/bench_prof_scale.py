@@ -62,6 +62,7 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_prof import measure  # noqa: E402  (the same PSS sampler as the single-machine benchmark)
+from machine_speed import probe  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "prof_scale.md"
 MPIEXEC = Path(sys.executable).parent / "mpiexec"
@@ -182,6 +183,7 @@ def main() -> None:
         mpi_phases(args.mpi_phases[0], args.mpi_phases[1], int(args.mpi_phases[2]))
         return
     load0 = os.getloadavg()
+    speed0 = probe()
     tmp = Path(tempfile.mkdtemp(prefix="bench-prof-scale-"))
     rows = []
     phases: dict[str, dict[str, float]] = {}
@@ -200,7 +202,7 @@ def main() -> None:
             phases, mpi, top, cum = where_time_goes(tmp / f"{big['set']}-{big['profiles']}.m", tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    text = report(args, rows, big, phases, mpi, top, cum, load0, os.getloadavg())
+    text = report(args, rows, big, phases, mpi, top, cum, load0, os.getloadavg(), (speed0, probe()))
     print(text)
     if args.record:
         from hpcsa.fileio import write_file
@@ -209,7 +211,7 @@ def main() -> None:
 
 
 def report(args: argparse.Namespace, rows: list, big: dict, phases: dict[str, dict[str, float]], mpi: dict,
-           top: str, cum: str, load0: tuple, load1: tuple) -> str:
+           top: str, cum: str, load0: tuple, load1: tuple, speed: tuple[float, float]) -> str:
     def mib(b: float) -> str:
         return f"{b / MIB:.0f}"
 
@@ -222,7 +224,8 @@ def report(args: argparse.Namespace, rows: list, big: dict, phases: dict[str, di
         f"(best of {args.repeat} interleaved runs; "
         f"Python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}, "
         f"{os.cpu_count()} CPUs shared with other engineers: load average {load0[0]:.1f} at the start, "
-        f"{load1[0]:.1f} at the end, so times are upper bounds). Inputs from `hpcsa synth` (structure "
+        f"{load1[0]:.1f} at the end, so times are upper bounds; machine speed, `benchmarks/machine_speed.py`: "
+        f"{speed[0]:.2f} s at the start, {speed[1]:.2f} s at the end). Inputs from `hpcsa synth` (structure "
         "files included): **cpu** = ranks of 16 CPU threads, 1 metric (the yardstick's shape); **gpu** = per "
         "rank a CPU thread and a GPU stream, 1 CPU + 63 GPU metrics. Each run is the command a user types "
         "(a fresh process: start-up and imports included); times are of unwatched runs, memory is the peak PSS of "
