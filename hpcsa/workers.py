@@ -252,6 +252,18 @@ class _Hub:
         with self._lock:
             self._dispatch_locked()
 
+    def take(self) -> tuple[Any, Callable[..., Any], tuple[Any, ...]] | None:
+        """The first queued task, taken back before any worker is sent it (for the caller to run itself); None
+        when every queued task is with a worker."""
+        from multiprocessing.reduction import ForkingPickler
+
+        with self._lock:
+            if not self._heap:
+                return None
+            payload = heapq.heappop(self._heap)[2]
+        key, fn, args = ForkingPickler.loads(payload)
+        return key, fn, args
+
     def _dispatch_locked(self) -> None:
         """The next tasks to the idle workers. One task per worker: one queued behind a long task (a large
         structure file's parse) would wait while another worker went idle. The receiving thread sends the
@@ -438,10 +450,40 @@ class DynamicRun:
             heapq.heappush(self._heap, (priority, self._seq, key, fn, args))
             self._seq += 1
 
+    def take(self) -> tuple[Any, Callable[..., Any], tuple[Any, ...]] | None:
+        """The first queued task that no worker has started, for the caller to run itself (it is not yielded
+        by iterating); None when there is none."""
+        hub = self.pool._hub
+        if hub is None:
+            if not self._heap:
+                return None
+            _, _, key, fn, args = heapq.heappop(self._heap)
+            return key, fn, args
+        got = hub.take()
+        if got is not None:
+            self._pending -= 1
+        return got
+
+    @property
+    def pending(self) -> int:
+        """Tasks submitted and not yet yielded or taken."""
+        return self._pending if self.pool._hub is not None else len(self._heap)
+
     def start(self) -> None:
         """Hand the queued tasks to the workers now (iterating does it too); nothing for an inline pool."""
         if self.pool._hub is not None:
             self.pool._hub.dispatch()
+
+    def wait(self) -> tuple[Any, Any]:
+        """The next result from the workers, waiting for it (a forked pool, with tasks pending and none left to
+        :meth:`take`)."""
+        hub = self.pool._hub
+        if hub is None or not self._pending:
+            raise RuntimeError("no task is with a worker")
+        hub.dispatch()
+        got = hub.get()
+        self._pending -= 1
+        return got
 
     def finished(self) -> Iterator[tuple[Any, Any]]:
         """The results the workers have sent back already, without waiting for more (a forked pool)."""

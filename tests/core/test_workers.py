@@ -125,6 +125,46 @@ def test_dynamic_run_finished_hands_over_what_has_arrived_without_waiting():
         assert {**early, **late} == {x: x * x for x in range(4)}
 
 
+def _square_after(shared, x, seconds):
+    import time
+
+    time.sleep(seconds)
+    return x * x
+
+
+@pytest.mark.parametrize("fork", [True, False])
+def test_dynamic_run_take_gives_a_queued_task_to_the_caller_once(fork):
+    """A parent that works beside its worker takes back a task no worker has started (the first by priority),
+    runs it itself, and never gets its result from the workers as well: every task runs once, whoever runs
+    it, and ``pending`` counts what is still to come."""
+    from hpcsa.workers import DynamicRun
+
+    with LocalPool(1, shared=1, fork=fork) as pool:
+        run = DynamicRun(pool)
+        run.submit("slow", _square_after, (3, 1.0), priority=0.0)
+        run.start()  # the worker (if forked) holds "slow" from here on, for a second
+        for x in range(5):
+            run.submit(x, _square_after, (x, 0.0), priority=float(5 - x))
+        assert run.pending == 6
+        got: dict[object, int] = {}
+        taken = []
+        while (task := run.take()) is not None:
+            key, fn, args = task
+            taken.append(key)
+            got[key] = fn(pool.shared, *args)
+        # by priority; the task the worker started is not taken back
+        assert taken == ([4, 3, 2, 1, 0] if fork else ["slow", 4, 3, 2, 1, 0])
+        assert run.pending == (1 if fork else 0)
+        while run.pending:
+            key, result = run.wait() if fork else next(iter(run))
+            assert key not in got
+            got[key] = result
+        assert got == {"slow": 9, **{x: x * x for x in range(5)}}
+        if fork:
+            with pytest.raises(RuntimeError, match="no task"):
+                run.wait()
+
+
 def test_dynamic_run_killed_worker_is_one_error():
     from hpcsa.workers import DynamicRun
 
