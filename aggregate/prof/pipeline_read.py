@@ -167,7 +167,7 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
     share = transport.tasks(f"phase 1, seed {env.seed}", len(batches))
     # One process works beside jobs - 1 forked workers (as in phases 2 and 3): -j 2 is two processes, not a third
     # that mostly waits for the other two (at the first run of the 10 MB shape the whole tree's peak went from
-    # 82 to 74 MiB). It reads profile batches itself, between merging what the workers send, and leaves the
+    # 83 to 74 MiB). It reads profile batches itself, between merging what the workers send, and leaves the
     # structure files to them (a long parse here would leave the workers' reports unread, and the workers
     # waiting) until no batch is left. Over MPI a rank's tasks come from the ranks' counter, a few at a time,
     # to its workers only.
