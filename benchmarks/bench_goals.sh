@@ -2,12 +2,13 @@
 # The speed and memory goals against the C++ tools, as a user runs the commands (issue 12):
 #   hpcsa prof on the real 1,024-thread OpenMP run (meas-cxx1024, 18 MB of structure files), on the same
 #   profiles with the issue's 10 MB of structure files, and on 16 profiles over python3.11d, libc and libm
-#   (20.7 MB of structure files, benchmarks/realshape.py "bigc"), first run (structure files parsed) and warm
-#   (parsed-structure cache); hpcsa struct -j 2 on python3.11d and on a copy of meas-cxx1024.
+#   (21-24 MB of structure files with Debian 12's packages, benchmarks/realshape.py "bigc"), first run (structure
+#   files parsed) and warm (parsed-structure cache); hpcsa struct -j 2 on python3.11d and on a copy of
+#   meas-cxx1024.
 # Wall seconds and the largest resident set of any one of its processes (GNU time's %M) of each command, median
 # of REPEAT rounds, with the bytecode cache in place (as an installed package runs); then the peak memory of the
-# whole process tree (coordinator and workers: benchmarks/tree_peak.py), median of 3 more rounds, watched. Needs ../shared/data (the real run), Debian's
-# python3.11-dbg and libc6-dbg.
+# whole process tree (coordinator and workers: benchmarks/tree_peak.py), median of 3 more rounds, watched.
+# Needs ../shared/data (the real run), Debian's python3.11-dbg and libc6-dbg.
 #
 # usage: benchmarks/bench_goals.sh [REPEAT] [RESULTS.md]     (about 4 minutes on 2 idle cores)
 set -euo pipefail

@@ -480,7 +480,7 @@ class DynamicRun:
         hub = self.pool._hub
         if hub is None or not self._pending:
             raise RuntimeError("no task is with a worker")
-        hub.dispatch()
+        hub.dispatch()  # what the consumer submitted since
         got = hub.get()
         self._pending -= 1
         return got
@@ -503,10 +503,7 @@ class DynamicRun:
                 yield key, fn(self.pool.shared, *args)
             return
         while self._pending:
-            hub.dispatch()  # what the consumer submitted since
-            got = hub.get()
-            self._pending -= 1
-            yield got
+            yield self.wait()
 
 
 class Tickets:
