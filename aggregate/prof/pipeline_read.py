@@ -17,7 +17,7 @@ from hpcsa.aggregate.prof import (
 from hpcsa.aggregate.prof.chain_warmer import ChainWarmer
 from hpcsa.aggregate.prof.inputs import Inputs, StructInput
 from hpcsa.aggregate.prof.profile_table import ProfileInputs
-from hpcsa.aggregate.prof.transport import Single, Transport, tasks_ahead
+from hpcsa.aggregate.prof.transport import Single, Transport, run_shared, tasks_ahead
 from hpcsa.arrays import sorted_unique
 from hpcsa.progress import Progress
 from hpcsa.structure.model import C, Module, StructureFile
@@ -176,22 +176,22 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
     with LocalPool(workers, shared=env, fork=parent_works) as pool:
         tasks = DynamicRun(pool)
 
+        def batch(i: int) -> tuple[str, ProfileInputs]:
+            return "profiles", inputs.profiles.take(batches[i])
+
         def more() -> None:
             i = next(share, None)
             if i is not None:
-                tasks.submit(("profiles", i), phase1_task, ("profiles", inputs.profiles.take(batches[i])),
-                             priority=float(i))
+                tasks.submit(i, phase1_task, batch(i), priority=float(i))
 
-        def handle(kind: str, result: Any, mine: bool = False) -> None:
+        def handle(key: Any, result: Any) -> None:
             nonlocal parts
-            if kind == "struct":
+            if not isinstance(key, int):  # a structure file's
                 entries = struct_result(result)
                 structs.extend(entries)
                 if warmer is not None:
                     warmer.add_structs(entries)
                 return
-            if not mine:  # a worker's: it gets the next batch
-                more()
             parts.append(result)
             if progress is not None:
                 progress.advance(len(result.profiles))
@@ -217,31 +217,19 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
                 parts = [survey.merge(parts)]
 
         if parent_works:
-            for _ in range(2 * workers):  # a batch running and one waiting per worker; this process takes the rest
-                more()
-            tasks.start()
-            while True:
-                for (kind, _), result in tasks.finished():
-                    handle(kind, result)
-                i = next(share, None)
-                if i is not None:
-                    handle("profiles", phase1_task(env, "profiles", inputs.profiles.take(batches[i])), mine=True)
-                    tasks.start()  # the structure files it found
-                elif (left := tasks.take()) is not None:  # no batch left: a structure file not yet started
-                    (kind, _), fn, args = left
-                    handle(kind, fn(pool.shared, *args), mine=True)
-                elif tasks.pending:
-                    (kind, _), result = tasks.wait()
-                    handle(kind, result)
-                else:
-                    break
+            # a batch running and one waiting per worker; this process takes the rest, then what is left
+            for key, result in run_shared(pool, phase1_task, share, batch, 2 * workers, parent_works=True,
+                                          tasks=tasks):
+                handle(key, result)
         else:
             # One process has no other rank to leave batches to: all are queued at once (the pool holds a few
             # in flight), so that no worker waits while this process looks up a structure file's cache entry.
             for _ in range(tasks_ahead(jobs) if transport.size > 1 else len(batches)):
                 more()
-            for (kind, _), result in tasks:
-                handle(kind, result)
+            for key, result in tasks:
+                if isinstance(key, int):
+                    more()
+                handle(key, result)
     return survey.merge(parts), structs
 
 

@@ -136,16 +136,19 @@ def tasks_ahead(jobs: int) -> int:
 
 
 def run_shared(pool: LocalPool, fn: Callable[..., Any], share: Iterator[int], args_of: Callable[[int], tuple[Any, ...]],
-               ahead: int, meanwhile: Callable[[], None] | None = None, parent_works: bool = False
-               ) -> Iterator[tuple[int, Any]]:
+               ahead: int, meanwhile: Callable[[], None] | None = None, parent_works: bool = False,
+               tasks: DynamicRun | None = None) -> Iterator[tuple[Any, Any]]:
     """``fn(shared, *args_of(k))`` for each task ``k`` handed to this rank, as the tasks finish. A task is
     taken from ``share`` only when there is room for it (at most ``ahead`` waiting or running).
     ``meanwhile()``, other work of this process, runs once the first tasks are with the workers (a forked
     pool), or after the first task (inline), or at the end when the rank got no task. ``parent_works``:
     with a forked pool, this process runs tasks too, taking the next one whenever it has handed its last
     result on, and after each gives every worker that has sent a result back its next task (``ahead``:
-    the tasks the workers hold, running or waiting; two each keep them busy while this process runs one)."""
-    tasks = DynamicRun(pool)
+    the tasks the workers hold, running or waiting; two each keep them busy while this process runs one);
+    once ``share`` is exhausted it takes back the queued tasks no worker has started instead of waiting.
+    ``tasks``: the caller's :class:`DynamicRun` on ``pool``, to which it may submit tasks of its own while
+    iterating (keys other than the share's numbers); they are handed on like the others."""
+    tasks = tasks or DynamicRun(pool)
 
     def more() -> None:
         k = next(share, None)
@@ -162,10 +165,19 @@ def run_shared(pool: LocalPool, fn: Callable[..., Any], share: Iterator[int], ar
         tasks.start()
         for k in share:
             yield k, fn(pool.shared, *args_of(k))
+            tasks.start()  # what the caller submitted meanwhile
             for key, result in tasks.finished():
                 more()
                 tasks.start()
                 yield key, result
+        while tasks.pending:  # the share is exhausted: this process runs what no worker has started yet
+            left = tasks.take()
+            if left is None:
+                yield tasks.wait()
+            else:
+                key, task_fn, args = left
+                yield key, task_fn(pool.shared, *args)
+        return
     for k, result in tasks:
         if meanwhile is not None:
             meanwhile()

@@ -37,6 +37,37 @@ def test_run_shared_does_other_work_once_while_tasks_run(jobs: int, n_tasks: int
     assert tasks_run_before == [0 if jobs > 1 else min(1, n_tasks)]
 
 
+def _pid_after(shared: None, k: object, seconds: float) -> tuple[object, int]:
+    import os
+    import time
+
+    time.sleep(seconds)
+    return k, os.getpid()
+
+
+def test_run_shared_parent_takes_back_what_no_worker_started_and_runs_the_callers_tasks() -> None:
+    """The caller may submit tasks of its own while iterating (they are handed on like the share's); once the
+    share is exhausted this process runs the queued tasks no worker has started instead of waiting for the
+    one busy worker. Every task runs once."""
+    import os
+
+    from hpcsa.workers import DynamicRun
+
+    with LocalPool(1, shared=None, fork=True) as pool:
+        tasks = DynamicRun(pool)
+        seen: dict[object, int] = {}
+        # task 0 keeps the worker busy for a second; task 1 waits queued behind it
+        for key, (k, pid) in run_shared(pool, _pid_after, iter(range(4)), lambda k: (k, 1.0 if k == 0 else 0.0),
+                                        2, parent_works=True, tasks=tasks):
+            assert key == k and key not in seen
+            seen[key] = pid
+            if key == 2:
+                tasks.submit(("mine", 1), _pid_after, (("mine", 1), 0.0), priority=-1.0)
+    assert set(seen) == {0, 1, 2, 3, ("mine", 1)}
+    assert seen[0] != os.getpid()  # the worker's
+    assert {seen[k] for k in (1, 2, 3, ("mine", 1))} == {os.getpid()}  # taken back or never handed out
+
+
 def test_range_groups_one_per_worker_covering_every_range_once() -> None:
     ranges = [(0, 3), (3, 10), (10, 11), (11, 20), (20, 26)]
     for workers in (1, 2, 3, 8):
