@@ -16,7 +16,6 @@ contexts, kernels, sample points, threads and streams only.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hpcsa.demangle import demangle
+from hpcsa.digests import md5
 from hpcsa.errors import HpcsaError
 from hpcsa.fileio import write_file
 from hpcsa.ingest import model as M
@@ -200,7 +200,7 @@ class ProcessWriter:
 
     def _api_node(self, name: str) -> tuple[int, int]:
         lm = self.modules.id(self.api_module)
-        addr = 16 * (1 + int(hashlib.md5(name.encode()).hexdigest()[:12], 16))
+        addr = 16 * (1 + int(md5(name.encode()).hexdigest()[:12], 16))
         self.modules.name(self.api_module, addr, name, 16)
         return (lm, addr)
 
@@ -215,7 +215,7 @@ class ProcessWriter:
                 if name in entries:
                     return self.modules.id(path, LOADMAP_ANALYZE), entries[name]
         lm = self.modules.id(self.kernel_module)
-        addr = KERNEL_SPAN * (1 + int(hashlib.md5(name.encode()).hexdigest()[:7], 16))
+        addr = KERNEL_SPAN * (1 + int(md5(name.encode()).hexdigest()[:7], 16))
         self.modules.name(self.kernel_module, addr, demangle(name), KERNEL_SPAN)
         return lm, addr
 
@@ -539,7 +539,7 @@ def write_gpubins(trace: M.GpuTrace, outdir: str) -> dict[int, tuple[str, dict[s
     for co in trace.code_objects.values():
         if not co.data:
             continue
-        digest = hashlib.md5(co.data).hexdigest()
+        digest = md5(co.data).hexdigest()
         rel = f"gpubins/{digest}.gpubin"
         full = os.path.join(outdir, rel)
         if not os.path.exists(full):

@@ -11,11 +11,11 @@ on columns; only names, call stacks and code objects are Python objects.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from hpcsa.digests import md5
 from hpcsa.interning import intern
 
 # -- operation kinds and their hpcrun sub-categories ---------------------------------------------------
@@ -184,7 +184,7 @@ API_FRAME = "<api call>"
 
 def named_address(name: str, span: int = 16) -> int:
     """A stable address for a named frame of a synthetic module (the same name, the same address)."""
-    return span * (1 + int(hashlib.md5(name.encode("utf-8", "surrogateescape")).hexdigest()[:12], 16))
+    return span * (1 + int(md5(name.encode("utf-8", "surrogateescape")).hexdigest()[:12], 16))
 
 
 def pair_keys(a_hi: np.ndarray, a_lo: np.ndarray, b_hi: np.ndarray, b_lo: np.ndarray

@@ -11,10 +11,10 @@ with the structure package's model and writer, so it is a regular 4.9 file.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 
+from hpcsa.digests import md5
 from hpcsa.structure.hpcstruct_text import write_hpcstruct
 from hpcsa.structure.model import F, ModuleBuilder, P, S, StructureFile, renumber
 
@@ -51,5 +51,5 @@ def write_names_files(names: dict[str, dict[str, tuple[set[int], int]]], outdir:
     structs = os.path.join(outdir, "structs")
     os.makedirs(structs, exist_ok=True)
     for module in sorted(names):
-        digest = hashlib.md5(module.encode("utf-8", "surrogateescape")).hexdigest()[:10]
+        digest = md5(module.encode("utf-8", "surrogateescape")).hexdigest()[:10]
         write_names(structs, module, names[module], f"{safe_name(os.path.basename(module) or module, 50)}-{digest}")

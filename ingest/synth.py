@@ -41,11 +41,11 @@ profile from it and :mod:`hpcsa.ingest.synthdir` writes the directory
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from hpcsa.digests import md5
 from hpcsa.ingest.gpumetrics import metric_table
 from hpcsa.ingest.hpcrun import (
     FIRST_STREAM_THREAD,
@@ -275,8 +275,8 @@ def build_program(spec: SynthSpec) -> Program:
     rng = np.random.default_rng([spec.seed, 0x5EED])
     funcs = _functions(spec, rng)
     kernels = _gpu_ops(spec, rng, funcs) if spec.gpu else []
-    md5 = hashlib.md5(f"synth-{spec.program}-{spec.seed}".encode()).hexdigest()
-    gpubin = f"/synth/{spec.program}/{spec.program}.m/gpubins/{md5}.gpubin"
+    digest = md5(f"synth-{spec.program}-{spec.seed}".encode()).hexdigest()
+    gpubin = f"/synth/{spec.program}/{spec.program}.m/gpubins/{digest}.gpubin"
     loadmap = [LoadModule(1, f"/synth/{spec.program}/bin/{spec.program}", LOADMAP_ANALYZE),
                LoadModule(2, f"/synth/{spec.program}/lib/libsynth.so", LOADMAP_ANALYZE)]
     if spec.gpu:

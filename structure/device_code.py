@@ -16,11 +16,11 @@ directory first; errors name the container and the image.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import tempfile
 from collections.abc import Callable
 
+from hpcsa.digests import md5
 from hpcsa.errors import FormatError, HpcsaError
 from hpcsa.fileio import read_input
 from hpcsa.structure import fatbin, offload_bundle
@@ -42,7 +42,7 @@ def is_container(path: str) -> bool:
 
 
 def gpubin_name(data: bytes) -> str:
-    return f"gpubins/{hashlib.md5(data).hexdigest()}.gpubin"
+    return f"gpubins/{md5(data).hexdigest()}.gpubin"
 
 
 def gpubin_md5(name: str) -> str:

@@ -10,7 +10,6 @@ naming the file: not ELF, truncated, or an architecture we do not analyse
 from __future__ import annotations
 
 import bisect
-import hashlib
 import mmap
 import os
 import struct
@@ -23,6 +22,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
 from hpcsa.binfmt import layout
+from hpcsa.digests import md5
 from hpcsa.errors import FormatError, HpcsaError, UnsupportedError
 from hpcsa.fileio import map_input
 
@@ -469,7 +469,7 @@ class ElfImage:
 
     @cached_property
     def content_hash(self) -> str:
-        return hashlib.md5(self.data).hexdigest()
+        return md5(self.data).hexdigest()
 
 
 def _enc_size(enc: int) -> int:

@@ -22,7 +22,6 @@ the general reader's handlers, so entity declarations and external references ar
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import re
@@ -32,6 +31,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from hpcsa.digests import content_digest
 from hpcsa.structure import scan_values as sv
 from hpcsa.structure.hpcstruct import (
     ROOT,
@@ -96,9 +96,9 @@ def read_canonical(path: str | os.PathLike[str], strict: bool = False) -> Struct
 
 
 def scan_file(path: str | os.PathLike[str], strict: bool = False) -> tuple[StructureFile, str] | None:
-    """As :func:`read_canonical`, with the SHA-256 of the bytes it read (all of the file): the bytes parsed
-    are the bytes hashed, whatever happens to the file meanwhile."""
-    return _scan_path(path, hashlib.sha256(), strict)
+    """As :func:`read_canonical`, with the content hash (:func:`hpcsa.digests.content_digest`) of the bytes
+    it read (all of the file): the bytes parsed are the bytes hashed, whatever happens to the file meanwhile."""
+    return _scan_path(path, content_digest(), strict)
 
 
 def scan(data: bytes, strict: bool = False) -> StructureFile | None:

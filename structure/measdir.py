@@ -19,7 +19,6 @@ the others are reported once as unverifiable.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -28,7 +27,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from hpcsa import __version__
+from hpcsa import __version__, digests
 from hpcsa.errors import HpcsaError
 from hpcsa.fileio import write_file
 from hpcsa.progress import Progress
@@ -63,11 +62,8 @@ class MeasdirReport:
 
 
 def file_md5(path: str) -> str:
-    h = hashlib.md5()
     with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+        return digests.file_digest(fh, digests.md5()).hexdigest()
 
 
 def _original_path(measdir: str) -> str | None:
@@ -133,7 +129,7 @@ def _code_fingerprint() -> str:
     if _CODE_FINGERPRINT is None:
         from hpcsa import demangle
 
-        h = hashlib.sha256(__version__.encode())
+        h = digests.content_digest(__version__.encode())
         here = os.path.dirname(os.path.abspath(__file__))
         for path in sorted(os.path.join(here, f) for f in os.listdir(here) if f.endswith(".py")) + [
                 os.path.abspath(demangle.__file__)]:
@@ -146,7 +142,7 @@ def _code_fingerprint() -> str:
 def analysis_key(path: str, md5: str) -> str:
     """What a structure file depends on: the binary's content, its separate debug file's (a libc6-dbg
     installed or updated later changes the result) and the code that analysed them."""
-    h = hashlib.sha256(f"{md5}\0{_code_fingerprint()}".encode())
+    h = digests.content_digest(f"{md5}\0{_code_fingerprint()}".encode())
     try:
         from hpcsa.structure.elf import open_elf
 

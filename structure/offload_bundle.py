@@ -21,7 +21,6 @@ writing twins of the readers; a plain bundle from :func:`build` is byte-identica
 
 from __future__ import annotations
 
-import hashlib
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from hpcsa.binfmt import Builder, align, layout, records
+from hpcsa.digests import md5
 from hpcsa.errors import FormatError
 from hpcsa.structure import decompress
 
@@ -62,7 +62,7 @@ class BundleEntry:
 def truncated_md5(data: bytes) -> int:
     """The hash a compressed bundle records: MD5's first 8 bytes as a little-endian u64 (LLVM's
     ``MD5Result::low``)."""
-    return int.from_bytes(hashlib.md5(data).digest()[:8], "little")
+    return int.from_bytes(md5(data).digest()[:8], "little")
 
 
 def read_bundle(data: bytes | memoryview, path: str, offset: int = 0, limit: int | None = None,

@@ -4,14 +4,14 @@ hpcprof parses every structure file on every run; for the large files of real
 runs (a C library with its debug info gives a 7-8 MB ``.hpcstruct``) that XML
 parse is most of a small aggregation's time. :func:`read_structure` returns
 the same :class:`StructureFile` as :func:`hpcstruct.read_hpcstruct`, through a
-cache entry named by the SHA-256 of the structure file's bytes: the columns of
+cache entry named by the BLAKE2b-256 hash of the structure file's bytes: the columns of
 every module (``scopes``, ``ranges``), its strings, and its statement address
 map (``leaf_map``, the costliest query to derive) as raw numpy arrays.
 
 Trust: an entry is used only if its name and its header both carry the hash
 of the bytes just read, its format version is this one, and a CRC-32 of its
 payload matches (a check against damage, not an attacker: the trust is the
-SHA-256 of the structure file; CRC-32 is 4-5 times faster than BLAKE2b, and a
+hash of the structure file; CRC-32 is 4-5 times faster than BLAKE2b, and a
 run checks every entry it maps); anything else (a truncated write, a changed file, a
 stale or foreign entry, an unreadable directory) is ignored and the entry
 rebuilt. Entries are written atomically. Nothing is ever unpickled: the
@@ -34,7 +34,6 @@ is simply parsed again, and a mapped one stays readable until unmapped.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import json
 import mmap
@@ -45,6 +44,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from hpcsa.digests import content_digest, file_digest
 from hpcsa.errors import HpcsaError
 from hpcsa.fileio import atomic_file
 from hpcsa.sizes import parse_size
@@ -55,7 +55,9 @@ from hpcsa.structure.model import RANGE, SCOPE, Module, StructureFile
 from hpcsa.workers import trim_heap
 
 MAGIC = b"HPCSA-PARSED-STRUCT\n"
-FORMAT = 3  # 2: string ends stored (strings decoded one at a time); 3: payload CRC-32 (was BLAKE2b)
+# 2: string ends stored (strings decoded one at a time); 3: payload CRC-32 (was BLAKE2b); 4: named by BLAKE2b-256
+# (was SHA-256, whose OpenSSL library costs every process 3.4 MiB: :mod:`hpcsa.digests`)
+FORMAT = 4
 SUBDIR = "parsed-struct"
 ALIGN = 64
 
@@ -98,7 +100,7 @@ def read_structure(path: str | os.PathLike[str]) -> StructureFile:
 
 
 def store_structure(path: str | os.PathLike[str]) -> str | None:
-    """Parse the structure file at ``path`` into its cache entry unless a valid one exists; the SHA-256 of its
+    """Parse the structure file at ``path`` into its cache entry unless a valid one exists; the hash of its
     bytes when a valid entry for them is there afterwards (then :func:`read_entry` maps it without hashing
     the file again), None when there is no cache or it cannot be written. Problems of the file itself are
     raised as by :func:`read_structure`.
@@ -139,13 +141,13 @@ def read_entry(digest: str) -> StructureFile | None:
 
 def _through_bytes(root: Path, path: str) -> tuple[StructureFile, str, bool] | None:
     """The structure file read whole: from its entry if a valid one exists, else parsed and stored; with its
-    SHA-256 and whether a valid entry is there now. None when it cannot be read."""
+    hash and whether a valid entry is there now. None when it cannot be read."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
     except OSError:
         return None
-    digest = hashlib.sha256(data).hexdigest()
+    digest = content_digest(data).hexdigest()
     entry = root / SUBDIR / f"{digest}.bin"
     sf = _load(entry, digest)
     if sf is not None:
@@ -215,7 +217,7 @@ def read_cached(path: str | os.PathLike[str]) -> StructureFile | None:
 def _digest_of(path: str) -> str | None:
     try:
         with open(path, "rb") as fh:
-            return hashlib.file_digest(fh, "sha256").hexdigest()
+            return file_digest(fh, content_digest()).hexdigest()
     except OSError:
         return None
 
@@ -247,7 +249,7 @@ def _arrays_of(m: Module) -> dict[str, np.ndarray]:
 
 
 def write_entry(out: BinaryIO, sf: StructureFile, digest: str) -> None:
-    """Write the cache entry of ``sf``, parsed from a file whose SHA-256 is ``digest``, to ``out``: the
+    """Write the cache entry of ``sf``, parsed from a file whose content hash is ``digest``, to ``out``: the
     arrays are hashed in place, then written one at a time (never joined into one copy of the payload)."""
     layout: list[tuple[int, np.ndarray]] = []  # (padding before, bytes of the array)
     offset = 0
@@ -265,7 +267,7 @@ def write_entry(out: BinaryIO, sf: StructureFile, digest: str) -> None:
             offset += len(data)
         modules.append({"path": m.path, "id": m.id, "has_calls": m.has_calls, "has_v": m.has_v,
                         "n_strings": len(m.strings), "arrays": arrays})
-    header = {"format": FORMAT, "source_sha256": digest, "version": sf.version, "id": sf.id, "name": sf.name,
+    header = {"format": FORMAT, "source_digest": digest, "version": sf.version, "id": sf.id, "name": sf.name,
               "payload_crc32": payload_crc, "modules": modules}
     head = json.dumps(header, sort_keys=True).encode()
     prefix = MAGIC + len(head).to_bytes(8, "little") + head
@@ -311,7 +313,7 @@ def decode(data: bytes | mmap.mmap, digest: str) -> StructureFile | None:
     n = int.from_bytes(data[len(MAGIC):len(MAGIC) + 8], "little")
     start = len(MAGIC) + 8
     header = json.loads(data[start:start + n])
-    if header.get("format") != FORMAT or header.get("source_sha256") != digest:
+    if header.get("format") != FORMAT or header.get("source_digest") != digest:
         return None
     base = start + n + (-(start + n) % ALIGN)
     payload = memoryview(data)[base:]

@@ -12,12 +12,12 @@ losses are scalability bottlenecks; a context present in one run only counts as 
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from hpcsa.digests import blake2b
 from hpcsa.errors import HpcsaError
 from hpcsa.views import tree as T
 
@@ -29,7 +29,7 @@ MODES = ("weak", "strong")
 
 def _string_keys(strings: list[str | None]) -> np.ndarray:
     """A stable 63-bit key per string (one hash per table entry, not per context)."""
-    return np.array([int.from_bytes(hashlib.blake2b((s or "").encode("utf-8", "surrogateescape"),
+    return np.array([int.from_bytes(blake2b((s or "").encode("utf-8", "surrogateescape"),
                                                     digest_size=8).digest(), "little") >> 1 for s in strings],
                     np.int64) if strings else np.zeros(0, np.int64)
 

@@ -33,7 +33,6 @@ REALTIME, cycles, perf cpu/task clock; for GPU streams GPUOP/GKER) with data in 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ import yaml
 
 from hpcsa.aggregate.db import metadb
 from hpcsa.aggregate.db.profiledb import ProfileValues, id_tuple
+from hpcsa.digests import blake2b
 from hpcsa.errors import HpcsaError
 from hpcsa.views import tree as T
 from hpcsa.views.dbwrite import Profile, SummaryInputs, extended_taxonomy, write_from_profiles
@@ -220,7 +220,7 @@ def plan(exp: Experiment, strategy: str, work_metric_name: str | None = None) ->
         elif strategy == "calltree":
             clusters: dict[bytes, list[int]] = {}
             for i in idx:
-                digest = hashlib.blake2b(np.ascontiguousarray(values[i].ctx_ids).tobytes(), digest_size=16).digest()
+                digest = blake2b(np.ascontiguousarray(values[i].ctx_ids).tobytes(), digest_size=16).digest()
                 clusters.setdefault(digest, []).append(i)
             for k, group in enumerate(clusters.values()):
                 out.append(OutputProfile(group, f"cluster {k}", process, gpu))

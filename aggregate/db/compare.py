@@ -19,7 +19,6 @@ tree; per profile, the multiset of their value vectors is compared.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import math
 import os
 from collections import defaultdict
@@ -31,6 +30,7 @@ import numpy as np
 
 from hpcsa.aggregate.db import metadb
 from hpcsa.aggregate.db.database import SOURCES, Database, open_database
+from hpcsa.digests import blake2b
 
 ULP_GRACE = 16
 
@@ -216,7 +216,7 @@ def _subtree_signatures(side: _Side) -> list[tuple[int, str]]:
         kids = side.children[node + 1]
         size = 1 + sum(sig[c][0] for c in kids)
         text = "\n".join(sorted(repr(side.key[c]) for c in kids))
-        sig[node] = (size, hashlib.blake2b(text.encode(), digest_size=8).hexdigest())
+        sig[node] = (size, blake2b(text.encode(), digest_size=8).hexdigest())
     return sig
 
 

@@ -8,7 +8,6 @@ a profile: only names and sizes (sizes balance the work between workers).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import stat
@@ -17,6 +16,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from hpcsa.aggregate.prof.profile_table import HPCRUN, HPCTRACE, ProfileInputs
+from hpcsa.digests import blake2b
 from hpcsa.errors import HpcsaError
 from hpcsa.fileio import input_error, read_input
 
@@ -166,7 +166,7 @@ Measurement = tuple[bytes, np.ndarray, np.ndarray, np.ndarray]
 def measurement(inputs: Inputs) -> Measurement:
     """This rank's sizes, with a fingerprint of everything it listed (which every rank must agree on)."""
     p = inputs.profiles
-    digest = hashlib.blake2b(digest_size=16)
+    digest = blake2b(digest_size=16)
     digest.update(repr((p.dirs, inputs.measdirs, inputs.structs, inputs.witnesses)).encode("utf-8", "backslashreplace"))
     for column in (p.folder, p.measdir, p.names):
         digest.update(np.ascontiguousarray(column).tobytes())

@@ -31,7 +31,6 @@ Absent strings are ``""``, absent numbers ``-1``.
 
 from __future__ import annotations
 
-import hashlib
 import lzma
 import os
 import re
@@ -44,6 +43,7 @@ import numpy as np
 
 from hpcsa.aggregate.db.metadb_model import INLINED_CALL, LEXICAL  # relations, as meta.db codes them
 from hpcsa.arrays import sorted_unique
+from hpcsa.digests import file_digest, md5
 from hpcsa.errors import HpcsaError
 from hpcsa.structure.model import LexStep, Module
 
@@ -455,10 +455,8 @@ def trusted_binary(info: ModuleInfo, warn: list[str], witness: Module | None = N
         return None
     named = hashed_name(info.key)
     if named is not None:
-        digest = hashlib.md5()
         with open(file, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(chunk)
+            digest = file_digest(fh, md5())
         if digest.hexdigest() != named[1]:
             warn.append(f"{file}: content does not match the hash in its name; not used for attribution")
             return None

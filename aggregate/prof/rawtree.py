@@ -18,11 +18,12 @@ point is a sample pc in a GPU binary).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from hpcsa.digests import blake2b
 
 CCT, FRAME, POINT = 0, 1, 2
 
@@ -47,7 +48,7 @@ def _mix(x: np.ndarray) -> np.ndarray:
 
 def module_hash(key: str) -> int:
     """A stable 64-bit name for a load module (never 0; 0 means "no module")."""
-    h = int.from_bytes(hashlib.blake2b(key.encode("utf-8", "surrogateescape"), digest_size=8).digest(), "little")
+    h = int.from_bytes(blake2b(key.encode("utf-8", "surrogateescape"), digest_size=8).digest(), "little")
     return h or 1
 
 

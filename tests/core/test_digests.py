@@ -1,0 +1,40 @@
+"""hpcsa.digests: hashlib's values, without loading OpenSSL into a command's processes."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import subprocess
+import sys
+
+from hpcsa import digests
+
+
+def test_the_same_values_as_hashlib() -> None:
+    data = bytes(range(256)) * 5000  # more than one read of file_digest
+    assert digests.md5(data).hexdigest() == hashlib.md5(data).hexdigest()
+    assert digests.blake2b(data, digest_size=8).digest() == hashlib.blake2b(data, digest_size=8).digest()
+    assert digests.content_digest(data).hexdigest() == hashlib.blake2b(data, digest_size=32).hexdigest()
+    got = digests.file_digest(io.BytesIO(data), digests.content_digest()).hexdigest()
+    assert got == hashlib.blake2b(data, digest_size=32).hexdigest()
+    assert digests.file_digest(io.BytesIO(b""), digests.md5()).hexdigest() == hashlib.md5(b"").hexdigest()
+
+
+def test_a_cpu_prof_run_never_loads_openssl(tmp_path) -> None:
+    """A first and a second ``hpcsa prof -j 2`` of a CPU measurement (structure files parsed, cached, then
+    mapped): hashlib, whose import maps OpenSSL's libcrypto (3.4 MiB per process), is never loaded. (GPU runs
+    load it with networkx, and numpy.random loads it through the secrets module.)"""
+    from hpcsa.ingest.synth import SynthSpec
+    from hpcsa.ingest.synthdir import generate
+
+    generate(tmp_path / "app.m", SynthSpec.preset("cpu", 16, contexts=400, seed=5))
+    code = (
+        "import sys, os\n"
+        "os.environ['HPCSA_CACHE_DIR'] = sys.argv[1] + '/cache'\n"
+        "from hpcsa.cli import main\n"
+        "rc = [main(['prof', sys.argv[1] + '/app.m', '-o', sys.argv[1] + f'/{k}.d', '-j', '2']) for k in 'ab']\n"
+        "print(rc, '_hashlib' in sys.modules, 'libcrypto' in open('/proc/self/maps').read())\n"
+    )
+    got = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
+    assert got.stdout.split("\n")[-2] == "[0, 0] False False", (got.stdout, got.stderr)
+    assert any((tmp_path / "cache" / "parsed-struct").iterdir())  # the structure files went through the cache
