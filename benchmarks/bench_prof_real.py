@@ -37,7 +37,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import realshape  # noqa: E402
-from bench_prof import measure  # noqa: E402
+from bench_prof import compile_bytecode, measure  # noqa: E402
 from machine_speed import probe  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "prof_real.md"
@@ -107,6 +107,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="16,1024,16384", help="profiles of the omp shape")
     ap.add_argument("--bigc", default="16", help="profiles of the bigc shape")
     args = ap.parse_args()
+    compile_bytecode()
     load0 = os.getloadavg()
     speed0 = probe()
     tmp = Path(tempfile.mkdtemp(prefix="bench-prof-real-"))

@@ -61,7 +61,7 @@ import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from bench_prof import measure  # noqa: E402  (the same PSS sampler as the single-machine benchmark)
+from bench_prof import compile_bytecode, measure  # noqa: E402  (the same PSS sampler as the single-machine benchmark)
 from machine_speed import probe  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "prof_scale.md"
@@ -182,6 +182,7 @@ def main() -> None:
     if args.mpi_phases:
         mpi_phases(args.mpi_phases[0], args.mpi_phases[1], int(args.mpi_phases[2]))
         return
+    compile_bytecode()
     load0 = os.getloadavg()
     speed0 = probe()
     tmp = Path(tempfile.mkdtemp(prefix="bench-prof-scale-"))
