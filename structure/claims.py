@@ -58,6 +58,49 @@ def first_claims(r: np.ndarray, work: list[int] | None = None, order: np.ndarray
     return r[order[keep[order]]]  # kept ranges are disjoint: no two share a start, so any sort is this one
 
 
+#: Candidate ranges examined at a time by :func:`claims_by_address` (a run of whole clusters is settled at once).
+BLOCK = 1 << 13
+
+
+def claims_by_address(ranges: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """:func:`first_claims` of ``ranges[rows]``, with ``rows`` given in address order (sorted by start; equal
+    starts in document order), a block of rows at a time: clusters do not interact, so a run of whole
+    clusters is settled on its own. A range alone in its cluster is kept as it is; only the ranges of
+    clusters of several go through :func:`first_claims` (real files: 4 % of libc's). The temporaries are a
+    block's, not the module's (libc's statement map took 7.3 MiB of them at once). The result is
+    preallocated for every candidate and filled in order (pages past what is kept are never touched)."""
+    n = len(rows)
+    out = np.empty(n, ranges.dtype)
+    starts = np.ones(n + 1, bool)  # where a cluster starts (and one past the end)
+    kept = 0
+    settled = 0                    # the first position not yet settled (always a cluster's start)
+    reach = np.uint64(0)           # the largest end among the positions looked at
+    for at in range(0, n, BLOCK):
+        block = rows[at:at + BLOCK]
+        lo, hi = ranges["lo"][block], ranges["hi"][block]
+        here = starts[at:at + len(block)]
+        np.greater_equal(lo, np.maximum.accumulate(np.concatenate(([reach], hi[:-1])).astype(np.uint64)), out=here)
+        reach = max(reach, np.uint64(hi.max()))
+        if at + len(block) == n:
+            cut = n
+        else:  # up to the last cluster that starts in this block (it may go on in the next)
+            firsts = np.flatnonzero(here)
+            cut = at + int(firsts[-1]) if len(firsts) else settled
+        if cut <= settled:
+            continue
+        run = rows[settled:cut]
+        alone = starts[settled:cut] & starts[settled + 1:cut + 1]
+        if alone.all():
+            got = ranges[run]
+        else:
+            got = np.concatenate([ranges[run[alone]], first_claims(ranges[np.sort(run[~alone])])])
+            got = got[np.argsort(got["lo"], kind="stable")]
+        out[kept:kept + len(got)] = got
+        kept += len(got)
+        settled = cut
+    return out[:kept]
+
+
 def _settle_small(rows: np.ndarray, cluster: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """The first claims among ``rows`` (range indexes, document order) of small clusters, in rounds."""
     by = np.lexsort((rows, cluster))

@@ -29,7 +29,7 @@ from typing import NamedTuple
 import numpy as np
 
 from hpcsa.arrays import sorted_unique
-from hpcsa.structure.claims import first_claims
+from hpcsa.structure.claims import claims_by_address
 from hpcsa.structure.columns import PackedStrings, bisect_right
 
 # Scope kinds; the code is the index in KIND_TAGS.
@@ -355,14 +355,12 @@ class Module:
         a range overlapping one already taken is ignored (the first claim wins).
         """
         # Temporaries are let go as soon as they are used: this runs in the worker that parsed a large
-        # structure file, where the run's memory peaks.
+        # structure file, where the run's memory peaks (see claims_by_address).
         kind = self.scopes["kind"][self.ranges["scope"]]
-        r = self.ranges[((kind == S) | (kind == C)) & (self.ranges["hi"] > self.ranges["lo"])]
+        rows = np.flatnonzero(((kind == S) | (kind == C)) & (self.ranges["hi"] > self.ranges["lo"]))
         del kind
-        order = np.argsort(r["lo"], kind="stable")
-        if len(order) < 2 or bool(np.all(r["lo"][order[1:]] >= r["hi"][order[:-1]])):
-            return r[order]
-        return first_claims(r, order=order)
+        rows = rows[np.argsort(self.ranges["lo"][rows], kind="stable")]  # by address, equal starts in document order
+        return claims_by_address(self.ranges, rows)
 
     def lookup(self, addresses: Sequence[int] | np.ndarray) -> np.ndarray:
         """Statement row holding each address (-1 where no statement does); vectorized."""

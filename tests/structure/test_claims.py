@@ -58,3 +58,32 @@ def test_rounds_are_bounded_by_the_cluster_size() -> None:
         assert list(zip(got["lo"].tolist(), got["hi"].tolist(), got["scope"].tolist(), strict=True)) \
             == _one_at_a_time(r)
         assert (moved[0] > 0) == uses_claim_set
+
+
+@pytest.mark.parametrize("block", [1, 3, 16, 1 << 13])
+@pytest.mark.parametrize("seed", range(8))
+def test_claims_by_address_as_first_claims(seed: int, block: int, monkeypatch) -> None:
+    """Settled a block of address-sorted rows at a time (runs of whole clusters, a cluster going on past its
+    block's end carried to the next, ranges alone in their cluster kept as they are): what first_claims of all
+    of them gives, for any block size; candidates given as rows of a larger table."""
+    monkeypatch.setattr(claims, "BLOCK", block)
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(1, 500))
+    table = _ranges(rng, n, span=int(rng.integers(n, 8 * n)), longest=int(rng.integers(2, 80)))
+    rows = np.flatnonzero(rng.random(n) < 0.8)
+    rows = rows[np.argsort(table["lo"][rows], kind="stable")]
+    got = claims.claims_by_address(table, rows)
+    assert got.tolist() == claims.first_claims(table[np.sort(rows)]).tolist()
+    assert claims.claims_by_address(table, rows[:0]).tolist() == []
+
+
+def test_claims_by_address_one_long_cluster(monkeypatch) -> None:
+    """A cluster longer than many blocks (one range covering all the others) is settled whole."""
+    monkeypatch.setattr(claims, "BLOCK", 4)
+    r = np.empty(50, RANGE)
+    r["lo"] = np.arange(50, dtype=np.uint64) * 2
+    r["hi"] = r["lo"] + 1
+    r["hi"][0] = 1000  # the first claims everything
+    r["scope"] = np.arange(50)
+    rows = np.argsort(r["lo"], kind="stable")
+    assert claims.claims_by_address(r, rows).tolist() == [(0, 1000, 0)]
