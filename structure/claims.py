@@ -1,9 +1,10 @@
 """First claim wins: of address ranges in document order, those that overlap nothing kept before them.
 
 A structure file may give one address to several statements (hpcstruct's output overlaps where inlined code
-and its call site share bytes); like hpcprof, the first in document order keeps it. The slow path of
-:meth:`hpcsa.structure.model.Module.leaf_map`, kept apart because it must stay sub-quadratic on adversarial
-orders (every range claimed through a chunked sorted list).
+and its call site share bytes); like hpcprof, the first in document order keeps it. The statement map
+(:meth:`hpcsa.structure.model.Module.leaf_map`) is built here, a block of address-sorted ranges at a time
+(:func:`claims_by_address`); contested ranges stay sub-quadratic on adversarial orders (every range claimed
+through a chunked sorted list).
 """
 
 from __future__ import annotations
