@@ -198,8 +198,7 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
             used = set(sorted_unique(result.raw.nodes["module"]).tolist())
             new = [ref for h, ref in result.raw.modules.items() if h not in seen_modules and h in used]
             seen_modules.update(used)
-            # largest first: its cache lookup (hashing the file) and then its parse, the longest, start first
-            for s in sorted(structs_for(new, cpu_structs), key=lambda s: (-_size(s.path), s.path)):
+            for s in structs_for(new, cpu_structs):
                 if s.path not in scheduled:
                     scheduled.add(s.path)
                     # mapped here: cheaper than a worker's copy sent back
