@@ -98,3 +98,31 @@ def test_ctrl_c_while_the_subcommand_loads_is_one_line() -> None:
 
     proc = subprocess.run([sys.executable, "-c", _CTRL_C_WHILE_LOADING], capture_output=True, text=True, timeout=60)
     assert (proc.returncode, proc.stderr) == (130, "hpcsa: interrupted\n")
+
+
+_CTRL_C_WHILE_THE_COMMAND_LOADS = """
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, whatever ran this test
+
+class CtrlC:  # Ctrl-C when the command's first module of its own is imported
+    def find_spec(self, name, path=None, target=None):
+        if name == "hpcsa.cli":
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, CtrlC())
+sys.argv = ["hpcsa", "--version"]
+from hpcsa.__main__ import main  # the console script's entry point
+main()
+"""
+
+
+def test_ctrl_c_while_the_command_itself_loads_is_one_line() -> None:
+    """Before the command's own modules are loaded (argparse and hpcsa.cli, where the handler of Ctrl-C lives),
+    the entry point itself gives the one line and exit status 130."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _CTRL_C_WHILE_THE_COMMAND_LOADS], capture_output=True, text=True,
+                          timeout=60)
+    assert (proc.returncode, proc.stderr) == (130, "hpcsa: interrupted\n")
