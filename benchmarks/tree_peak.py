@@ -1,7 +1,7 @@
 """The peak memory of a whole process tree, for commands that fork workers or start MPI ranks.
 
 GNU time's ``%M`` is the largest resident set of any one of a command's processes: for ``hpcsa prof -j 2``
-(a coordinator and two workers) it leaves out two of the three. A C++ tool that runs its workers as threads
+(this process and a forked worker) it leaves one of the two out. A C++ tool that runs its workers as threads
 has one process, whose resident set is all of it. The fair figure for a process tree is the sum of its
 processes' proportional set sizes (PSS: a page shared by k processes counts 1/k in each), sampled from /proc
 every 5 ms (the sampler of ``bench_prof.py``).
