@@ -18,6 +18,7 @@ Wall time and peak RSS of each ``hpcsa blame`` process (``wait4``), median of ``
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import statistics
@@ -103,23 +104,24 @@ def main() -> None:
     ap.add_argument("--work", type=Path)
     ap.add_argument("--record", action="store_true")
     args = ap.parse_args()
-    work = args.work or Path(tempfile.mkdtemp(prefix="bench-blame-"))
-    work.mkdir(parents=True, exist_ok=True)
-    load0 = os.getloadavg()[0]
-    rows = []
-    for name, synth in (("cpu10k", ["-n", "10000", "--threads-per-rank", "16"]), ("gpu10k", ["-n", "10000", "--gpu"])):
-        db = synth_db(work, name, synth)
-        for write in (False, True):
-            r = run_set(db, work, args.repeat, write=write)
-            rows.append((name, "10,000 lines", "2^20", "-o OUT" if write else "report only", r))
-            print(name, write, r, flush=True)
-    db = long_db(work, args.records)
-    for chunk in (1 << 14, 1 << 17, 1 << 20):
-        r = run_set(db, work, args.long_repeat, ["--chunk", str(chunk)], write=False)
-        rows.append(("long", f"64 x {args.records:,} elements", f"2^{chunk.bit_length() - 1}", "report only", r))
-        print("long", chunk, r, flush=True)
-    r = run_set(db, work, args.long_repeat, write=True)
-    rows.append(("long", f"64 x {args.records:,} elements", "2^20", "-o OUT", r))
+    with contextlib.ExitStack() as scratch:  # --work is kept; a directory of its own is removed at the end
+        work = args.work or Path(scratch.enter_context(tempfile.TemporaryDirectory(prefix="bench-blame-")))
+        work.mkdir(parents=True, exist_ok=True)
+        load0 = os.getloadavg()[0]
+        rows = []
+        for name, synth in (("cpu10k", ["-n", "10000", "--threads-per-rank", "16"]), ("gpu10k", ["-n", "10000", "--gpu"])):
+            db = synth_db(work, name, synth)
+            for write in (False, True):
+                r = run_set(db, work, args.repeat, write=write)
+                rows.append((name, "10,000 lines", "2^20", "-o OUT" if write else "report only", r))
+                print(name, write, r, flush=True)
+        db = long_db(work, args.records)
+        for chunk in (1 << 14, 1 << 17, 1 << 20):
+            r = run_set(db, work, args.long_repeat, ["--chunk", str(chunk)], write=False)
+            rows.append(("long", f"64 x {args.records:,} elements", f"2^{chunk.bit_length() - 1}", "report only", r))
+            print("long", chunk, r, flush=True)
+        r = run_set(db, work, args.long_repeat, write=True)
+        rows.append(("long", f"64 x {args.records:,} elements", "2^20", "-o OUT", r))
     load1 = os.getloadavg()[0]
     text = [
         "# `hpcsa blame`: 10,000 trace lines, and one long process in bounded memory", "",

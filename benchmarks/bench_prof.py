@@ -134,38 +134,39 @@ def main() -> None:
     args = ap.parse_args()
     compile_bytecode()
     load = os.getloadavg()[0]
-    tmp = Path(tempfile.mkdtemp(prefix="bench-prof-"))
-    from hpcsa.aggregate.prof.replicate import replicate
+    with tempfile.TemporaryDirectory(prefix="bench-prof-") as scratch:  # replicated inputs, databases
+        tmp = Path(scratch)
+        from hpcsa.aggregate.prof.replicate import replicate
 
-    sets: list[tuple[str, Path]] = [(p.name, p) for p in sorted(MEAS.glob("*.m"))]
-    for c in (int(x) for x in args.copies.split(",") if x):
-        dst = tmp / f"loops-cputime-t-x{c}.m"
-        replicate(MEAS / "loops-cputime-t.m", dst, c, seed=c)
-        sets.append((f"loops-cputime-t x{c} (replicated)", dst))
+        sets: list[tuple[str, Path]] = [(p.name, p) for p in sorted(MEAS.glob("*.m"))]
+        for c in (int(x) for x in args.copies.split(",") if x):
+            dst = tmp / f"loops-cputime-t-x{c}.m"
+            replicate(MEAS / "loops-cputime-t.m", dst, c, seed=c)
+            sets.append((f"loops-cputime-t x{c} (replicated)", dst))
 
-    rows = []
-    for name, meas in sets:
-        n, size = inputs_size(meas)
-        best, peak = float("inf"), 0
-        for i in range(args.repeat):
-            out = tmp / f"out-{i}.d"
-            wall, rss, err = run_command(["prof", str(meas), "-o", str(out), "-j", str(args.jobs)])
-            best, peak = min(best, wall), max(peak, rss)
-        summary = err.strip().splitlines()[-1]
-        ctxs = int(summary.split(" contexts")[0].rsplit(" ", 1)[1])
-        dbsize = sum(f.stat().st_size for f in out.rglob("*.db"))
-        rows.append((name, n, size, ctxs, best, peak, dbsize))
-        print(f"{name}: {n} profiles, {size / 1e6:.2f} MB in, {ctxs} contexts: {best:.2f} s, "
-              f"{peak / 2**20:.0f} MiB", flush=True)
+        rows = []
+        for name, meas in sets:
+            n, size = inputs_size(meas)
+            best, peak = float("inf"), 0
+            for i in range(args.repeat):
+                out = tmp / f"out-{i}.d"
+                wall, rss, err = run_command(["prof", str(meas), "-o", str(out), "-j", str(args.jobs)])
+                best, peak = min(best, wall), max(peak, rss)
+            summary = err.strip().splitlines()[-1]
+            ctxs = int(summary.split(" contexts")[0].rsplit(" ", 1)[1])
+            dbsize = sum(f.stat().st_size for f in out.rglob("*.db"))
+            rows.append((name, n, size, ctxs, best, peak, dbsize))
+            print(f"{name}: {n} profiles, {size / 1e6:.2f} MB in, {ctxs} contexts: {best:.2f} s, "
+                  f"{peak / 2**20:.0f} MiB", flush=True)
 
-    # Where the time goes: phases of an in-process run, and a profile of the largest input.
-    phases = {}
-    for name, meas in (sets[0], sets[-1]):
-        phases[name] = in_process(meas, tmp / "phases.d", args.jobs)
-    prof = cProfile.Profile()
-    prof.enable()
-    in_process(sets[-1][1], tmp / "profile.d", 1)
-    prof.disable()
+        # Where the time goes: phases of an in-process run, and a profile of the largest input.
+        phases = {}
+        for name, meas in (sets[0], sets[-1]):
+            phases[name] = in_process(meas, tmp / "phases.d", args.jobs)
+        prof = cProfile.Profile()
+        prof.enable()
+        in_process(sets[-1][1], tmp / "profile.d", 1)
+        prof.disable()
     text = io.StringIO()
     pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(25)
     top = io.StringIO()

@@ -110,27 +110,30 @@ def main() -> None:
     compile_bytecode()
     load0 = os.getloadavg()
     speed0 = probe()
-    tmp = Path(tempfile.mkdtemp(prefix="bench-prof-real-"))
     sets = [("bigc", int(n)) for n in args.bigc.split(",") if n] + \
            [("omp", int(n)) for n in args.sizes.split(",") if n]
     rows = []
-    for shape, n in sets:
-        meas = tmp / f"{shape}-{n}.m"
-        t = time.perf_counter()
-        info = realshape.make_measurement(shape, n, meas)
-        print(f"{shape}, {n} profiles: {info['input_bytes'] / 1e6:.1f} MB of .hpcrun/.hpctrace, "
-              f"{info['struct_bytes'] / 1e6:.1f} MB of structure files (made in {time.perf_counter() - t:.0f} s)",
-              flush=True)
-        res = bench_one(meas, tmp, args.repeat if n < 16384 else 1, n >= 16384)
-        same = len({r["hash"] for r in res.values()}) == 1
-        info["contexts"] = int(LAST_SUMMARY[0].split(" contexts")[0].rsplit(" ", 1)[1])
-        rows.append((shape, n, info, res, same))
-        shutil.rmtree(meas)
-        text = report(rows, args, load0, os.getloadavg(), (speed0, probe()))
-        if args.record:  # after every set: a long run cut short keeps what it measured
-            from hpcsa.fileio import write_file
+    text = ""
+    # Inputs, parsed-structure caches and databases (844 MB were left after a full run): removed at the end.
+    with tempfile.TemporaryDirectory(prefix="bench-prof-real-") as scratch:
+        tmp = Path(scratch)
+        for shape, n in sets:
+            meas = tmp / f"{shape}-{n}.m"
+            t = time.perf_counter()
+            info = realshape.make_measurement(shape, n, meas)
+            print(f"{shape}, {n} profiles: {info['input_bytes'] / 1e6:.1f} MB of .hpcrun/.hpctrace, "
+                  f"{info['struct_bytes'] / 1e6:.1f} MB of structure files (made in {time.perf_counter() - t:.0f} s)",
+                  flush=True)
+            res = bench_one(meas, tmp, args.repeat if n < 16384 else 1, n >= 16384)
+            same = len({r["hash"] for r in res.values()}) == 1
+            info["contexts"] = int(LAST_SUMMARY[0].split(" contexts")[0].rsplit(" ", 1)[1])
+            rows.append((shape, n, info, res, same))
+            shutil.rmtree(meas)
+            text = report(rows, args, load0, os.getloadavg(), (speed0, probe()))
+            if args.record:  # after every set: a long run cut short keeps what it measured
+                from hpcsa.fileio import write_file
 
-            write_file(RESULTS, text)
+                write_file(RESULTS, text)
     print(text)
 
 

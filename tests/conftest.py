@@ -26,11 +26,21 @@ SHARED_DATA = Path(os.environ.get("HPCSA_SHARED_DATA", ROOT.parent / "shared" / 
 FIXTURES = ROOT / "fixtures"
 
 # Parsed structure files are cached per user (hpcsa.structure.parsedcache); tests keep theirs in a
-# directory of their own, shared by the CLI processes they start, so a home cache is never touched.
+# directory of their own, shared by the CLI processes they start, so a home cache is never touched. The
+# process that makes it (pytest itself; xdist's workers inherit the variable) removes it when it ends: a
+# run's entries reach 30 MB, and every run used to leave them in the temporary directory.
 if "HPCSA_CACHE_DIR" not in os.environ:
+    import atexit
+    import shutil
     import tempfile
 
     os.environ["HPCSA_CACHE_DIR"] = tempfile.mkdtemp(prefix="hpcsa-test-cache-")
+
+    def _remove_test_cache(path: str = os.environ["HPCSA_CACHE_DIR"], owner: int = os.getpid()) -> None:
+        if os.getpid() == owner:  # not a forked child that ends through Python's exit
+            shutil.rmtree(path, ignore_errors=True)
+
+    atexit.register(_remove_test_cache)
 
 
 # A phase with little input runs in one process whatever -j says (hpcsa.workers.pool_min_bytes); the tests'
