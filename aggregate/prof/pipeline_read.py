@@ -5,6 +5,7 @@ CPU structure files parsed beside them, the reports merged associatively (see :m
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -17,12 +18,13 @@ from hpcsa.aggregate.prof import (
 from hpcsa.aggregate.prof.chain_warmer import ChainWarmer
 from hpcsa.aggregate.prof.inputs import Inputs, StructInput
 from hpcsa.aggregate.prof.profile_table import ProfileInputs
+from hpcsa.aggregate.prof.struct_lookups import CacheLookups
 from hpcsa.aggregate.prof.transport import Single, Transport, run_shared, tasks_ahead
 from hpcsa.arrays import sorted_unique
 from hpcsa.progress import Progress
 from hpcsa.structure.model import C, Module, StructureFile
 from hpcsa.structure.parsedcache import read_cached, read_entry, read_structure, store_structure
-from hpcsa.workers import DynamicRun, LocalPool, fork_context, map_in_threads, pool_min_bytes
+from hpcsa.workers import DynamicRun, LocalPool, default_jobs, fork_context, map_in_threads, pool_min_bytes
 
 if TYPE_CHECKING:  # hpcsa.gpucct (and networkx) are imported only when there are GPU structure files
     from hpcsa.gpucct import CallGraph
@@ -151,7 +153,8 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
                ) -> tuple[survey.Discovery, Parsed]:
     """Read this rank's share of the profiles once (batches of similar size, largest first, handed out by
     the transport); parse each structure file a profile needs, once, as soon as it is known to be needed
-    (ahead of the profiles still waiting), like hpcprof's lazy loading. Over MPI only rank 0 parses
+    (ahead of the profiles still waiting), like hpcprof's lazy loading. Cache entries are looked up on a thread
+    (:mod:`struct_lookups`). Over MPI only rank 0 parses
     (only it classifies); :func:`complete_structs` adds what other ranks' profiles need. ``warmer``
     computes the lexical chains of the sampled offsets between tasks (see :mod:`chain_warmer`)."""
     transport = transport or Single()
@@ -173,7 +176,9 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
     # to its workers only.
     parent_works = jobs > 1 and transport.size == 1 and fork_context() is not None
     workers = jobs - 1 if parent_works else min(jobs, len(batches) + len(cpu_structs)) or 1
-    with LocalPool(workers, shared=env, fork=parent_works) as pool:
+    # a thread for the cache lookups where a CPU is left over (the ranks counted as if on this machine)
+    spare_cpu = jobs * transport.size < default_jobs()
+    with LocalPool(workers, shared=env, fork=parent_works) as pool, CacheLookups() as lookups:
         tasks = DynamicRun(pool)
 
         def batch(i: int) -> tuple[str, ProfileInputs]:
@@ -184,8 +189,20 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
             if i is not None:
                 tasks.submit(i, phase1_task, batch(i), priority=float(i))
 
+        def found(s: StructInput, cached: StructureFile | None) -> None:
+            if cached is not None:
+                entries = [(s.path, s.measdir, m) for m in cached.modules]
+                structs.extend(entries)
+                if warmer is not None:
+                    warmer.add_structs(entries)
+            else:
+                # ahead of the profiles, largest first: the longest parse starts first
+                tasks.submit(("struct", s.path), phase1_task, ("struct", s), priority=-1.0 - _size(s.path))
+
         def handle(key: Any, result: Any) -> None:
             nonlocal parts
+            for s, cached in lookups.finished():
+                found(s, cached)
             if not isinstance(key, int):  # a structure file's
                 entries = struct_result(result)
                 structs.extend(entries)
@@ -201,20 +218,26 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
             for s in structs_for(new, cpu_structs):
                 if s.path not in scheduled:
                     scheduled.add(s.path)
-                    # mapped here: cheaper than a worker's copy sent back
-                    cached = mapped[s.path] if mapped is not None else read_cached(s.path)
-                    if cached is not None:
-                        entries = [(s.path, s.measdir, m) for m in cached.modules]
-                        structs.extend(entries)
-                        if warmer is not None:
-                            warmer.add_structs(entries)
+                    if mapped is not None:
+                        found(s, mapped[s.path])
+                    elif lookups.missed or not spare_cpu:  # (a first run: see struct_lookups)
+                        found(s, read_cached(s.path))
                     else:
-                        # ahead of the profiles, largest first: the longest parse starts first
-                        tasks.submit(("struct", s.path), phase1_task, ("struct", s), priority=-1.0 - _size(s.path))
+                        lookups.start(s)  # mapped here when found: cheaper than a worker's copy sent back
             if warmer is not None:
                 warmer.add_points(result.raw)
             if len(parts) >= MERGE_EVERY:
                 parts = [survey.merge(parts)]
+
+        def left_over() -> Iterator[tuple[Any, Any]]:
+            """The tasks still queued (parses of what the last lookups did not find), run here or waited for."""
+            while tasks.pending:
+                got = tasks.take()
+                if got is None:
+                    yield tasks.wait()
+                else:
+                    key, fn, args = got
+                    yield key, fn(pool.shared, *args)
 
         if parent_works:
             # a batch running and one waiting per worker; this process takes the rest, then what is left
@@ -229,6 +252,11 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
             for key, result in tasks:
                 if isinstance(key, int):
                     more()
+                handle(key, result)
+        while lookups.pending or tasks.pending:
+            for s, cached in lookups.finished(wait=True):
+                found(s, cached)
+            for key, result in left_over():
                 handle(key, result)
     return survey.merge(parts), structs
 
