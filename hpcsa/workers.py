@@ -485,6 +485,17 @@ class DynamicRun:
         self._pending -= 1
         return got
 
+    def rest(self) -> Iterator[tuple[Any, Any]]:
+        """Every task still pending, as it finishes: those no worker has started run here (the caller has
+        nothing else left to do), the others waited for."""
+        while self.pending:
+            got = self.take()
+            if got is None:
+                yield self.wait()
+            else:
+                key, fn, args = got
+                yield key, fn(self.pool.shared, *args)
+
     def finished(self) -> Iterator[tuple[Any, Any]]:
         """The results the workers have sent back already, without waiting for more (a forked pool)."""
         hub = self.pool._hub

@@ -5,7 +5,6 @@ CPU structure files parsed beside them, the reports merged associatively (see :m
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -229,16 +228,6 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
             if len(parts) >= MERGE_EVERY:
                 parts = [survey.merge(parts)]
 
-        def left_over() -> Iterator[tuple[Any, Any]]:
-            """The tasks still queued (parses of what the last lookups did not find), run here or waited for."""
-            while tasks.pending:
-                got = tasks.take()
-                if got is None:
-                    yield tasks.wait()
-                else:
-                    key, fn, args = got
-                    yield key, fn(pool.shared, *args)
-
         if parent_works:
             # a batch running and one waiting per worker; this process takes the rest, then what is left
             for key, result in run_shared(pool, phase1_task, share, batch, 2 * workers, parent_works=True,
@@ -256,7 +245,7 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
         while lookups.pending or tasks.pending:
             for s, cached in lookups.finished(wait=True):
                 found(s, cached)
-            for key, result in left_over():
+            for key, result in tasks.rest():  # parses of what the last lookups did not find
                 handle(key, result)
     return survey.merge(parts), structs
 

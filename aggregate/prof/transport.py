@@ -170,13 +170,7 @@ def run_shared(pool: LocalPool, fn: Callable[..., Any], share: Iterator[int], ar
                 more()
                 tasks.start()
                 yield key, result
-        while tasks.pending:  # the share is exhausted: this process runs what no worker has started yet
-            left = tasks.take()
-            if left is None:
-                yield tasks.wait()
-            else:
-                key, task_fn, args = left
-                yield key, task_fn(pool.shared, *args)
+        yield from tasks.rest()  # the share is exhausted: this process runs what no worker has started yet
         return
     for k, result in tasks:
         if meanwhile is not None:

@@ -165,6 +165,35 @@ def test_dynamic_run_take_gives_a_queued_task_to_the_caller_once(fork):
                 run.wait()
 
 
+@pytest.mark.parametrize("fork", [True, False])
+def test_dynamic_run_rest_runs_here_what_no_worker_started(fork):
+    """rest() gives every pending task's result once: the one a forked worker holds is waited for, the
+    queued ones run in this process (all of them, inline)."""
+    import os
+
+    from hpcsa.workers import DynamicRun
+
+    with LocalPool(1, shared=1, fork=fork) as pool:
+        run = DynamicRun(pool)
+        run.submit("held", _pid_after, (0.3,), priority=0.0)
+        run.start()
+        for x in range(3):
+            run.submit(x, _pid_after, (0.0,), priority=1.0 + x)
+        got = dict(run.rest())
+        assert run.pending == 0
+    assert set(got) == {"held", 0, 1, 2}
+    assert {got[x] for x in range(3)} == {os.getpid()}
+    assert (got["held"] != os.getpid()) == fork
+
+
+def _pid_after(shared, seconds):
+    import os
+    import time
+
+    time.sleep(seconds)
+    return os.getpid()
+
+
 def test_dynamic_run_killed_worker_is_one_error():
     from hpcsa.workers import DynamicRun
 
