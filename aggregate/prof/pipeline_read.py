@@ -153,7 +153,7 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
     """Read this rank's share of the profiles once (batches of similar size, largest first, handed out by
     the transport); parse each structure file a profile needs, once, as soon as it is known to be needed
     (ahead of the profiles still waiting), like hpcprof's lazy loading. Cache entries are looked up on a thread
-    (:mod:`struct_lookups`). Over MPI only rank 0 parses
+    where a CPU is spare (:mod:`struct_lookups`). Over MPI only rank 0 parses
     (only it classifies); :func:`complete_structs` adds what other ranks' profiles need. ``warmer``
     computes the lexical chains of the sampled offsets between tasks (see :mod:`chain_warmer`)."""
     transport = transport or Single()

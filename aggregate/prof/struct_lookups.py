@@ -9,7 +9,7 @@ phase 1 of a second run of that real run took 13-40 ms less (medians of 16-30 in
 
 Where every CPU already has a process of the run (the default ``-j``), the thread would only take time
 from them; and in a first run, whose critical path is parsing the largest structure file, it did (a first
-``-j 2`` run on two CPUs took 40-50 ms longer in phase 1). So the caller looks files up itself, between
+``-j 2`` run on two CPUs took 30-60 ms longer in phase 1, medians of 8-20 interleaved runs). So the caller looks files up itself, between
 batches, in those cases: when no CPU is spare, and once a lookup has found no entry.
 """
 
