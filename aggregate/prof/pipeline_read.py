@@ -188,12 +188,14 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
             if i is not None:
                 tasks.submit(i, phase1_task, batch(i), priority=float(i))
 
+        def add(entries: Parsed) -> None:
+            structs.extend(entries)
+            if warmer is not None:
+                warmer.add_structs(entries)
+
         def found(s: StructInput, cached: StructureFile | None) -> None:
             if cached is not None:
-                entries = [(s.path, s.measdir, m) for m in cached.modules]
-                structs.extend(entries)
-                if warmer is not None:
-                    warmer.add_structs(entries)
+                add([(s.path, s.measdir, m) for m in cached.modules])
             else:
                 # ahead of the profiles, largest first: the longest parse starts first
                 tasks.submit(("struct", s.path), phase1_task, ("struct", s), priority=-1.0 - _size(s.path))
@@ -203,10 +205,7 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
             for s, cached in lookups.finished():
                 found(s, cached)
             if not isinstance(key, int):  # a structure file's
-                entries = struct_result(result)
-                structs.extend(entries)
-                if warmer is not None:
-                    warmer.add_structs(entries)
+                add(struct_result(result))
                 return
             parts.append(result)
             if progress is not None:
