@@ -23,7 +23,8 @@ from hpcsa.arrays import sorted_unique
 from hpcsa.progress import Progress
 from hpcsa.structure.model import C, Module, StructureFile
 from hpcsa.structure.parsedcache import read_cached, read_entry, read_structure, store_structure
-from hpcsa.workers import DynamicRun, LocalPool, default_jobs, fork_context, map_in_threads, pool_min_bytes
+from hpcsa.threads import map_in_threads
+from hpcsa.workers import DynamicRun, LocalPool, default_jobs, fork_context, pool_min_bytes
 
 if TYPE_CHECKING:  # hpcsa.gpucct (and networkx) are imported only when there are GPU structure files
     from hpcsa.gpucct import CallGraph

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 
 import pytest
 
 from hpcsa.errors import FormatError, HpcsaError
-from hpcsa.workers import POOL_MIN_BYTES, ForkedWorker, LocalPool, Tickets, map_in_threads, pool_min_bytes
+from hpcsa.workers import POOL_MIN_BYTES, ForkedWorker, LocalPool, Tickets, pool_min_bytes
 
 
 def _scaled(shared: int, x: int) -> int:
@@ -225,25 +224,6 @@ def test_pool_bound_setting(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("HPCSA_POOL_MIN_BYTES", bad)
         with pytest.raises(HpcsaError, match=f"HPCSA_POOL_MIN_BYTES='{bad}': expected a size in bytes"):
             pool_min_bytes()
-
-
-def test_map_in_threads_keeps_order_and_runs_at_once() -> None:
-    assert map_in_threads(lambda x: x * x, list(range(50)), 3) == [x * x for x in range(50)]
-    assert map_in_threads(str, [], 4) == [] and map_in_threads(str, [7], 4) == ["7"]
-    meet = threading.Barrier(2, timeout=10)  # passes only if two items run at the same time, on two threads
-    names = map_in_threads(lambda _: (meet.wait(), threading.current_thread().name)[1], [0, 1], 2)
-    assert len(set(names)) == 2
-
-
-def test_map_in_threads_raises_the_first_failure_in_the_caller() -> None:
-    def fail_on_three(x: int) -> int:
-        if x == 3:
-            raise FormatError("item.bin", "bad item")
-        return x
-
-    with pytest.raises(FormatError, match="bad item"):
-        map_in_threads(fail_on_three, list(range(8)), 2)
-
 
 
 # The pool's shutdown. multiprocessing.Pool hung here: a refusal stopped the pool while the other worker
