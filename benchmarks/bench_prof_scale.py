@@ -7,8 +7,9 @@ the LAMMPS/PeleC runs of "Preparing for Performance Analysis at Exascale" (Ander
 ICS 2022): per rank a CPU thread and a GPU stream, 1 CPU + 63 GPU metrics, ~19 % of contexts and ~2 % of
 metrics non-zero; each at 256, 1,024 and 4,096 profiles, with structure files.
 
-Each configuration is the command a user runs, in a fresh process: ``hpcsa prof -j 1``, ``-j 2``, and
-``mpiexec -n 2 hpcsa prof -j 1`` (the project's MPICH from PyPI); wall time is the best of ``--repeat``
+Each configuration is the command a user runs, in a fresh process: ``hpcsa prof -j 1``, ``-j 2``,
+``mpiexec -n 1 hpcsa prof -j 1`` and ``mpiexec -n 2 hpcsa prof -j 1`` (the project's MPICH from PyPI: the
+issue's "2 MPI ranks against 1 rank", and 2 ranks against one process without MPI); wall time is the best of ``--repeat``
 unwatched runs, memory the peak proportional resident set (PSS) of the whole process tree (mpiexec, its
 proxy, the ranks and their workers; shared pages counted once), sampled every 20 ms in one more run. Sizes: profile.db + cct.db
 against a dense tensor of profiles x contexts x metrics x 8 bytes (metrics: the database's metrics; and,
@@ -124,7 +125,7 @@ def measure_set(kind: str, n: int, tmp: Path, repeat: int, watched: int = 1) -> 
     out = tmp / "out.d"
     row: dict[str, object] = {"set": kind, "profiles": n, "input": g.bytes, "ctx_density": g.context_density,
                               "metric_density": g.metric_density}
-    configs = (("j1", 1, 0), ("j2", 2, 0), ("mpi2", 1, 2))
+    configs = (("j1", 1, 0), ("j2", 2, 0), ("mpi1", 1, 1), ("mpi2", 1, 2))
     walls: dict[str, list[float]] = {name: [] for name, _, _ in configs}
     cpus: dict[str, list[tuple[float, float]]] = {name: [] for name, _, _ in configs}
     for _ in range(repeat):  # interleaved, so that a slow spell of the machine hits all alike
@@ -231,7 +232,8 @@ def report(args: argparse.Namespace, rows: list, big: dict, phases: dict[str, di
         "rank a CPU thread and a GPU stream, 1 CPU + 63 GPU metrics. Each run is the command a user types "
         "(a fresh process: start-up and imports included); times are of unwatched runs, memory is the peak PSS of "
         f"the whole process tree sampled every 20 ms in {'a separate run' if args.watched == 1 else f'separate runs (the median of {args.watched})'}. "
-        "`2 ranks` = `mpiexec -n 2 hpcsa prof -j 1` (MPICH from PyPI); speed-up = `-j 1` time / 2-ranks time, of "
+        "`1 rank`, `2 ranks` = `mpiexec -n 1` and `-n 2 hpcsa prof -j 1` (MPICH from PyPI); speed-up of 2 ranks "
+        "over one process without MPI (`-j 1`) and over 1 rank (which pays MPI's start as 2 ranks do), of "
         "the best runs and of the median runs (every run is listed at the end: one process alone sometimes "
         "runs much faster than usual, as if its core were clocked up while the other idles, which the best of "
         "`-j 1` catches), and by CPU time, which the other engineers' load does not inflate: the median CPU "
@@ -239,17 +241,21 @@ def report(args: argparse.Namespace, rows: list, big: dict, phases: dict[str, di
         "the speed-up on two idle cores if no rank ever waited for the other: an upper bound).",
         "",
         "| set | profiles | input MB | densities in (ctx/metric %) | contexts | -j 1 (s) | -j 1 peak MiB | -j 2 (s) "
-        "| -j 2 peak MiB | 2 ranks (s) | 2 ranks peak MiB | profiles/s (2 ranks) | speed-up 2 ranks: best, median "
+        "| -j 2 peak MiB | 1 rank (s) | 1 rank peak MiB | 2 ranks (s) | 2 ranks peak MiB | profiles/s (2 ranks) "
+        "| speed-up 2 ranks over -j 1: best, median | over 1 rank: best, median "
         "| CPU s: -j 1, 2 ranks (all, busiest) | speed-up by CPU | profile+cct MB | dense MB | smaller than dense "
         "| (dense with scope columns) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "---:|",
     ]
     for r in rows:
         lines.append(
             f"| {r['set']} | {r['profiles']:,} | {r['input'] / 1e6:.1f} | {r['ctx_density']:.1f} / "
             f"{r['metric_density']:.1f} | {r['contexts']:,} | {r['j1'][0]:.2f} | {mib(r['j1'][1])} | "
-            f"{r['j2'][0]:.2f} | {mib(r['j2'][1])} | {r['mpi2'][0]:.2f} | {mib(r['mpi2'][1])} | "
+            f"{r['j2'][0]:.2f} | {mib(r['j2'][1])} | {r['mpi1'][0]:.2f} | {mib(r['mpi1'][1])} | "
+            f"{r['mpi2'][0]:.2f} | {mib(r['mpi2'][1])} | "
             f"{r['profiles'] / r['mpi2'][0]:.0f} | {r['j1'][0] / r['mpi2'][0]:.2f}x, {r['j1'][2] / r['mpi2'][2]:.2f}x | "
+            f"{r['mpi1'][0] / r['mpi2'][0]:.2f}x, {r['mpi1'][2] / r['mpi2'][2]:.2f}x | "
             f"{r['j1'][4]:.2f}, {r['mpi2'][4]:.2f} ({r['mpi2'][5]:.2f}) | {r['j1'][4] / r['mpi2'][5]:.2f}x | "
             f"{r['sparse'] / 1e6:.1f} | {r['dense'] / 1e6:,.0f} | "
             f"{r['dense'] / r['sparse']:.0f}x | {r['dense_cols'] / r['sparse']:.0f}x |")
@@ -259,8 +265,12 @@ def report(args: argparse.Namespace, rows: list, big: dict, phases: dict[str, di
         if len(rs) >= 2:
             lo, hi = rs[0], rs[-1]
             lines.append(f"- {kind}: peak memory at {hi['profiles']:,} / at {lo['profiles']:,} profiles: "
-                         f"-j 1 {hi['j1'][1] / lo['j1'][1]:.2f}x, -j 2 {hi['j2'][1] / lo['j2'][1]:.2f}x, 2 ranks "
-                         f"{hi['mpi2'][1] / lo['mpi2'][1]:.2f}x (goal <= 1.2x); 2 ranks vs 1 (best, median; by CPU): "
+                         f"-j 1 {hi['j1'][1] / lo['j1'][1]:.2f}x, -j 2 {hi['j2'][1] / lo['j2'][1]:.2f}x, 1 rank "
+                         f"{hi['mpi1'][1] / lo['mpi1'][1]:.2f}x, 2 ranks {hi['mpi2'][1] / lo['mpi2'][1]:.2f}x "
+                         "(goal <= 1.2x); 2 ranks against 1 rank (best, median): "
+                         + ", ".join(f"{r['mpi1'][0] / r['mpi2'][0]:.2f}x / {r['mpi1'][2] / r['mpi2'][2]:.2f}x"
+                                     for r in rs)
+                         + "; against -j 1, one process without MPI (best, median; by CPU): "
                          + ", ".join(f"{r['j1'][0] / r['mpi2'][0]:.2f}x / {r['j1'][2] / r['mpi2'][2]:.2f}x; "
                                      f"{r['j1'][4] / r['mpi2'][5]:.2f}x" for r in rs) + " (goal >= 1.8x)")
     gpu = [r for r in rows if r["set"] == "gpu"]
@@ -277,11 +287,11 @@ def report(args: argparse.Namespace, rows: list, big: dict, phases: dict[str, di
                      f"{HPCPROF_YARDSTICK[0]} s, {HPCPROF_YARDSTICK[1]} MiB): hpcsa on the generated 1,024-thread "
                      f"set ({c['input'] / c['profiles'] / 1e3:.1f} KB per profile with traces): -j 2 "
                      f"{c['j2'][0]:.2f} s, {mib(c['j2'][1])} MiB; 2 ranks {c['mpi2'][0]:.2f} s, {mib(c['mpi2'][1])} MiB")
-    lines += ["", "## Every run (seconds, in the order they ran)", "", "| set | profiles | -j 1 | -j 2 | 2 ranks |",
-              "|---|---:|---|---|---|"]
+    lines += ["", "## Every run (seconds, in the order they ran)", "", "| set | profiles | -j 1 | -j 2 | 1 rank | 2 ranks |",
+              "|---|---:|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['set']} | {r['profiles']:,} | " + " | ".join(
-            ", ".join(f"{w:.2f}" for w in r[name][3]) for name in ("j1", "j2", "mpi2")) + " |")
+            ", ".join(f"{w:.2f}" for w in r[name][3]) for name in ("j1", "j2", "mpi1", "mpi2")) + " |")
     if phases:
         lines += ["", f"## Where the time goes ({big['set']}, {big['profiles']:,} profiles)", "",
                   "Seconds per phase of in-process runs (no interpreter start-up; for 2 ranks, rank 0's clock, "
