@@ -4,15 +4,15 @@ hpcprof parses every structure file on every run; for the large files of real
 runs (a C library with its debug info gives a 7-8 MB ``.hpcstruct``) that XML
 parse is most of a small aggregation's time. :func:`read_structure` returns
 the same :class:`StructureFile` as :func:`hpcstruct.read_hpcstruct`, through a
-cache entry named by the BLAKE2b-256 hash of the structure file's bytes: the columns of
+cache entry named by the BLAKE3-256 hash of the structure file's bytes: the columns of
 every module (``scopes``, ``ranges``), its strings, and its statement address
 map (``leaf_map``, the costliest query to derive) as raw numpy arrays.
 
 Trust: an entry is used only if its name and its header both carry the hash
 of the bytes just read, its format version is this one, and a CRC-32 of its
 payload matches (a check against damage, not an attacker: the trust is the
-hash of the structure file; CRC-32 is 4-5 times faster than BLAKE2b, and a
-run checks every entry it maps); anything else (a truncated write, a changed file, a
+hash of the structure file; a run checks every entry it maps, and CRC-32
+does that at 3-4 GB/s); anything else (a truncated write, a changed file, a
 stale or foreign entry, an unreadable directory) is ignored and the entry
 rebuilt. Entries are written atomically. Nothing is ever unpickled: the
 payload is numbers and UTF-8 text, checked before use.
@@ -56,8 +56,9 @@ from hpcsa.workers import trim_heap
 
 MAGIC = b"HPCSA-PARSED-STRUCT\n"
 # 2: string ends stored (strings decoded one at a time); 3: payload CRC-32 (was BLAKE2b); 4: named by BLAKE2b-256
-# (was SHA-256, whose OpenSSL library costs every process 3.4 MiB: :mod:`hpcsa.digests`)
-FORMAT = 4
+# (was SHA-256, whose OpenSSL library costs every process 3.4 MiB); 5: named by BLAKE3-256, 3-4 times faster
+# (:mod:`hpcsa.digests`)
+FORMAT = 5
 SUBDIR = "parsed-struct"
 ALIGN = 64
 
