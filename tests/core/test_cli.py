@@ -21,6 +21,18 @@ def test_each_subcommand_has_help():
         assert "example" in proc.stdout
 
 
+def test_a_command_builds_its_own_parser_alone_and_help_before_it_lists_every_command():
+    from hpcsa.cli import build_parser
+
+    _, parsers = build_parser("prof")
+    assert list(parsers) == ["prof"]
+    assert list(build_parser()[1]) == list(SUBCOMMANDS)
+    before = run_cli("-h", "prof")  # the top-level help, whatever follows
+    assert before.returncode == 0 and all(name in before.stdout for name in SUBCOMMANDS)
+    wrong = run_cli("prfo", "x")
+    assert wrong.returncode == 2 and "invalid choice: 'prfo'" in wrong.stderr and "'serve'" in wrong.stderr
+
+
 def test_no_command_prints_usage_and_fails():
     proc = run_cli()
     assert proc.returncode == 2
