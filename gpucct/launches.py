@@ -9,10 +9,11 @@ kernel's entry pc, carrying ``GKER:COUNT``) and the PC samples (``unwound`` =
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
+from hpcsa.dataclass import dataclass
 from hpcsa.ingest.hpcrun import UNWOUND, HpcrunProfile
 from hpcsa.ingest.placeholders import GPU_KERNEL
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 import mmap
 import os
 import struct
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from hpcsa.binfmt import Blob, Builder, Cursor, align, layout, records
+from hpcsa.dataclass import dataclass
 from hpcsa.errors import FormatError
 from hpcsa.fileio import atomic_file
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from hpcsa.arrays import concat_records, offsets
 from hpcsa.binfmt import Blob, records
+from hpcsa.dataclass import dataclass
 from hpcsa.errors import HpcsaError
 from hpcsa.ingest.hpcrun import (
     CCT_NODE,

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from hpcsa.binfmt import Blob, layout, records
+from hpcsa.dataclass import dataclass
 from hpcsa.errors import FormatError
 from hpcsa.fileio import atomic_file, input_error
 

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
+from hpcsa.dataclass import dataclass
 from hpcsa.demangle import demangle
 from hpcsa.digests import md5
 from hpcsa.errors import HpcsaError

@@ -11,10 +11,11 @@ on columns; only names, call stacks and code objects are Python objects.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
+from hpcsa.dataclass import dataclass
 from hpcsa.digests import md5
 from hpcsa.interning import intern
 

@@ -41,10 +41,11 @@ profile from it and :mod:`hpcsa.ingest.synthdir` writes the directory
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 import numpy as np
 
+from hpcsa.dataclass import dataclass
 from hpcsa.digests import md5
 from hpcsa.ingest.gpumetrics import metric_table
 from hpcsa.ingest.hpcrun import (

@@ -4,10 +4,10 @@ processes (:class:`hpcsa.workers.LocalPool`), and the structure files of the pro
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 import numpy as np
 
+from hpcsa.dataclass import dataclass
 from hpcsa.fileio import atomic_dir
 from hpcsa.ingest.hpcrun import encode_hpcrun
 from hpcsa.ingest.hpctrace import encode_hpctrace

@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from hpcsa.dataclass import dataclass
 from hpcsa.ingest.gpumetrics import metric_ids
 from hpcsa.ingest.hpcrun import CCT_NODE, ID_ELEMENT, UNWOUND, HpcrunProfile, default_id_names, pack_values
 from hpcsa.ingest.hpcrun import GPUCONTEXT_ELEMENT as GPUCONTEXT

@@ -21,10 +21,11 @@ from __future__ import annotations
 import glob
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
+from hpcsa.dataclass import dataclass
 from hpcsa.errors import FormatError
 from hpcsa.structure.elf import EM_AMDGPU, ElfImage, open_elf
 from hpcsa.structure.gpu_build import GpuBinary, GpuProc, build_structure, demangle

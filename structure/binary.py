@@ -15,11 +15,12 @@ import importlib
 import os
 import struct
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import capstone
 from elftools.common.exceptions import DWARFError, ELFError
 
+from hpcsa.dataclass import dataclass
 from hpcsa.demangle import demangle
 from hpcsa.errors import FormatError, UnsupportedError
 from hpcsa.structure import device_code as device_code_mod

@@ -36,10 +36,11 @@ import multiprocessing.connection
 import multiprocessing.context
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
+from hpcsa.dataclass import dataclass
 from hpcsa.structure.cfg import CodeIndex
 from hpcsa.structure.dwarf_inline import UNKNOWN_PROC
 from hpcsa.structure.elf import ElfImage, FunctionSymbol

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import capstone
 import numpy as np
 
+from hpcsa.dataclass import dataclass
 from hpcsa.structure.model import C, L, LexStep, Module, S
 
 UNKNOWN_FILE = "<unknown>"

@@ -18,11 +18,11 @@ of its section.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
+from hpcsa.dataclass import dataclass
 from hpcsa.errors import FormatError
 from hpcsa.structure.elf import (
     EM_CUDA,

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
+from hpcsa.dataclass import dataclass
 from hpcsa.structure.dwarf_forms import cstring, initial_length, sleb, uleb
 from hpcsa.structure.dwarf_inline import InlineTable
 from hpcsa.structure.dwarf_lines import LineMap, LineProgram, build_line_map

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from hpcsa.dataclass import dataclass
 
 if TYPE_CHECKING:
     from hpcsa.structure.dwarf import DebugInfo

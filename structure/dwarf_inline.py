@@ -12,10 +12,11 @@ address ranges, sorted, for vectorized lookups per function.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
+from hpcsa.dataclass import dataclass
 from hpcsa.structure.dwarf import (
     AT_ABSTRACT_ORIGIN,
     AT_CALL_FILE,

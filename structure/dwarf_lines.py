@@ -17,10 +17,11 @@ from __future__ import annotations
 import functools
 import os
 import struct
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
+from hpcsa.dataclass import dataclass
 from hpcsa.structure.dwarf import DebugInfo
 from hpcsa.structure.dwarf_forms import (
     F_BLOCK,

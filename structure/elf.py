@@ -14,7 +14,7 @@ import mmap
 import os
 import struct
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 
 import numpy as np
@@ -22,6 +22,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
 from hpcsa.binfmt import layout
+from hpcsa.dataclass import dataclass
 from hpcsa.digests import md5
 from hpcsa.errors import FormatError, HpcsaError, UnsupportedError
 from hpcsa.fileio import map_input

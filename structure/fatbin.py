@@ -27,11 +27,11 @@ Only ELF entries (cubins) are decompressed: PTX is not code hpcsa places samples
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from hpcsa.binfmt import Builder, align, layout, records
+from hpcsa.dataclass import dataclass
 from hpcsa.errors import FormatError
 from hpcsa.structure import decompress
 

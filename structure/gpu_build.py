@@ -35,10 +35,11 @@ from __future__ import annotations
 import bisect
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
+from hpcsa.dataclass import dataclass
 from hpcsa.demangle import demangle_symbol as demangle
 from hpcsa.demangle import drop_return_type as drop_return_type  # re-exported
 from hpcsa.structure.dwarf_inline import InlineTable

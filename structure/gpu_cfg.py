@@ -17,10 +17,11 @@ search over their rows), so Python work is per block, not per instruction.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
+from hpcsa.dataclass import dataclass
 from hpcsa.structure.edges import E_CALL_FT, E_DIRECT, E_FALLTHROUGH, E_INDIRECT, E_NOT_TAKEN, E_TAKEN
 from hpcsa.structure.nvdisasm import K_BRANCH, K_CALL, K_EXIT, K_INDIRECT, K_OTHER, K_RETURN, K_TRAP
 

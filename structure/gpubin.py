@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import io
 import struct
-from dataclasses import dataclass
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
+from hpcsa.dataclass import dataclass
 from hpcsa.structure import fatbin, offload_bundle
 from hpcsa.structure.elf import ELF_MAGIC
 

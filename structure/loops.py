@@ -13,7 +13,9 @@ per loop until asked for).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from hpcsa.dataclass import dataclass
 
 
 @dataclass

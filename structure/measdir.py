@@ -24,10 +24,11 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from hpcsa import __version__, digests
+from hpcsa.dataclass import dataclass
 from hpcsa.errors import HpcsaError
 from hpcsa.fileio import write_file
 from hpcsa.progress import Progress

@@ -22,13 +22,14 @@ from __future__ import annotations
 import bisect
 import mmap
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
 
 from hpcsa.arrays import sorted_unique
+from hpcsa.dataclass import dataclass
 from hpcsa.structure.claims import claims_by_address
 from hpcsa.structure.columns import PackedStrings, bisect_right
 

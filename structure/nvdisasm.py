@@ -16,12 +16,13 @@ precedence so a CUDA toolkit's own disassembler can be used instead.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import lru_cache
 from importlib import metadata
 
 import numpy as np
 
+from hpcsa.dataclass import dataclass
 from hpcsa.structure.tools import find_tool, run_tool
 
 # Instruction kinds.

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from hpcsa.binfmt import Builder, align, layout, records
+from hpcsa.dataclass import dataclass
 from hpcsa.digests import md5
 from hpcsa.errors import FormatError
 from hpcsa.structure import decompress

@@ -10,8 +10,9 @@ empty tables with a note, never to a failure.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from hpcsa.dataclass import dataclass
 from hpcsa.errors import HpcsaError
 from hpcsa.structure.dwarf import DebugInfo
 from hpcsa.structure.dwarf_forms import DwarfError

@@ -25,8 +25,9 @@ import multiprocessing.connection
 import multiprocessing.context
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from hpcsa.dataclass import dataclass
 from hpcsa.fileio import atomic_file
 from hpcsa.structure.build import Group, StructureBuilder, print_order, skeleton_in_two
 from hpcsa.structure.elf import ElfImage

@@ -21,9 +21,10 @@ part of the output.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Protocol
 
+from hpcsa.dataclass import dataclass
 from hpcsa.interning import intern
 from hpcsa.structure.loops import Loop
 from hpcsa.structure.model import GUARD_NAME, A, C, L, ModuleBuilder, P

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from fractions import Fraction
 from types import SimpleNamespace
 from typing import Any
@@ -38,6 +38,7 @@ import numpy as np
 from hpcsa.aggregate.db import metadb
 from hpcsa.aggregate.db.metricsyaml import SCOPES
 from hpcsa.aggregate.db.profiledb import ProfileDB, ProfileValues, id_tuple
+from hpcsa.dataclass import dataclass
 from hpcsa.errors import HpcsaError
 from hpcsa.progress import Progress
 from hpcsa.views import tree as T

@@ -40,11 +40,11 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 
 import numpy as np
 import yaml
 
+from hpcsa.dataclass import dataclass
 from hpcsa.errors import HpcsaError
 
 #: Thread states and GPU-blame classes (the values of the classification arrays).

@@ -33,10 +33,11 @@ GPU's first stream). So blame = GPU idle time.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
+from hpcsa.dataclass import dataclass
 from hpcsa.views.blamerules import IDLE, OVERHEAD, WORK
 
 ABSENT = 3

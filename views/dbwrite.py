@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from hpcsa.aggregate.db import cctdb, metadb, metricsyaml, profiledb, summary, tracedb
 from hpcsa.aggregate.db.profiledb import ProfileValues
+from hpcsa.dataclass import dataclass
 from hpcsa.fileio import atomic_dir, write_file
 
 

@@ -16,7 +16,6 @@ request. Rows are those of :class:`~hpcsa.views.tree.CCT`.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +24,7 @@ import numpy as np
 from hpcsa.aggregate.db.database import Database, open_database
 from hpcsa.aggregate.db.metricsyaml import Input
 from hpcsa.aggregate.db.profiledb import ProfileValues
+from hpcsa.dataclass import dataclass
 from hpcsa.errors import HpcsaError
 from hpcsa.ingest.hpcrun import ID_CORE, ID_GPUCONTEXT, ID_GPUDEVICE, ID_GPUSTREAM, ID_KINDS, ID_THREAD
 from hpcsa.views import tree as T

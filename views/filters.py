@@ -32,12 +32,12 @@ from __future__ import annotations
 import fnmatch
 import re
 import weakref
-from dataclasses import dataclass
 
 import numpy as np
 
 from hpcsa.aggregate.db.metricsyaml import Input
 from hpcsa.aggregate.db.profiledb import ProfileValues
+from hpcsa.dataclass import dataclass
 from hpcsa.errors import HpcsaError
 from hpcsa.views import tree as T
 from hpcsa.views.bottomup import CallersForest

@@ -15,11 +15,11 @@ every context comes from one pass over cct.db (vectorized).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from hpcsa.dataclass import dataclass
 from hpcsa.errors import HpcsaError
 from hpcsa.fileio import atomic_file
 

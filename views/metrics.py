@@ -26,13 +26,14 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
 
 from hpcsa.aggregate.db import metadb
 from hpcsa.aggregate.db.metricsyaml import Input, MetricsTaxonomy
+from hpcsa.dataclass import dataclass
 
 Expr = Any  # number | Input | {op: [Expr, ...]}
 

@@ -18,11 +18,12 @@ import csv
 import io
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
 
+from hpcsa.dataclass import dataclass
 from hpcsa.textout import json_safe
 from hpcsa.views.forest import Forest
 from hpcsa.views.metrics import Column

@@ -12,11 +12,11 @@ losses are scalability bottlenecks; a context present in one run only counts as 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from hpcsa.dataclass import dataclass
 from hpcsa.digests import blake2b
 from hpcsa.errors import HpcsaError
 from hpcsa.views import tree as T

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
@@ -43,6 +43,7 @@ import yaml
 
 from hpcsa.aggregate.db import metadb
 from hpcsa.aggregate.db.profiledb import ProfileValues, id_tuple
+from hpcsa.dataclass import dataclass
 from hpcsa.digests import blake2b
 from hpcsa.errors import HpcsaError
 from hpcsa.views import tree as T

@@ -18,12 +18,13 @@ analysis below uses instead of walking the tree in Python:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from hpcsa.aggregate.db import metadb
 from hpcsa.aggregate.db.treeorder import depth_levels, subtree_sizes
+from hpcsa.dataclass import dataclass
 
 # Row kinds: meta.db's lexical types, plus the two kinds of rows meta.db does not store as contexts.
 FUNCTION, LOOP, LINE, INSTRUCTION = metadb.FUNCTION, metadb.LOOP, metadb.LINE, metadb.INSTRUCTION

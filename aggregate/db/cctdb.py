@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import BinaryIO, ClassVar
 
 import numpy as np
@@ -30,6 +29,7 @@ from hpcsa.aggregate.db import dbformat as dbf
 from hpcsa.aggregate.db.profiledb import ProfileDB
 from hpcsa.arrays import rank_in_runs, run_starts, sorted_unique
 from hpcsa.binfmt import align
+from hpcsa.dataclass import dataclass
 from hpcsa.errors import FormatError
 from hpcsa.fileio import pwrite_all
 from hpcsa.workers import LocalPool

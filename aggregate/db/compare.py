@@ -23,13 +23,14 @@ import math
 import os
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
 
 from hpcsa.aggregate.db import metadb
 from hpcsa.aggregate.db.database import SOURCES, Database, open_database
+from hpcsa.dataclass import dataclass
 from hpcsa.digests import blake2b
 
 ULP_GRACE = 16

@@ -12,11 +12,11 @@ the streaming aggregation does.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 import numpy as np
 
 from hpcsa.aggregate.db import cctdb, metadb, metricsyaml, profiledb, tracedb
+from hpcsa.dataclass import dataclass
 from hpcsa.errors import FormatError, HpcsaError
 from hpcsa.fileio import atomic_dir
 

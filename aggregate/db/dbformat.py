@@ -17,13 +17,13 @@ import contextlib
 import functools
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from types import TracebackType
 from typing import BinaryIO, ClassVar, Self
 
 import numpy as np
 
 from hpcsa.binfmt import Blob, Field, layout
+from hpcsa.dataclass import dataclass
 from hpcsa.errors import FormatError
 from hpcsa.fileio import atomic_file
 

@@ -13,13 +13,14 @@ a subtree is a contiguous row range, so views can aggregate with slices and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
 
 from hpcsa.aggregate.db import dbformat as dbf
 from hpcsa.aggregate.db.treeorder import preorder, subtree_sizes
+from hpcsa.dataclass import dataclass
 from hpcsa.ingest.hpcrun import ID_KINDS
 
 TAG = b"meta"

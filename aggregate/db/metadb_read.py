@@ -8,7 +8,6 @@ pointer jumping over ``nFlexWords`` (see :func:`_records_in_arrays`).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -16,6 +15,7 @@ from hpcsa.aggregate.db import dbformat as dbf
 from hpcsa.aggregate.db import metadb_model as M
 from hpcsa.aggregate.db.treeorder import preorder
 from hpcsa.binfmt import Blob
+from hpcsa.dataclass import dataclass
 from hpcsa.errors import UnsupportedError
 
 

@@ -3,10 +3,11 @@ statistics) and the model (:class:`Input`, :class:`MetricsTaxonomy`, :class:`Met
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from hpcsa.aggregate.db.metadb_model import COMBINE, standard_scopes
+from hpcsa.dataclass import dataclass
 
 VERSION = 0
 SCOPES = tuple(s.name for s in standard_scopes())  # the propagation scopes hpcprof writes, in its order

@@ -5,11 +5,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from hpcsa.aggregate.db.hpcrun_formula import parse_hpcrun_formula
 from hpcsa.aggregate.db.metricsyaml_model import SCOPES, VERSION, Input, MetricRef, MetricsTaxonomy
+from hpcsa.dataclass import dataclass
 from hpcsa.errors import FormatError
 from hpcsa.ingest.hpcrun import SHOW_EXCLUSIVE, SHOW_HIDE, SHOW_INCLUSIVE, SHOW_INVISIBLE
 

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, BinaryIO, ClassVar
 
 import numpy as np
 
 from hpcsa.aggregate.db import dbformat as dbf
 from hpcsa.binfmt import align
+from hpcsa.dataclass import dataclass
 from hpcsa.errors import FormatError, UnsupportedError
 from hpcsa.fileio import pwrite_all
 from hpcsa.ragged import Ragged

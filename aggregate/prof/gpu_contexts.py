@@ -18,12 +18,12 @@ data: ``<gpu kernel> -> (unknown) -> instruction`` (done by the expansion).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from hpcsa.aggregate.prof import rawtree
+from hpcsa.dataclass import dataclass
 
 if TYPE_CHECKING:  # hpcsa.gpucct (and networkx) are imported only by runs with GPU call graphs
     from hpcsa.gpucct import CallGraph

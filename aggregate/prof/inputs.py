@@ -11,11 +11,12 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 import numpy as np
 
 from hpcsa.aggregate.prof.profile_table import HPCRUN, HPCTRACE, ProfileInputs
+from hpcsa.dataclass import dataclass
 from hpcsa.digests import blake2b
 from hpcsa.errors import HpcsaError
 from hpcsa.fileio import input_error, read_input

@@ -36,13 +36,14 @@ import os
 import re
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from hpcsa.aggregate.db.metadb_model import INLINED_CALL, LEXICAL  # relations, as meta.db codes them
 from hpcsa.arrays import sorted_unique
+from hpcsa.dataclass import dataclass
 from hpcsa.digests import file_digest, md5
 from hpcsa.errors import HpcsaError
 from hpcsa.structure.model import LexStep, Module

@@ -14,11 +14,12 @@ function, lex_aware, execution, restricted to the metric's own).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from hpcsa.aggregate.db import metadb, metricsyaml
+from hpcsa.dataclass import dataclass
 from hpcsa.errors import FormatError, HpcsaError, UnsupportedError
 
 SCOPE_ORDER = metricsyaml.SCOPES  # the propagation scopes, in the order meta.db lists them

@@ -48,7 +48,7 @@ import contextlib
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from hpcsa.aggregate.prof import (
@@ -68,6 +68,7 @@ from hpcsa.aggregate.prof.pipeline_read import (
 )
 from hpcsa.aggregate.prof.pipeline_write import write_outputs
 from hpcsa.aggregate.prof.transport import Single, Transport, unwrap
+from hpcsa.dataclass import dataclass
 from hpcsa.errors import HpcsaError
 from hpcsa.fileio import atomic_dir, remove_stale_partials
 from hpcsa.progress import Progress

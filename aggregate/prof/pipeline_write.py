@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,6 +21,7 @@ from hpcsa.aggregate.prof import (
 )
 from hpcsa.aggregate.prof.profile_table import ProfileTable
 from hpcsa.aggregate.prof.transport import Single, Transport, run_shared, tasks_ahead, unwrap
+from hpcsa.dataclass import dataclass
 from hpcsa.fileio import copy_range
 from hpcsa.progress import Progress
 from hpcsa.workers import ForkedWorker, LocalPool, Tickets, fork_context, pool_min_bytes, trim_heap

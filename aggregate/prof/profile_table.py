@@ -17,10 +17,11 @@ from __future__ import annotations
 import operator
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
+from hpcsa.dataclass import dataclass
 from hpcsa.ingest.hpcrun import ID_ELEMENT
 from hpcsa.ragged import Ragged
 

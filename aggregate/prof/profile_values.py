@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -40,6 +39,7 @@ from hpcsa.aggregate.prof.survey import KEPT_NODE, NodeIndex, kept_many, second_
 from hpcsa.aggregate.prof.unified_tables import ClassTwo
 from hpcsa.arrays import concat_records, offsets
 from hpcsa.binfmt import align
+from hpcsa.dataclass import dataclass
 from hpcsa.errors import HpcsaError
 from hpcsa.fileio import pwrite_all
 from hpcsa.ingest.hpcrun import CCT_NODE, SPARSE_INDEX, SPARSE_VALUE, HpcrunProfile

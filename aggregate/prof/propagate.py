@@ -29,11 +29,10 @@ have the same nearest call-entered or loop ancestor (``block_root``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from hpcsa.arrays import sorted_unique
+from hpcsa.dataclass import dataclass
 
 
 @dataclass

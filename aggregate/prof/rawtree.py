@@ -19,10 +19,11 @@ point is a sample pc in a GPU binary).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
+from hpcsa.dataclass import dataclass
 from hpcsa.digests import blake2b
 
 CCT, FRAME, POINT = 0, 1, 2

@@ -20,7 +20,7 @@ import os
 import pickle
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -30,6 +30,7 @@ from hpcsa.aggregate.prof.gpu_contexts import RECONSTRUCTED, GpuPart, reconstruc
 from hpcsa.aggregate.prof.lexical import hashed_name, module_key
 from hpcsa.aggregate.prof.profile_table import ProfileFacts, ProfileInput, ProfileTable
 from hpcsa.aggregate.prof.unify import NO_ACTIVITY, OUTLINED_RANGE_IDS, PARTIAL, PRIMARY
+from hpcsa.dataclass import dataclass
 from hpcsa.errors import FormatError, HpcsaError, UnsupportedError
 from hpcsa.fileio import pwrite_all
 from hpcsa.ingest.hpcrun import (

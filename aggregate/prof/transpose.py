@@ -21,7 +21,6 @@ wrote those in an "aside" blob per profile; they are merged in here.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -30,6 +29,7 @@ from hpcsa.aggregate.db.profiledb import CTX_INDEX, SZ_VALUE, VALUE, ctx_indices
 from hpcsa.aggregate.prof.metrictable import SCOPE_ORDER, MetricTable
 from hpcsa.aggregate.prof.profile_values import ASIDE, ASIDE_NOLOOPS
 from hpcsa.arrays import run_starts, sorted_unique, sorted_unique_rows
+from hpcsa.dataclass import dataclass
 from hpcsa.fileio import pwrite_all
 
 LEX = SCOPE_ORDER.index("lex_aware")

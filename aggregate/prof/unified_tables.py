@@ -12,7 +12,7 @@ It is plain data (numpy arrays, lists), cheap to share with worker processes
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from hpcsa.aggregate.prof.profile_table import ProfileTable
 from hpcsa.aggregate.prof.propagate import TreeArrays
 from hpcsa.aggregate.prof.survey import Discovery, Phase1Env
 from hpcsa.arrays import run_starts, sorted_unique
+from hpcsa.dataclass import dataclass
 from hpcsa.errors import HpcsaError
 from hpcsa.ingest.hpcrun import BOTH_VALID, ID_KIND_MASK, LOGIC_GLOBAL, LOGIC_LOCAL, LoadModule, MetricDesc
 from hpcsa.ragged import Ragged

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -39,6 +38,7 @@ from hpcsa.aggregate.prof import lexical as lx
 from hpcsa.aggregate.prof import rawtree
 from hpcsa.aggregate.prof.gpu_contexts import RECONSTRUCTED, frame_name
 from hpcsa.arrays import sorted_unique_rows
+from hpcsa.dataclass import dataclass
 from hpcsa.errors import HpcsaError
 from hpcsa.ingest.placeholders import (
     FENCE_MAIN,

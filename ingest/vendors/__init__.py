@@ -19,10 +19,10 @@ import importlib
 import os
 import pkgutil
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Protocol, runtime_checkable
 
+from hpcsa.dataclass import dataclass
 from hpcsa.errors import HpcsaError, corrupt_input
 from hpcsa.ingest import model as M
 from hpcsa.ingest.sqlsrc import Db
