@@ -105,6 +105,8 @@ def placeholder_text(code: int) -> str | None:
 
 @dataclass(frozen=True)
 class LoadModule:
+    """One entry of a profile's load map: the module's id in its call paths, its path and hpcrun's flags."""
+
     id: int
     path: str
     flags: int = 0

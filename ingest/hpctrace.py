@@ -36,6 +36,8 @@ RECORD_DATA_CENTRIC = layout(">", 16, [("time", 0, "u8"), ("ctx", 8, "u4"), ("me
 
 @dataclass
 class HpctraceFile:
+    """A thread's ``.hpctrace``: its flags and its (time, call-path id) records."""
+
     flags: int
     records: np.ndarray
     version: str = VERSION

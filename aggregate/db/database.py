@@ -27,6 +27,8 @@ SOURCES = "src"  # the directory of the source files copied into a database
 
 @dataclass
 class Database:
+    """A database directory's files, read; cct.db, trace.db and the taxonomy are optional."""
+
     path: str
     meta: metadb.MetaDB
     profiles: profiledb.ProfileDB

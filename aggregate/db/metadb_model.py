@@ -99,12 +99,16 @@ class Scope:
 
 @dataclass
 class ScopeInstance:
+    """A metric propagated to one scope: the id its values have in profile.db and cct.db."""
+
     scope: int  # index into MetaDB.scopes
     prop_metric_id: int
 
 
 @dataclass
 class Summary:
+    """A summary statistic of a metric in one scope: its formula, how it combines, and its id."""
+
     scope: int  # index into MetaDB.scopes
     formula: str
     combine: int
@@ -113,6 +117,8 @@ class Summary:
 
 @dataclass
 class Metric:
+    """A metric of meta.db's performance metrics section, with its propagated and summary instances."""
+
     name: str
     scope_insts: list[ScopeInstance] = field(default_factory=list)
     summaries: list[Summary] = field(default_factory=list)
@@ -146,6 +152,8 @@ class Functions:
 
 @dataclass
 class EntryPoint:
+    """A root of the context tree, by how the thread was entered (main thread, application thread)."""
+
     ctx_id: int
     kind: int  # 0 unknown entry, 1 main thread, 2 application thread
     pretty_name: str

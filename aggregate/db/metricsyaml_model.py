@@ -54,4 +54,6 @@ class MetricsTaxonomy:
 
 @dataclass(frozen=True)
 class MetricRef:
+    """A metric referred to by name in a formula (of metrics/default.yaml, or one hpcrun recorded)."""
+
     name: str

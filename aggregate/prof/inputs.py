@@ -37,6 +37,8 @@ class StructInput:
 
 @dataclass
 class Inputs:
+    """The profiles and structure files of the measurement directories, as listed before reading them."""
+
     profiles: ProfileInputs = field(default_factory=lambda: ProfileInputs.of([]))  # columns, no object each
     structs: list[StructInput] = field(default_factory=list)
     #: Structure files of the measurement directories left out by ``--ignore-structs``: they are not used

@@ -76,6 +76,8 @@ from hpcsa.progress import Progress
 
 @dataclass
 class Options:
+    """The choices of an ``hpcsa prof`` run (the command's options)."""
+
     output: str | None = None
     jobs: int = 1
     statistics: tuple[str, ...] = ("Sum",)
@@ -88,6 +90,8 @@ class Options:
 
 @dataclass
 class Result:
+    """What an ``hpcsa prof`` run made, and how long each phase took."""
+
     path: str
     profiles: int
     contexts: int

@@ -71,6 +71,8 @@ class Sinks:
 
 @dataclass
 class ProfileOutput:
+    """Where phase 2 put one profile's values (its PMS blob, the values set aside) and its trace."""
+
     index: int            # canonical profile number (0-based; profile.db index - 1)
     pms_offset: int       # in the scratch file (relative to its batch's blobs until they are stored)
     n_values: int

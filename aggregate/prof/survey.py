@@ -80,6 +80,8 @@ class Phase1Env:
 
 @dataclass
 class Discovery:
+    """What phase 1 learnt from the profiles it read: their raw contexts, facts, metric tables and load maps."""
+
     raw: rawtree.RawNodes
     profiles: ProfileTable = field(default_factory=lambda: ProfileTable.of([]))  # columns, no object each
     metric_tables: list[tuple[MetricDesc, ...]] = field(default_factory=list)

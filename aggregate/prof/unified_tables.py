@@ -34,6 +34,8 @@ from hpcsa.structure.model import Module
 
 @dataclass
 class ClassTwo:
+    """The correlated state every process shares after phase 1: the unified tree and its ids."""
+
     seed: int
     raw_h1: np.ndarray        # sorted path hashes of the union
     raw_h2: np.ndarray
