@@ -366,11 +366,14 @@ def print_order(files: dict[str, dict[int, Group]]) -> list[tuple[str, int]]:
 
 
 def send_source_info(conn: multiprocessing.connection.Connection, image: ElfImage,
-                     demangle: Callable[[str], str]) -> None:
+                     demangle: Callable[[str], str]) -> SourceInfo:
     """A forked worker (:class:`hpcsa.workers.ForkedWorker`): read the debug information and send it, with
     the function extents of the unwind table (the skeleton needs them; parsed here, beside the parent's
-    function discovery, the longer of the two, rather than after it)."""
-    conn.send(("source", (read_source_info(image, demangle), image.fde_ranges)))
+    function discovery, the longer of the two, rather than after it). Returns what it read, so that its
+    process ends without freeing it while the parent waits."""
+    source = read_source_info(image, demangle)
+    conn.send(("source", (source, image.fde_ranges)))
+    return source
 
 
 def receive_source_info(reader: ForkedWorker, image: ElfImage) -> SourceInfo:

@@ -56,6 +56,32 @@ def test_forked_worker_inherits_arguments_and_talks_both_ways():
     assert sorted(mine + theirs) == list(range(50))  # every ticket taken once
 
 
+class _SaysWhenFreed:
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __del__(self) -> None:
+        with open(self.marker, "w") as fh:
+            fh.write("freed")
+
+
+def _builds(conn, marker: str, keep: bool) -> _SaysWhenFreed | None:
+    built = _SaysWhenFreed(marker)
+    print("from the child", end="")  # no newline: only a flush writes it
+    conn.send(("done", os.getpid()))
+    return built if keep else None
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_forked_worker_returning_what_it_built_ends_without_freeing_it(tmp_path, capfd, keep):
+    marker = tmp_path / "freed"
+    with ForkedWorker(_builds, str(marker), keep) as worker:
+        assert worker.receive("done") != os.getpid()
+    assert worker.proc.exitcode == 0
+    assert marker.exists() is not keep  # freed object by object only when nothing was returned
+    assert "from the child" in capfd.readouterr().out  # its standard output flushed either way
+
+
 def _fails(conn, kind: str) -> None:
     if kind == "input":
         raise FormatError("/some/file", "damaged in a worker")
