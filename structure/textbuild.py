@@ -82,18 +82,21 @@ def gc_paused() -> Iterator[None]:
     that live until the end, and the collector's passes over them cost about a tenth of the run (the few
     cycles it makes, loop nests, are freed by a later full collection).
 
-    When it resumes, what the pause made moves to the oldest generation at once (``gc.freeze()`` then
-    ``gc.unfreeze()``: two list splices). Left in the youngest, all of it was walked by the first
-    collection after the pause, 90 ms for python3.11d's structure, before the file was written. (Objects an
-    earlier ``gc.freeze()`` kept out of collections, the ``hpcsa`` command's imports, go to the oldest
-    generation with them.)"""
+    When it resumes, what the pause made leaves the youngest generation at once: left there, all of it was
+    walked by the first collection after the pause, 90 ms for python3.11d's structure, before the file was
+    written. Where nothing was frozen before, it moves to the oldest generation (``gc.freeze()`` then
+    ``gc.unfreeze()``: two list splices), to be collected in time; where something was (the ``hpcsa``
+    command freezes its imports, and ends soon), it is frozen with it, and its cycles (about 1 MiB for
+    python3.11d) stay until the process ends: a caller's frozen objects are never thawed."""
     was = gc.isenabled()
+    frozen_before = gc.get_freeze_count()
     gc.disable()
     try:
         yield
     finally:
         gc.freeze()
-        gc.unfreeze()
+        if not frozen_before:
+            gc.unfreeze()
         if was:
             gc.enable()
 

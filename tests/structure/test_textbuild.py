@@ -121,3 +121,19 @@ def test_what_a_pause_made_leaves_the_youngest_generation_when_collection_resume
     assert gc.isenabled() and any(o is built[0] for o in oldest) and any(o is built[-1] for o in oldest)
     assert gc.get_freeze_count() == 0  # nothing left out of collections for good
     del oldest, built
+
+
+def test_a_pause_in_a_process_that_froze_objects_keeps_them_frozen() -> None:
+    """The ``hpcsa`` command freezes its imports: a pause there freezes what it made too, thaws nothing."""
+    import gc
+
+    assert gc.get_freeze_count() == 0
+    mine = [[0]]
+    gc.freeze()
+    try:
+        with textbuild.gc_paused():
+            built = [[i] for i in range(1_000)]
+        assert gc.get_freeze_count() >= 1_001 and gc.isenabled()
+        assert not any(o is mine[0] or o is built[0] for g in range(3) for o in gc.get_objects(generation=g))
+    finally:
+        gc.unfreeze()
