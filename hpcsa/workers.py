@@ -560,8 +560,7 @@ def _forked_main(conn: multiprocessing.connection.Connection, target: Callable[.
         held = target(conn, *args)
     except BaseException as exc:  # noqa: BLE001 - handed to the parent, which raises it
         _send_error(conn, exc)
-        conn.close()
-        return
+        held = None
     conn.close()
     if held is not None:
         end_at_once()
