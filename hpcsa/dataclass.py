@@ -65,6 +65,12 @@ def _hash_of(names: tuple[str, ...]) -> Callable[[Any], int]:
     return __hash__
 
 
+def _put(cls: type, name: str, method: Callable[..., Any]) -> None:
+    """Add ``method`` to ``cls`` under ``name``, named as a method defined in its body would be."""
+    method.__qualname__ = f"{cls.__qualname__}.{name}"
+    setattr(cls, name, method)
+
+
 @dataclass_transform()
 def dataclass(cls: T | None = None, /, *, repr: bool = True, eq: bool = True, order: bool = False,
               unsafe_hash: bool = False, frozen: bool = False, **options: Any) -> Any:
@@ -82,15 +88,13 @@ def dataclass(cls: T | None = None, /, *, repr: bool = True, eq: bool = True, or
         made = dataclasses.dataclass(cls, repr=False, eq=False, frozen=frozen, **options)
         fields = dataclasses.fields(made)
         if want_repr:
-            made.__repr__ = _repr_of(tuple(f.name for f in fields if f.repr))
-            made.__repr__.__qualname__ = f"{made.__qualname__}.__repr__"
+            _put(made, "__repr__", _repr_of(tuple(f.name for f in fields if f.repr)))
         if want_eq:
-            made.__eq__ = _eq_of(tuple(f.name for f in fields if f.compare))
-            made.__eq__.__qualname__ = f"{made.__qualname__}.__eq__"
+            _put(made, "__eq__", _eq_of(tuple(f.name for f in fields if f.compare)))
         if eq and not explicit_hash:  # the standard decorator's table for eq without unsafe_hash
             if frozen:
-                made.__hash__ = _hash_of(tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash)))
-                made.__hash__.__qualname__ = f"{made.__qualname__}.__hash__"
+                _put(made, "__hash__", _hash_of(tuple(f.name for f in fields
+                                                      if (f.compare if f.hash is None else f.hash))))
             else:
                 made.__hash__ = None  # type: ignore[assignment]
         return made
