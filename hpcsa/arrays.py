@@ -50,6 +50,13 @@ def offsets(lengths: np.ndarray | list[int]) -> np.ndarray:
     return out
 
 
+def ramps(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``starts[i], starts[i] + 1, ...``, ``counts[i]`` of them, for every ``i``, one run after the other: the
+    positions of many slices at once, for one fancy index instead of a Python loop over the slices."""
+    counts = np.asarray(counts, np.int64)
+    return np.repeat(np.asarray(starts, np.int64) - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+
+
 def concat_records(arrays: list[np.ndarray], dtype: np.dtype) -> np.ndarray:
     """``np.concatenate`` of many 1-D structured arrays of one ``dtype``, through their bytes: numpy checks
     the fields of every structured array it joins (some 20 µs each, most of the reading of a thousand small

@@ -21,7 +21,7 @@ The scheme is hpcprof-mpi's ("Preparing for Performance Analysis at Exascale", I
    (summed/ORed: an associative reduction).
 3. **CMS and class 3.** Context ranges are transposed into cct.db and reduced
    into the summary statistics in canonical profile order
-   (:func:`transpose.transpose_range`). profile.db is assembled from the
+   (:func:`transpose.transpose_ranges`). profile.db is assembled from the
    scratch blobs in canonical profile order, the summary last.
 
 Everything is written inside a temporary directory renamed into place when

@@ -28,7 +28,7 @@ from hpcsa.aggregate.db import cctdb, summary
 from hpcsa.aggregate.db.profiledb import CTX_INDEX, SZ_VALUE, VALUE, ctx_indices_at
 from hpcsa.aggregate.prof.metrictable import SCOPE_ORDER, MetricTable
 from hpcsa.aggregate.prof.profile_values import ASIDE, ASIDE_NOLOOPS
-from hpcsa.arrays import run_starts, sorted_unique, sorted_unique_rows
+from hpcsa.arrays import ramps, run_starts, sorted_unique, sorted_unique_rows
 from hpcsa.dataclass import dataclass
 from hpcsa.fileio import pwrite_all
 
@@ -37,10 +37,10 @@ LEX = SCOPE_ORDER.index("lex_aware")
 #: range's gathered values and their sort take about 15 times its size in memory (at 4,096 profiles, 1 MiB
 #: ranges made phase 3 the peak of the whole run; 256 KiB cost no measurable time).
 RANGE_BYTES = 256 << 10
-#: Bytes for the positions of range bounds in every profile's index, per pass over the ranges (see
+#: Bytes for the positions of window bounds in every profile's index, per pass over the windows (see
 #: transpose_ranges): small enough to be lost in the rest (a pass costs one read per profile and round,
-#: searched together: SEARCH_REGIONS).
-POSITIONS_BYTES = 1 << 20
+#: searched together: SEARCH_REGIONS). The bounds of the ranges inside a window are found in its entries.
+POSITIONS_BYTES = 512 << 10
 #: Bytes of cct.db whose values are read from the scratch file at once (a window of consecutive ranges): the
 #: fewer reads per profile, the fewer system calls (there are two per profile and window); a window's bytes,
 #: and about as much again for their decoded index entries, stay in memory while its ranges are cut from it.
@@ -67,7 +67,7 @@ class Placement:
 
 def position_type(place: Placement) -> np.dtype:
     """The narrowest type for positions in the profiles' indexes and aside blobs: 16 bits where no profile has
-    65,536 contexts or aside entries (twice the ranges per pass in the same POSITIONS_BYTES), else 32."""
+    65,536 contexts or aside entries (twice the windows per pass in the same POSITIONS_BYTES), else 32."""
     most = max([int(place.n_ctxs.max(initial=0)), int(place.n_aside.max(initial=0))])
     return np.dtype(np.uint16) if most <= np.iinfo(np.uint16).max else np.dtype(np.uint32)
 
@@ -155,8 +155,9 @@ class ScratchProfiles:
 
 
 class AsideBlobs:
-    """The aside scratch file, read by context range: where a pass's context bounds fall in each blob is found
-    once per pass (:func:`bound_positions`), then each range reads only its slice of every blob."""
+    """The aside scratch file, read by windows of context ranges as the profiles are: where a pass's window
+    bounds fall in each blob is found once per pass (:func:`bound_positions`), then each window reads only
+    its slice of the blobs with entries in it, and its ranges are cut from that in memory."""
 
     def __init__(self, path: str, place: Placement) -> None:
         self.place = place
@@ -171,16 +172,44 @@ class AsideBlobs:
         return bound_positions(self.fd, self.place.aside_offset[self.has], self.place.n_aside[self.has], ASIDE,
                                "ctx", bounds, start, share, position_type(self.place))
 
-    def read(self, at_lo: np.ndarray, at_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Entries at_lo..at_hi of every blob: (ctx, key, profile index, value)."""
+    def window(self, at_lo: np.ndarray, at_hi: np.ndarray, edges: np.ndarray) -> AsideWindow:
+        """Entries at_lo..at_hi of every blob (a window's), cut at the context bounds ``edges``."""
         lo = at_lo.astype(np.int64)
         n = at_hi.astype(np.int64) - lo
-        some = np.flatnonzero(n)  # most blobs have no entry in a given range: no empty read for them
+        some = np.flatnonzero(n)  # most blobs have no entry in a given window: no empty read for them
         has, lo, n = self.has[some], lo[some], n[some]
         raw = read_slices(self.fd, self.place.aside_offset[has] + lo * ASIDE.itemsize, n * ASIDE.itemsize)
         rec = np.frombuffer(raw, ASIDE)
-        prof = np.repeat(has + 1, n)
-        return rec["ctx"].astype(np.int64), rec["key"].astype(np.int64), prof.astype(np.int64), rec["value"].copy()
+        return AsideWindow(has + 1, n, rec, positions_in(rec["ctx"], n, edges))
+
+
+@dataclass
+class AsideWindow:
+    """A window's aside entries: of each blob with some (profiles ``prof``, 1-based), ``n`` entries, one blob
+    after the other in ``records``; ``at`` [blobs, len(edges)]: where each bound falls among them."""
+
+    prof: np.ndarray
+    n: np.ndarray
+    records: np.ndarray
+    at: np.ndarray
+
+    def range(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The entries of the window's range ``k``, blob after blob: (ctx, key, profile index, value)."""
+        lo, hi = self.at[:, k], self.at[:, k + 1]
+        rec = self.records[ramps(np.cumsum(self.n) - self.n + lo, hi - lo)]
+        return (rec["ctx"].astype(np.int64), rec["key"].astype(np.int64),
+                np.repeat(self.prof, hi - lo).astype(np.int64), rec["value"].copy())
+
+
+def positions_in(keys: np.ndarray, counts: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """[groups, len(edges)]: how many of each group's keys lie below each edge (``keys``: groups of ``counts``
+    keys one after the other, each sorted), counted for all groups at once."""
+    edges = np.asarray(edges, np.int64)
+    owner = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    owner <<= 32  # (group, key): ascending
+    owner |= keys
+    q = (np.arange(len(counts), dtype=np.int64)[:, None] << 32) | edges[None, :]
+    return np.searchsorted(owner, q) - (np.cumsum(counts) - counts)[:, None]
 
 
 @dataclass(frozen=True)
@@ -237,6 +266,13 @@ class Window:
     mids: np.ndarray
     values: np.ndarray
 
+    def positions(self, rows: int, edges: np.ndarray) -> np.ndarray:
+        """[rows, len(edges)] index positions of the context bounds ``edges`` (inside the window) in the
+        profiles' indexes, found in the window's entries (rows of profiles without any are left 0)."""
+        out = np.zeros((rows, len(edges)), np.int64)
+        out[self.ps] = self.i0[:, None] + positions_in(self.cids, self.count, edges)
+        return out
+
 
 def read_window(src: ScratchProfiles, at_lo: np.ndarray, at_hi: np.ndarray) -> Window:
     """Each profile's index entries at_lo..at_hi (with the next entry, where there is one, to say where the
@@ -279,7 +315,7 @@ def gather(win: Window, at_lo: np.ndarray, at_hi: np.ndarray) -> cctdb.RangeValu
     count = win.count[has]
     # the range's entries of all profiles, and where each entry's values end (the next entry, or v1)
     first = e_at + a
-    ent = np.repeat(first - np.cumsum(n_ent) + n_ent, n_ent) + np.arange(int(n_ent.sum()))
+    ent = ramps(first, n_ent)
     last_of_prof = np.repeat(b == count, n_ent) & (ent == np.repeat(e_at + b - 1, n_ent))
     nxt = np.minimum(ent + 1, max(len(win.starts) - 1, 0))
     start = win.starts[ent]
@@ -289,7 +325,7 @@ def gather(win: Window, at_lo: np.ndarray, at_hi: np.ndarray) -> cctdb.RangeValu
     p_lo = win.starts[first] if len(first) else np.zeros(0, np.int64)
     p_hi = np.where(b == count, v1, win.starts[np.minimum(e_at + b, max(len(win.starts) - 1, 0))])
     n_vals = p_hi - p_lo
-    pos = np.repeat(value_at + p_lo - v0 - np.cumsum(n_vals) + n_vals, n_vals) + np.arange(int(n_vals.sum()))
+    pos = ramps(value_at + p_lo - v0, n_vals)
     ctx = np.repeat(win.cids[ent], lens)
     mid = win.mids[pos].astype(np.uint16)
     val = win.values[pos].astype(np.float64)
@@ -409,43 +445,59 @@ def _aside_only(b_ctx: np.ndarray, b_metric: np.ndarray, a_ctx: np.ndarray, a_me
     return ctx[first], metric[first], counts.astype(np.float64)
 
 
+def window_starts(bounds: np.ndarray, byte_at: np.ndarray) -> np.ndarray:
+    """Which of the range ``bounds`` begin a window (consecutive ranges up to WINDOW_BYTES of cct.db, at least
+    one), with the last bound: cut once, before the passes, so windows do not depend on them."""
+    starts = [0]
+    while starts[-1] < len(bounds) - 1:
+        k = starts[-1]
+        cut = np.searchsorted(byte_at[bounds[k + 1:]], byte_at[bounds[k]] + WINDOW_BYTES, "right")
+        starts.append(k + max(1, int(cut)))
+    return np.array(starts, np.int64)
+
+
 def transpose_ranges(pms_path: str, aside_path: str, cct_path: str, place: Placement, layout: cctdb.CctLayout,
                      plan: StatPlan, bounds: list[int]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Write cct.db's blocks for the consecutive context ranges ``bounds[i]..bounds[i+1]`` and return
     each range's summary values.
 
-    Where the range bounds fall in each profile's context index is found in passes over the ranges, each
-    reading every index from where the last pass ended to just past its own last bound; a pass covers as
-    many ranges as fit 2 (or 4) bytes per profile and bound in POSITIONS_BYTES (all of them, up to a few thousand
-    profiles), so that memory does not grow with profiles x ranges, the square of the profiles."""
+    The ranges are read in windows (WINDOW_BYTES of cct.db). Where the windows' bounds fall in each
+    profile's index is found in passes, each reading every index from where the last pass ended to just
+    past its own last bound; a pass covers as many windows as fit 2 (or 4) bytes per profile and bound in
+    POSITIONS_BYTES (all of them, up to many thousand profiles), so that memory does not grow with profiles x
+    windows, the square of the profiles. The ranges' bounds inside a window are found in its entries."""
     src = ScratchProfiles(pms_path, place)
     aside = AsideBlobs(aside_path, place)
     fd = os.open(cct_path, os.O_WRONLY)
-    per_pass = max(1, POSITIONS_BYTES // (position_type(place).itemsize * (len(place.n_values) + 1)) - 1)
     n_ctx = layout.n_ctxs
     byte_at = np.append(layout.offsets, layout.offsets[-1] + layout.block_size()[-1] if n_ctx else 0)
+    bounds_at = np.asarray(bounds, np.int64)
+    starts = window_starts(bounds_at, byte_at) if len(bounds_at) > 1 else np.zeros(0, np.int64)
+    per_pass = max(1, POSITIONS_BYTES // (position_type(place).itemsize * (len(place.n_values) + 1)) - 1)
     try:
         out = []
         pos = apos = None
-        for first in range(0, len(bounds) - 1, per_pass):
-            edges = np.asarray(bounds[first:first + per_pass + 1], np.int64)
+        for first in range(0, len(starts) - 1, per_pass):
+            cuts = starts[first:first + per_pass + 1]
+            edges = bounds_at[cuts]
             share = (edges[-1] - edges[0]) / max(1, n_ctx - edges[0])  # of the contexts left: a guess
-            win, win_end = None, 0  # the last pass's window: not kept while this pass searches
+            win = None  # the last pass's window: not kept while this pass searches
             pos = src.positions(edges, None if pos is None else pos[:, -1], share)
             apos = aside.positions(edges, None if apos is None else apos[:, -1], share)
-            for k in range(len(edges) - 1):
-                lo, hi = int(edges[k]), int(edges[k + 1])
-                if k >= win_end:  # the next window: ranges up to WINDOW_BYTES of cct.db, at least one
-                    cut = np.searchsorted(byte_at[edges[k + 1:]], byte_at[lo] + WINDOW_BYTES, "right")
-                    win_end = k + max(1, int(cut))
-                    win = None
-                    win = read_window(src, pos[:, k], pos[:, win_end])
-                vals = gather(win, pos[:, k], pos[:, k + 1])
-                data = cctdb.encode_blocks(layout, lo, hi, vals)
-                pwrite_all(fd, data, int(layout.offsets[lo]))
-                del data
-                out.append(summarize(vals, aside.read(apos[:, k], apos[:, k + 1]), plan))
-                del vals  # not kept while the next window is read
+            for w in range(len(cuts) - 1):
+                ranges = bounds_at[cuts[w]:cuts[w + 1] + 1]
+                win = None
+                win = read_window(src, pos[:, w], pos[:, w + 1])
+                at = win.positions(len(src), ranges)
+                a_win = aside.window(apos[:, w], apos[:, w + 1], ranges)
+                for k in range(len(ranges) - 1):
+                    lo, hi = int(ranges[k]), int(ranges[k + 1])
+                    vals = gather(win, at[:, k], at[:, k + 1])
+                    data = cctdb.encode_blocks(layout, lo, hi, vals)
+                    pwrite_all(fd, data, int(layout.offsets[lo]))
+                    del data
+                    out.append(summarize(vals, a_win.range(k), plan))
+                    del vals  # not kept while the next range is gathered
         return out
     finally:
         os.close(fd)

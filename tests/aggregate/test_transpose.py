@@ -61,7 +61,8 @@ def test_bound_positions_are_each_regions_searchsorted(tmp_path: Path, share: fl
 
 def test_aside_entries_of_a_range_are_those_of_its_contexts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A range's aside entries are every blob's entries for its contexts, blob by blob, tagged with their
-    profile (1-based); blobs without an entry there contribute nothing (and are not read)."""
+    profile (1-based); a window reads only the blobs with entries in it, once, and cuts its ranges from
+    that."""
     rng = np.random.default_rng(11)
     keys = _sorted_keys(rng, 3000, 30)
     blobs = []
@@ -83,21 +84,36 @@ def test_aside_entries_of_a_range_are_those_of_its_contexts(tmp_path: Path, monk
         assert (nbytes > 0).all()
         return real(fd, at, nbytes)
 
-    bounds = np.array([0, 7, 1000, 1001, 2990, 3000])
+    windows = np.array([0, 1000, 3000])  # the bounds the passes search
+    ranges = [np.array([0, 7, 1000]), np.array([1000, 1001, 2990, 3000])]  # the ranges of each window
     try:
-        pos = aside.positions(bounds)
+        pos = aside.positions(windows)
         monkeypatch.setattr(transpose, "read_slices", counted)
-        for k in range(len(bounds) - 1):
-            ctx, key, prof, value = aside.read(pos[:, k], pos[:, k + 1])
-            inside = [b[(b["ctx"] >= bounds[k]) & (b["ctx"] < bounds[k + 1])] for b in blobs]
-            want = [(i + 1, r) for i, rows in enumerate(inside) for r in rows]
-            assert prof.tolist() == [p for p, _ in want]
-            assert ctx.tolist() == [int(r["ctx"]) for _, r in want]
-            assert key.tolist() == [int(r["key"]) for _, r in want]
-            assert value.tolist() == [float(r["value"]) for _, r in want]
-            assert slices[-1] == len({p for p, _ in want})
+        for w, inner in enumerate(ranges):
+            win = aside.window(pos[:, w], pos[:, w + 1], inner)
+            assert slices[-1] == sum(1 for b in blobs if ((b["ctx"] >= windows[w]) & (b["ctx"] < windows[w + 1])).any())
+            for k in range(len(inner) - 1):
+                ctx, key, prof, value = win.range(k)
+                inside = [b[(b["ctx"] >= inner[k]) & (b["ctx"] < inner[k + 1])] for b in blobs]
+                want = [(i + 1, r) for i, rows in enumerate(inside) for r in rows]
+                assert prof.tolist() == [p for p, _ in want]
+                assert ctx.tolist() == [int(r["ctx"]) for _, r in want]
+                assert key.tolist() == [int(r["key"]) for _, r in want]
+                assert value.tolist() == [float(r["value"]) for _, r in want]
     finally:
         aside.close()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_positions_in_groups_are_each_groups_searchsorted(seed: int) -> None:
+    """positions_in counts, for every group of sorted keys at once, the keys below each edge."""
+    rng = np.random.default_rng(seed)
+    groups = [np.sort(rng.choice(1 << 31, size=int(rng.integers(0, 30)), replace=False)) for _ in range(12)]
+    edges = np.sort(rng.choice(1 << 31, size=5, replace=False))
+    counts = np.array([len(g) for g in groups], np.int64)
+    keys = np.concatenate(groups).astype(np.uint32)
+    got = transpose.positions_in(keys, counts, edges)
+    assert got.tolist() == [np.searchsorted(g, edges).tolist() for g in groups]
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hpcsa.arrays import rank_in_runs, run_starts, sorted_unique, sorted_unique_rows
+from hpcsa.arrays import ramps, rank_in_runs, run_starts, sorted_unique, sorted_unique_rows
 
 
 @pytest.mark.parametrize("kind", ["quicksort", "stable"])
@@ -39,3 +39,13 @@ def test_sorted_unique_rows_is_np_unique_of_the_records() -> None:
     assert mods.tolist() == want["module"].tolist() and ips.tolist() == want["ip"].tolist()
     none = sorted_unique_rows(rec["module"][:0], rec["ip"][:0])
     assert [len(c) for c in none] == [0, 0]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_ramps_are_the_slices_one_after_the_other(seed: int) -> None:
+    """ramps(starts, counts) lists range(start, start + count) for each slice, in order (empty ones too)."""
+    rng = np.random.default_rng(seed)
+    starts, counts = rng.integers(0, 100, 15), rng.integers(0, 6, 15)
+    want = [s + i for s, c in zip(starts.tolist(), counts.tolist(), strict=True) for i in range(c)]
+    assert ramps(starts, counts).tolist() == want
+    assert ramps(np.zeros(0, np.int64), np.zeros(0, np.int64)).tolist() == []
