@@ -134,3 +134,25 @@ def test_aside_only_pairs_count_their_profiles(seed: int) -> None:
     ctx, metric, count = transpose._aside_only(b_ctx, b_metric, a_ctx, a_metric, a_prof)
     got = list(zip(ctx.tolist(), metric.tolist(), count.tolist(), strict=True))
     assert got == [(c, m, float(len(ps))) for (c, m), ps in sorted(profiles.items())]
+
+
+@pytest.mark.parametrize("group", [1, 3, 256])
+def test_read_slices_are_the_slices_one_after_the_other(tmp_path: Path, group: int,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The slices come back joined in their order, whatever the size of the groups they are read in; a slice
+    that runs past the end of the file is an error, not a short buffer."""
+    monkeypatch.setattr(transpose, "READ_GROUP", group)
+    data = np.random.default_rng(5).integers(0, 256, 5000, dtype=np.uint8).tobytes()
+    path = tmp_path / "scratch"
+    path.write_bytes(data)
+    at = np.array([4000, 0, 17, 17, 2500, 4990, 100])
+    nbytes = np.array([10, 5, 0, 300, 1000, 10, 1])
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        got = transpose.read_slices(fd, at, nbytes)
+        assert bytes(got) == b"".join(data[a:a + n] for a, n in zip(at.tolist(), nbytes.tolist(), strict=True))
+        assert bytes(transpose.read_slices(fd, at[:0], nbytes[:0])) == b""
+        with pytest.raises(EOFError):
+            transpose.read_slices(fd, np.array([0, 4995, 10]), np.array([5, 10, 5]))
+    finally:
+        os.close(fd)
