@@ -153,11 +153,11 @@ class CodeIndex:
         entry to the next restart point and let those instructions win. Returns whether anything changed."""
         addresses = np.asarray(addresses, np.uint64)
         present = in_sorted(addresses, self.addr)
-        missing = np.unique(addresses[~present])
+        missing = sorted_unique(addresses[~present])
         missing = np.array([m for m in missing.tolist() if self.image.code_region(m) is not None], np.uint64)
         if not len(missing):
             return False
-        self.restarts = np.union1d(self.restarts, missing)
+        self.restarts = sorted_unique(np.concatenate([self.restarts, missing]))
         rows = np.empty(len(self.addr), CODE_ROW)
         rows["addr"], rows["size"], rows["kind"], rows["target"] = self.addr, self.size, self.kind, self.target
         keep = np.ones(len(rows), bool)

@@ -36,6 +36,7 @@ from dataclasses import field
 
 import numpy as np
 
+from hpcsa.arrays import sorted_unique
 from hpcsa.dataclass import dataclass
 from hpcsa.errors import HpcsaError
 from hpcsa.structure.dwarf import (
@@ -303,7 +304,7 @@ def _claimed(nodes: list[_Node], claims: list[int]) -> tuple[np.ndarray, np.ndar
     who = [n for n in claims for _ in nodes[n].ranges]
     if not lo:
         return np.zeros(0, np.uint64), np.zeros(0, np.int64)
-    bounds = np.unique(np.array(lo + hi, np.uint64))
+    bounds = sorted_unique(np.array(lo + hi, np.uint64))
     a = np.searchsorted(bounds, np.array(lo, np.uint64))
     b = np.searchsorted(bounds, np.array(hi, np.uint64))
     owner = np.full(len(bounds), -1, np.int64)  # owner[i]: segment [bounds[i], bounds[i+1])
@@ -370,7 +371,8 @@ def _assemble(name: str, rd: _Reader) -> tuple[Module, np.ndarray]:
     bounds, owner = _claimed(rd.nodes, rd.claims)
     laddr, lfile, lline = _line_table(rd.line_rows)
     # Pieces: the claimed segments cut again at every line row.
-    cuts = np.union1d(bounds, laddr[(laddr >= bounds[0]) & (laddr <= bounds[-1])]) if len(bounds) else bounds
+    inside = laddr[(laddr >= bounds[0]) & (laddr <= bounds[-1])] if len(bounds) else laddr[:0]
+    cuts = sorted_unique(np.concatenate([bounds, inside])) if len(bounds) else bounds
     seg = np.searchsorted(bounds, cuts[:-1], side="right") - 1
     node = owner[seg] if len(seg) else np.zeros(0, np.int64)
     li = np.searchsorted(laddr, cuts[:-1], side="right") - 1

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from hpcsa.arrays import sorted_unique
 from hpcsa.structure.cfg import NORETURN_NAMES, CodeIndex, ProgramCFG, in_sorted, rows_of
 from hpcsa.structure.elf import ElfImage
 
@@ -83,7 +84,7 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
             np.cumsum(counts[:-1], out=firsts[1:])
             returning = np.logical_or.reduceat(cfg.block_returns[reached], firsts).tolist()
             returns.update(zip((a for a, _b in walked), returning, strict=True))
-        targets = np.unique(cfg.block_target[reached])
+        targets = sorted_unique(cfg.block_target[reached])
         found = {t for t in targets[targets >= 0].tolist() if t not in entries}
         new = {t for t in found if image.code_region(t) is not None}
         todo = set()

@@ -39,6 +39,7 @@ from dataclasses import field
 
 import numpy as np
 
+from hpcsa.arrays import sorted_unique
 from hpcsa.dataclass import dataclass
 from hpcsa.demangle import demangle_symbol as demangle
 from hpcsa.demangle import drop_return_type as drop_return_type  # re-exported
@@ -120,7 +121,7 @@ class _Builder:
         self._realpath: dict[str, str] = {}
         self._chains: dict[int, tuple[tuple[str, int, str], ...]] = {}
         inl = binary.inlines
-        self.inline_cuts: list[int] = np.unique(np.concatenate([inl.lo, inl.hi])).tolist() if len(inl.lo) else []
+        self.inline_cuts: list[int] = sorted_unique(np.concatenate([inl.lo, inl.hi])).tolist() if len(inl.lo) else []
 
     # -- lookups ----------------------------------------------------------------------------------
     def realpath(self, path: str) -> str:

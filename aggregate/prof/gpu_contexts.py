@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from hpcsa.aggregate.prof import rawtree
+from hpcsa.arrays import sorted_unique
 from hpcsa.dataclass import dataclass
 
 if TYPE_CHECKING:  # hpcsa.gpucct (and networkx) are imported only by runs with GPU call graphs
@@ -114,7 +115,7 @@ def reconstruct_profile(prof: HpcrunProfile, rows_of: Callable[[np.ndarray], np.
     if not parents:
         return GpuPart.empty()
     # Columns differ between launch contexts: put every block on the union of columns.
-    cols = np.unique(np.concatenate(columns))
+    cols = sorted_unique(np.concatenate(columns))
     values = np.zeros((sum(len(b) for b in value_blocks), len(cols)))
     at = 0
     for block, c in zip(value_blocks, columns, strict=True):
@@ -122,7 +123,7 @@ def reconstruct_profile(prof: HpcrunProfile, rows_of: Callable[[np.ndarray], np.
         at += len(block)
     return GpuPart(np.array(parents, np.int64), np.array(kinds, np.uint8), np.array(flags, np.uint8),
                    np.array(modules, np.uint64), np.array(ips, np.uint64),
-                   np.unique(np.concatenate(recon_rows)), np.concatenate(point_nodes), values, cols)
+                   sorted_unique(np.concatenate(recon_rows)), np.concatenate(point_nodes), values, cols)
 
 
 def frame_name(graph: CallGraph | None, kind: int, pc: int) -> str:
