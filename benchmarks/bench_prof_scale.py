@@ -63,7 +63,7 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_prof import compile_bytecode, measure  # noqa: E402  (the same PSS sampler as the single-machine benchmark)
-from machine_speed import probe  # noqa: E402
+from machine_speed import pair_text, probe  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "prof_scale.md"
 MPIEXEC = Path(sys.executable).parent / "mpiexec"
@@ -186,6 +186,7 @@ def main() -> None:
     compile_bytecode()
     load0 = os.getloadavg()
     speed0 = probe()
+    paired = pair_text()
     tmp = Path(tempfile.mkdtemp(prefix="bench-prof-scale-"))
     rows = []
     phases: dict[str, dict[str, float]] = {}
@@ -204,7 +205,7 @@ def main() -> None:
             phases, mpi, top, cum = where_time_goes(tmp / f"{big['set']}-{big['profiles']}.m", tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    text = report(args, rows, big, phases, mpi, top, cum, load0, os.getloadavg(), (speed0, probe()))
+    text = report(args, rows, big, phases, mpi, top, cum, load0, os.getloadavg(), (speed0, probe()), paired)
     print(text)
     if args.record:
         from hpcsa.fileio import write_file
@@ -213,7 +214,7 @@ def main() -> None:
 
 
 def report(args: argparse.Namespace, rows: list, big: dict, phases: dict[str, dict[str, float]], mpi: dict,
-           top: str, cum: str, load0: tuple, load1: tuple, speed: tuple[float, float]) -> str:
+           top: str, cum: str, load0: tuple, load1: tuple, speed: tuple[float, float], paired: str = "") -> str:
     def mib(b: float) -> str:
         return f"{b / MIB:.0f}"
 
@@ -227,7 +228,8 @@ def report(args: argparse.Namespace, rows: list, big: dict, phases: dict[str, di
         f"Python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}, "
         f"{os.cpu_count()} CPUs shared with other engineers: load average {load0[0]:.1f} at the start, "
         f"{load1[0]:.1f} at the end, so times are upper bounds; machine speed, `benchmarks/machine_speed.py`: "
-        f"{speed[0]:.2f} s at the start, {speed[1]:.2f} s at the end). Inputs from `hpcsa synth` (structure "
+        f"{speed[0]:.2f} s at the start, {speed[1]:.2f} s at the end{'; ' + paired + ', at the start' if paired else ''}). "
+        "Inputs from `hpcsa synth` (structure "
         "files included): **cpu** = ranks of 16 CPU threads, 1 metric (the yardstick's shape); **gpu** = per "
         "rank a CPU thread and a GPU stream, 1 CPU + 63 GPU metrics. Each run is the command a user types "
         "(a fresh process: start-up and imports included); times are of unwatched runs, memory is the peak PSS of "
