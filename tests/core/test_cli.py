@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from hpcsa.cli import SUBCOMMANDS
 from tests.conftest import assert_one_line_error, run_cli
 
@@ -138,3 +140,39 @@ def test_ctrl_c_while_the_command_itself_loads_is_one_line() -> None:
     proc = subprocess.run([sys.executable, "-c", _CTRL_C_WHILE_THE_COMMAND_LOADS], capture_output=True, text=True,
                           timeout=60)
     assert (proc.returncode, proc.stderr) == (130, "hpcsa: interrupted\n")
+
+
+_LEAVE = """
+import atexit, sys, threading, time
+from hpcsa.cli import leave
+atexit.register(lambda: print("atexit ran"))
+sys.stdout.write("x" * 100_000 + "\\n")  # buffered: a pipe is not a terminal
+if sys.argv[1] == "thread":
+    def late():
+        time.sleep(0.2)
+        print("thread ended")
+    threading.Thread(target=late).start()
+class Kept:
+    def __del__(self):
+        print("freed")
+kept = Kept()
+leave(int(sys.argv[2]))
+"""
+
+
+@pytest.mark.parametrize(("thread", "code"), [(False, 0), (False, 3), (True, 0)])
+def test_leave_runs_what_an_exit_must_and_skips_freeing(thread: bool, code: int) -> None:
+    """The command's end: atexit's functions run and the buffered output reaches the pipe whole, with the
+    command's exit status; the objects still alive are not freed one by one (an object's __del__ does not
+    run, as the interpreter's own exit does not promise it either). A thread still running is waited for."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _LEAVE, "thread" if thread else "-", str(code)],
+                          capture_output=True, text=True, timeout=60)
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == code and proc.stderr == ""
+    assert lines[0] == "x" * 100_000 and "atexit ran" in lines
+    assert ("thread ended" in lines) == thread
+    if not thread:
+        assert "freed" not in lines
