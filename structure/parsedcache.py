@@ -49,8 +49,6 @@ from hpcsa.errors import HpcsaError
 from hpcsa.fileio import atomic_file
 from hpcsa.sizes import parse_size
 from hpcsa.structure.columns import PackedStrings
-from hpcsa.structure.hpcstruct import read_hpcstruct, read_with_expat
-from hpcsa.structure.hpcstruct_scan import SCAN_FROM, scan, scan_file
 from hpcsa.structure.model import RANGE, SCOPE, Module, StructureFile
 from hpcsa.workers import trim_heap
 
@@ -97,7 +95,11 @@ def read_structure(path: str | os.PathLike[str]) -> StructureFile:
     path = os.fspath(path)
     root = cache_root()
     got = _through_bytes(root, path) if root is not None else None
-    return got[0] if got is not None else read_hpcstruct(path)  # no cache, or the reader's words for the problem
+    if got is not None:
+        return got[0]
+    from hpcsa.structure.hpcstruct import read_hpcstruct  # parsers: only where no entry serves (see _parse)
+
+    return read_hpcstruct(path)  # no cache, or the reader's words for the problem
 
 
 def store_structure(path: str | os.PathLike[str]) -> str | None:
@@ -112,6 +114,9 @@ def store_structure(path: str | os.PathLike[str]) -> str | None:
     if root is None:
         return None
     path = os.fspath(path)
+    from hpcsa.structure.hpcstruct import read_hpcstruct
+    from hpcsa.structure.hpcstruct_scan import SCAN_FROM, scan_file
+
     with contextlib.suppress(OSError):
         if os.path.getsize(path) >= SCAN_FROM:
             got = scan_file(path)
@@ -160,7 +165,11 @@ def _through_bytes(root: Path, path: str) -> tuple[StructureFile, str, bool] | N
 
 def _parse(path: str, data: bytes) -> tuple[StructureFile, bool]:
     """The structure file, and whether it was parsed from ``data`` itself (the bytes hashed) rather than read
-    again by the general reader (then it may have changed in between)."""
+    again by the general reader (then it may have changed in between). The parsers are imported here, not
+    with this module: a run whose structure files all have entries never loads them (5 ms)."""
+    from hpcsa.structure.hpcstruct import read_with_expat
+    from hpcsa.structure.hpcstruct_scan import SCAN_FROM, scan
+
     sf = scan(data) if len(data) >= SCAN_FROM else None
     return (sf, True) if sf is not None else (read_with_expat(path), False)
 

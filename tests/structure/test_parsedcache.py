@@ -48,14 +48,42 @@ def test_cached_modules_equal_the_parsed_ones(shared_data, cache):
 
 
 def test_second_read_does_not_parse_xml(shared_data, cache, monkeypatch):
+    from hpcsa.structure import hpcstruct_scan
+
     path = shared_data / "hpctoolkit" / "meas" / "small.m" / "structs" / "testmeas-small.hpcstruct"
     parsedcache.read_structure(path)
 
-    def no_parse(p):
+    def no_parse(*args):
         raise AssertionError("parsed the XML again")
 
-    monkeypatch.setattr(parsedcache, "read_hpcstruct", no_parse)
+    for module, name in ((hpcstruct, "read_hpcstruct"), (hpcstruct, "read_with_expat"), (hpcstruct_scan, "scan"),
+                         (hpcstruct_scan, "scan_file")):
+        monkeypatch.setattr(module, name, no_parse)
     assert parsedcache.read_structure(path).modules
+
+
+_WARM_READ = """
+import sys
+from hpcsa.structure import parsedcache
+parsedcache.read_structure(sys.argv[1])
+print(sorted(m for m in sys.modules if m.startswith("hpcsa.structure.hpcstruct") or m == "xml.parsers.expat"))
+"""
+
+
+def test_a_read_from_the_cache_does_not_load_the_parsers(shared_data, cache):
+    """The XML parsers are imported only where a file has no valid entry: a warm run never loads them."""
+    import os
+    import subprocess
+    import sys
+
+    path = shared_data / "hpctoolkit" / "meas" / "small.m" / "structs" / "testmeas-small.hpcstruct"
+    env = dict(os.environ)  # the fixture's HPCSA_CACHE_DIR
+    first = subprocess.run([sys.executable, "-c", _WARM_READ, str(path)], capture_output=True, text=True, env=env,
+                           check=True)
+    again = subprocess.run([sys.executable, "-c", _WARM_READ, str(path)], capture_output=True, text=True, env=env,
+                           check=True)
+    assert "hpcsa.structure.hpcstruct" in first.stdout
+    assert again.stdout.strip() == "[]" and len(entries(cache)) == 1
 
 
 def test_a_changed_file_gets_a_new_entry(shared_data, cache, tmp_path):
