@@ -496,12 +496,10 @@ def transpose_ranges(pms_path: str, aside_path: str, cct_path: str, place: Place
             cuts = starts[first:first + per_pass + 1]
             edges = bounds_at[cuts]
             share = (edges[-1] - edges[0]) / max(1, n_ctx - edges[0])  # of the contexts left: a guess
-            win = None  # the last pass's window: not kept while this pass searches
             pos = src.positions(edges, None if pos is None else pos[:, -1], share)
             apos = aside.positions(edges, None if apos is None else apos[:, -1], share)
             for w in range(len(cuts) - 1):
                 ranges = bounds_at[cuts[w]:cuts[w + 1] + 1]
-                win = None
                 win = read_window(src, pos[:, w], pos[:, w + 1])
                 at = win.positions(len(src), ranges)
                 a_win = aside.window(apos[:, w], apos[:, w + 1], ranges)
@@ -513,6 +511,7 @@ def transpose_ranges(pms_path: str, aside_path: str, cct_path: str, place: Place
                     del data
                     out.append(summarize(vals, a_win.range(k), plan))
                     del vals  # not kept while the next range is gathered
+                del win, a_win, at  # not kept while the next window is read, or the next pass searches
         return out
     finally:
         os.close(fd)
