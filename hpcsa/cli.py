@@ -12,14 +12,13 @@ import argparse
 import atexit
 import gc
 import importlib
-import os
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from hpcsa import __version__, libdefaults
 from hpcsa.errors import HpcsaError
-from hpcsa.textout import escape_streams
+from hpcsa.textout import end_now, escape_streams
 
 # name -> (module, one-line summary, example). Stages add their subcommand here.
 SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
@@ -155,9 +154,4 @@ def leave(code: int) -> NoReturn:
     if threading is not None and threading.active_count() > 1:
         sys.exit(code)
     atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # the reader has gone, or the stream is closed: nothing left to say
-            pass
-    os._exit(code)
+    end_now(code)

@@ -5,14 +5,17 @@ Names read from binary formats (load modules, functions, files, metrics) are dec
 a string with the strict encoder raises ``UnicodeEncodeError``; :func:`escape_streams` makes stdout and
 stderr write it as ``\\xNN`` (the original byte, as Python writes bytes) and any other character the
 stream cannot encode as ``\\uNNNN``, whether the stream is a terminal, a pipe or a file.
+:func:`end_now` ends a process once what it wrote to them is out.
 """
 
 from __future__ import annotations
 
 import codecs
 import io
+import os
 import re
 import sys
+from typing import NoReturn
 
 ERRORS = "hpcsa-escape"
 
@@ -63,3 +66,16 @@ def escape_streams() -> None:
                 stream.reconfigure(errors=ERRORS)
             except (ValueError, io.UnsupportedOperation):  # closed or detached: nothing to configure
                 pass
+
+
+def end_now(code: int) -> NoReturn:
+    """Flush stdout and stderr, then end the process at once (``os._exit``): no object or module is freed one
+    by one, the system takes the pages back whole. A reader that has gone or a closed stream is ignored:
+    nothing is left to say. For a process whose work and files are done (and whose threads are joined);
+    functions registered with :mod:`atexit` do not run unless the caller runs them first."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)

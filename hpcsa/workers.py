@@ -23,14 +23,14 @@ from __future__ import annotations
 import contextlib
 import heapq
 import os
-import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from hpcsa.binfmt import align
 from hpcsa.errors import HpcsaError
 from hpcsa.sizes import parse_size
+from hpcsa.textout import end_now
 
 if TYPE_CHECKING:
     import multiprocessing.connection
@@ -511,7 +511,7 @@ class ForkedWorker:
     ``args`` are inherited by the fork, never pickled (objects of any size cost nothing to hand over).
     The target sends ``(tag, payload)`` pairs; :meth:`receive` returns the payload of the expected tag. A
     target that returns something other than None (what it built) ends its process at once after it
-    returns, with what it returned and its arguments never freed (:func:`end_at_once`). An
+    returns, with what it returned and its arguments never freed (:func:`hpcsa.textout.end_now`). An
     exception in the target reaches the parent, raised again by :meth:`receive` (an input error as the
     same :class:`HpcsaError`); a process that ended without sending (killed, out of memory) is one
     :class:`HpcsaError` naming ``what``."""
@@ -563,19 +563,10 @@ def _forked_main(conn: multiprocessing.connection.Connection, target: Callable[.
         held = None
     conn.close()
     if held is not None:
-        end_at_once()
-
-
-def end_at_once() -> NoReturn:
-    """End this forked process now, its objects never freed one by one (the system takes its pages back
-    whole). A worker that built a binary's structure spent 20-45 ms freeing it after its last message, and
-    its parent, joining it, waited as long; freeing also writes the reference counts of the pages it shares
-    with its parent, copying them. Standard streams are flushed first; nothing else of the child is left to
-    do (its threads, if any, must have been joined)."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(0)
+        # What the target built is never freed one by one: a worker that built a binary's structure spent
+        # 20-45 ms freeing it after its last message, and its parent, joining it, waited as long; freeing
+        # also writes the reference counts of the pages it shares with its parent, copying them.
+        end_now(0)
 
 
 def _send_error(conn: multiprocessing.connection.Connection, exc: BaseException) -> None:
