@@ -102,9 +102,7 @@ def bound_positions(fd: int, offsets: np.ndarray, counts: np.ndarray, rec: np.dt
             w = want[todo]
             keys = np.frombuffer(read_slices(fd, offsets[rows[todo]] + at[todo] * size, w * size), rec)[field]
             seg = np.cumsum(w) - w  # where each region's records begin in ``keys``
-            composite = (np.repeat(np.arange(len(todo), dtype=np.int64), w) << 32) | keys.astype(np.int64)
-            q = (np.arange(len(todo), dtype=np.int64)[:, None] << 32) | bounds[None, :]
-            below[todo] += np.searchsorted(composite, q) - seg[:, None]
+            below[todo] += positions_in(keys, w, bounds)
             at[todo] += w
             left[todo] -= w
             ended = keys[seg + w - 1].astype(np.int64) >= last
