@@ -26,19 +26,36 @@ from __future__ import annotations
 import os
 import sys
 
+#: The steps whose work is split between processes (wall seconds in rank 0's clock, from the pipeline's own laps;
+#: rank 0 writes meta.db while the other ranks read profiles); the rest of a run (start-up, listing the inputs,
+#: class 2, the hand-overs, profile.db's summary, the exit) is not.
+SPLIT_PHASES = ("phase 1", "phase 2", "phase 3", "meta.db")
+
 
 def as_rank(argv: list[str]) -> None:
-    """Run ``hpcsa`` and print this process's CPU seconds (its workers' included) on stderr: ``CPU rank s``.
-    Dispatched before the benchmark's own imports, so that a rank starts as the ``hpcsa`` command does."""
+    """Run ``hpcsa`` and print on stderr this process's CPU seconds (its workers' included), ``CPU rank s``, and
+    its wall seconds in :data:`SPLIT_PHASES`, ``SPLIT rank s``. Dispatched before the benchmark's own imports,
+    so that a rank starts as the ``hpcsa`` command does."""
     import resource
 
+    from hpcsa.aggregate.prof import pipeline
     from hpcsa.cli import leave
     from hpcsa.cli import main as hpcsa_main
 
+    aggregate = pipeline.aggregate
+    split = [0.0]
+
+    def timed(*args: object, **kwargs: object) -> object:
+        result = aggregate(*args, **kwargs)  # type: ignore[arg-type]
+        split[0] = sum(t for phase, t in result.timings.items() if phase.startswith(SPLIT_PHASES))
+        return result
+
+    pipeline.aggregate = timed  # type: ignore[assignment]
     rc = hpcsa_main(argv)
     cpu = sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
               for f in ("ru_utime", "ru_stime"))
-    sys.stderr.write(f"\nCPU {os.environ.get('PMI_RANK', '0')} {cpu:.3f}\n")  # one write: ranks share the pipe
+    rank = os.environ.get("PMI_RANK", "0")
+    sys.stderr.write(f"\nCPU {rank} {cpu:.3f}\nSPLIT {rank} {split[0]:.3f}\n")  # one write: ranks share the pipe
     sys.stderr.flush()
     leave(rc)  # as the command exits
 
@@ -108,6 +125,21 @@ def in_process(meas: Path, out: Path, jobs: int) -> dict[str, float]:
     return pipeline.aggregate(find_inputs([str(meas)]), pipeline.Options(output=str(out), jobs=jobs, progress=False)).timings
 
 
+def split_of(err: str) -> float:
+    """Rank 0's wall seconds in :data:`SPLIT_PHASES`, from the ``SPLIT rank s`` line of :func:`as_rank`."""
+    found = re.search(r"SPLIT 0 (\d+\.\d{3})", err)
+    return float(found.group(1)) if found else float("nan")
+
+
+def scaling(t1: float, split1: float, t2: float, split2: float) -> tuple[float, float, float, float]:
+    """Where a 2-rank run's speed-up over 1 rank goes, from the runs' wall seconds (``t1``, ``t2``) and rank 0's
+    seconds in :data:`SPLIT_PHASES` (``split1``, ``split2``): (the share of the 1-rank run in work that divides;
+    the most 2 ranks could gain with it, on two cores that do twice the work of one (Amdahl's law); how much
+    faster that work went with 2 ranks; how much longer the rest took)."""
+    share = split1 / t1
+    return share, 1 / ((1 - share) + share / 2), split1 / split2, (t2 - split2) / (t1 - split1)
+
+
 def cpu_of(err: str) -> tuple[float, float]:
     """(CPU seconds of all ranks, of the busiest rank) from the ``CPU rank s`` lines of :func:`as_rank`."""
     per = [float(cpu) for _, cpu in re.findall(r"CPU (\d+) (\d+\.\d{3})", err)]
@@ -128,11 +160,14 @@ def measure_set(kind: str, n: int, tmp: Path, repeat: int, watched: int = 1) -> 
     configs = (("j1", 1, 0), ("j2", 2, 0), ("mpi1", 1, 1), ("mpi2", 1, 2))
     walls: dict[str, list[float]] = {name: [] for name, _, _ in configs}
     cpus: dict[str, list[tuple[float, float]]] = {name: [] for name, _, _ in configs}
+    splits: dict[str, list[float]] = {"mpi1": [], "mpi2": []}  # rank 0's seconds in SPLIT_PHASES
     for _ in range(repeat):  # interleaved, so that a slow spell of the machine hits all alike
         for name, jobs, ranks in configs:
             wall, _, err = measure(prof_cmd(meas, out, jobs, ranks), None)
             walls[name].append(wall)
             cpus[name].append(cpu_of(err))
+            if name in splits:
+                splits[name].append(split_of(err))
     for name, jobs, ranks in configs:
         peaks = []
         for _ in range(max(1, watched)):
@@ -145,6 +180,8 @@ def measure_set(kind: str, n: int, tmp: Path, repeat: int, watched: int = 1) -> 
               f"CPU s all, busiest rank: {', '.join(f'{a:.2f}/{b:.2f}' for a, b in cpus[name])}), "
               f"{peak / MIB:.0f} MiB  [{[ln for ln in err.strip().splitlines() if 'hpcsa prof:' in ln][-1]}]",
               flush=True)
+    rounds = [scaling(*runs) for runs in zip(walls["mpi1"], splits["mpi1"], walls["mpi2"], splits["mpi2"], strict=True)]
+    row["scaling"] = tuple(float(np.median(column)) for column in zip(*rounds, strict=True))
     row.update(sizes(out))
     shutil.rmtree(out)
     return row
@@ -275,6 +312,13 @@ def report(args: argparse.Namespace, rows: list, big: dict, phases: dict[str, di
                          + "; against -j 1, one process without MPI (best, median; by CPU): "
                          + ", ".join(f"{r['j1'][0] / r['mpi2'][0]:.2f}x / {r['j1'][2] / r['mpi2'][2]:.2f}x; "
                                      f"{r['j1'][4] / r['mpi2'][5]:.2f}x" for r in rs) + " (goal >= 1.8x)")
+            lines.append(f"- {kind}: what bounds 2 ranks against 1 rank (Amdahl's law; medians of the rounds, each a "
+                         "1-rank run and the 2-rank run after it; the work that divides is phases 1-3 and meta.db, "
+                         "the rest start-up, listing, class 2, hand-overs, exit): "
+                         + "; ".join(f"{r['profiles']:,} profiles: {100 * r['scaling'][0]:.0f} % of the 1-rank run "
+                                     f"divides, so at most {r['scaling'][1]:.2f}x on two cores that do twice the "
+                                     f"work of one; with 2 ranks that work went {r['scaling'][2]:.2f}x faster and "
+                                     f"the rest took {r['scaling'][3]:.2f}x as long" for r in rs))
     gpu = [r for r in rows if r["set"] == "gpu"]
     if gpu:
         g = max(gpu, key=lambda r: r["profiles"])
