@@ -159,9 +159,15 @@ def remove_stale_partials(final: str) -> None:
                     os.unlink(stale)
 
 
+#: Write buffer for documents written piece by piece (a structure file is tens of thousands of strings): with
+#: :func:`open`'s default of 8 KiB, a 13.5 MB structure file took 35-70 ms to write, 24-32 ms with this.
+TEXT_BUFFER = 1 << 20
+
+
 @contextlib.contextmanager
-def atomic_file(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[BinaryIO]:
-    """Open a temporary sibling of ``path`` for writing; rename it to ``path`` on success."""
+def atomic_file(path: str | os.PathLike[str], mode: str = "wb", buffering: int = -1) -> Iterator[BinaryIO]:
+    """Open a temporary sibling of ``path`` for writing; rename it to ``path`` on success. ``buffering`` as
+    :func:`open`'s (:data:`TEXT_BUFFER` for a document written in thousands of pieces)."""
     final = os.fspath(path)
     parent = os.path.dirname(os.path.abspath(final))
     if not os.path.isdir(parent):
@@ -170,7 +176,7 @@ def atomic_file(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[Bina
     tmp = _tmp_name(final, "partial")
     try:
         text = {} if "b" in mode else {"encoding": "utf-8", "errors": ERRORS}  # a non-UTF-8 name: \\xNN
-        with open(tmp, mode, **text) as fh:  # type: ignore[call-overload]
+        with open(tmp, mode, buffering, **text) as fh:  # type: ignore[call-overload]
             yield fh  # type: ignore[misc]
             fh.flush()
         os.replace(tmp, final)

@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Iterator
 
-from hpcsa.fileio import atomic_file
+from hpcsa.fileio import TEXT_BUFFER, atomic_file
 from hpcsa.structure.hpcstruct import ROOT, VERSION
 from hpcsa.structure.model import (
     HAS_V,
@@ -250,7 +250,7 @@ def render(sf: StructureFile) -> Iterator[str]:
 
 def write_hpcstruct(path: str | os.PathLike[str], sf: StructureFile) -> None:
     """Write ``sf`` as a 4.9 structure file; the file appears under ``path`` only when complete."""
-    with atomic_file(path, "wb") as fh:
+    with atomic_file(path, "wb", TEXT_BUFFER) as fh:
         for chunk in render(sf):
             fh.write(chunk.encode("utf-8", ERRORS))  # a name that was not UTF-8 is written as \\xNN
 

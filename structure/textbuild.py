@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import field
 
 from hpcsa.dataclass import dataclass
-from hpcsa.fileio import atomic_file
+from hpcsa.fileio import TEXT_BUFFER, atomic_file
 from hpcsa.structure.build import Group, StructureBuilder, print_order, skeleton_in_two
 from hpcsa.structure.elf import ElfImage
 from hpcsa.structure.functions import Functions, discover_functions
@@ -71,7 +71,7 @@ class StructureText:
 
     def write(self, path: str | os.PathLike[str]) -> None:
         """Write the file; it appears under ``path`` only when complete."""
-        with atomic_file(path, "wb") as fh:
+        with atomic_file(path, "wb", TEXT_BUFFER) as fh:
             for chunk in self.chunks():
                 fh.write(chunk.encode("utf-8"))
 
