@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from hpcsa import __version__, libdefaults
+from hpcsa import __version__, libdefaults, lifetime
 from hpcsa.errors import HpcsaError
 from hpcsa.textout import end_now, escape_streams
 
@@ -138,6 +138,7 @@ def _import_settled(name: str) -> Any:
 
 def entry() -> None:
     """The ``hpcsa`` command."""
+    lifetime.ends_with_command()
     leave(main(settle_gc=True))
 
 

@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 
+from hpcsa import lifetime
 from hpcsa.errors import HpcsaError
 from hpcsa.progress import Progress
 
@@ -68,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
 
     progress = Progress(f"hpcsa struct: {target}")
     out = args.output or os.path.basename(target) + ".hpcstruct"
-    result = write_structure(target, [out], lm_name=args.name, jobs=args.jobs, device_code=args.device_code)
+    result = write_structure(target, [out], lm_name=args.name, jobs=args.jobs, device_code=args.device_code,
+                             keep=lifetime.keeper())
     for md5, sf in sorted(result.device.items()):
         write_hpcstruct(os.path.join(os.path.dirname(os.path.abspath(out)), structure_file_name(md5)), sf)
     warnings, notes = split_notes(result.notes)

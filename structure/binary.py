@@ -146,10 +146,12 @@ class WrittenStructure:
 
 
 def write_structure(path: str | os.PathLike[str], outputs: list[str], lm_name: str | None = None,
-                    jobs: int = 1, device_code: bool = False) -> WrittenStructure:
+                    jobs: int = 1, device_code: bool = False, keep: list[object] | None = None
+                    ) -> WrittenStructure:
     """Write the structure file of the binary at ``path`` to each of ``outputs`` (the same bytes as
     ``write_hpcstruct`` of :func:`analyze_binary`'s result). x86-64 binaries are rendered straight from their
-    procedure groups, in ``jobs`` processes (:mod:`hpcsa.structure.textbuild`), never assembled as a Module."""
+    procedure groups, in ``jobs`` processes (:mod:`hpcsa.structure.textbuild`), never assembled as a Module;
+    ``keep`` takes what they were built from (see :func:`hpcsa.lifetime.keeper`)."""
     path = os.fspath(path)
     image = None if device_code_mod.is_container(path) else open_elf(path)
     if image is None or image.machine in GPU_BUILDERS:
@@ -164,9 +166,11 @@ def write_structure(path: str | os.PathLike[str], outputs: list[str], lm_name: s
     name = lm_name if lm_name is not None else os.path.realpath(path)
     _require_cpu_binary(image, path)
     with _one_line_errors(path):
-        text, notes = build_text(image, demangle, name, jobs=jobs)
+        text, notes = build_text(image, demangle, name, jobs=jobs, keep=keep)
     for out in outputs:
         text.write(out)
+    if keep is not None:
+        keep.append(text)
     device, notes = _device_code(image, path, jobs, device_code, notes)
     return WrittenStructure(dict(text.counts), notes, device=device)
 

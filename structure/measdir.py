@@ -155,11 +155,12 @@ def analysis_key(path: str, md5: str) -> str:
     return h.hexdigest()[:40]
 
 
-def _analyze(path: str, recorded: str, output: str, cache_dir: str | None, key: str) -> tuple[str, list[str]]:
+def _analyze(path: str, recorded: str, output: str, cache_dir: str | None, key: str,
+             keep: list[object] | None = None) -> tuple[str, list[str]]:
     """Worker: analyse one binary and write its structure file (also into the shared cache)."""
     from hpcsa.structure.binary import write_structure
 
-    result = write_structure(path, [output], lm_name=recorded)
+    result = write_structure(path, [output], lm_name=recorded, keep=keep)
     if cache_dir:
         with _suppress_os_errors():
             with open(output, "rb") as fh:
@@ -305,15 +306,19 @@ def _analyses(work: list[tuple[Target, str]], jobs: int, cache_dir: str | None
             worker.close()
 
 
-def _analysis_process(conn: Any, t: Target, key: str, cache_dir: str | None) -> None:
-    conn.send(("analysis", _run_one(t, key, cache_dir)))
+def _analysis_process(conn: Any, t: Target, key: str, cache_dir: str | None) -> list[object]:
+    """A forked process for one binary. Returns what the structure was built from, so that the process ends
+    without freeing it (:class:`hpcsa.workers.ForkedWorker`), and its parent, joining it, does not wait."""
+    kept: list[object] = []
+    conn.send(("analysis", _run_one(t, key, cache_dir, kept)))
+    return kept
 
 
-def _run_one(t: Target, key: str, cache_dir: str | None) -> list[str] | str:
+def _run_one(t: Target, key: str, cache_dir: str | None, keep: list[object] | None = None) -> list[str] | str:
     """A binary's notes, or the one-line reason it failed (never raises: one bad binary does not stop
     the others)."""
     try:
-        return _analyze(t.path, t.recorded, t.output, cache_dir, key)[1]
+        return _analyze(t.path, t.recorded, t.output, cache_dir, key, keep)[1]
     except HpcsaError as exc:
         return exc.problem
     except Exception as exc:  # a defect in hpcsa: report it for this binary, keep going

@@ -157,7 +157,7 @@ def test_a_killed_analysis_fails_its_binary_alone(monkeypatch, tmp_path):
     running = tmp_path / "running"
     running.mkdir()
 
-    def fake(t, key, cache_dir):  # type: ignore[no-untyped-def]
+    def fake(t, key, cache_dir, keep=None):  # type: ignore[no-untyped-def]
         mark = running / str(os.getpid())
         mark.touch()
         try:

@@ -55,6 +55,21 @@ def test_text_is_the_module_rendered(tmp_path, jobs, many_chunks):
         assert written.notes == result.notes
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_keep_holds_what_the_text_was_built_from(tmp_path, jobs, many_chunks):
+    """``keep`` (a process that ends with its command) takes the builder, the procedure groups, the parts and
+    the text instead of their being freed on return; the bytes written are the same."""
+    plain, kept_path = tmp_path / "plain.hpcstruct", tmp_path / "kept.hpcstruct"
+    write_structure(SAMPLE, [plain], lm_name="/x/sample.so", jobs=jobs)
+    keep: list[object] = []
+    write_structure(SAMPLE, [kept_path], lm_name="/x/sample.so", jobs=jobs, keep=keep)
+    assert kept_path.read_bytes() == plain.read_bytes()
+    flat = [x for item in keep for x in (item if isinstance(item, tuple) else (item,))]
+    assert any(isinstance(x, StructureBuilder) for x in flat)
+    assert any(isinstance(x, textbuild.StructureText) for x in flat)
+    assert any(isinstance(x, dict) and x and all(isinstance(k, tuple) for k in x) for x in flat)  # the parts
+
+
 def test_chunks_cover_every_group_once(many_chunks):
     from hpcsa.demangle import demangle
     from hpcsa.structure.build import print_order
