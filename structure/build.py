@@ -155,7 +155,9 @@ class StructureBuilder:
         return link, self.demangle(link)
 
     # -- skeleton ---------------------------------------------------------------------------------
-    def skeleton(self, funcs: Functions, names: dict[int, str]) -> dict[str, dict[int, Group]]:
+    def skeleton(self, funcs: Functions, names: dict[int, str], file_runs: bool = True) -> dict[str, dict[int, Group]]:
+        """The procedure groups by file; and the instruction runs (:attr:`runs`) unless ``file_runs`` is
+        false (another process files them meanwhile: :func:`skeleton_in_two`)."""
         files: dict[str, dict[int, Group]] = {}
         symbols = self.image.structure_functions
         starts = [f.addr for f in symbols]
@@ -171,7 +173,7 @@ class StructureBuilder:
             g.procs[pinfo.entry] = pinfo
 
         self.funcs = funcs
-        if self.code is not None and funcs.cfg is not None:
+        if file_runs and self.code is not None and funcs.cfg is not None:
             self.runs = InstructionRuns(self.code, funcs.cfg, self.src)
         for k, vma in enumerate(entries):
             sym = None
@@ -369,10 +371,15 @@ def send_source_info(conn: multiprocessing.connection.Connection, image: ElfImag
                      demangle: Callable[[str], str]) -> SourceInfo:
     """A forked worker (:class:`hpcsa.workers.ForkedWorker`): read the debug information and send it, with
     the function extents of the unwind table (the skeleton needs them; parsed here, beside the parent's
-    function discovery, the longer of the two, rather than after it). Returns what it read, so that its
-    process ends without freeing it while the parent waits."""
+    function discovery, the longer of the two, rather than after it); then file the instructions the
+    parent found into runs (:class:`InstructionRuns`, 70-90 ms for python3.11d) while the parent builds the
+    skeleton, and send them (None received: no code). Returns what it read, so that its process ends
+    without freeing it while the parent waits."""
     source = read_source_info(image, demangle)
     conn.send(("source", (source, image.fde_ranges)))
+    needs = conn.recv()
+    if needs is not None:
+        conn.send(("runs", InstructionRuns.filed(*needs, source)))
     return source
 
 
@@ -393,9 +400,13 @@ def skeleton_in_two(image: ElfImage, demangle: Callable[[str], str], lm_name: st
     with ForkedWorker(send_source_info, image, demangle, what="hpcsa struct", ctx=ctx) as reader:
         code, funcs, names = discover_functions(image)
         source = receive_source_info(reader, image)
-    sb = StructureBuilder(image, source, demangle, lm_name)
-    sb.code = code
-    return sb, funcs, sb.skeleton(funcs, names)
+        reader.send(None if funcs.cfg is None else InstructionRuns.needs(code, funcs.cfg))
+        sb = StructureBuilder(image, source, demangle, lm_name)
+        sb.code = code
+        files = sb.skeleton(funcs, names, file_runs=False)
+        if funcs.cfg is not None:
+            sb.runs = reader.receive("runs")
+    return sb, funcs, files
 
 
 def _send_fragments(conn: multiprocessing.connection.Connection, sb: StructureBuilder,
