@@ -155,7 +155,8 @@ class StructureBuilder:
         return link, self.demangle(link)
 
     # -- skeleton ---------------------------------------------------------------------------------
-    def skeleton(self, funcs: Functions, names: dict[int, str], file_runs: bool = True) -> dict[str, dict[int, Group]]:
+    def skeleton(self, funcs: Functions, names: dict[int, str], file_runs: bool = True
+                 ) -> dict[str, dict[int, Group]]:
         """The procedure groups by file; and the instruction runs (:attr:`runs`) unless ``file_runs`` is
         false (another process files them meanwhile: :func:`skeleton_in_two`)."""
         files: dict[str, dict[int, Group]] = {}
