@@ -176,9 +176,9 @@ def _weave(layout: list[tuple[str, int, list[Key]]], texts: dict[Key, str]) -> l
 # Several processes
 
 
-def _chunks(files: dict[str, dict[int, Group]], funcs: Functions, jobs: int) -> list[list[Key]]:
-    """Consecutive groups (print order) in chunks of about equal numbers of basic blocks, biggest first."""
-    order = print_order(files)
+def _chunks(files: dict[str, dict[int, Group]], order: list[Key], funcs: Functions, jobs: int) -> list[list[Key]]:
+    """Consecutive groups (``order``: print order) in chunks of about equal numbers of basic blocks, biggest
+    first."""
     cost = [1 + sum(len(funcs.get(e, ())) for e in files[k[0]][k[1]].procs) for k in order]
     target = max(MIN_CHUNK_BLOCKS, sum(cost) // (jobs * CHUNKS_PER_JOB))
     chunks: list[tuple[int, list[Key]]] = []
@@ -222,7 +222,8 @@ def _chunk_worker(conn: multiprocessing.connection.Connection, sb: StructureBuil
 def _parallel_parts(sb: StructureBuilder, files: dict[str, dict[int, Group]], funcs: Functions, jobs: int,
                     ctx: multiprocessing.context.BaseContext, held: list[object]
                     ) -> tuple[list[str], collections.Counter[int]]:
-    chunks = _chunks(files, funcs, jobs)
+    order = print_order(files)
+    chunks = _chunks(files, order, funcs, jobs)
     tickets = Tickets(ctx)
     with contextlib.ExitStack() as stack:
         workers = [stack.enter_context(ForkedWorker(_chunk_worker, sb, files, chunks, tickets,
@@ -232,7 +233,7 @@ def _parallel_parts(sb: StructureBuilder, files: dict[str, dict[int, Group]], fu
         sizes = {k: len(p) for k, p in parts.items()}
         for worker in workers:
             sizes.update(worker.receive("sizes"))
-        bases, layout = _layout(files, print_order(files), sizes)
+        bases, layout = _layout(files, order, sizes)
         for worker in workers:
             worker.send(bases)
         texts, counts = _render_parts(parts, bases)

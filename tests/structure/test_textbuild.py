@@ -81,7 +81,7 @@ def test_chunks_cover_every_group_once(many_chunks):
     sb = StructureBuilder(image, read_source_info(image, demangle), demangle)
     sb.code, funcs, names = discover_functions(image)
     files = sb.skeleton(funcs, names)
-    chunks = textbuild._chunks(files, funcs, 2)
+    chunks = textbuild._chunks(files, print_order(files), funcs, 2)
     keys = [k for chunk in chunks for k in chunk]
     assert sorted(keys) == sorted(print_order(files))
     assert len(keys) == len(set(keys))
