@@ -147,7 +147,7 @@ def leave(code: int) -> NoReturn:
     garbage collections over every object still alive (``gc.freeze``, about 15 ms with numpy loaded), then
     freeing every object and module one by one (10-30 ms, more after ``struct``: the system takes a
     process's pages back whole). What an exit must still do is done first: the functions registered with
-    :mod:`atexit` (multiprocessing's, MPI's finalization, logging's) and flushing the standard streams;
+    :mod:`atexit` (MPI's finalization, logging's) and flushing the standard streams;
     every output file is closed by then. Where a thread is still running, the interpreter waits for it as
     usual."""
     gc.freeze()

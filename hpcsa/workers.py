@@ -23,23 +23,20 @@ from __future__ import annotations
 import contextlib
 import heapq
 import os
+import pickle
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from hpcsa.binfmt import align
 from hpcsa.errors import HpcsaError
+from hpcsa.forking import Channel, Forked, SharedInts, can_fork, channel_pair, wait
 from hpcsa.sizes import parse_size
 from hpcsa.textout import end_now
-
-if TYPE_CHECKING:
-    import multiprocessing.connection
-    import multiprocessing.context
 
 _SHARED: Any = None
 
 #: Default of :func:`pool_min_bytes`. Measured on 2 cores, ``hpcsa prof -j 2`` with and without workers on
-#: generated CPU runs: starting a pool (importing multiprocessing, forking, sending the workers' results back)
+#: generated CPU runs: starting a pool (then with multiprocessing: importing it, forking, sending the workers' results back)
 #: costs 0.02-0.06 s. With 1.1 MB of profiles the command took 0.38-0.39 s without workers and 0.40-0.47 s
 #: with them, with 4.5 MB 1.04-1.42 s without and 1.00-1.21 s with; at 2.3 MB neither won. Phase 3 breaks
 #: even at about 4 MB of cct.db. Below the lower of the two, so that no run gets slower.
@@ -79,40 +76,19 @@ def trim_heap() -> None:
 _MALLOC_TRIM: Any = None
 
 
-def fork_context() -> multiprocessing.context.BaseContext | None:
-    """The fork start method's context (forked workers inherit the parent's data without pickling it), or
-    None where the platform has no fork: callers then work in one process. (multiprocessing is imported
-    here, when a run first needs workers: a one-process run or MPI rank does not load it.)"""
-    import multiprocessing as mp
-
-    try:
-        return mp.get_context("fork")
-    except ValueError:  # pragma: no cover - not on Linux
-        return None
-
-
-def _any_context() -> multiprocessing.context.BaseContext:
-    import multiprocessing as mp
-
-    return fork_context() or mp.get_context()
-
-
 class SharedCounter:
-    """Byte offsets handed out from counters shared by forked processes (one per scratch file)."""
+    """Byte offsets handed out from counters shared by forked processes (one per scratch file), each
+    offset aligned to 8 bytes."""
 
     def __init__(self, kinds: Iterable[str]) -> None:
-        ctx = _any_context()
-        self._values = {k: ctx.Value("Q", 0) for k in kinds}
+        self._index = {k: i for i, k in enumerate(kinds)}
+        self._values = SharedInts(max(1, len(self._index)))
 
     def __call__(self, kind: str, nbytes: int) -> int:
-        v = self._values[kind]
-        with v.get_lock():
-            at = v.value
-            v.value = align(at + nbytes, 8)
-        return int(at)
+        return self._values.add(self._index[kind], nbytes, round_to=8)
 
     def total(self, kind: str) -> int:
-        return int(self._values[kind].value)
+        return self._values.get(self._index[kind])
 
 
 class LocalPool:
@@ -125,12 +101,11 @@ class LocalPool:
         self.shared = shared
         self._hub: _Hub | None = None
         if self.jobs > 1 or fork:
-            ctx = fork_context()
-            if ctx is None:  # pragma: no cover - not on Linux
+            if not can_fork():  # pragma: no cover - not on Linux
                 self.jobs = 1
             else:
                 trim_heap()
-                self._hub = _Hub(ctx, self.jobs, shared)
+                self._hub = _Hub(self.jobs, shared)
 
     def __enter__(self) -> LocalPool:
         return self
@@ -179,7 +154,7 @@ class _Hub:
     #: workers do not run far ahead of a consumer that keeps what they send.
     AHEAD = 2
 
-    def __init__(self, ctx: multiprocessing.context.BaseContext, jobs: int, shared: Any) -> None:
+    def __init__(self, jobs: int, shared: Any) -> None:
         import queue
 
         global _SHARED
@@ -190,15 +165,13 @@ class _Hub:
         self._held = [False] * jobs  # whether a worker holds a task it has not answered
         self._unread = 0  # tasks sent and not yet taken by get()
         self._closing = False
-        self._conns: list[multiprocessing.connection.Connection] = []
-        self._procs: list[Any] = []
+        self._conns: list[Channel] = []
+        self._procs: list[Forked] = []
         _SHARED = shared  # inherited by the forked workers
         try:
             for _ in range(jobs):
-                ours, theirs = ctx.Pipe()
-                proc = ctx.Process(target=_serve, args=(theirs, list(self._conns)), daemon=True)
-                proc.start()
-                theirs.close()
+                ours, theirs = channel_pair()
+                proc = Forked(_serve, (theirs,), parent_end=ours, child_end=theirs)
                 self._conns.append(ours)
                 self._procs.append(proc)
         except BaseException:
@@ -211,9 +184,7 @@ class _Hub:
 
     def queue(self, key: Any, fn: Callable[..., Any], args: tuple[Any, ...], priority: float) -> None:
         """A task, sent when a worker has room (lower ``priority`` first, then the order queued)."""
-        from multiprocessing.reduction import ForkingPickler
-
-        payload = bytes(ForkingPickler.dumps((key, fn, args)))
+        payload = pickle.dumps((key, fn, args), protocol=pickle.HIGHEST_PROTOCOL)
         with self._lock:
             heapq.heappush(self._heap, (priority, self._seq, payload))
             self._seq += 1
@@ -225,13 +196,11 @@ class _Hub:
     def take(self) -> tuple[Any, Callable[..., Any], tuple[Any, ...]] | None:
         """The first queued task, taken back before any worker is sent it (for the caller to run itself); None
         when every queued task is with a worker."""
-        from multiprocessing.reduction import ForkingPickler
-
         with self._lock:
             if not self._heap:
                 return None
             payload = heapq.heappop(self._heap)[2]
-        key, fn, args = ForkingPickler.loads(payload)
+        key, fn, args = pickle.loads(payload)
         return key, fn, args
 
     def _dispatch_locked(self) -> None:
@@ -281,8 +250,6 @@ class _Hub:
 
     def _receive(self) -> None:
         """The receiving thread: results into the queue, and each worker's next task sent at once."""
-        from multiprocessing.connection import wait
-
         worker_of = {**{c: w for w, c in enumerate(self._conns)},
                      **{p.sentinel: w for w, p in enumerate(self._procs)}}
         while not self._closing:
@@ -356,15 +323,11 @@ def _raise_carried(payload: Any) -> None:
         raise payload.exc
 
 
-def _serve(conn: multiprocessing.connection.Connection,
-           inherited: list[multiprocessing.connection.Connection]) -> None:
+def _serve(conn: Channel) -> None:
     """A pool worker: tasks from its pipe until told to end, each answered on the same pipe."""
     import signal
-    from multiprocessing.reduction import ForkingPickler
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the parent, which stops the workers
-    for other in inherited:  # the pipes of the workers forked before this one
-        other.close()
     while True:
         try:
             message = conn.recv_bytes()
@@ -372,7 +335,7 @@ def _serve(conn: multiprocessing.connection.Connection,
             return
         if message == _END:
             return
-        key, fn, args = ForkingPickler.loads(message)
+        key, fn, args = pickle.loads(message)
         try:
             result: Any = fn(_SHARED, *args)
         except BaseException as exc:  # noqa: BLE001 - raised again in the parent
@@ -491,18 +454,15 @@ class Tickets:
     """Numbers 0, 1, 2, ... taken by forked processes, each number once: the next piece of work for whichever
     process is free (a process slowed by other work on the machine takes fewer)."""
 
-    def __init__(self, ctx: multiprocessing.context.BaseContext | None = None) -> None:
-        self._value = (ctx or _any_context()).Value("q", 0)
+    def __init__(self) -> None:
+        self._value = SharedInts(1)
 
     def take(self) -> int:
-        with self._value.get_lock():
-            i = int(self._value.value)
-            self._value.value = i + 1
-        return i
+        return self._value.add(0, 1)
 
     def taken(self) -> int:
         """How many numbers have been taken (those past the end included)."""
-        return int(self._value.value)
+        return self._value.get(0)
 
 
 class ForkedWorker:
@@ -516,16 +476,12 @@ class ForkedWorker:
     same :class:`HpcsaError`); a process that ended without sending (killed, out of memory) is one
     :class:`HpcsaError` naming ``what``."""
 
-    def __init__(self, target: Callable[..., None], *args: Any, what: str = "hpcsa",
-                 ctx: multiprocessing.context.BaseContext | None = None) -> None:
-        ctx = ctx or fork_context()
-        if ctx is None:  # pragma: no cover - not on Linux
-            raise RuntimeError("ForkedWorker needs the fork start method")
+    def __init__(self, target: Callable[..., None], *args: Any, what: str = "hpcsa") -> None:
+        if not can_fork():  # pragma: no cover - not on Linux
+            raise RuntimeError("ForkedWorker needs fork")
         self.what = what
-        self.conn, theirs = ctx.Pipe()
-        self.proc = ctx.Process(target=_forked_main, args=(theirs, target, args), daemon=True)
-        self.proc.start()
-        theirs.close()
+        self.conn, theirs = channel_pair()
+        self.proc = Forked(_forked_main, (theirs, target, args), parent_end=self.conn, child_end=theirs)
 
     def send(self, obj: Any) -> None:
         self.conn.send(obj)
@@ -554,7 +510,7 @@ class ForkedWorker:
         self.close()
 
 
-def _forked_main(conn: multiprocessing.connection.Connection, target: Callable[..., Any],
+def _forked_main(conn: Channel, target: Callable[..., Any],
                  args: tuple[Any, ...]) -> None:
     try:
         held = target(conn, *args)
@@ -569,7 +525,7 @@ def _forked_main(conn: multiprocessing.connection.Connection, target: Callable[.
         end_now(0)
 
 
-def _send_error(conn: multiprocessing.connection.Connection, exc: BaseException) -> None:
+def _send_error(conn: Channel, exc: BaseException) -> None:
     try:
         conn.send(("error", _carried(exc)))
     except (OSError, EOFError):  # the parent has gone (it failed first and closed its end): nothing to tell

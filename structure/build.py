@@ -32,8 +32,6 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import multiprocessing.connection
-import multiprocessing.context
 import os
 from collections.abc import Callable
 from dataclasses import field
@@ -41,6 +39,7 @@ from dataclasses import field
 import numpy as np
 
 from hpcsa.dataclass import dataclass
+from hpcsa.forking import Channel
 from hpcsa.structure.cfg import CodeIndex
 from hpcsa.structure.dwarf_inline import UNKNOWN_PROC
 from hpcsa.structure.elf import ElfImage, FunctionSymbol
@@ -60,7 +59,7 @@ from hpcsa.structure.tree import (
     flp_path,
     function_tree,
 )
-from hpcsa.workers import ForkedWorker, fork_context
+from hpcsa.workers import ForkedWorker, can_fork
 
 #: Extent of a procedure whose entry lies in no code section (a corrupt section or symbol table: none of the
 #: real test binaries has one). There is no code to cover, and taking the next entry or the symbol's size
@@ -368,7 +367,7 @@ def print_order(files: dict[str, dict[int, Group]]) -> list[tuple[str, int]]:
     return [(f, start) for f in sorted(files) for start in sorted(files[f])]
 
 
-def send_source_info(conn: multiprocessing.connection.Connection, image: ElfImage,
+def send_source_info(conn: Channel, image: ElfImage,
                      demangle: Callable[[str], str]) -> SourceInfo:
     """A forked worker (:class:`hpcsa.workers.ForkedWorker`): read the debug information and send it, with
     the function extents of the unwind table (the skeleton needs them; parsed here, beside the parent's
@@ -392,13 +391,12 @@ def receive_source_info(reader: ForkedWorker, image: ElfImage) -> SourceInfo:
     return source
 
 
-def skeleton_in_two(image: ElfImage, demangle: Callable[[str], str], lm_name: str | None,
-                    ctx: multiprocessing.context.BaseContext
+def skeleton_in_two(image: ElfImage, demangle: Callable[[str], str], lm_name: str | None
                     ) -> tuple[StructureBuilder, Functions, dict[str, dict[int, Group]]]:
     """The first step with two processes: a forked one reads the debug information while this one finds
     the functions; then the skeleton. Returns the builder (its code and source set), the functions and
     the procedure groups by file."""
-    with ForkedWorker(send_source_info, image, demangle, what="hpcsa struct", ctx=ctx) as reader:
+    with ForkedWorker(send_source_info, image, demangle, what="hpcsa struct") as reader:
         code, funcs, names = discover_functions(image)
         source = receive_source_info(reader, image)
         reader.send(None if funcs.cfg is None else InstructionRuns.needs(code, funcs.cfg))
@@ -410,7 +408,7 @@ def skeleton_in_two(image: ElfImage, demangle: Callable[[str], str], lm_name: st
     return sb, funcs, files
 
 
-def _send_fragments(conn: multiprocessing.connection.Connection, sb: StructureBuilder,
+def _send_fragments(conn: Channel, sb: StructureBuilder,
                     files: dict[str, dict[int, Group]], keys: list[tuple[str, int]]) -> None:
     conn.send(("parts", sb.fragments(files, keys)))
 
@@ -434,17 +432,16 @@ def build_module(image: ElfImage, demangle: Callable[[str], str], lm_name: str |
     With ``jobs > 1`` (and fork available) the debug information is read in a child process while this
     one decodes and parses the code, then the procedure groups are dealt to ``jobs`` processes; the
     output is the same as with one process (groups are assembled in print order)."""
-    ctx = fork_context() if jobs > 1 else None
-    if ctx is None:
+    if jobs <= 1 or not can_fork():
         source = read_source_info(image, demangle)
         sb = StructureBuilder(image, source, demangle, lm_name)
         return sb.build(), source.notes
-    sb, funcs, files = skeleton_in_two(image, demangle, lm_name, ctx)
+    sb, funcs, files = skeleton_in_two(image, demangle, lm_name)
     shares = _shares(files, print_order(files), jobs)
     parts: dict[tuple[str, int], ModuleBuilder] = {}
     with contextlib.ExitStack() as stack:
-        workers = [stack.enter_context(ForkedWorker(_send_fragments, sb, files, share, what="hpcsa struct",
-                                                    ctx=ctx)) for share in shares[1:] if share]
+        workers = [stack.enter_context(ForkedWorker(_send_fragments, sb, files, share, what="hpcsa struct"))
+                   for share in shares[1:] if share]
         parts.update(sb.fragments(files, shares[0]))
         for worker in workers:
             parts.update(worker.receive("parts"))

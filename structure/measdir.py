@@ -34,7 +34,7 @@ from hpcsa.fileio import write_file
 from hpcsa.progress import Progress
 from hpcsa.structure.hpcstruct import read_hpcstruct
 from hpcsa.structure.hpcstruct_text import write_hpcstruct
-from hpcsa.workers import ForkedWorker, fork_context
+from hpcsa.workers import ForkedWorker, can_fork, wait
 
 CACHE_INDEX = ".hpcsa-cache.json"
 _HASHED_NAME = re.compile(r"^([0-9a-f]{32})\.(gpubin|vdso)$")
@@ -277,20 +277,17 @@ def _analyses(work: list[tuple[Target, str]], jobs: int, cache_dir: str | None
     binary is analysed in a forked process of its own, ``jobs`` at a time in the order given (biggest first):
     a process killed (out of memory, a signal) fails its binary alone, and what one binary's analysis held
     is given back when its process ends."""
-    ctx = fork_context() if jobs > 1 and len(work) > 1 else None
-    if ctx is None:
+    if jobs <= 1 or len(work) <= 1 or not can_fork():
         for i, (t, key) in enumerate(work):
             yield i, _run_one(t, key, cache_dir)
         return
-    from multiprocessing.connection import wait
-
     waiting = list(range(len(work)))[::-1]
     running: dict[Any, tuple[int, ForkedWorker]] = {}
     try:
         while waiting or running:
             while waiting and len(running) < jobs:
                 i = waiting.pop()
-                worker = ForkedWorker(_analysis_process, *work[i], cache_dir, what="hpcsa struct", ctx=ctx)
+                worker = ForkedWorker(_analysis_process, *work[i], cache_dir, what="hpcsa struct")
                 running[worker.conn] = (i, worker)
             for conn in wait(list(running)):
                 i, worker = running.pop(conn)

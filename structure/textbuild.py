@@ -21,14 +21,13 @@ from __future__ import annotations
 import collections
 import contextlib
 import gc
-import multiprocessing.connection
-import multiprocessing.context
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import field
 
 from hpcsa.dataclass import dataclass
 from hpcsa.fileio import TEXT_BUFFER, atomic_file
+from hpcsa.forking import Channel
 from hpcsa.structure.build import Group, StructureBuilder, print_order, skeleton_in_two
 from hpcsa.structure.elf import ElfImage
 from hpcsa.structure.functions import Functions, discover_functions
@@ -43,7 +42,7 @@ from hpcsa.structure.hpcstruct_text import (
 )
 from hpcsa.structure.model import ModuleBuilder
 from hpcsa.structure.source_info import read_source_info
-from hpcsa.workers import ForkedWorker, Tickets, fork_context
+from hpcsa.workers import ForkedWorker, Tickets, can_fork
 
 LM_ID = 2                 # ids as hpcsa.structure.model.renumber gives them to a file of one module
 CHUNKS_PER_JOB = 8        # chunks per process: small enough to even out, big enough to batch numpy work
@@ -107,10 +106,10 @@ def build_text(image: ElfImage, demangle: Callable[[str], str], lm_name: str | N
     ``keep`` (see :func:`hpcsa.lifetime.keeper`) takes what the text was built from, instead of its being
     freed on return (50-60 ms for python3.11d)."""
     small = sum(sec.size for sec in image.code_sections) < SMALL_CODE
-    ctx = fork_context() if jobs > 1 and not small else None
+    forked = jobs > 1 and not small and can_fork()
     held = [] if keep is None else keep
     with gc_paused():
-        if ctx is None:
+        if not forked:
             source = read_source_info(image, demangle)
             sb = StructureBuilder(image, source, demangle, lm_name)
             sb.code, funcs, names = discover_functions(image)
@@ -121,9 +120,9 @@ def build_text(image: ElfImage, demangle: Callable[[str], str], lm_name: str | N
             bases, layout = _layout(files, order, {k: len(p) for k, p in parts.items()})
             texts, counts = _render_parts(parts, bases)
             return StructureText(sb.lm_name, _weave(layout, texts), counts), source.notes
-        sb, funcs, files = skeleton_in_two(image, demangle, lm_name, ctx)
+        sb, funcs, files = skeleton_in_two(image, demangle, lm_name)
         held.append((sb, funcs, files))
-        text = _parallel_parts(sb, files, funcs, jobs, ctx, held)
+        text = _parallel_parts(sb, files, funcs, jobs, held)
         return StructureText(sb.lm_name, text[0], text[1]), sb.src.notes
 
 
@@ -207,7 +206,7 @@ def _take_chunks(sb: StructureBuilder, files: dict[str, dict[int, Group]], chunk
         parts.update(sb.fragments(files, chunks[i]))
 
 
-def _chunk_worker(conn: multiprocessing.connection.Connection, sb: StructureBuilder,
+def _chunk_worker(conn: Channel, sb: StructureBuilder,
                   files: dict[str, dict[int, Group]], chunks: list[list[Key]], tickets: Tickets
                   ) -> dict[Key, ModuleBuilder]:
     """A forked process: build chunks, send the sizes of its parts, receive the ids, send the texts. Returns
@@ -220,14 +219,13 @@ def _chunk_worker(conn: multiprocessing.connection.Connection, sb: StructureBuil
 
 
 def _parallel_parts(sb: StructureBuilder, files: dict[str, dict[int, Group]], funcs: Functions, jobs: int,
-                    ctx: multiprocessing.context.BaseContext, held: list[object]
-                    ) -> tuple[list[str], collections.Counter[int]]:
+                    held: list[object]) -> tuple[list[str], collections.Counter[int]]:
     order = print_order(files)
     chunks = _chunks(files, order, funcs, jobs)
-    tickets = Tickets(ctx)
+    tickets = Tickets()
     with contextlib.ExitStack() as stack:
         workers = [stack.enter_context(ForkedWorker(_chunk_worker, sb, files, chunks, tickets,
-                                                    what="hpcsa struct", ctx=ctx)) for _ in range(jobs - 1)]
+                                                    what="hpcsa struct")) for _ in range(jobs - 1)]
         parts = _take_chunks(sb, files, chunks, tickets)
         held.append(parts)
         sizes = {k: len(p) for k, p in parts.items()}

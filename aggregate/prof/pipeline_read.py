@@ -24,7 +24,7 @@ from hpcsa.progress import Progress
 from hpcsa.structure.model import C, Module, StructureFile
 from hpcsa.structure.parsedcache import read_cached, read_entry, read_structure, store_structure
 from hpcsa.threads import map_in_threads
-from hpcsa.workers import DynamicRun, LocalPool, default_jobs, fork_context, pool_min_bytes
+from hpcsa.workers import DynamicRun, LocalPool, can_fork, default_jobs, pool_min_bytes
 
 if TYPE_CHECKING:  # hpcsa.gpucct (and networkx) are imported only when there are GPU structure files
     from hpcsa.gpucct import CallGraph
@@ -174,7 +174,7 @@ def read_share(inputs: Inputs, env: survey.Phase1Env, jobs: int, progress: Progr
     # structure files to them (a long parse here would leave the workers' reports unread, and the workers
     # waiting) until no batch is left. Over MPI a rank's tasks come from the ranks' counter, a few at a time,
     # to its workers only.
-    parent_works = jobs > 1 and transport.size == 1 and fork_context() is not None
+    parent_works = jobs > 1 and transport.size == 1 and can_fork()
     workers = jobs - 1 if parent_works else min(jobs, len(batches) + len(cpu_structs)) or 1
     # a thread for the cache lookups where a CPU is left over (the ranks counted as if on this machine)
     spare_cpu = jobs * transport.size < default_jobs()

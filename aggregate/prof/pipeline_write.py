@@ -24,7 +24,7 @@ from hpcsa.aggregate.prof.transport import Single, Transport, run_shared, tasks_
 from hpcsa.dataclass import dataclass
 from hpcsa.fileio import copy_range
 from hpcsa.progress import Progress
-from hpcsa.workers import ForkedWorker, LocalPool, Tickets, fork_context, pool_min_bytes, trim_heap
+from hpcsa.workers import ForkedWorker, LocalPool, Tickets, can_fork, pool_min_bytes, trim_heap
 
 if TYPE_CHECKING:
     from hpcsa.aggregate.prof.pipeline import Options
@@ -280,7 +280,7 @@ def phase2_share(c2: unified_tables.ClassTwo, sinks: profile_values.Sinks, alloc
     process's workers take batches by themselves (:func:`_phase2_forked`); an MPI rank's go through a pool
     (the batches come from the ranks' counter, which only the rank's own process may use)."""
     batches = phase2_batches(phase2_costs(c2.profiles).tolist(), jobs * transport.size)
-    if jobs > 1 and transport.size == 1 and sinks.allocate is not None and fork_context() is not None:
+    if jobs > 1 and transport.size == 1 and sinks.allocate is not None and can_fork():
         return _phase2_forked(c2, sinks, batches, jobs, traces, progress, aside)
     state = Phase2State.empty(c2)
     done = 0
@@ -306,13 +306,12 @@ def _phase2_forked(c2: unified_tables.ClassTwo, sinks: profile_values.Sinks, bat
     state, sent once at the end (as MPI ranks do): no batch or result passes through a pool, whose hand-offs
     cost a worker about a millisecond per batch while the parent was busy with its own. Blobs go to the
     scratch files at offsets from the counter the processes share."""
-    ctx = fork_context()
-    tickets = Tickets(ctx)
+    tickets = Tickets()
     ends = np.cumsum([len(b) for b in batches])
     trim_heap()  # as before any fork: what phase 1 and class 2 freed is not inherited as resident
     with contextlib.ExitStack() as stack:
         workers = [stack.enter_context(ForkedWorker(_phase2_worker, c2, sinks, batches, traces, tickets,
-                                                    what="hpcsa prof", ctx=ctx)) for _ in range(jobs - 1)]
+                                                    what="hpcsa prof")) for _ in range(jobs - 1)]
         if aside is not None:
             aside()
         state = Phase2State.empty(c2)

@@ -60,8 +60,8 @@ def test_an_mpi_run_turns_ucx_memory_hooks_off_unless_the_user_chose() -> None:
 
 
 def test_a_prof_run_starts_without_yaml_or_multiprocessing() -> None:
-    """Start-up is serial on every MPI rank: what only rank 0 (PyYAML, to write the taxonomy) or only a run
-    with workers (multiprocessing) needs is loaded when needed."""
+    """Start-up is serial on every MPI rank: what only rank 0 needs (PyYAML, to write the taxonomy) is loaded
+    when needed, and multiprocessing never (workers come from hpcsa.forking; see tests/core/test_forking.py)."""
     code = ("import sys; import hpcsa.aggregate.prof.command, hpcsa.aggregate.prof.mpi; "
             "print(sorted(m for m in ('yaml', 'multiprocessing') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
