@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from hpcsa.errors import HpcsaError
-from hpcsa.forking import Channel, Forked, SharedInts, can_fork, channel_pair, wait
+from hpcsa.forking import Channel, Forked, SharedInts, can_fork, channel_pair, flush_std_streams, wait
 from hpcsa.sizes import parse_size
 from hpcsa.textout import end_now
 
@@ -286,17 +286,15 @@ class _Hub:
 
     def _stop_workers(self, at_once: bool) -> None:
         """Idle workers are told to end; busy ones are stopped (they hold no lock anyone waits on)."""
-        if not at_once:
-            for conn in self._conns:
+        if not at_once:  # each closes its pipe and ends: nobody waits while the system takes its memory back
+            for conn, proc in zip(self._conns, self._procs, strict=True):
                 with contextlib.suppress(OSError):
                     conn.send_bytes(_END)
+                proc.release()
+            return
         for proc in self._procs:
-            if at_once:
-                proc.terminate()
-            proc.join(timeout=None if at_once else 5)
-            if proc.exitcode is None:  # pragma: no cover - an idle worker that did not end when told
-                proc.kill()
-                proc.join()
+            proc.terminate()
+            proc.join()
 
 
 _WORKER_LOST = object()
@@ -333,7 +331,9 @@ def _serve(conn: Channel) -> None:
             message = conn.recv_bytes()
         except (EOFError, OSError):
             return
-        if message == _END:
+        if message == _END:  # its output out, then its pipe closed: the parent goes on without waiting
+            flush_std_streams()
+            conn.close()
             return
         key, fn, args = pickle.loads(message)
         try:
@@ -497,7 +497,13 @@ class ForkedWorker:
         return payload
 
     def close(self) -> None:
+        """A worker that has closed its end is ending: reaped later, not waited for. Another is given 5
+        seconds, then stopped."""
+        ended = self.conn.ended()
         self.conn.close()
+        if ended:
+            self.proc.release()
+            return
         self.proc.join(timeout=5)
         if self.proc.is_alive():
             self.proc.terminate()
@@ -517,6 +523,7 @@ def _forked_main(conn: Channel, target: Callable[..., Any],
     except BaseException as exc:  # noqa: BLE001 - handed to the parent, which raises it
         _send_error(conn, exc)
         held = None
+    flush_std_streams()  # before the pipe closes: the parent, seeing it closed, does not wait for the exit
     conn.close()
     if held is not None:
         # What the target built is never freed one by one: a worker that built a binary's structure spent

@@ -152,3 +152,36 @@ def test_commands_with_workers_never_load_multiprocessing(tmp_path: Path) -> Non
         out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT, env=env)
         assert out.returncode == 0, out.stderr
         assert out.stdout.strip().splitlines()[-1] == "False", (args, out.stdout)
+
+
+def _closes_then_lingers(conn: Channel, seconds: float) -> None:
+    conn.send("unread")
+    conn.close()
+    time.sleep(seconds)  # as a large process's exit, while the system takes its memory back
+
+
+def test_ended_and_release_let_the_parent_go_on_while_a_process_ends() -> None:
+    from hpcsa import forking
+
+    ours, proc = _started(_waits, 60.0)
+    ours.send("go")
+    assert not ours.ended()  # open, sleeping
+    proc.kill()
+    proc.join()
+    assert ours.ended()
+    ours.close()
+
+    ours, proc = _started(_closes_then_lingers, 1.0)
+    assert wait([ours], timeout=10) == [ours]
+    time.sleep(0.1)
+    assert ours.ended()  # what it sent, unread, is dropped: only its end of file counts
+    ours.close()
+    t = time.perf_counter()
+    proc.release()
+    assert time.perf_counter() - t < 0.5 and proc.exitcode is None  # not waited for
+    assert proc in forking._ENDING
+    proc.join(timeout=10)  # here to be sure it has ended; a later fork would reap it as well
+    forking.reap_ended()
+    assert proc.exitcode == 0 and proc not in forking._ENDING
+    with pytest.raises(ChildProcessError):
+        os.waitpid(proc.pid, os.WNOHANG)  # reaped: no zombie left

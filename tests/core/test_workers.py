@@ -77,6 +77,7 @@ def test_forked_worker_returning_what_it_built_ends_without_freeing_it(tmp_path,
     marker = tmp_path / "freed"
     with ForkedWorker(_builds, str(marker), keep) as worker:
         assert worker.receive("done") != os.getpid()
+    worker.proc.join(timeout=10)  # closing it did not wait: it had closed its pipe, and was ending
     assert worker.proc.exitcode == 0
     assert marker.exists() is not keep  # freed object by object only when nothing was returned
     assert "from the child" in capfd.readouterr().out  # its standard output flushed either way
@@ -349,3 +350,23 @@ def test_pool_carries_large_tasks_and_results_both_ways() -> None:
     with LocalPool(2, shared=0) as pool:
         got = dict(pool.run(_sized, tasks))
     assert {k: (len(v), v[:1]) for k, v in got.items()} == {k: ((k + 1) << 20, bytes([k])) for k in range(12)}
+
+
+def _answers_then_lingers(conn) -> None:
+    import time
+
+    conn.send(("answer", 42))
+    conn.close()
+    time.sleep(2.0)  # as a large process's exit, while the system takes its memory back
+
+
+def test_closing_a_worker_that_has_closed_its_pipe_does_not_wait_for_its_exit() -> None:
+    import time
+
+    with ForkedWorker(_answers_then_lingers) as worker:
+        assert worker.receive("answer") == 42
+        time.sleep(0.1)  # its pipe closed
+        t = time.perf_counter()
+    assert time.perf_counter() - t < 1.0
+    worker.proc.join(timeout=10)
+    assert worker.proc.exitcode == 0
