@@ -104,6 +104,12 @@ class Channel:
         except Exception:  # noqa: BLE001 - at the interpreter's end, os may be gone already
             pass
 
+    def close_sending(self) -> None:
+        """Close the sending half: the other process's next read is the end of file; receiving goes on."""
+        if self._w >= 0:
+            os.close(self._w)
+            self._w = -1
+
     def close(self) -> None:
         for fd in (self._r, self._w):
             if fd >= 0:

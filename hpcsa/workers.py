@@ -25,6 +25,7 @@ import heapq
 import os
 import pickle
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -497,15 +498,18 @@ class ForkedWorker:
         return payload
 
     def close(self) -> None:
-        """A worker that has closed its end is ending: reaped later, not waited for. Another is given 5
-        seconds, then stopped."""
+        """The worker is told that nothing more comes (its next read is the end of file) and given 5 seconds
+        to close its end; once it has, it is ending and is reaped later, not waited for while the system
+        takes its memory back. A worker that has not closed its end by then is stopped."""
+        self.conn.close_sending()
+        deadline = time.monotonic() + 5
         ended = self.conn.ended()
+        while not ended and (left := deadline - time.monotonic()) > 0 and wait([self.conn], left):
+            ended = self.conn.ended()
         self.conn.close()
         if ended:
             self.proc.release()
-            return
-        self.proc.join(timeout=5)
-        if self.proc.is_alive():
+        else:
             self.proc.terminate()
             self.proc.join()
 
