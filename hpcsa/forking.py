@@ -235,6 +235,7 @@ def _child(target: Callable[..., object], args: tuple[Any, ...], parent_end: Cha
         for fd in _NOT_FOR_CHILDREN_FDS:
             os.close(fd)
         _NOT_FOR_CHILDREN_FDS[:] = [alive_fd]
+        _ENDING.clear()  # the parent's processes, not this one's children
         if child_end is not None:
             _NOT_FOR_CHILDREN.add(child_end)
         try:  # as multiprocessing does: the parent keeps the terminal's input
@@ -286,8 +287,6 @@ class SharedInts:
     (at most ``PIPE_BUF``, so a read takes all of them or waits). A process takes them out, changes them and
     writes them back; another process wanting them meanwhile waits in its read. Made before the fork."""
 
-    _ONE = struct.Struct("<q")
-
     def __init__(self, count: int = 1) -> None:
         if not 0 < count <= 64:
             raise ValueError("1 to 64 integers")
@@ -300,10 +299,14 @@ class SharedInts:
     def add(self, index: int, amount: int, round_to: int = 1) -> int:
         """Integer ``index`` as it was, after which it holds that value plus ``amount``, rounded up to a
         multiple of ``round_to``."""
-        values = list(self._format.unpack(self._take()))
-        old = values[index]
-        values[index] = (old + amount + round_to - 1) // round_to * round_to
-        self._put(self._format.pack(*values))
+        data = self._take()
+        try:  # the token goes back whatever happens here (an interrupt): the others would wait for ever
+            values = list(self._format.unpack(data))
+            old = values[index]
+            values[index] = (old + amount + round_to - 1) // round_to * round_to
+            data = self._format.pack(*values)
+        finally:
+            self._put(data)
         return old
 
     def get(self, index: int) -> int:
