@@ -135,6 +135,9 @@ def test_shared_integers_change_one_process_at_a_time() -> None:
     assert sorted(taken) == list(range(2000))  # each number once: no two processes read the same value
     assert shared.get(0) == 2000
     assert shared.get(1) == 3 * 500 * 8  # every addition of 5 rounded up to the next multiple of 8
+    with pytest.raises(IndexError):
+        shared.add(2, 1)  # a failed change puts the integers back: the next one does not wait for ever
+    assert shared.add(0, 1) == 2000
     with pytest.raises(ValueError):
         SharedInts(0)
 
