@@ -14,6 +14,9 @@ process while another decodes the code, and its chunk workers exchange sizes and
 half-way through), :class:`ForkedWorker` is one forked process running a function with its end of a pipe,
 and :class:`Tickets` a counter from which forked processes take the next piece of work.
 
+The processes, their pipes and the shared counters come from :mod:`hpcsa.forking` (``os.fork`` and pipes,
+not :mod:`multiprocessing`).
+
 An MPI transport provides the same three things: a way to run per-item
 functions where the data is, the shared data broadcast, and a shared counter.
 """
