@@ -31,10 +31,11 @@ from hpcsa import __version__, digests
 from hpcsa.dataclass import dataclass
 from hpcsa.errors import HpcsaError
 from hpcsa.fileio import write_file
+from hpcsa.forking import wait
 from hpcsa.progress import Progress
 from hpcsa.structure.hpcstruct import read_hpcstruct
 from hpcsa.structure.hpcstruct_text import write_hpcstruct
-from hpcsa.workers import ForkedWorker, can_fork, wait
+from hpcsa.workers import ForkedWorker, can_fork
 
 CACHE_INDEX = ".hpcsa-cache.json"
 _HASHED_NAME = re.compile(r"^([0-9a-f]{32})\.(gpubin|vdso)$")
