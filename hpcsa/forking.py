@@ -22,6 +22,8 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
+from hpcsa.errors import HpcsaError
+
 _LENGTH = struct.Struct("<Q")
 
 #: Bytes a pipe holds before its writer waits (Linux's ``F_SETPIPE_SZ``; the default is 64 KiB): results of
@@ -158,7 +160,13 @@ class Forked:
         reap_ended()
         sentinel, child_alive = os.pipe()
         flush_std_streams()  # else what is buffered now is written twice, once by each process
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError as exc:  # no process to be had (a limit on processes, or memory): one line, as for inputs
+            os.close(sentinel)
+            os.close(child_alive)
+            raise HpcsaError(None, f"cannot start a worker process ({exc.strerror or exc}); "
+                             "run again with fewer jobs (-j 1: one process)") from None
         if pid == 0:  # pragma: no cover - the child (its coverage is not collected)
             os.close(sentinel)
             _child(target, args, parent_end, child_end, child_alive)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from hpcsa.errors import HpcsaError
 from hpcsa.forking import Channel, Forked, SharedInts, channel_pair, wait
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -188,3 +189,37 @@ def test_ended_and_release_let_the_parent_go_on_while_a_process_ends() -> None:
     assert proc.exitcode == 0 and proc not in forking._ENDING
     with pytest.raises(ChildProcessError):
         os.waitpid(proc.pid, os.WNOHANG)  # reaped: no zombie left
+
+
+def test_a_refused_fork_leaves_no_descriptor_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    before = len(os.listdir("/proc/self/fd"))
+    monkeypatch.setattr(os, "fork", refused)
+    with pytest.raises(HpcsaError, match=r"cannot start a worker process \(Resource temporarily unavailable\); "
+                       r"run again with fewer jobs \(-j 1: one process\)"):
+        Forked(_echo_twice, ())
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+_REFUSED_FORK = """
+import os, sys
+def refused():
+    raise BlockingIOError(11, "Resource temporarily unavailable")
+os.fork = refused
+from hpcsa.cli import entry
+sys.argv = ["hpcsa", *sys.argv[1:]]
+entry()
+"""
+
+
+def test_a_command_refused_a_process_says_so_in_one_line(tmp_path: Path) -> None:
+    env = dict(os.environ, HPCSA_NO_PROGRESS="1", HPCSA_POOL_MIN_BYTES="0")
+    out = subprocess.run([sys.executable, "-c", _REFUSED_FORK, "prof", str(FIXTURES / "measurements" / "tiny.m"),
+                          "-o", str(tmp_path / "db.d"), "-j", "2"], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip().splitlines() == [
+        "hpcsa: error: cannot start a worker process (Resource temporarily unavailable); "
+        "run again with fewer jobs (-j 1: one process)"]
+    assert not (tmp_path / "db.d").exists() and os.listdir(tmp_path) == []  # nothing half-written
