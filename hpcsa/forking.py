@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
 from hpcsa.errors import HpcsaError
+from hpcsa.textout import end_now, flush_std_streams
 
 _LENGTH = struct.Struct("<Q")
 
@@ -244,17 +245,7 @@ def _child(target: Callable[..., object], args: tuple[Any, ...], parent_end: Cha
 
         traceback.print_exc()
     finally:
-        flush_std_streams()
-        os._exit(code)
-
-
-def flush_std_streams() -> None:
-    """Out with what stdout and stderr hold (a closed or gone reader is ignored)."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (AttributeError, OSError, ValueError):
-            pass
+        end_now(code)
 
 
 def wait(objects: Iterable[Any], timeout: float | None = None) -> list[Any]:

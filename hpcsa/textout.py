@@ -68,14 +68,20 @@ def escape_streams() -> None:
                 pass
 
 
-def end_now(code: int) -> NoReturn:
-    """Flush stdout and stderr, then end the process at once (``os._exit``): no object or module is freed one
-    by one, the system takes the pages back whole. A reader that has gone or a closed stream is ignored:
-    nothing is left to say. For a process whose work and files are done (and whose threads are joined);
-    functions registered with :mod:`atexit` do not run unless the caller runs them first."""
+def flush_std_streams() -> None:
+    """Out with what stdout and stderr hold. A reader that has gone, a closed stream or none at all is
+    ignored: nothing is left to say."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):
+        except (AttributeError, OSError, ValueError):
             pass
+
+
+def end_now(code: int) -> NoReturn:
+    """Flush stdout and stderr (:func:`flush_std_streams`), then end the process at once (``os._exit``): no
+    object or module is freed one by one, the system takes the pages back whole. For a process whose work
+    and files are done (and whose threads are joined); functions registered with :mod:`atexit` do not run
+    unless the caller runs them first."""
+    flush_std_streams()
     os._exit(code)

@@ -33,9 +33,9 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from hpcsa.errors import HpcsaError
-from hpcsa.forking import Channel, Forked, SharedInts, can_fork, channel_pair, flush_std_streams, wait
+from hpcsa.forking import Channel, Forked, SharedInts, can_fork, channel_pair, wait
 from hpcsa.sizes import parse_size
-from hpcsa.textout import end_now
+from hpcsa.textout import end_now, flush_std_streams
 
 _SHARED: Any = None
 

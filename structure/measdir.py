@@ -306,7 +306,7 @@ def _analyses(work: list[tuple[Target, str]], jobs: int, cache_dir: str | None
 
 def _analysis_process(conn: Any, t: Target, key: str, cache_dir: str | None) -> list[object]:
     """A forked process for one binary. Returns what the structure was built from, so that the process ends
-    without freeing it (:class:`hpcsa.workers.ForkedWorker`), and its parent, joining it, does not wait."""
+    without freeing it (:class:`hpcsa.workers.ForkedWorker`)."""
     kept: list[object] = []
     conn.send(("analysis", _run_one(t, key, cache_dir, kept)))
     return kept
