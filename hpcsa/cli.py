@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 
 from hpcsa import __version__, libdefaults, lifetime
 from hpcsa.errors import HpcsaError
-from hpcsa.textout import end_now, escape_streams
+from hpcsa.textout import end_now, escape_streams, guard_std_streams
 
 # name -> (module, one-line summary, example). Stages add their subcommand here.
 SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
@@ -97,12 +97,19 @@ def main(argv: Sequence[str] | None = None, settle_gc: bool = False) -> int:
             name = SUBCOMMANDS[command][0]
             module = _import_settled(name) if settle_gc else importlib.import_module(name)
             module.register(parsers[command])
-        args = parser.parse_args(argv)
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit:  # --help, --version or a usage error, printed: out with it, or say it cannot be
+            _flush_stdout()
+            raise
         if not args.command:
             parser.print_help()
+            _flush_stdout()
             return 2
         module = importlib.import_module(SUBCOMMANDS[args.command][0])
-        return int(module.run(args) or 0)
+        code = int(module.run(args) or 0)
+        _flush_stdout()  # what the command printed is out, or the failure is the command's one line
+        return code
     except HpcsaError as exc:
         print(f"hpcsa: error: {exc}", file=sys.stderr)
         return 2
@@ -111,6 +118,11 @@ def main(argv: Sequence[str] | None = None, settle_gc: bool = False) -> int:
         return 130
     except BrokenPipeError:
         return 0
+
+
+def _flush_stdout() -> None:
+    if sys.stdout is not None:
+        sys.stdout.flush()
 
 
 #: Allocations between two young-generation collections while a command runs (Python's default is 700).
@@ -139,6 +151,7 @@ def _import_settled(name: str) -> Any:
 def entry() -> None:
     """The ``hpcsa`` command."""
     lifetime.ends_with_command()
+    guard_std_streams()
     leave(main(settle_gc=True))
 
 

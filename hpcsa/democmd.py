@@ -23,6 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from hpcsa.errors import HpcsaError
+from hpcsa.fileio import output_error
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 RECORDS = os.path.join(FIXTURES, "demo", "particles.nvprof")
@@ -59,13 +60,19 @@ def prepare_output(out: str) -> None:
         if os.listdir(out) and not os.path.exists(os.path.join(out, MARKER)):
             raise HpcsaError(out, f"exists and is not an hpcsa demo output (no {MARKER} inside): remove it or "
                              "choose another -o")
-        shutil.rmtree(out)
+        try:
+            shutil.rmtree(out)
+        except OSError as exc:
+            raise output_error(out, exc) from None
     parent = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(parent):
         raise HpcsaError(out, "the directory to write into does not exist")
-    os.mkdir(out)
-    with open(os.path.join(out, MARKER), "w", encoding="utf-8") as fh:
-        fh.write("written by `hpcsa demo`; the next demo run with this -o replaces this directory\n")
+    try:
+        os.mkdir(out)
+        with open(os.path.join(out, MARKER), "w", encoding="utf-8") as fh:
+            fh.write("written by `hpcsa demo`; the next demo run with this -o replaces this directory\n")
+    except OSError as exc:
+        raise output_error(out, exc) from None
 
 
 def check_inputs() -> None:

@@ -28,6 +28,11 @@ class HpcsaError(Exception):
         return (type(self), (self.path, self.problem))
 
 
+class OutputError(HpcsaError):
+    """An output that cannot be written: its file system is full, over quota or read-only, the file is over
+    the process's size limit, or standard output is closed or fails."""
+
+
 class FormatError(HpcsaError):
     """A file's bytes do not follow the format it claims (truncated, wrong magic or version...)."""
 

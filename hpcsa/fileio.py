@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from hpcsa.errors import HpcsaError
+from hpcsa.errors import HpcsaError, OutputError
 from hpcsa.textout import ERRORS
 
 
@@ -164,6 +164,29 @@ def remove_stale_partials(final: str) -> None:
 TEXT_BUFFER = 1 << 20
 
 
+#: Errors of a write that say nothing about the inputs: the output's file system is full, over quota or read-only,
+#: or the file is over the process's size limit (``ulimit -f``; Python ignores SIGXFSZ, so the write fails).
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+
+
+def output_error(path: str | os.PathLike[str], exc: OSError) -> OutputError:
+    """The one error line for an output that cannot be created or written."""
+    if isinstance(exc, PermissionError):
+        return OutputError(path, "cannot write: permission denied")
+    return OutputError(path, f"cannot write: {exc.strerror or exc}")
+
+
+def _as_output_error(exc: BaseException, final: str, tmp: str) -> BaseException:
+    """``exc`` as the output's one line where it is a failed write (:data:`WRITE_ERRNOS`) or an
+    :class:`OutputError` of a file inside the temporary ``tmp`` (named by ``final``, the name the user gave);
+    else ``exc`` itself."""
+    if isinstance(exc, OSError) and exc.errno in WRITE_ERRNOS:
+        return output_error(final, exc)
+    if isinstance(exc, OutputError) and exc.path and (exc.path == tmp or exc.path.startswith(tmp + os.sep)):
+        return OutputError(final, exc.problem)
+    return exc
+
+
 @contextlib.contextmanager
 def atomic_file(path: str | os.PathLike[str], mode: str = "wb", buffering: int = -1) -> Iterator[BinaryIO]:
     """Open a temporary sibling of ``path`` for writing; rename it to ``path`` on success. ``buffering`` as
@@ -174,16 +197,23 @@ def atomic_file(path: str | os.PathLike[str], mode: str = "wb", buffering: int =
         raise HpcsaError(final, "the directory to write into does not exist")
     remove_stale_partials(final)
     tmp = _tmp_name(final, "partial")
+    text = {} if "b" in mode else {"encoding": "utf-8", "errors": ERRORS}  # a non-UTF-8 name: \\xNN
     try:
-        text = {} if "b" in mode else {"encoding": "utf-8", "errors": ERRORS}  # a non-UTF-8 name: \\xNN
-        with open(tmp, mode, buffering, **text) as fh:  # type: ignore[call-overload]
+        fh = open(tmp, mode, buffering, **text)  # type: ignore[call-overload]
+    except OSError as exc:
+        raise output_error(final, exc) from None
+    try:
+        with fh:
             yield fh  # type: ignore[misc]
             fh.flush()
         os.replace(tmp, final)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise
+        error = _as_output_error(exc, final, tmp)
+        if error is exc:
+            raise
+        raise error from None
 
 
 def write_file(path: str | os.PathLike[str], data: bytes | bytearray | str) -> None:
@@ -205,7 +235,10 @@ def atomic_dir(path: str | os.PathLike[str], replace: bool = True) -> Iterator[s
     if os.path.exists(final) and not replace:
         raise HpcsaError(path, "already exists (remove it or choose another name)")
     remove_stale_partials(final)
-    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(final)}.partial-{os.getpid()}-", dir=parent)
+    try:
+        tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(final)}.partial-{os.getpid()}-", dir=parent)
+    except OSError as exc:
+        raise output_error(final, exc) from None
     # mkdtemp makes the directory private (0700); the finished output gets the
     # mode any directory made by the user would get (0777 less the umask).
     os.chmod(tmp, 0o777 & ~_umask())
@@ -218,6 +251,9 @@ def atomic_dir(path: str | os.PathLike[str], replace: bool = True) -> Iterator[s
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.rename(tmp, final)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        error = _as_output_error(exc, final, tmp)
+        if error is exc:
+            raise
+        raise error from None

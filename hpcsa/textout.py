@@ -5,7 +5,9 @@ Names read from binary formats (load modules, functions, files, metrics) are dec
 a string with the strict encoder raises ``UnicodeEncodeError``; :func:`escape_streams` makes stdout and
 stderr write it as ``\\xNN`` (the original byte, as Python writes bytes) and any other character the
 stream cannot encode as ``\\uNNNN``, whether the stream is a terminal, a pipe or a file.
-:func:`end_now` ends a process once what it wrote to them is out.
+:func:`guard_std_streams` makes a write to standard output that fails (a full disk, a closed
+descriptor) one error line rather than a traceback, or a loss nobody hears of. :func:`end_now` ends a
+process once what it wrote to them is out.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import io
 import os
 import re
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
+
+from hpcsa.errors import OutputError
 
 ERRORS = "hpcsa-escape"
 
@@ -68,13 +72,66 @@ def escape_streams() -> None:
                 pass
 
 
+class _StdoutFile(io.FileIO):
+    """Descriptor 1 for the ``hpcsa`` command: a write that fails for another reason than a reader that has
+    gone (a full disk, a closed descriptor) raises :class:`~hpcsa.errors.OutputError`, the command's one line
+    and exit status 2, rather than a traceback, or nothing where the last flush fails at the exit."""
+
+    def write(self, data: Any) -> int | None:
+        try:
+            return super().write(data)
+        except BrokenPipeError:  # the reader has gone (``| head``): the command ends quietly
+            raise
+        except OSError as exc:
+            raise OutputError("standard output", f"cannot write: {exc.strerror or exc}") from None
+
+
+def guard_std_streams() -> None:
+    """For a process that runs one command: standard output through :class:`_StdoutFile`, and each of
+    descriptors 0-2 that the caller closed (``>&-``) held by ``/dev/null``, so that no file the command
+    opens takes its number and receives what is printed. A closed stdout is held read-only, so that
+    writing to it fails (one line), as writing to a closed descriptor does; a closed stderr silently
+    swallows what is written to it."""
+    for fd, flags in ((0, os.O_RDONLY), (1, os.O_RDONLY), (2, os.O_WRONLY)):
+        try:
+            os.fstat(fd)
+        except OSError:
+            held = os.open(os.devnull, flags)
+            if held != fd:
+                os.dup2(held, fd)
+                os.close(held)
+    out = sys.stdout
+    if out is None or (isinstance(out, io.TextIOWrapper) and _descriptor(out) == 1):
+        if out is not None:
+            out.flush()
+        raw = _StdoutFile(1, "w", closefd=False)
+        # python -u or PYTHONUNBUFFERED: unbuffered, as the interpreter's own stdout
+        unbuffered = (isinstance(out.buffer, io.RawIOBase) if out is not None
+                      else bool(os.environ.get("PYTHONUNBUFFERED")))
+        sys.stdout = io.TextIOWrapper(raw if unbuffered else io.BufferedWriter(raw),
+                                      encoding=getattr(out, "encoding", None) or "utf-8", errors=ERRORS,
+                                      line_buffering=bool(getattr(out, "line_buffering", False)),
+                                      write_through=unbuffered)
+    if sys.stderr is None:  # print(file=sys.stderr) would write to stdout
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors=ERRORS,
+                                      write_through=True)
+
+
+def _descriptor(stream: io.TextIOWrapper) -> int | None:
+    try:
+        return stream.fileno()
+    except (OSError, ValueError):
+        return None
+
+
 def flush_std_streams() -> None:
-    """Out with what stdout and stderr hold. A reader that has gone, a closed stream or none at all is
-    ignored: nothing is left to say."""
+    """Out with what stdout and stderr hold. A reader that has gone, a stream that fails, is closed or
+    is not there at all is ignored: the command has said what it had to say (``hpcsa.cli`` flushes
+    stdout once the command is done, where a failure is still the command's one line)."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (AttributeError, OSError, ValueError):
+        except (AttributeError, OSError, ValueError, OutputError):
             pass
 
 

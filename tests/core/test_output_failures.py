@@ -1,0 +1,163 @@
+"""Outputs that cannot be written: a full disk, a read-only one, a file over ``ulimit -f``, standard output
+on a full device or closed. Every command says so in one line and ends with status 2; nothing is left
+under the output's name or a temporary one, and a command that succeeds with its stdout closed writes
+nothing into its own files through descriptor 1."""
+
+from __future__ import annotations
+
+import errno
+import os
+import resource
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from hpcsa.errors import OutputError
+from hpcsa.fileio import atomic_dir, atomic_file
+from tests.conftest import FIXTURES, run_cli
+
+TINY = FIXTURES / "measurements" / "tiny.m"
+SAMPLE_SO = FIXTURES / "structure" / "sample.so"
+NSYS = FIXTURES / "ingest" / "tiny-nsys.sqlite"
+SCALING = FIXTURES / "views" / "scaling-p2.d", FIXTURES / "views" / "scaling-q4.d"
+
+
+def run(args: list[str], preexec: Callable[[], None] | None = None, **streams: object) -> tuple[int, str]:
+    """``python -m hpcsa ARGS`` with stdout as given; (status, stderr)."""
+    env = dict(os.environ, HPCSA_NO_PROGRESS="1")
+    kw: dict[str, object] = {"stdout": subprocess.DEVNULL, "stderr": subprocess.PIPE, **streams}
+    proc = subprocess.run([sys.executable, "-m", "hpcsa", *args], env=env, preexec_fn=preexec, **kw)  # noqa: PLW1509
+    return proc.returncode, (proc.stderr or b"").decode()
+
+
+def one_line(status: int, err: str, *fragments: str) -> str:
+    assert status == 2, (status, err)
+    lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("hpcsa: note:")]
+    assert len(lines) == 1 and lines[0].startswith("hpcsa: error: "), err
+    assert all(f in lines[0] for f in fragments), (fragments, lines[0])
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("db") / "tiny.d"
+    run_cli("prof", str(TINY), "-o", str(out), check=True)
+    return out
+
+
+def file_limit(size: int) -> Callable[[], None]:
+    """A child whose files may not grow past ``size`` bytes (Python ignores SIGXFSZ: the write fails with
+    EFBIG, as a full disk fails with ENOSPC)."""
+    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+
+# command (with OUT for the output), what the one line names
+FILE_OUTPUTS = [
+    (["struct", str(SAMPLE_SO), "-o", "OUT/s.hpcstruct"], "OUT/s.hpcstruct"),
+    (["ingest", str(NSYS), "-o", "OUT/i.m"], "OUT/i.m"),
+    (["synth", "OUT/s.m", "-n", "4"], "OUT/s.m"),
+    (["prof", str(TINY), "-o", "OUT/p.d"], "OUT/"),  # the run's scratch or the database, both in OUT
+    (["prof", str(TINY), "-o", "OUT/p.d", "-j", "2"], "OUT/"),  # with workers (tests: HPCSA_POOL_MIN_BYTES=0)
+    (["aggregate-threads", "DB", "-o", "OUT/a.d"], "OUT/a.d"),
+    (["blame", "DB", "-o", "OUT/b.d"], "OUT/b.d"),
+    (["export-trace", "DB", "-o", "OUT/t.json"], "OUT/t.json"),
+]
+
+
+@pytest.mark.parametrize(("args", "named"), FILE_OUTPUTS,
+                         ids=[a[0] + (" -j 2" if "-j" in a else "") for a, _ in FILE_OUTPUTS])
+def test_an_output_over_the_file_size_limit_is_one_line_and_nothing_is_left(database, tmp_path, args, named):
+    out = tmp_path / "out"
+    out.mkdir()
+    args = [a.replace("OUT", str(out)).replace("DB", str(database)) for a in args]
+    status, err = run(args, preexec=file_limit(1024))
+    one_line(status, err, named.replace("OUT", str(out)), "cannot write", os.strerror(errno.EFBIG))
+    assert sorted(os.listdir(out)) == [], "a partial output was left behind"
+
+
+def test_the_same_commands_succeed_without_the_limit(database, tmp_path):
+    """The limit above is what fails them: unlimited, each writes its output."""
+    out = tmp_path / "out"
+    out.mkdir()
+    for args, _ in FILE_OUTPUTS:
+        args = [a.replace("OUT", str(out)).replace("DB", str(database)) for a in args]
+        status, err = run(args)
+        assert status == 0, (args, err)
+    assert sorted(os.listdir(out)) == ["a.d", "b.d", "i.m", "p.d", "s.hpcstruct", "s.m", "t.json"]
+
+
+STDOUT_COMMANDS = [
+    ["dump", "DB/meta.db"],
+    ["view", "DB"],
+    ["stats", "DB"],
+    ["diff", "DB", "DB"],
+    ["imbalance", "DB"],
+    ["scaling", str(SCALING[0]), str(SCALING[1])],
+    ["--help"],
+    ["view", "--help"],
+]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
+@pytest.mark.parametrize("args", STDOUT_COMMANDS, ids=lambda a: " ".join(Path(x).name for x in a))
+def test_stdout_on_a_full_device_is_one_line(database, args):
+    with open("/dev/full", "wb") as full:
+        status, err = run([a.replace("DB", str(database)) for a in args], stdout=full)
+    one_line(status, err, "standard output: cannot write", os.strerror(errno.ENOSPC))
+
+
+@pytest.mark.parametrize("args", STDOUT_COMMANDS[:2] + STDOUT_COMMANDS[-1:], ids=lambda a: " ".join(Path(x).name for x in a))
+def test_closed_stdout_is_one_line(database, args):
+    status, err = run([a.replace("DB", str(database)) for a in args], preexec=lambda: os.close(1))
+    one_line(status, err, "standard output: cannot write", os.strerror(errno.EBADF))
+
+
+def test_with_stdout_closed_a_command_that_prints_nothing_to_it_writes_its_files_whole(database, tmp_path):
+    """Descriptor 1 is held, so no file the command opens takes it: the database is the one made with
+    stdout open, byte for byte."""
+    out = tmp_path / "closed.d"
+    status, err = run(["prof", str(TINY), "-o", str(out), "-j", "2"], preexec=lambda: os.close(1))
+    assert status == 0, err
+    for name in ("meta.db", "profile.db", "cct.db", "trace.db"):
+        assert (out / name).read_bytes() == (database / name).read_bytes(), name
+
+
+def test_with_stderr_closed_the_status_still_tells(tmp_path):
+    status, err = run(["dump", str(tmp_path / "missing.hpcrun")], preexec=lambda: os.close(2))
+    assert status == 2 and err == ""
+    status, _ = run(["struct", str(SAMPLE_SO), "-o", str(tmp_path / "s.hpcstruct")], preexec=lambda: os.close(2))
+    assert status == 0 and (tmp_path / "s.hpcstruct").stat().st_size > 0
+
+
+def _fail_writes(err: int) -> Callable[[bytes], int]:
+    def write(_data: bytes) -> int:
+        raise OSError(err, os.strerror(err))
+    return write
+
+
+@pytest.mark.parametrize("err", [errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS], ids=errno.errorcode.get)
+def test_atomic_file_names_the_output_of_a_failed_write(tmp_path, err):
+    target = tmp_path / "out.bin"
+    with pytest.raises(OutputError) as caught, atomic_file(target) as fh:
+        fh.write = _fail_writes(err)  # type: ignore[method-assign]
+        fh.write(b"data")
+    assert str(caught.value) == f"{target}: cannot write: {os.strerror(err)}"
+    assert os.listdir(tmp_path) == []
+
+
+def test_atomic_dir_names_itself_for_a_file_inside_it_and_leaves_other_errors_alone(tmp_path):
+    db = tmp_path / "db"
+    with pytest.raises(OutputError) as caught, atomic_dir(db) as tmp, atomic_file(Path(tmp) / "meta.db") as fh:
+        fh.write = _fail_writes(errno.ENOSPC)  # type: ignore[method-assign]
+        fh.write(b"data")
+    assert str(caught.value) == f"{db}: cannot write: {os.strerror(errno.ENOSPC)}"
+    assert os.listdir(tmp_path) == []
+    # An error that says nothing about the output (reading an input, a bug) goes on as it was.
+    with pytest.raises(OSError) as other, atomic_dir(db):
+        raise OSError(errno.EIO, "input/output error", "/some/input")
+    assert type(other.value) is OSError and other.value.filename == "/some/input"
+    with pytest.raises(OutputError, match="^elsewhere: cannot write: x$"), atomic_dir(db):
+        raise OutputError("elsewhere", "cannot write: x")  # not inside the directory: kept as it is
