@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import mmap
 import os
 import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from hpcsa.errors import HpcsaError, OutputError
 from hpcsa.textout import ERRORS
@@ -187,11 +189,43 @@ def _as_output_error(exc: BaseException, final: str, tmp: str) -> BaseException:
     return exc
 
 
+#: The output name that means standard output (as hpcstruct's ``--output=-``).
+STDOUT = "-"
+
+
+@contextlib.contextmanager
+def _standard_output(mode: str) -> Iterator[Any]:
+    """Standard output as a file opened with ``mode`` ("wb" or "w": UTF-8, names that are not escaped as
+    everywhere); written as it comes, since no temporary name can hold it back."""
+    if mode not in ("w", "wb"):
+        raise ValueError(f"standard output cannot be opened with mode {mode!r}")
+    out = sys.stdout
+    if out is None:
+        raise OutputError("standard output", "cannot write: it is closed")
+    out.flush()  # what was printed before comes first
+    binary = out.buffer
+    if mode == "wb":
+        yield binary
+        binary.flush()
+        return
+    text = io.TextIOWrapper(binary, encoding="utf-8", errors=ERRORS)
+    try:
+        yield text
+        text.flush()
+    finally:
+        text.detach()  # leaves standard output open
+
+
 @contextlib.contextmanager
 def atomic_file(path: str | os.PathLike[str], mode: str = "wb", buffering: int = -1) -> Iterator[BinaryIO]:
     """Open a temporary sibling of ``path`` for writing; rename it to ``path`` on success. ``buffering`` as
-    :func:`open`'s (:data:`TEXT_BUFFER` for a document written in thousands of pieces)."""
+    :func:`open`'s (:data:`TEXT_BUFFER` for a document written in thousands of pieces). ``-`` (:data:`STDOUT`)
+    is standard output."""
     final = os.fspath(path)
+    if final == STDOUT:
+        with _standard_output(mode) as fh:
+            yield fh
+        return
     parent = os.path.dirname(os.path.abspath(final))
     if not os.path.isdir(parent):
         raise HpcsaError(final, "the directory to write into does not exist")
@@ -221,6 +255,13 @@ def write_file(path: str | os.PathLike[str], data: bytes | bytearray | str) -> N
         fh.write(data)  # type: ignore[arg-type]
 
 
+def refuse_stdout_directory(path: str | os.PathLike[str]) -> None:
+    """A directory output (a database, a measurement) named ``-``: one line, before any work."""
+    if os.fspath(path) == STDOUT:
+        raise HpcsaError(STDOUT, "this output is a directory, which standard output cannot hold: name it "
+                         "(./- for a directory called -)")
+
+
 @contextlib.contextmanager
 def atomic_dir(path: str | os.PathLike[str], replace: bool = True) -> Iterator[str]:
     """Yield a temporary directory that becomes ``path`` when the block completes.
@@ -228,6 +269,7 @@ def atomic_dir(path: str | os.PathLike[str], replace: bool = True) -> Iterator[s
     An existing ``path`` is replaced only after the new one is complete (when
     ``replace``); otherwise it is an error, reported before any work is done.
     """
+    refuse_stdout_directory(path)
     final = os.path.abspath(os.fspath(path))
     parent = os.path.dirname(final)
     if not os.path.isdir(parent):

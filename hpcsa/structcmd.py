@@ -12,6 +12,7 @@ import sys
 
 from hpcsa import lifetime
 from hpcsa.errors import HpcsaError
+from hpcsa.fileio import STDOUT
 from hpcsa.progress import Progress
 
 
@@ -19,7 +20,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", metavar="BINARY|MEASDIR",
                         help="an ELF binary (x86-64; GPU binaries where supported), or a measurement directory")
     parser.add_argument("-o", "--output", metavar="OUT",
-                        help="structure file to write for a BINARY (default: ./<binary name>.hpcstruct)")
+                        help="structure file to write for a BINARY (default: ./<binary name>.hpcstruct; - for standard output)")
     parser.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
                         help="worker processes (MEASDIR: binaries in parallel; BINARY: parts of one binary)")
     parser.add_argument("--name", metavar="PATH",
@@ -69,6 +70,9 @@ def run(args: argparse.Namespace) -> int:
 
     progress = Progress(f"hpcsa struct: {target}")
     out = args.output or os.path.basename(target) + ".hpcstruct"
+    if out == STDOUT and args.device_code:
+        raise HpcsaError(target, "--device-code writes a structure file per GPU code object beside OUT: "
+                         "-o - (standard output) holds only one")
     result = write_structure(target, [out], lm_name=args.name, jobs=args.jobs, device_code=args.device_code,
                              keep=lifetime.keeper())
     for md5, sf in sorted(result.device.items()):
@@ -87,6 +91,6 @@ def run(args: argparse.Namespace) -> int:
     more = f" in {mods} load modules" if mods > 1 else ""
     if result.device:
         more += f" (GPU code: {len(result.device)} more structure file(s) beside it)"
-    progress.finish(f"hpcsa struct: {out}: {n.get(P, 0)} procedures, {n.get(L, 0)} loops, "
+    progress.finish(f"hpcsa struct: {'standard output' if out == STDOUT else out}: {n.get(P, 0)} procedures, {n.get(L, 0)} loops, "
                     f"{n.get(S, 0) + n.get(C, 0)} statements{more}")
     return 0

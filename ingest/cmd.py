@@ -7,7 +7,7 @@ import os
 import sys
 
 from hpcsa.errors import HpcsaError
-from hpcsa.fileio import atomic_dir
+from hpcsa.fileio import atomic_dir, refuse_stdout_directory
 from hpcsa.progress import Progress
 
 
@@ -39,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
         raise HpcsaError(None, "no SOURCE given (see hpcsa ingest --help)")
     if not args.output:
         raise HpcsaError(None, "no output measurement directory given (-o MEASDIR)")
+    refuse_stdout_directory(args.output)
     from hpcsa.ingest.binaries import attach_binaries
     from hpcsa.ingest.measdir import write_measurement
     from hpcsa.ingest.sources import read_sources

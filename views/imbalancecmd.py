@@ -10,6 +10,7 @@ import numpy as np
 
 from hpcsa.aggregate.db import metricsyaml
 from hpcsa.errors import HpcsaError
+from hpcsa.fileio import STDOUT
 from hpcsa.views.cmd import default_columns, parse_column
 from hpcsa.views.experiment import open_experiment
 from hpcsa.views.imbalance import KINDS, distribution, imbalance_table, plot_distribution
@@ -32,6 +33,8 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.plot == STDOUT:
+        raise HpcsaError(None, "--plot -: the report goes to standard output; name a PNG file for the plot")
     exp = open_experiment(args.database)
     col = parse_column(exp, args.metric)[0] if args.metric else default_columns(exp, False)[0]
     metric = exp.measured_metric(col.name)

@@ -1,7 +1,8 @@
-"""Outputs that cannot be written: a full disk, a read-only one, a file over ``ulimit -f``, standard output
-on a full device or closed. Every command says so in one line and ends with status 2; nothing is left
-under the output's name or a temporary one, and a command that succeeds with its stdout closed writes
-nothing into its own files through descriptor 1."""
+"""Outputs: ``-`` as standard output for the commands that write one file, and outputs that cannot be
+written: a full disk, a read-only one, a file over ``ulimit -f``, standard output on a full device or
+closed. Every command says so in one line and ends with status 2; nothing is left under the output's name
+or a temporary one, and a command that succeeds with its stdout closed writes nothing into its own files
+through descriptor 1."""
 
 from __future__ import annotations
 
@@ -161,3 +162,41 @@ def test_atomic_dir_names_itself_for_a_file_inside_it_and_leaves_other_errors_al
     assert type(other.value) is OSError and other.value.filename == "/some/input"
     with pytest.raises(OutputError, match="^elsewhere: cannot write: x$"), atomic_dir(db):
         raise OutputError("elsewhere", "cannot write: x")  # not inside the directory: kept as it is
+
+
+def test_dash_is_standard_output_for_a_structure_file_and_a_trace(database, tmp_path):
+    """As hpcstruct's ``--output=-``: the same bytes as the file, and the summary names the stream."""
+    for args, name in ((["struct", str(SAMPLE_SO), "-j", "2"], "s.hpcstruct"),
+                       (["export-trace", str(database)], "t.json")):
+        run_cli(*args, "-o", str(tmp_path / name), check=True)
+        proc = subprocess.run([sys.executable, "-m", "hpcsa", *args, "-o", "-"], capture_output=True,
+                              env=dict(os.environ, HPCSA_NO_PROGRESS="1"))
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout == (tmp_path / name).read_bytes()
+        assert "standard output: " in proc.stderr.decode()
+    assert sorted(os.listdir(tmp_path)) == ["s.hpcstruct", "t.json"]  # no file called -
+
+
+@pytest.mark.parametrize("args", [["prof", str(TINY), "-o", "-"], ["synth", "-", "-n", "2"],
+                                  ["ingest", str(NSYS), "-o", "-"], ["demo", "-o", "-"],
+                                  ["aggregate-threads", "DB", "-o", "-"], ["blame", "DB", "-o", "-"]],
+                         ids=lambda a: a[0])
+def test_dash_for_a_directory_output_is_refused(database, tmp_path, args):
+    status, err = run([a.replace("DB", str(database)) for a in args], cwd=tmp_path)
+    one_line(status, err, "-: this output is a directory, which standard output cannot hold")
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_plot_cannot_share_standard_output_with_the_report(database, tmp_path):
+    status, err = run(["imbalance", str(database), "--plot", "-"], cwd=tmp_path)
+    one_line(status, err, "--plot -")
+    status, err = run(["struct", str(SAMPLE_SO), "-o", "-", "--device-code"], cwd=tmp_path)
+    one_line(status, err, "--device-code", "-o - (standard output) holds only one")
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
+def test_a_structure_file_to_a_full_standard_output_is_one_line():
+    with open("/dev/full", "wb") as full:
+        status, err = run(["struct", str(SAMPLE_SO), "-o", "-"], stdout=full)
+    one_line(status, err, "standard output: cannot write", os.strerror(errno.ENOSPC))
