@@ -19,7 +19,7 @@ import statistics
 import time
 from pathlib import Path
 
-from hpcsa.fileio import write_file
+from hpcsa.outputs import write_file
 from hpcsa.structure import fatbin, offload_bundle
 from hpcsa.structure.gpubin import device_images
 

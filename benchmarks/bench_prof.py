@@ -210,7 +210,7 @@ def main() -> None:
     text_out = "\n".join(lines) + "\n"
     print(text_out)
     if args.record:
-        from hpcsa.fileio import write_file
+        from hpcsa.outputs import write_file
 
         write_file(RESULTS, text_out)
 

@@ -245,7 +245,7 @@ def main() -> None:
     text = report(args, rows, big, phases, mpi, top, cum, load0, os.getloadavg(), (speed0, probe()), paired)
     print(text)
     if args.record:
-        from hpcsa.fileio import write_file
+        from hpcsa.outputs import write_file
 
         write_file(args.output, text)
 

@@ -19,7 +19,7 @@ import resource
 import time
 from pathlib import Path
 
-from hpcsa.fileio import write_file
+from hpcsa.outputs import write_file
 from hpcsa.structure import nvdisasm
 from hpcsa.structure.cubin import build_cubin_module
 from hpcsa.structure.hpcstruct_text import render

@@ -23,7 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from hpcsa.errors import HpcsaError
-from hpcsa.fileio import output_error, refuse_stdout_directory
+from hpcsa.outputs import STDOUT, output_error
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 RECORDS = os.path.join(FIXTURES, "demo", "particles.nvprof")
@@ -188,7 +188,8 @@ def cpu_summary(struct_path: str, binary: str) -> str:
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     check_inputs()
-    refuse_stdout_directory(args.output)
+    if args.output == STDOUT:
+        raise HpcsaError(STDOUT, "the demo's outputs are a directory, which standard output cannot hold: name it")
     out = shown(os.path.abspath(args.output))
     prepare_output(out)
     meas, db, cpu_struct = (os.path.join(out, n) for n in ("app.m", "app.d", "sample.hpcstruct"))

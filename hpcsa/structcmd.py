@@ -12,7 +12,7 @@ import sys
 
 from hpcsa import lifetime
 from hpcsa.errors import HpcsaError
-from hpcsa.fileio import STDOUT
+from hpcsa.outputs import STDOUT
 from hpcsa.progress import Progress
 
 

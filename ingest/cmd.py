@@ -7,7 +7,7 @@ import os
 import sys
 
 from hpcsa.errors import HpcsaError
-from hpcsa.fileio import atomic_dir, refuse_stdout_directory
+from hpcsa.outputs import MEASUREMENT, atomic_dir, check_directory_output
 from hpcsa.progress import Progress
 
 
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         raise HpcsaError(None, "no SOURCE given (see hpcsa ingest --help)")
     if not args.output:
         raise HpcsaError(None, "no output measurement directory given (-o MEASDIR)")
-    refuse_stdout_directory(args.output)
+    check_directory_output(args.output, MEASUREMENT)  # before reading the sources
     from hpcsa.ingest.binaries import attach_binaries
     from hpcsa.ingest.measdir import write_measurement
     from hpcsa.ingest.sources import read_sources
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if args.binary:
         attach_binaries(traces, args.binary)
     out = os.path.abspath(args.output)
-    with atomic_dir(out) as tmp:
+    with atomic_dir(out, kind=MEASUREMENT) as tmp:
         summary = write_measurement(traces, tmp, ranges=not args.no_ranges)
     sources = ", ".join(dict.fromkeys(t.source for t in traces))
     note = f"; {summary.unattributed} operation(s) whose API call is not in the source" if summary.unattributed \

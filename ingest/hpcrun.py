@@ -20,7 +20,7 @@ import numpy as np
 from hpcsa.binfmt import Blob, Builder, Cursor, align, layout, records
 from hpcsa.dataclass import dataclass
 from hpcsa.errors import FormatError
-from hpcsa.fileio import atomic_file
+from hpcsa.outputs import atomic_file
 
 MAGIC = b"HPCRUN-profile____"
 VERSION = "04.00"

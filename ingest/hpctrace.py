@@ -17,7 +17,8 @@ import numpy as np
 from hpcsa.binfmt import Blob, layout, records
 from hpcsa.dataclass import dataclass
 from hpcsa.errors import FormatError
-from hpcsa.fileio import atomic_file, input_error
+from hpcsa.fileio import input_error
+from hpcsa.outputs import atomic_file
 
 MAGIC = b"HPCRUN-trace______"
 VERSION = "01.01"

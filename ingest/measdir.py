@@ -26,7 +26,6 @@ from hpcsa.dataclass import dataclass
 from hpcsa.demangle import demangle
 from hpcsa.digests import md5
 from hpcsa.errors import HpcsaError
-from hpcsa.fileio import write_file
 from hpcsa.ingest import model as M
 from hpcsa.ingest.gpumetrics import metric_ids, metric_table, operation_values, sum_values
 from hpcsa.ingest.hpcrun import (
@@ -60,6 +59,7 @@ from hpcsa.ingest.hpcrun import (
 from hpcsa.ingest.hpctrace import FLAG_CALL_TRACE, HpctraceFile, make_records, write_hpctrace
 from hpcsa.ingest.names import safe_name, write_names_files
 from hpcsa.ingest.placeholders import PH
+from hpcsa.outputs import write_file
 
 KERNEL_SPAN = 1 << 32  # address space given to each kernel of a synthetic kernel module
 UNKNOWN_CTX = -1

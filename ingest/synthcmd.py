@@ -6,6 +6,7 @@ import argparse
 import time
 
 from hpcsa.errors import HpcsaError
+from hpcsa.outputs import MEASUREMENT, check_directory_output
 
 from .synth import SynthSpec
 from .synthdir import generate
@@ -48,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         raise HpcsaError(None, "a rank needs at least one thread or stream")
     if not spec.gpu and args.streams_per_rank:
         raise HpcsaError(None, "--streams-per-rank needs --gpu")
+    check_directory_output(args.output, MEASUREMENT)
     start = time.monotonic()
     r = generate(args.output, spec, jobs=args.jobs)
     kinds = f"{r.threads} CPU threads" + (f", {r.streams} GPU streams" if r.streams else "")

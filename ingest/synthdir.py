@@ -8,9 +8,9 @@ import os
 import numpy as np
 
 from hpcsa.dataclass import dataclass
-from hpcsa.fileio import atomic_dir
 from hpcsa.ingest.hpcrun import encode_hpcrun
 from hpcsa.ingest.hpctrace import encode_hpctrace
+from hpcsa.outputs import MEASUREMENT, atomic_dir
 from hpcsa.structure.hpcstruct_text import write_hpcstruct
 from hpcsa.structure.model import A, F, L, ModuleBuilder, P, StructureFile, renumber
 from hpcsa.workers import LocalPool
@@ -112,7 +112,7 @@ def generate(out: str | os.PathLike[str], spec: SynthSpec, jobs: int = 1) -> Syn
     """Write the measurement directory ``out`` (replaced only once complete); ``jobs`` worker processes."""
     prog = build_program(spec)
     members = spec.members()
-    with atomic_dir(out) as tmp:
+    with atomic_dir(out, kind=MEASUREMENT) as tmp:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o777 & ~umask)  # a measurement directory as hpcrun makes it (the temporary one is private)

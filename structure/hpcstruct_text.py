@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Iterator
 
-from hpcsa.fileio import TEXT_BUFFER, atomic_file
+from hpcsa.outputs import TEXT_BUFFER, atomic_file
 from hpcsa.structure.hpcstruct import ROOT, VERSION
 from hpcsa.structure.model import (
     HAS_V,

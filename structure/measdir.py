@@ -30,8 +30,8 @@ from typing import Any
 from hpcsa import __version__, digests
 from hpcsa.dataclass import dataclass
 from hpcsa.errors import HpcsaError
-from hpcsa.fileio import write_file
 from hpcsa.forking import wait
+from hpcsa.outputs import write_file
 from hpcsa.progress import Progress
 from hpcsa.structure.hpcstruct import read_hpcstruct
 from hpcsa.structure.hpcstruct_text import write_hpcstruct

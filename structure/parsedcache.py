@@ -46,7 +46,7 @@ import numpy as np
 
 from hpcsa.digests import content_digest, file_digest
 from hpcsa.errors import HpcsaError
-from hpcsa.fileio import atomic_file
+from hpcsa.outputs import atomic_file
 from hpcsa.sizes import parse_size
 from hpcsa.structure.columns import PackedStrings
 from hpcsa.structure.model import RANGE, SCOPE, Module, StructureFile

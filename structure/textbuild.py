@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import field
 
 from hpcsa.dataclass import dataclass
-from hpcsa.fileio import TEXT_BUFFER, atomic_file
 from hpcsa.forking import Channel
+from hpcsa.outputs import TEXT_BUFFER, atomic_file
 from hpcsa.structure.build import Group, StructureBuilder, print_order, skeleton_in_two
 from hpcsa.structure.elf import ElfImage
 from hpcsa.structure.functions import Functions, discover_functions

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from hpcsa.errors import HpcsaError
-from hpcsa.fileio import atomic_file
+from hpcsa.outputs import atomic_file, check_directory_output
 from hpcsa.progress import Progress
 from hpcsa.views.blame import blame
 from hpcsa.views.blamereport import to_json, to_text
@@ -40,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
         raise HpcsaError(None, "hpcsa blame needs a database directory (or --show-rules)")
     if args.chunk < 1 or args.top < 0:
         raise HpcsaError(None, "--chunk must be positive and --top not negative")
+    if args.output:
+        check_directory_output(args.output)
     exp = open_experiment(args.database)
     progress = Progress("blame", total=len(exp.profiles))
     result = blame(exp, args.output, rules, chunk=args.chunk, over_run=args.gpu_idle_over == "run",

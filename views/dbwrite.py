@@ -18,7 +18,7 @@ import numpy as np
 from hpcsa.aggregate.db import cctdb, metadb, metricsyaml, profiledb, summary, tracedb
 from hpcsa.aggregate.db.profiledb import ProfileValues
 from hpcsa.dataclass import dataclass
-from hpcsa.fileio import atomic_dir, write_file
+from hpcsa.outputs import atomic_dir, write_file
 
 
 @dataclass

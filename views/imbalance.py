@@ -21,7 +21,7 @@ import numpy as np
 
 from hpcsa.dataclass import dataclass
 from hpcsa.errors import HpcsaError
-from hpcsa.fileio import atomic_file
+from hpcsa.outputs import atomic_file
 
 if TYPE_CHECKING:
     from hpcsa.views.experiment import Experiment

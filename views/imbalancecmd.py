@@ -10,7 +10,7 @@ import numpy as np
 
 from hpcsa.aggregate.db import metricsyaml
 from hpcsa.errors import HpcsaError
-from hpcsa.fileio import STDOUT
+from hpcsa.outputs import STDOUT
 from hpcsa.views.cmd import default_columns, parse_column
 from hpcsa.views.experiment import open_experiment
 from hpcsa.views.imbalance import KINDS, distribution, imbalance_table, plot_distribution

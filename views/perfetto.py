@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hpcsa.errors import HpcsaError
-from hpcsa.fileio import atomic_file
+from hpcsa.outputs import atomic_file
 from hpcsa.textout import json_safe
 from hpcsa.views import tree as T
 from hpcsa.views.experiment import KIND_CORE, KIND_THREAD

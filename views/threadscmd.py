@@ -6,6 +6,7 @@ import argparse
 import collections
 import os
 
+from hpcsa.outputs import check_directory_output
 from hpcsa.progress import Progress
 from hpcsa.views.experiment import open_experiment
 from hpcsa.views.threads import STRATEGIES, aggregate_threads, db_size
@@ -23,6 +24,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_directory_output(args.output)
     progress = Progress(f"aggregate-threads ({args.strategy})")
     exp = open_experiment(args.database)
     profiles = aggregate_threads(exp, args.output, args.strategy, args.work_metric)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from hpcsa.fileio import STDOUT
+from hpcsa.outputs import STDOUT
 from hpcsa.progress import Progress
 from hpcsa.views.experiment import open_experiment
 from hpcsa.views.perfetto import export_trace

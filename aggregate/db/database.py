@@ -18,7 +18,7 @@ import numpy as np
 from hpcsa.aggregate.db import cctdb, metadb, metricsyaml, profiledb, tracedb
 from hpcsa.dataclass import dataclass
 from hpcsa.errors import FormatError, HpcsaError
-from hpcsa.fileio import atomic_dir
+from hpcsa.outputs import atomic_dir
 
 META, PROFILE, CCT, TRACE = "meta.db", "profile.db", "cct.db", "trace.db"
 METRICS_YAML = os.path.join("metrics", "default.yaml")

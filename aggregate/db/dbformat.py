@@ -25,7 +25,7 @@ import numpy as np
 from hpcsa.binfmt import Blob, Field, layout
 from hpcsa.dataclass import dataclass
 from hpcsa.errors import FormatError
-from hpcsa.fileio import atomic_file
+from hpcsa.outputs import atomic_file
 
 MAGIC = b"HPCTOOLKIT"
 MAJOR_VERSION = 4

@@ -19,7 +19,7 @@ from hpcsa.aggregate.db import dbformat as dbf
 from hpcsa.aggregate.db import metadb_model as M
 from hpcsa.aggregate.db.treeorder import depth_from_parent, subtree_sizes
 from hpcsa.binfmt import align
-from hpcsa.fileio import atomic_file
+from hpcsa.outputs import atomic_file
 
 _U64 = np.dtype("<u8")
 

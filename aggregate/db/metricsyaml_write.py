@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from hpcsa.aggregate.db.metricsyaml_model import OPERATORS, Input, MetricsTaxonomy
-from hpcsa.fileio import write_file
+from hpcsa.outputs import write_file
 
 
 def sanitize(text: str) -> str:

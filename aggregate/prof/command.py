@@ -22,6 +22,7 @@ from hpcsa.aggregate.prof.inputs import (
 from hpcsa.aggregate.prof.metrictable import STATISTIC_WORDS, parse_statistics
 from hpcsa.aggregate.prof.transport import unwrap
 from hpcsa.errors import HpcsaError
+from hpcsa.outputs import check_directory_output
 from hpcsa.workers import default_jobs
 
 
@@ -65,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
 def prepare(args: argparse.Namespace, jobs: int, share: tuple[int, int] = (0, 1)) -> tuple[Inputs, pipeline.Options]:
     if jobs < 1:
         raise HpcsaError(None, f"-j {jobs}: the number of workers must be at least 1")
+    if args.output:
+        check_directory_output(args.output)  # before the work: -o ., a file, a missing directory
     inputs = find_inputs(args.measurements, args.structure, ignore_structs=args.ignore_structs, share=share)
     options = pipeline.Options(output=args.output, jobs=jobs, statistics=parse_statistics(args.metric),
                                traces=not args.no_traces, fallback=not args.no_binaries,

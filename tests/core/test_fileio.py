@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from hpcsa.errors import FormatError, HpcsaError
-from hpcsa.fileio import atomic_dir, atomic_file, copy_range, map_input, open_input, read_input, write_file
+from hpcsa.fileio import copy_range, map_input, open_input, read_input
+from hpcsa.outputs import atomic_dir, atomic_file, write_file
 
 
 def test_atomic_file_success_and_failure(tmp_path):

@@ -9,15 +9,17 @@ from __future__ import annotations
 import errno
 import os
 import resource
+import stat
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from hpcsa.errors import OutputError
-from hpcsa.fileio import atomic_dir, atomic_file
+from hpcsa.errors import HpcsaError, OutputError
+from hpcsa.outputs import atomic_dir, atomic_file
 from tests.conftest import FIXTURES, run_cli
 
 TINY = FIXTURES / "measurements" / "tiny.m"
@@ -26,10 +28,10 @@ NSYS = FIXTURES / "ingest" / "tiny-nsys.sqlite"
 SCALING = FIXTURES / "views" / "scaling-p2.d", FIXTURES / "views" / "scaling-q4.d"
 
 
-def run(args: list[str], preexec: Callable[[], None] | None = None, **streams: object) -> tuple[int, str]:
-    """``python -m hpcsa ARGS`` with stdout as given; (status, stderr)."""
+def run(args: list[str], preexec: Callable[[], None] | None = None, **kw: Any) -> tuple[int, str]:
+    """``python -m hpcsa ARGS`` (stdout discarded unless ``stdout=`` says where); (status, stderr)."""
     env = dict(os.environ, HPCSA_NO_PROGRESS="1")
-    kw: dict[str, object] = {"stdout": subprocess.DEVNULL, "stderr": subprocess.PIPE, **streams}
+    kw = {"stdout": subprocess.DEVNULL, "stderr": subprocess.PIPE, **kw}
     proc = subprocess.run([sys.executable, "-m", "hpcsa", *args], env=env, preexec_fn=preexec, **kw)  # noqa: PLW1509
     return proc.returncode, (proc.stderr or b"").decode()
 
@@ -183,7 +185,7 @@ def test_dash_is_standard_output_for_a_structure_file_and_a_trace(database, tmp_
                          ids=lambda a: a[0])
 def test_dash_for_a_directory_output_is_refused(database, tmp_path, args):
     status, err = run([a.replace("DB", str(database)) for a in args], cwd=tmp_path)
-    one_line(status, err, "-: this output is a directory, which standard output cannot hold")
+    one_line(status, err, "hpcsa: error: -: ", "a directory, which standard output cannot hold")
     assert os.listdir(tmp_path) == []
 
 
@@ -200,3 +202,78 @@ def test_a_structure_file_to_a_full_standard_output_is_one_line():
     with open("/dev/full", "wb") as full:
         status, err = run(["struct", str(SAMPLE_SO), "-o", "-"], stdout=full)
     one_line(status, err, "standard output: cannot write", os.strerror(errno.ENOSPC))
+
+
+# What is already under the output's name.
+
+def test_a_directory_that_is_not_a_database_is_never_replaced(tmp_path):
+    """``-o .`` once renamed the working directory away and deleted it with the user's files."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("mine\n")
+    for out in (".", str(work), f"{work}/", "../work"):
+        status, err = run(["prof", str(TINY), "-o", out], cwd=work)
+        one_line(status, err, "exists and is not a database, so it is not replaced")
+    with pytest.raises(HpcsaError, match="is not a database"), atomic_dir(work):
+        raise AssertionError("the block must not run")
+    assert sorted(os.listdir(tmp_path)) == ["work"] and os.listdir(work) == ["notes.txt"]
+
+
+def test_a_file_is_not_replaced_by_a_directory(tmp_path):
+    precious = tmp_path / "results.txt"
+    precious.write_text("mine\n")
+    for args in (["prof", str(TINY), "-o", str(precious)], ["synth", str(precious), "-n", "2"],
+                 ["ingest", str(NSYS), "-o", str(precious)]):
+        status, err = run(args)
+        one_line(status, err, "exists and is not a directory, so it is not replaced")
+    assert precious.read_text() == "mine\n" and os.listdir(tmp_path) == ["results.txt"]
+
+
+def test_an_empty_directory_or_an_output_of_the_same_kind_is_replaced(database, tmp_path):
+    empty = tmp_path / "empty.d"
+    empty.mkdir()
+    run_cli("prof", str(TINY), "-o", str(empty), check=True)
+    again = run_cli("prof", str(TINY), "-o", str(empty), check=True)  # a database: replaced
+    assert "meta.db" in os.listdir(empty) and again.returncode == 0
+    meas = tmp_path / "m"
+    run_cli("synth", str(meas), "-n", "2", check=True)
+    run_cli("ingest", str(NSYS), "-o", str(meas), check=True)  # a measurement replaced by a measurement
+    status, err = run(["synth", str(empty), "-n", "2"])  # a database is not a measurement
+    one_line(status, err, "exists and is not a measurement directory")
+    assert (empty / "meta.db").read_bytes() == (database / "meta.db").read_bytes()
+
+
+def test_an_existing_directory_is_not_replaced_by_a_file(tmp_path):
+    status, err = run(["struct", str(SAMPLE_SO), "-o", str(tmp_path)])
+    one_line(status, err, f"{tmp_path}: is a directory")
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_device_or_a_named_pipe_is_written_into_not_replaced(tmp_path):
+    """``-o /dev/null`` once renamed a file over the device itself. Here through a link to it (the same
+    path in the code: what the name leads to is looked at), so that a fault would replace the link, not
+    the machine's /dev/null."""
+    null = tmp_path / "null"
+    null.symlink_to(os.devnull)
+    status, err = run(["struct", str(SAMPLE_SO), "-o", str(null)])
+    assert status == 0, err
+    assert null.is_symlink() and stat.S_ISCHR(os.stat(null).st_mode)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen([sys.executable, "-m", "hpcsa", "struct", str(SAMPLE_SO), "-o", str(fifo)],
+                            env=dict(os.environ, HPCSA_NO_PROGRESS="1"), stderr=subprocess.PIPE)
+    with open(fifo, "rb") as reader:
+        data = reader.read()
+    assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
+    run_cli("struct", str(SAMPLE_SO), "-o", str(tmp_path / "s.hpcstruct"), check=True)
+    assert data == (tmp_path / "s.hpcstruct").read_bytes()
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_a_link_to_a_file_stays_a_link_and_its_target_is_written(tmp_path):
+    target = tmp_path / "real.hpcstruct"
+    target.write_text("old\n")
+    link = tmp_path / "link.hpcstruct"
+    link.symlink_to(target)
+    run_cli("struct", str(SAMPLE_SO), "-o", str(link), check=True)
+    assert link.is_symlink() and target.read_bytes().startswith(b"<?xml")
