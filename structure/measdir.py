@@ -203,7 +203,12 @@ def struct_measdir(measdir: str, load_modules: Iterable[str], jobs: int = 1, cac
     except OSError as exc:
         raise HpcsaError(structs, f"cannot create the structs directory: {exc.strerror or exc}") from None
     if cache_dir:
-        os.makedirs(cache_dir, exist_ok=True)
+        try:
+            os.makedirs(cache_dir, exist_ok=True)
+        except OSError as exc:
+            why = "not a directory" if isinstance(exc, FileExistsError) else exc.strerror or exc
+            raise HpcsaError(cache_dir, f"cannot use as the cache of structure files (--cache, "
+                             f"$HPCSA_STRUCT_CACHE): {why}") from None
     index_path = os.path.join(structs, CACHE_INDEX)
     index: dict[str, dict[str, str]] = {}
     if os.path.isfile(index_path):

@@ -180,3 +180,14 @@ def test_a_killed_analysis_fails_its_binary_alone(monkeypatch, tmp_path):
     inline = dict(md._analyses([w for w in work if w[0].recorded != "killed"], 1, None))
     assert inline == {0: ["note of a with ka"], 1: ["note of b with kb"], 2: ["note of c with kc"],
                       3: ["note of d with kd"]}
+
+
+def test_a_cache_that_cannot_be_a_directory_is_one_line(measdir, tmp_path):
+    """--cache (or $HPCSA_STRUCT_CACHE) naming a file, or under a missing directory: refused before the work."""
+    afile = tmp_path / "afile"
+    afile.write_text("mine\n")
+    for cache, why in ((afile, "not a directory"), (afile / "cache", "Not a directory")):
+        proc = run_cli("struct", str(measdir), "--cache", str(cache))
+        assert_one_line_error(proc, f"{cache}: cannot use as the cache of structure files")
+        assert why in proc.stderr
+    assert afile.read_text() == "mine\n"
