@@ -98,8 +98,10 @@ def guard_std_streams() -> None:
         except OSError:
             held = os.open(os.devnull, flags)
             if held != fd:
-                os.dup2(held, fd)
+                os.dup2(held, fd)  # inheritable, as the descriptor it stands for
                 os.close(held)
+            else:
+                os.set_inheritable(fd, True)  # os.open's are not: the programs hpcsa runs get it too
     out = sys.stdout
     if out is None or (isinstance(out, io.TextIOWrapper) and _descriptor(out) == 1):
         if out is not None:

@@ -7,6 +7,7 @@ through descriptor 1."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import resource
 import stat
@@ -277,3 +278,29 @@ def test_a_link_to_a_file_stays_a_link_and_its_target_is_written(tmp_path):
     link.symlink_to(target)
     run_cli("struct", str(SAMPLE_SO), "-o", str(link), check=True)
     assert link.is_symlink() and target.read_bytes().startswith(b"<?xml")
+
+
+HELD = """\
+import fcntl, json, os, sys
+from hpcsa.textout import guard_std_streams
+guard_std_streams()
+seen = [(os.get_inheritable(fd), os.readlink(f"/proc/self/fd/{fd}"), fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE)
+        for fd in (0, 1, 2)]
+print("vanishes", file=sys.stderr)
+with open(sys.argv[1], "w") as fh:
+    json.dump(seen, fh)
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+def test_closed_descriptors_are_held_and_passed_on_to_the_programs_hpcsa_runs(tmp_path):
+    """0, 1 and 2 closed: each is held by /dev/null, inheritable (nvdisasm and the like get them too), stdout
+    read-only so that writing to it fails, stderr writable so that what is written there vanishes."""
+    def close_all() -> None:
+        for fd in (0, 1, 2):
+            os.close(fd)
+
+    seen = tmp_path / "seen.json"
+    subprocess.run([sys.executable, "-c", HELD, str(seen)], preexec_fn=close_all, check=True)  # noqa: PLW1509
+    assert json.loads(seen.read_text()) == [[True, os.devnull, os.O_RDONLY], [True, os.devnull, os.O_RDONLY],
+                                            [True, os.devnull, os.O_WRONLY]]
