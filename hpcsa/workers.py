@@ -43,7 +43,11 @@ _SHARED: Any = None
 #: generated CPU runs: starting a pool (then with multiprocessing: importing it, forking, sending the workers' results back)
 #: costs 0.02-0.06 s. With 1.1 MB of profiles the command took 0.38-0.39 s without workers and 0.40-0.47 s
 #: with them, with 4.5 MB 1.04-1.42 s without and 1.00-1.21 s with; at 2.3 MB neither won. Phase 3 breaks
-#: even at about 4 MB of cct.db. Below the lower of the two, so that no run gets slower.
+#: even at about 4 MB of cct.db. Below the lower of the two, so that no run gets slower. Measured again
+#: with the pools of :mod:`hpcsa.forking` (cheaper to start; 8 interleaved runs each, loaded machine):
+#: workers forced on (``HPCSA_POOL_MIN_BYTES=0``) against this bound, medians 0.51 against 0.48 s at
+#: 0.8 MB of profiles and 0.59 against 0.51 s at 1.6 MB; at 2.4 MB, against ``-j 1``, 0.46 and 0.47 s.
+#: The bound still stands.
 POOL_MIN_BYTES = 2 << 20
 
 
