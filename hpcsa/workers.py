@@ -46,7 +46,7 @@ _SHARED: Any = None
 #: even at about 4 MB of cct.db. Below the lower of the two, so that no run gets slower. Measured again
 #: with the pools of :mod:`hpcsa.forking` (cheaper to start; 8 interleaved runs each, loaded machine):
 #: workers forced on (``HPCSA_POOL_MIN_BYTES=0``) against this bound, medians 0.51 against 0.48 s at
-#: 0.8 MB of profiles and 0.59 against 0.51 s at 1.6 MB; at 2.4 MB, against ``-j 1``, 0.46 and 0.47 s.
+#: 0.8 MB of profiles and 0.59 against 0.52 s at 1.6 MB; at 2.4 MB, against ``-j 1``, 0.46 and 0.47 s.
 #: The bound still stands.
 POOL_MIN_BYTES = 2 << 20
 
