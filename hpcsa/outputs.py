@@ -143,6 +143,8 @@ def atomic_file(path: str | os.PathLike[str], mode: str = "wb", buffering: int =
             yield fh
         return
     text = {} if "b" in mode else {"encoding": "utf-8", "errors": ERRORS}  # a non-UTF-8 name: \\xNN
+    if final.endswith(os.sep):
+        raise HpcsaError(final, "ends with /, which names a directory: name the file to write")
     st = _existing(final)
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise HpcsaError(final, "is a directory: name the file to write")

@@ -244,9 +244,12 @@ def test_an_empty_directory_or_an_output_of_the_same_kind_is_replaced(database, 
     assert (empty / "meta.db").read_bytes() == (database / "meta.db").read_bytes()
 
 
-def test_an_existing_directory_is_not_replaced_by_a_file(tmp_path):
+def test_an_existing_directory_is_not_replaced_by_a_file(database, tmp_path):
     status, err = run(["struct", str(SAMPLE_SO), "-o", str(tmp_path)])
     one_line(status, err, f"{tmp_path}: is a directory")
+    for args in (["struct", str(SAMPLE_SO), "-o", "new/"], ["export-trace", str(database), "-o", "t.json/"]):
+        status, err = run(args, cwd=tmp_path)
+        one_line(status, err, "ends with /, which names a directory")
     assert os.listdir(tmp_path) == []
 
 
