@@ -186,9 +186,9 @@ def check_directory_output(path: str | os.PathLike[str], kind: DirectoryKind = D
                            replace: bool = True) -> str:
     """Where a directory output named ``path`` goes (its absolute path, a symbolic link followed), or one
     line saying why it cannot: ``-`` (standard output cannot hold a directory), a missing parent, or an
-    existing path that is a file, or a directory that is neither empty nor ``kind`` (the user's own
-    files: ``-o .``), or any existing path when not ``replace``. Commands call it before their work;
-    :func:`atomic_dir` again before it writes."""
+    existing path that is a file, a directory that is neither empty nor ``kind`` (the user's own files:
+    ``-o .``) or one that holds the working directory, or any existing path when not ``replace``. Commands
+    call it before their work; :func:`atomic_dir` again before it writes."""
     if os.fspath(path) == STDOUT:
         raise HpcsaError(STDOUT, f"this output is {kind.name}, a directory, which standard output cannot hold: "
                          "name it (./- for a directory called -)")
@@ -212,6 +212,14 @@ def check_directory_output(path: str | os.PathLike[str], kind: DirectoryKind = D
     if not ours:
         raise HpcsaError(path, f"exists and is not {kind.name}, so it is not replaced: remove it or choose "
                          "another name")
+    try:
+        here = os.getcwd()
+    except OSError:  # the working directory was removed: it is not inside the output
+        here = ""
+    real = os.path.realpath(final)
+    if here == real or here.startswith(real.rstrip(os.sep) + os.sep):
+        raise HpcsaError(path, f"is {kind.name} that holds the working directory, which replacing it would "
+                         "remove: choose another name, or run from elsewhere")
     return final
 
 

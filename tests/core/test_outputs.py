@@ -10,6 +10,7 @@ import errno
 import json
 import os
 import resource
+import shutil
 import stat
 import subprocess
 import sys
@@ -218,6 +219,18 @@ def test_a_directory_that_is_not_a_database_is_never_replaced(tmp_path):
     with pytest.raises(HpcsaError, match="is not a database"), atomic_dir(work):
         raise AssertionError("the block must not run")
     assert sorted(os.listdir(tmp_path)) == ["work"] and os.listdir(work) == ["notes.txt"]
+
+
+def test_a_database_that_holds_the_working_directory_is_not_replaced(database, tmp_path):
+    """Replacing it would leave the command (and the user's shell) in a removed directory."""
+    db = tmp_path / "db.d"
+    shutil.copytree(database, db)
+    (db / "src").mkdir(exist_ok=True)
+    for cwd, out in ((db, "."), (db / "src", ".."), (db / "src", str(db))):
+        status, err = run(["prof", str(TINY), "-o", out], cwd=cwd)
+        one_line(status, err, "is a database that holds the working directory")
+    assert sorted(os.listdir(db)) == sorted({*os.listdir(database), "src"})
+    assert (db / "meta.db").read_bytes() == (database / "meta.db").read_bytes()
 
 
 def test_a_file_is_not_replaced_by_a_directory(tmp_path):
