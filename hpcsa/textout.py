@@ -75,7 +75,8 @@ def escape_streams() -> None:
 class _StdoutFile(io.FileIO):
     """Descriptor 1 for the ``hpcsa`` command: a write that fails for another reason than a reader that has
     gone (a full disk, a closed descriptor) raises :class:`~hpcsa.errors.OutputError`, the command's one line
-    and exit status 2, rather than a traceback, or nothing where the last flush fails at the exit."""
+    and exit status 2. Before, it was a traceback, or, where only the flush at the exit failed (a short
+    report, a help text), nothing at all and exit status 0."""
 
     def write(self, data: Any) -> int | None:
         try:
