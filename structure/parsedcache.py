@@ -21,7 +21,8 @@ Where: ``$HPCSA_CACHE_DIR`` (empty or ``off``: no cache), else
 ``$XDG_CACHE_HOME/hpcsa``, else ``~/.cache/hpcsa``; entries go in its
 ``parsed-struct/`` directory. A measurement directory is never written to, so
 read-only measurements work; when no cache directory can be written, every
-run parses the XML (as without a cache).
+run parses the XML (as without a cache), and where ``$HPCSA_CACHE_DIR`` named it
+``hpcsa prof`` says so in one note (:func:`explicit_cache_problem`).
 
 Size: the entries are kept under ``$HPCSA_CACHE_MAX`` bytes in all (``K``, ``M``
 or ``G`` suffixes; default 2G; ``0`` or ``none``: no bound): after an entry is
@@ -88,6 +89,27 @@ def cache_root() -> Path | None:
         return Path(xdg) / "hpcsa"
     home = os.path.expanduser("~")
     return None if home == "~" else Path(home) / ".cache" / "hpcsa"
+
+
+def explicit_cache_problem() -> str | None:
+    """Why the cache directory that ``$HPCSA_CACHE_DIR`` names cannot be written, as a note for the user
+    (every run then parses the XML), or None: it can be, caching is off, or the cache is the default one
+    (a read-only home is not the user's choice; that run is silently uncached, as the docstring says)."""
+    env = os.environ.get("HPCSA_CACHE_DIR")
+    root = cache_root()
+    if env is None or root is None:
+        return None
+    entries = root / SUBDIR
+    try:
+        entries.mkdir(parents=True, exist_ok=True)
+        writable = os.access(entries, os.W_OK | os.X_OK)
+    except OSError as exc:
+        why = "not a directory" if isinstance(exc, FileExistsError) else exc.strerror or str(exc)
+    else:
+        if writable:
+            return None
+        why = "not writable"
+    return f"$HPCSA_CACHE_DIR={env}: cannot hold the parsed structure files ({why}); they are parsed on every run"
 
 
 def read_structure(path: str | os.PathLike[str]) -> StructureFile:

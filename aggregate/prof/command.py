@@ -23,6 +23,7 @@ from hpcsa.aggregate.prof.metrictable import STATISTIC_WORDS, parse_statistics
 from hpcsa.aggregate.prof.transport import unwrap
 from hpcsa.errors import HpcsaError
 from hpcsa.outputs import check_directory_output
+from hpcsa.structure import parsedcache
 from hpcsa.workers import default_jobs
 
 
@@ -57,10 +58,19 @@ def run(args: argparse.Namespace) -> int:
         return run_mpi(args, announced[0])
     jobs = args.jobs if args.jobs is not None else default_jobs()
     inputs, options = prepare(args, jobs)
+    _note_cache(inputs)
     result = pipeline.aggregate(inputs, options)
     lexical.warn(result.warnings)
     sys.stdout.flush()
     return 0
+
+
+def _note_cache(inputs: Inputs) -> None:
+    """One line where the parsed-structure cache the user named cannot be used (runs stay correct, and slow)."""
+    if inputs.structs:
+        problem = parsedcache.explicit_cache_problem()
+        if problem:
+            print(f"hpcsa: note: {problem}", file=sys.stderr)
 
 
 def prepare(args: argparse.Namespace, jobs: int, share: tuple[int, int] = (0, 1)) -> tuple[Inputs, pipeline.Options]:
@@ -105,6 +115,8 @@ def run_mpi(args: argparse.Namespace, launcher_rank: int) -> int:
         return 2
     try:
         inputs, options = prepare_on_ranks(args, jobs, transport)
+        if transport.is_root:
+            _note_cache(inputs)
         result = pipeline.aggregate(inputs, options, transport)
     except HpcsaError:
         transport.close()

@@ -133,6 +133,33 @@ def test_no_cache_when_off_or_unwritable(shared_data, tmp_path, monkeypatch):
     assert parsedcache.cache_root() == tmp_path / "xdg" / "hpcsa"
 
 
+def test_a_named_cache_that_cannot_be_used_is_one_note(tmp_path, monkeypatch):
+    """$HPCSA_CACHE_DIR set by the user but unusable: prof says so once (and stays right); the default cache
+    or none at all says nothing."""
+    from tests.conftest import run_cli
+
+    blocker = tmp_path / "file-not-dir"
+    blocker.write_text("x")
+    monkeypatch.setenv("HPCSA_CACHE_DIR", str(blocker))
+    assert parsedcache.explicit_cache_problem() == (f"$HPCSA_CACHE_DIR={blocker}: cannot hold the parsed structure "
+                                                    "files (Not a directory); they are parsed on every run")
+    for quiet in ("off", str(tmp_path / "usable")):
+        monkeypatch.setenv("HPCSA_CACHE_DIR", quiet)
+        assert parsedcache.explicit_cache_problem() is None
+    monkeypatch.delenv("HPCSA_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))  # the default location, unusable: silently uncached
+    assert parsedcache.explicit_cache_problem() is None
+    meas = tmp_path / "m"
+    run_cli("synth", str(meas), "-n", "2", check=True)  # with its structure files
+    ok = run_cli("prof", str(meas), "-o", str(tmp_path / "ok.d"), check=True, env={"HPCSA_CACHE_DIR": "off"})
+    noted = run_cli("prof", str(meas), "-o", str(tmp_path / "noted.d"), check=True,
+                    env={"HPCSA_CACHE_DIR": str(blocker)})
+    assert "note" not in ok.stderr
+    assert noted.stderr.count("hpcsa: note: $HPCSA_CACHE_DIR=") == 1
+    for name in ("meta.db", "profile.db", "cct.db"):
+        assert (tmp_path / "ok.d" / name).read_bytes() == (tmp_path / "noted.d" / name).read_bytes()
+
+
 def test_bad_structure_file_still_reported_in_one_line(tmp_path, cache):
     bad = tmp_path / "bad.hpcstruct"
     bad.write_text("<HPCToolkitStructure version='4.9'><LM n='x'><P")
