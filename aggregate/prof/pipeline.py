@@ -69,7 +69,7 @@ from hpcsa.aggregate.prof.pipeline_read import (
 from hpcsa.aggregate.prof.pipeline_write import write_outputs
 from hpcsa.aggregate.prof.transport import Single, Transport, unwrap
 from hpcsa.dataclass import dataclass
-from hpcsa.errors import HpcsaError
+from hpcsa.errors import HpcsaError, OutputError
 from hpcsa.outputs import atomic_dir, remove_stale_partials
 from hpcsa.progress import Progress
 
@@ -113,6 +113,12 @@ def aggregate(inputs: Inputs, options: Options, transport: Transport | None = No
     scratch = transport.bcast(lambda: make_scratch(options.output))
     try:
         return _run(inputs, options, transport, progress, jobs, scratch)
+    except OutputError as exc:
+        if scratch is None or not exc.path or not (exc.path + os.sep).startswith(scratch + os.sep):
+            raise
+        # the scratch directory is a hidden sibling of the output: name what the user asked for
+        raise OutputError(options.output or os.path.dirname(scratch),
+                          f"{exc.problem} (the run's scratch files go beside the output)") from None
     finally:
         if scratch is not None:
             survey.release_scratch(scratch)

@@ -31,7 +31,7 @@ from hpcsa.aggregate.prof.lexical import hashed_name, module_key
 from hpcsa.aggregate.prof.profile_table import ProfileFacts, ProfileInput, ProfileTable
 from hpcsa.aggregate.prof.unify import NO_ACTIVITY, OUTLINED_RANGE_IDS, PARTIAL, PRIMARY
 from hpcsa.dataclass import dataclass
-from hpcsa.errors import FormatError, HpcsaError, UnsupportedError
+from hpcsa.errors import FormatError, HpcsaError, OutputError, UnsupportedError
 from hpcsa.fileio import pwrite_all
 from hpcsa.ingest.hpcrun import (
     CCT_NODE,
@@ -486,7 +486,7 @@ def _keep(env: Phase1Env, profs: list[HpcrunProfile], raw: np.ndarray, cut: np.n
         fd, path, offset = keeper
         pwrite_all(fd, b"".join(parts), offset)
     except OSError as exc:
-        raise HpcsaError(env.scratch, f"cannot write a scratch file: {exc.strerror or exc}") from None
+        raise OutputError(env.scratch, f"cannot write a scratch file: {exc.strerror or exc}") from None
     where = []
     for data in parts:
         where.append((path, offset, len(data)))

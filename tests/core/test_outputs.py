@@ -64,8 +64,8 @@ FILE_OUTPUTS = [
     (["struct", str(SAMPLE_SO), "-o", "OUT/s.hpcstruct"], "OUT/s.hpcstruct"),
     (["ingest", str(NSYS), "-o", "OUT/i.m"], "OUT/i.m"),
     (["synth", "OUT/s.m", "-n", "4"], "OUT/s.m"),
-    (["prof", str(TINY), "-o", "OUT/p.d"], "OUT/"),  # the run's scratch or the database, both in OUT
-    (["prof", str(TINY), "-o", "OUT/p.d", "-j", "2"], "OUT/"),  # with workers (tests: HPCSA_POOL_MIN_BYTES=0)
+    (["prof", str(TINY), "-o", "OUT/p.d"], "OUT/p.d"),  # its scratch files or the database itself
+    (["prof", str(TINY), "-o", "OUT/p.d", "-j", "2"], "OUT/p.d"),  # with workers (tests: HPCSA_POOL_MIN_BYTES=0)
     (["aggregate-threads", "DB", "-o", "OUT/a.d"], "OUT/a.d"),
     (["blame", "DB", "-o", "OUT/b.d"], "OUT/b.d"),
     (["export-trace", "DB", "-o", "OUT/t.json"], "OUT/t.json"),
@@ -81,6 +81,19 @@ def test_an_output_over_the_file_size_limit_is_one_line_and_nothing_is_left(data
     status, err = run(args, preexec=file_limit(1024))
     one_line(status, err, named.replace("OUT", str(out)), "cannot write", os.strerror(errno.EFBIG))
     assert sorted(os.listdir(out)) == [], "a partial output was left behind"
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_prof_names_its_output_when_its_scratch_files_cannot_be_written(tmp_path, jobs):
+    """Phase 1 keeps what phase 2 needs in a hidden directory beside the output: the line names the output."""
+    meas = tmp_path / "m"
+    run_cli("synth", str(meas), "-n", "4", check=True)  # its scratch files are past 1 KiB
+    out = tmp_path / "out"
+    out.mkdir()
+    status, err = run(["prof", str(meas), "-o", str(out / "p.d"), "-j", jobs], preexec=file_limit(1024))
+    one_line(status, err, f"{out / 'p.d'}: cannot write a scratch file: {os.strerror(errno.EFBIG)} (the run's "
+             "scratch files go beside the output)")
+    assert os.listdir(out) == []
 
 
 def test_the_same_commands_succeed_without_the_limit(database, tmp_path):
