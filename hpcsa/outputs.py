@@ -70,6 +70,12 @@ def output_error(path: str | os.PathLike[str], exc: OSError) -> OutputError:
     return OutputError(path, f"cannot write: {exc.strerror or exc}")
 
 
+def directory_problem(exc: OSError) -> str:
+    """Why a directory could not be made or used, in words: an existing file in its place is "not a
+    directory", anything else the system's own words."""
+    return "not a directory" if isinstance(exc, FileExistsError) else exc.strerror or str(exc)
+
+
 def _as_output_error(exc: BaseException, final: str, tmp: str) -> BaseException:
     """``exc`` as the output's one line where it is a failed write (:data:`WRITE_ERRNOS`) or an
     :class:`OutputError` of a file inside the temporary ``tmp`` (named by ``final``, the name the user gave);

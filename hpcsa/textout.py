@@ -84,7 +84,9 @@ class _StdoutFile(io.FileIO):
         except BrokenPipeError:  # the reader has gone (``| head``): the command ends quietly
             raise
         except OSError as exc:
-            raise OutputError("standard output", f"cannot write: {exc.strerror or exc}") from None
+            from hpcsa.outputs import output_error  # (outputs imports this module)
+
+            raise output_error("standard output", exc) from None
 
 
 def guard_std_streams() -> None:

@@ -31,7 +31,7 @@ from hpcsa import __version__, digests
 from hpcsa.dataclass import dataclass
 from hpcsa.errors import HpcsaError
 from hpcsa.forking import wait
-from hpcsa.outputs import write_file
+from hpcsa.outputs import directory_problem, write_file
 from hpcsa.progress import Progress
 from hpcsa.structure.hpcstruct import read_hpcstruct
 from hpcsa.structure.hpcstruct_text import write_hpcstruct
@@ -206,9 +206,8 @@ def struct_measdir(measdir: str, load_modules: Iterable[str], jobs: int = 1, cac
         try:
             os.makedirs(cache_dir, exist_ok=True)
         except OSError as exc:
-            why = "not a directory" if isinstance(exc, FileExistsError) else exc.strerror or exc
             raise HpcsaError(cache_dir, f"cannot use as the cache of structure files (--cache, "
-                             f"$HPCSA_STRUCT_CACHE): {why}") from None
+                             f"$HPCSA_STRUCT_CACHE): {directory_problem(exc)}") from None
     index_path = os.path.join(structs, CACHE_INDEX)
     index: dict[str, dict[str, str]] = {}
     if os.path.isfile(index_path):

@@ -47,7 +47,7 @@ import numpy as np
 
 from hpcsa.digests import content_digest, file_digest
 from hpcsa.errors import HpcsaError
-from hpcsa.outputs import atomic_file
+from hpcsa.outputs import atomic_file, directory_problem
 from hpcsa.sizes import parse_size
 from hpcsa.structure.columns import PackedStrings
 from hpcsa.structure.model import RANGE, SCOPE, Module, StructureFile
@@ -104,7 +104,7 @@ def explicit_cache_problem() -> str | None:
         entries.mkdir(parents=True, exist_ok=True)
         writable = os.access(entries, os.W_OK | os.X_OK)
     except OSError as exc:
-        why = "not a directory" if isinstance(exc, FileExistsError) else exc.strerror or str(exc)
+        why = directory_problem(exc)
     else:
         if writable:
             return None
