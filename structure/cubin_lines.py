@@ -151,9 +151,9 @@ def _decode_unit(data: bytes, pos: int, comp_dir: str, addr: list[int], file: li
     """Decode the line program at ``pos`` into the row lists (``node_of_row``: each row's inline context)
     and ``nodes``; returns the position after it and its files.
 
-    A hot loop (every opcode of every program of a cubin), kept in one function on purpose, as
-    :func:`hpcsa.structure.dwarf_lines._run_opcodes`: the state machine lives in local variables and a
-    split would add a call per opcode."""
+    A loop per opcode, kept in one function on purpose: the state machine lives in local variables and a
+    split would add a call per opcode. (The host's programs are decoded all at once by
+    :mod:`hpcsa.structure.line_opcodes`; a cubin's few, with NVIDIA's inline records, are small.)"""
     unit_length, offset_size, head = initial_length(data, pos)
     end = head + unit_length
     if end > len(data):

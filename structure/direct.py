@@ -72,7 +72,7 @@ from hpcsa.structure.dwarf_forms import (
     DwarfError,
     Unit,
 )
-from hpcsa.structure.dwarf_lines import LineProgram, read_program
+from hpcsa.structure.dwarf_lines import LineProgram, read_programs
 from hpcsa.structure.elf import open_elf
 from hpcsa.structure.model import GUARD_NAME, A, F, Module, ModuleBuilder, P
 from hpcsa.structure.source_info import dwarf_sections
@@ -149,19 +149,20 @@ class _Reader:
     def file_id(self, name: str) -> int:
         return self.files.setdefault(name, len(self.files))
 
-    def unit_files(self, unit: Unit) -> tuple[list[str], LineProgram | None]:
-        if unit.stmt_list is None:
+    def unit_files(self, unit: Unit, prog: LineProgram | DwarfError | None) -> tuple[list[str], LineProgram | None]:
+        if prog is None:
             return [], None
-        try:
-            prog = read_program(self.dw, unit.stmt_list, unit)
-        except DwarfError as exc:
-            self.notes.append(str(exc))
+        if isinstance(prog, DwarfError):
+            self.notes.append(str(prog))
             return [], None
         return [_file_name(p, unit.comp_dir) for p in prog.plain_files], prog
 
     def read(self) -> None:
+        named = [unit for unit in self.dw.units if unit.stmt_list is not None]
+        programs = dict(zip((unit.offset for unit in named),
+                            read_programs(self.dw, [(unit.stmt_list, unit) for unit in named]), strict=True))
         for unit in self.dw.units:
-            files, prog = self.unit_files(unit)
+            files, prog = self.unit_files(unit, programs.get(unit.offset))
             first = len(self.nodes)
             try:
                 self.walk(unit, files)

@@ -1,11 +1,9 @@
-"""DWARF line tables (versions 2-5) decoded by our own opcode loop into numpy arrays.
+"""DWARF line tables (versions 2-5) read into numpy arrays.
 
 pyelftools builds objects per opcode and per row and is 20-60x slower than
 ``readelf --debug-dump=decodedline`` (measured on Debian's ``python3.11d``; the line-number program is
-DWARF 5 §6.2). The loop below keeps the
-state machine in local integers, uses precomputed tables for the special
-opcodes (the bulk of every program) and appends rows to flat lists that
-become numpy arrays per program; no object is created per row. The result
+DWARF 5 §6.2). Here the headers are read one by one and the opcodes of all the programs at once, by
+:mod:`hpcsa.structure.line_opcodes`; no object is created per row. The result
 is a :class:`LineMap`: sorted, disjoint address ranges -> (file, line), built
 the way Dyninst's line information reads a table (each row covers the
 addresses up to the next row of its sequence, and of several rows at one
@@ -17,6 +15,7 @@ from __future__ import annotations
 import functools
 import os
 import struct
+from collections.abc import Sequence
 from dataclasses import field
 
 import numpy as np
@@ -43,9 +42,9 @@ from hpcsa.structure.dwarf_forms import (
     Unit,
     cstring,
     initial_length,
-    sleb,
     uleb,
 )
+from hpcsa.structure.line_opcodes import LineRows, OpcodeLayout, decode_programs
 
 DW_LNCT_PATH = 1
 DW_LNCT_DIRECTORY_INDEX = 2
@@ -165,24 +164,54 @@ def _read_entries(dw: DebugInfo, unit: Unit | None, data: bytes, pos: int, fmt: 
 
 def read_program(dw: DebugInfo, offset: int, unit: Unit | None) -> LineProgram:
     """Decode the line program at ``offset`` of .debug_line."""
+    got = read_programs(dw, [(offset, unit)])[0]
+    if isinstance(got, DwarfError):
+        raise got
+    return got
+
+
+def read_programs(dw: DebugInfo, requests: Sequence[tuple[int, Unit | None]], until_error: bool = False
+                  ) -> list[LineProgram | DwarfError]:
+    """The line programs at these offsets of .debug_line (each with the unit that names it, or None), their
+    opcodes decoded together (:mod:`hpcsa.structure.line_opcodes`); a corrupt one is its DwarfError.
+    ``until_error``: the list ends at the first program whose header is corrupt (programs found one after
+    another, by their lengths: past a bad one, the offsets mean nothing)."""
     data = dw.line
-    try:
-        return _read_program(dw, data, offset, unit)
-    except (IndexError, ValueError, struct.error) as exc:
-        raise DwarfError(f"line program at {offset:#x} is corrupt") from exc
+    headers: list[_Header | DwarfError] = []
+    for offset, unit in requests:
+        try:
+            headers.append(_read_header(dw, data, offset, unit))
+        except (IndexError, ValueError, struct.error) as exc:
+            error = DwarfError(f"line program at {offset:#x} is corrupt")
+            error.__cause__ = exc
+            headers.append(error)
+        except DwarfError as exc:
+            headers.append(exc)
+        if until_error and isinstance(headers[-1], DwarfError):
+            requests = requests[:len(headers)]
+            break
+    decoded = iter(decode_programs(data, [h.layout for h in headers if isinstance(h, _Header)]))
+    out: list[LineProgram | DwarfError] = []
+    for (offset, _), h in zip(requests, headers, strict=True):
+        if isinstance(h, DwarfError):
+            out.append(h)
+            continue
+        rows = next(decoded)
+        if isinstance(rows, DwarfError):
+            error = DwarfError(f"line program at {offset:#x} is corrupt")
+            error.__cause__ = rows
+            out.append(error)
+            continue
+        out.append(_program(h, rows))
+    return out
 
 
 @dataclass
 class _Header:
-    """What the opcodes of one line-number program need from its header."""
+    """A line-number program's header: where its opcodes are and their parameters, and its file table in
+    the three namings."""
 
-    end: int                    # one past the program
-    program_start: int          # its first opcode
-    min_inst: int
-    line_base: int
-    line_range: int
-    opcode_base: int
-    std_lengths: list[int]      # operands of each standard opcode
+    layout: OpcodeLayout
     comp_dir: str | None
     files: list[str]            # the three namings of LineProgram
     plain: list[str]
@@ -192,18 +221,19 @@ class _Header:
     relative: bool              # comp_dir is relative (files are then the plain names)
 
 
-def _read_program(dw: DebugInfo, data: bytes, offset: int, unit: Unit | None) -> LineProgram:
-    h = _read_header(dw, data, offset, unit)
-    (rows_addr, rows_file, rows_line, rows_end), extra_files = _run_opcodes(data, h)
+def _program(h: _Header, rows: LineRows) -> LineProgram:
     files, plain, call_site_files, comp_dir = h.files, h.plain, h.call_site_files, h.comp_dir
-    if extra_files:
+    if rows.defined_files:
+        dirs = h.raw_dirs if h.relative else h.dirs
+        name_of = _plain if h.relative else _join
+        extra_files = [name_of(dirs[di] if di < len(dirs) else None, name) for name, di in rows.defined_files]
         files = files + extra_files
         plain = plain + extra_files
         if call_site_files:
-            call_site_files += [f if f.startswith("/") or not f else f"{comp_dir}/{f}" for f in extra_files]
-    return LineProgram(files, np.array(rows_addr, np.uint64), np.array(rows_file, np.int32),
-                       np.array(rows_line, np.int64).clip(0, 2**31 - 1).astype(np.int32),
-                       np.array(rows_end, np.bool_), plain, call_site_files)
+            call_site_files = call_site_files + [f if f.startswith("/") or not f else f"{comp_dir}/{f}"
+                                                 for f in extra_files]
+    return LineProgram(files, rows.addr, rows.file, rows.line.clip(0, 2**31 - 1).astype(np.int32),
+                       rows.end_seq, plain, call_site_files)
 
 
 def _read_header(dw: DebugInfo, data: bytes, offset: int, unit: Unit | None) -> _Header:
@@ -232,7 +262,7 @@ def _read_header(dw: DebugInfo, data: bytes, offset: int, unit: Unit | None) -> 
     pos += 4
     if line_range == 0:
         raise DwarfError(f"line program at {offset:#x}: line_range is 0")
-    std_lengths = list(data[pos:pos + opcode_base - 1])
+    std_lengths = tuple(data[pos:pos + opcode_base - 1])
     pos += opcode_base - 1
     comp_dir = unit.comp_dir if unit is not None else None
     files: list[str]
@@ -275,112 +305,8 @@ def _read_header(dw: DebugInfo, data: bytes, offset: int, unit: Unit | None) -> 
         call_site_files = [f if f.startswith("/") or not f else f"{comp_dir}/{f}" for f in plain]
     else:
         call_site_files = []
-    return _Header(end, program_start, min_inst, line_base, line_range, opcode_base, std_lengths, comp_dir,
-                   files, plain, call_site_files, dirs, raw_dirs, relative)
-
-
-def _run_opcodes(data: bytes, h: _Header) -> tuple[tuple[list[int], list[int], list[int], list[int]], list[str]]:
-    """The rows of a line-number program (DWARF 5 §6.2.5: address, file, line, end of sequence) and the
-    files its ``DW_LNE_define_file`` opcodes add.
-
-    A hot loop (every opcode of every program: millions for a large binary), kept in one function on
-    purpose: the state machine lives in local integers, special opcodes (the bulk) use precomputed
-    tables, rows go to flat lists through bound ``append``s; splitting it would add a call per opcode."""
-    end, min_inst, opcode_base, std_lengths = h.end, h.min_inst, h.opcode_base, h.std_lengths
-    line_base, line_range = h.line_base, h.line_range
-    dirs, raw_dirs, relative = h.dirs, h.raw_dirs, h.relative
-    # Per special opcode: address and line advance.
-    addr_adv = [0] * 256
-    line_adv = [0] * 256
-    for op in range(opcode_base, 256):
-        adj = op - opcode_base
-        addr_adv[op] = (adj // line_range) * min_inst
-        line_adv[op] = line_base + adj % line_range
-    const_add = ((255 - opcode_base) // line_range) * min_inst
-
-    rows_addr: list[int] = []
-    rows_file: list[int] = []
-    rows_line: list[int] = []
-    rows_end: list[int] = []
-    add_a = rows_addr.append
-    add_f = rows_file.append
-    add_l = rows_line.append
-    add_e = rows_end.append
-    extra_files: list[str] = []
-
-    pos = h.program_start
-    address = 0
-    file = 1
-    line = 1
-    while pos < end:
-        op = data[pos]
-        pos += 1
-        if op >= opcode_base:
-            address += addr_adv[op]
-            line += line_adv[op]
-            add_a(address)
-            add_f(file)
-            add_l(line)
-            add_e(0)
-        elif op == 0:  # extended
-            n, pos = uleb(data, pos)
-            if n == 0:
-                continue
-            sub = data[pos]
-            nxt = pos + n
-            if sub == 1:  # end_sequence
-                add_a(address)
-                add_f(file)
-                add_l(line)
-                add_e(1)
-                address = 0
-                file = 1
-                line = 1
-            elif sub == 2:  # set_address
-                address = int.from_bytes(data[pos + 1:nxt], "little")
-            elif sub == 3:  # define_file (v2-4)
-                name, p2 = cstring(data, pos + 1)
-                di, p2 = uleb(data, p2)
-                extra_files.append(_plain(raw_dirs[di] if di < len(raw_dirs) else None, name) if relative
-                                   else _join(dirs[di] if di < len(dirs) else None, name))
-            pos = nxt
-        elif op == 1:  # copy
-            add_a(address)
-            add_f(file)
-            add_l(line)
-            add_e(0)
-        elif op == 2:  # advance_pc
-            v, pos = uleb(data, pos)
-            address += v * min_inst
-        elif op == 3:  # advance_line
-            b = data[pos]
-            if b < 0x40:
-                line += b
-                pos += 1
-            elif b < 0x80:
-                line += b - 0x80
-                pos += 1
-            else:  # a longer SLEB128 (the one-byte ones above are most)
-                v, pos = sleb(data, pos)
-                line += v
-        elif op == 4:  # set_file
-            file, pos = uleb(data, pos)
-        elif op == 5:  # set_column
-            if data[pos] < 0x80:
-                pos += 1
-            else:
-                _, pos = uleb(data, pos)
-        elif op == 8:  # const_add_pc
-            address += const_add
-        elif op == 9:  # fixed_advance_pc
-            address += data[pos] | (data[pos + 1] << 8)
-            pos += 2
-        elif op in (6, 7, 10, 11):  # negate_stmt, basic_block, prologue_end, epilogue_begin
-            pass
-        else:  # set_isa (12) and unknown standard opcodes: skip their ULEB operands
-            for _ in range(std_lengths[op - 1] if op - 1 < len(std_lengths) else 0):
-                _, pos = uleb(data, pos)
-    return (rows_addr, rows_file, rows_line, rows_end), extra_files
+    layout = OpcodeLayout(program_start, end, min_inst, line_base, line_range, opcode_base, std_lengths)
+    return _Header(layout, comp_dir, files, plain, call_site_files, dirs, raw_dirs, relative)
 
 
 def build_line_map(programs: list[LineProgram]) -> LineMap:

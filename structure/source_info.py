@@ -17,7 +17,7 @@ from hpcsa.errors import HpcsaError
 from hpcsa.structure.dwarf import DebugInfo
 from hpcsa.structure.dwarf_forms import DwarfError
 from hpcsa.structure.dwarf_inline import InlineTable, read_inlines
-from hpcsa.structure.dwarf_lines import LineMap, build_line_map, read_program
+from hpcsa.structure.dwarf_lines import LineMap, build_line_map, read_programs
 from hpcsa.structure.elf import ElfImage, open_elf
 
 DWARF_SECTIONS = (".debug_info", ".debug_abbrev", ".debug_str", ".debug_line_str", ".debug_str_offsets",
@@ -62,25 +62,26 @@ def read_source_info(image: ElfImage, demangle: Callable[[str], str]) -> SourceI
     except (DwarfError, IndexError, ValueError) as exc:
         return SourceInfo(LineMap.empty(), InlineTable.empty(), [f"unreadable .debug_info ({exc})"])
     programs = {}
-    for unit in dw.units:
-        if unit.stmt_list is None:
-            continue
-        try:
-            programs[unit.offset] = read_program(dw, unit.stmt_list, unit)
-        except DwarfError as exc:
-            notes.append(str(exc))
-    if not dw.units and dw.line:  # line tables without .debug_info
+    units = [unit for unit in dw.units if unit.stmt_list is not None]
+    for unit, prog in zip(units, read_programs(dw, [(unit.stmt_list, unit) for unit in units]), strict=True):
+        if isinstance(prog, DwarfError):
+            notes.append(str(prog))
+        else:
+            programs[unit.offset] = prog
+    if not dw.units and dw.line:  # line tables without .debug_info: one after another, to the first bad one
+        offsets = []
         pos = 0
         while pos + 4 <= len(dw.line):
-            try:
-                prog = read_program(dw, pos, None)
-            except DwarfError as exc:
-                notes.append(str(exc))
-                break
-            programs[-pos - 1] = prog
+            offsets.append(pos)
             length = int.from_bytes(dw.line[pos:pos + 4], "little")
             pos += 4 + (8 + int.from_bytes(dw.line[pos + 4:pos + 12], "little") if length == 0xFFFFFFFF
                         else length)
+        for pos, prog in zip(offsets, read_programs(dw, [(pos, None) for pos in offsets], until_error=True),
+                             strict=False):  # shorter past a bad header
+            if isinstance(prog, DwarfError):
+                notes.append(str(prog))
+                break
+            programs[-pos - 1] = prog
     lines = build_line_map(list(programs.values()))
     try:
         inlines = read_inlines(dw, {k: p.call_site_files or p.files for k, p in programs.items()}, demangle)
