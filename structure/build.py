@@ -33,8 +33,10 @@ from __future__ import annotations
 import bisect
 import contextlib
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import field
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +49,8 @@ from hpcsa.structure.function_code import FuncCtx, FunctionBatch, GroupCtx, Inst
 from hpcsa.structure.functions import Functions, discover_functions
 from hpcsa.structure.loops import find_loops
 from hpcsa.structure.model import F, Module, ModuleBuilder
-from hpcsa.structure.source_info import SourceInfo, read_source_info
+from hpcsa.structure.source_info import SourceInfo, has_debug_information, read_source_info
+from hpcsa.structure.sweep import TailShare, sweep_tail, tail_start
 from hpcsa.structure.tree import (
     FLP,
     Stmt,
@@ -367,14 +370,17 @@ def print_order(files: dict[str, dict[int, Group]]) -> list[tuple[str, int]]:
     return [(f, start) for f in sorted(files) for start in sorted(files[f])]
 
 
-def send_source_info(conn: Channel, image: ElfImage,
-                     demangle: Callable[[str], str]) -> SourceInfo:
-    """A forked worker (:class:`hpcsa.workers.ForkedWorker`): read the debug information and send it, with
+def send_source_info(conn: Channel, image: ElfImage, demangle: Callable[[str], str],
+                     tail: tuple[int, int] | None = None) -> SourceInfo:
+    """A forked worker (:class:`hpcsa.workers.ForkedWorker`): sweep the code from ``tail`` (section,
+    address) on and send it (:mod:`hpcsa.structure.sweep`); read the debug information and send it, with
     the function extents of the unwind table (the skeleton needs them; parsed here, beside the parent's
     function discovery, the longer of the two, rather than after it); then file the instructions the
     parent found into runs (:class:`InstructionRuns`, 70-90 ms for python3.11d) while the parent builds the
     skeleton, and send them (None received: no code). Returns what it read, so that its process ends
     without freeing it while the parent waits."""
+    if tail is not None:
+        conn.send(("sweep", sweep_tail(image, *tail)))
     source = read_source_info(image, demangle)
     conn.send(("source", (source, image.fde_ranges)))
     needs = conn.recv()
@@ -393,11 +399,15 @@ def receive_source_info(reader: ForkedWorker, image: ElfImage) -> SourceInfo:
 
 def skeleton_in_two(image: ElfImage, demangle: Callable[[str], str], lm_name: str | None
                     ) -> tuple[StructureBuilder, Functions, dict[str, dict[int, Group]]]:
-    """The first step with two processes: a forked one reads the debug information while this one finds
-    the functions; then the skeleton. Returns the builder (its code and source set), the functions and
-    the procedure groups by file."""
-    with ForkedWorker(send_source_info, image, demangle, what="hpcsa struct") as reader:
-        code, funcs, names = discover_functions(image)
+    """The first step with two processes: a forked one sweeps a share of the code and reads the debug
+    information while this one sweeps the rest and finds the functions; then the skeleton. Returns the
+    builder (its code and source set), the functions and the procedure groups by file."""
+    tail = tail_start(image, has_debug_information(image))
+    with ForkedWorker(send_source_info, image, demangle, tail, what="hpcsa struct") as reader:
+        share = None if tail is None else TailShare(*tail, _received_early(reader, "sweep"))
+        code, funcs, names = discover_functions(image, share)
+        if share is not None and not share.taken:
+            share.receive()
         source = receive_source_info(reader, image)
         reader.send(None if funcs.cfg is None else InstructionRuns.needs(code, funcs.cfg))
         sb = StructureBuilder(image, source, demangle, lm_name)
@@ -406,6 +416,29 @@ def skeleton_in_two(image: ElfImage, demangle: Callable[[str], str], lm_name: st
         if funcs.cfg is not None:
             sb.runs = reader.receive("runs")
     return sb, funcs, files
+
+
+def _received_early(reader: ForkedWorker, tag: str) -> Callable[[], Any]:
+    """What the worker sends next, read by a thread from now on (a large message would hold the worker in
+    its write until this process reads it); the returned call waits for it."""
+    got: list[Any] = []
+    failed: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            got.append(reader.receive(tag))
+        except BaseException as exc:  # noqa: BLE001  (raised again by the waiting call)
+            failed.append(exc)
+
+    thread = threading.Thread(target=read, name="hpcsa-receive", daemon=True)
+    thread.start()
+
+    def wait() -> Any:
+        thread.join()
+        if failed:
+            raise failed[0]
+        return got[0]
+    return wait
 
 
 def _send_fragments(conn: Channel, sb: StructureBuilder,

@@ -1,7 +1,7 @@
 """Control-flow graphs of x86-64 functions, decoded with capstone, built the way Dyninst's ParseAPI does.
 
-All code is decoded once by linear sweeps (capstone's lite mode) that restart
-at every function entry, into numpy columns (address, size, kind, direct
+All code is decoded once by linear sweeps (capstone's lite mode,
+:mod:`hpcsa.structure.sweep`) that restart at every function entry, into numpy columns (address, size, kind, direct
 target) — :class:`CodeIndex`. A function is then parsed by recursive
 traversal from its entry, but a walk jumps from one control-transfer
 instruction to the next by binary search instead of stepping through
@@ -15,53 +15,28 @@ two shapes compilers emit (absolute ``jmp [table + reg*8]`` and PIC
 
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Callable
 
-import capstone
 import numpy as np
 
 from hpcsa.arrays import sorted_unique
 from hpcsa.structure.codeptr import resolve_code_pointer_jump
 from hpcsa.structure.edges import E_CALL_FT, E_DIRECT, E_FALLTHROUGH, E_NOT_TAKEN, E_TAKEN
 from hpcsa.structure.elf import ElfImage
-
-# Instruction kinds (K_OTHER is everything that does not transfer control)
-K_OTHER, K_JUMP, K_COND, K_CALL, K_RET, K_IJUMP, K_ICALL, K_HALT = range(8)
-
-_CONDITIONAL = {"ja", "jae", "jb", "jbe", "jc", "je", "jg", "jge", "jl", "jle", "jna", "jnae", "jnb", "jnbe",
-                "jnc", "jne", "jng", "jnge", "jnl", "jnle", "jno", "jnp", "jns", "jnz", "jo", "jp", "jpe", "jpo",
-                "js", "jz", "jcxz", "jecxz", "jrcxz", "loop", "loope", "loopne", "loopz", "loopnz"}
-_BASE_KIND = {m: K_COND for m in _CONDITIONAL}
-_BASE_KIND.update({"jmp": K_JUMP, "ljmp": K_IJUMP, "call": K_CALL, "lcall": K_ICALL, "ret": K_RET,
-                   "retf": K_RET, "retfq": K_RET, "iret": K_RET, "iretq": K_RET, "iretd": K_RET, "sysret": K_RET,
-                   "sysretq": K_RET, "hlt": K_HALT, "ud2": K_HALT, "ud1": K_HALT, "ud0": K_HALT, "int3": K_HALT})
-
-
-class _KindTable(dict[str, int]):
-    """Mnemonic -> kind, including prefixed forms such as ``notrack jmp`` or ``bnd ret``."""
-
-    def __missing__(self, mnemonic: str) -> int:
-        kind = _BASE_KIND.get(mnemonic.rsplit(" ", 1)[-1], K_OTHER)
-        self[mnemonic] = kind
-        return kind
-
-
-_KIND = _KindTable()
-
-
-def _kind_of_id() -> np.ndarray:
-    """Kind per capstone x86 instruction id."""
-    from capstone import x86_const as x86
-    ids = {name[len("X86_INS_"):].lower(): value for name, value in vars(x86).items()
-           if name.startswith("X86_INS_") and isinstance(value, int)}
-    table = np.zeros(max(ids.values()) + 2, np.uint8)
-    for mnemonic, value in ids.items():
-        table[value] = _BASE_KIND.get(mnemonic, K_OTHER)
-    return table
-
-
-_KIND_OF_ID = _kind_of_id()
+from hpcsa.structure.sweep import (
+    _MD,
+    CODE_ROW,
+    K_CALL,
+    K_COND,
+    K_ICALL,
+    K_IJUMP,
+    K_JUMP,
+    K_OTHER,
+    K_RET,
+    TailShare,
+    sweep,
+    sweep_code,
+)
 
 # Functions that never return (by name; Dyninst keeps a similar list), PLT names included.
 NORETURN_NAMES = frozenset({
@@ -77,65 +52,15 @@ NORETURN_NAMES = frozenset({
     "Py_FatalError", "_Py_FatalErrorFunc", "_Py_FatalErrorFormat", "Py_Exit",
 })
 
-_MD = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
-
-
-def _insn_dtype(operand_bytes: int) -> np.dtype:
-    """capstone's cs_insn as a numpy record: id, address, size and the first ``operand_bytes`` of op_str."""
-    ci = capstone._cs_insn
-    return np.dtype({"names": ["id", "address", "size", "op_str"],
-                     "formats": ["u4", "u8", "u2", f"S{operand_bytes}"],
-                     "offsets": [ci.id.offset, ci.address.offset, ci.size.offset, ci.op_str.offset],
-                     "itemsize": ctypes.sizeof(ci)})
-
-
-_INSN = _insn_dtype(160)
-_INSN_HEAD = _insn_dtype(18)  # "0x" and 16 hex digits: all that direct targets need
-CODE_ROW = np.dtype([("addr", "u8"), ("size", "u1"), ("kind", "u1"), ("target", "i8")])
-SWEEP_CHUNK = 1 << 18
-_HEXVAL = np.full(256, 255, np.uint8)
-for _i, _c in enumerate(b"0123456789abcdef"):
-    _HEXVAL[_c] = _i
-_ROW = np.dtype([("id", "u4"), ("address", "u8"), ("size", "u2"), ("op_str", "S18")])
-
-
-def decode(code: bytes, address: int, count: int = 0) -> tuple[np.ndarray, dict[int, str]]:
-    """Instructions of ``code`` (until the first undecodable byte) as a numpy array (id, address, size, first
-    bytes of the operands) and the whole operand text of indirect jumps, by address. capstone's own Python
-    iterator builds a tuple and two strings per instruction and is the bottleneck of a whole-binary sweep
-    (about 2 us per instruction), so this reads the array that capstone's C ``cs_disasm`` returns, through
-    the binding's own ctypes handle, in one copy of the fields used."""
-    insn = ctypes.POINTER(capstone._cs_insn)()
-    n = capstone._cs.cs_disasm(_MD.csh, code, len(code), address, count, ctypes.byref(insn))
-    if n <= 0:
-        return np.zeros(0, _ROW), {}
-    try:
-        raw = (ctypes.c_char * (n * _INSN.itemsize)).from_address(ctypes.addressof(insn.contents))
-        rows = np.frombuffer(raw, _INSN_HEAD, count=n).astype(_ROW)
-        base = _KIND_OF_ID[np.minimum(rows["id"], len(_KIND_OF_ID) - 1)]
-        ops = np.ascontiguousarray(rows["op_str"]).view(np.uint8).reshape(n, -1)
-        direct = (ops[:, 0] == ord("0")) & (ops[:, 1] == ord("x"))
-        indirect = np.flatnonzero((base == K_IJUMP) | ((base == K_JUMP) & ~direct))
-        texts = {}
-        if len(indirect):
-            full = np.frombuffer(raw, _INSN, count=n)
-            texts = {int(full["address"][i]): full["op_str"][i].decode("ascii", "replace")
-                     for i in indirect.tolist()}
-        return rows, texts
-    finally:
-        capstone._cs.cs_free(insn, n)
-
-
 class CodeIndex:
     """Every instruction of the code sections as columns, sorted by address."""
 
-    def __init__(self, image: ElfImage, restarts: list[int]) -> None:
+    def __init__(self, image: ElfImage, restarts: list[int], share: TailShare | None = None) -> None:
         self.image = image
         self.operands: dict[int, str] = {}   # indirect jumps: operand text (jump tables)
         self.tables: dict[int, list[int]] = {}  # jump address -> resolved table targets (kept across rebuilds)
         self.codeptr_functions: dict[int, object] = {}  # codeptr's decoded functions, by entry
-        parts = [self._sweep(sec.addr, sec.end) for sec in image.code_sections]
-        rows = np.concatenate(parts) if parts else np.zeros(0, CODE_ROW)
+        rows = sweep_code(image, self.operands, share)
         self.restarts = np.array(sorted({a for a in restarts if image.code_region(a) is not None}), np.uint64)
         self._set(rows)
         self.resync(self.restarts)
@@ -166,7 +91,7 @@ class CodeIndex:
             region = self.image.code_region(m)
             k = int(np.searchsorted(self.restarts, np.uint64(m), side="right"))
             end = min(int(self.restarts[k]) if k < len(self.restarts) else region.end, region.end)  # type: ignore[union-attr]
-            piece = self._sweep(m, end)
+            piece = sweep(self.image, m, end, self.operands)
             redo.append(piece)
             hi = int(piece["addr"][-1]) + int(piece["size"][-1]) if len(piece) else m
             keep[int(np.searchsorted(self.addr, np.uint64(m))):int(np.searchsorted(self.addr, np.uint64(hi)))] = False
@@ -176,53 +101,6 @@ class CodeIndex:
         unique[1:] = rows["addr"][1:] != rows["addr"][:-1]
         self._set(rows[unique])
         return True
-
-    def _sweep(self, start: int, end: int) -> np.ndarray:
-        """Linear sweep of [start, end): the instructions that start in it (the last may run past ``end``),
-        decoded in chunks so that capstone's output array stays small."""
-        out = []
-        pos = start
-        while pos < end:
-            chunk_end = min(end, pos + SWEEP_CHUNK)
-            raw, texts = decode(self.image.read(pos, chunk_end - pos + 15), pos)
-            raw = raw[raw["address"] < chunk_end]
-            stop = int(raw["address"][-1]) + int(raw["size"][-1]) if len(raw) else pos
-            if len(raw):
-                out.append(self._rows(raw, texts))
-            if stop >= chunk_end:
-                pos = stop
-                continue
-            if stop >= end:
-                break
-            # An undecodable byte: a 1-byte instruction that ends its block, then resume after it.
-            out.append(np.array([(stop, 1, K_HALT, -1)], CODE_ROW))
-            pos = stop + 1
-        return np.concatenate(out) if out else np.zeros(0, CODE_ROW)
-
-    def _rows(self, raw: np.ndarray, texts: dict[int, str]) -> np.ndarray:
-        rows = np.empty(len(raw), CODE_ROW)
-        rows["addr"] = raw["address"]
-        rows["size"] = raw["size"]
-        k = _KIND_OF_ID[np.minimum(raw["id"], len(_KIND_OF_ID) - 1)]
-        ops = np.ascontiguousarray(raw["op_str"]).view(np.uint8).reshape(len(raw), -1)
-        direct = (ops[:, 0] == ord("0")) & (ops[:, 1] == ord("x"))
-        branchy = (k == K_JUMP) | (k == K_COND) | (k == K_CALL)
-        k = np.where(branchy & ~direct & (k == K_JUMP), K_IJUMP, k)
-        k = np.where(branchy & ~direct & (k == K_CALL), K_ICALL, k).astype(np.uint8)
-        rows["kind"] = k
-        rows["target"] = -1
-        sel = np.flatnonzero(branchy & direct)
-        if len(sel):
-            digits = _HEXVAL[ops[sel, 2:18]].astype(np.uint64)
-            valid = digits < 16
-            length = np.where(valid.all(axis=1), 16, np.argmin(valid, axis=1))
-            shift = (length[:, None] - 1 - np.arange(16)[None, :]) * 4
-            use = np.arange(16)[None, :] < length[:, None]
-            value = np.where(use, digits << np.maximum(shift, 0).astype(np.uint64), 0).sum(axis=1)
-            rows["target"][sel] = value.astype(np.int64)
-        for a in raw["address"][k == K_IJUMP].tolist():
-            self.operands[a] = texts[a]
-        return rows
 
     def row(self, address: int) -> int:
         """Row of the instruction starting at ``address`` (-1 if no decoded instruction starts there)."""

@@ -13,6 +13,7 @@ import numpy as np
 from hpcsa.arrays import sorted_unique
 from hpcsa.structure.cfg import NORETURN_NAMES, CodeIndex, ProgramCFG, in_sorted, rows_of
 from hpcsa.structure.elf import ElfImage
+from hpcsa.structure.sweep import TailShare
 
 
 class Functions(dict[int, list[int]]):
@@ -23,7 +24,8 @@ class Functions(dict[int, list[int]]):
         self.cfg = cfg
 
 
-def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, dict[int, str]]:
+def discover_functions(image: ElfImage, share: TailShare | None = None
+                       ) -> tuple[CodeIndex | None, Functions, dict[int, str]]:
     """Every function reachable from symbols, the entry point and direct calls (tail calls included),
     as block lists of one :class:`ProgramCFG`; returns the decoded code, the functions and the names of
     those without a symbol (PLT names, ``targXXXX``, ``_start``).
@@ -31,7 +33,7 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
     Rounds run until nothing changes: edges for the current entries and never-returning functions, a
     walk of every function, targets of reached calls and tail calls that are no function yet become
     ones, functions without a returning path become never-returning (their callers lose the
-    fall-through)."""
+    fall-through). ``share``: part of the code is swept by another process (:mod:`hpcsa.structure.sweep`)."""
     code_secs = image.code_sections
     if not code_secs:
         return None, Functions(None), {}
@@ -41,7 +43,7 @@ def discover_functions(image: ElfImage) -> tuple[CodeIndex | None, Functions, di
     names: dict[int, str] = {}
     entries = _first_entries(image, extent, plt, names)
     restarts = sorted(entries | set(plt))
-    code = CodeIndex(image, restarts)
+    code = CodeIndex(image, restarts, share)
     extent_of = _switch_extents(image, extent)
     cfg = ProgramCFG(code, restarts, extent_of)
     noreturn: set[int] = {f.addr for f in symbols if any(n in NORETURN_NAMES for n in f.names)}

@@ -44,6 +44,11 @@ def dwarf_sections(image: ElfImage, notes: list[str]) -> dict[str, bytes]:
     return sections
 
 
+def has_debug_information(image: ElfImage) -> bool:
+    """Whether :func:`read_source_info` has DWARF to read, in the binary or a separate debug file."""
+    return bool(image.debug_link) or any(image.section_named(n) for n in (".debug_info", ".debug_line"))
+
+
 def read_source_info(image: ElfImage, demangle: Callable[[str], str]) -> SourceInfo:
     """Line map and inline table; corrupt or missing DWARF degrades to empty tables with a note."""
     notes: list[str] = []
