@@ -29,29 +29,9 @@ from hpcsa.structure.nvdisasm import (
     K_RETURN,
     parse_listing,
 )
+from tests.structure.leb128 import sleb, uleb
 
 # -- NVIDIA's inline records in .debug_line ---------------------------------------------------------
-
-
-def uleb(v: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        out.append(b | (0x80 if v else 0))
-        if not v:
-            return bytes(out)
-
-
-def sleb(v: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        done = (v == 0 and not b & 0x40) or (v == -1 and b & 0x40)
-        out.append(b | (0 if done else 0x80))
-        if done:
-            return bytes(out)
 
 
 def ext(sub: int, payload: bytes) -> bytes:

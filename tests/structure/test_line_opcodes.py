@@ -16,30 +16,12 @@ from hypothesis import strategies as st
 from hpcsa.structure import line_opcodes
 from hpcsa.structure.dwarf_forms import DwarfError
 from hpcsa.structure.line_opcodes import OVERRUN, LineRows, OpcodeLayout, decode_programs
+from tests.structure.leb128 import sleb, uleb
 
 # HPCSA_LINE_EXAMPLES=5000 for a longer search (with HPCSA_HYPOTHESIS=explore for new examples).
 SETTINGS = settings(max_examples=int(os.environ.get("HPCSA_LINE_EXAMPLES", "150")), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 MASK = 2**64 - 1
-
-
-def uleb(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def sleb(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        done = (value == 0 and not byte & 0x40) or (value == -1 and byte & 0x40)
-        out.append(byte | (0 if done else 0x80))
-        if done:
-            return bytes(out)
 
 
 def padded_uleb(value: int, size: int) -> bytes:
