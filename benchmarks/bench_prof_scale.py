@@ -11,7 +11,7 @@ Each configuration is the command a user runs, in a fresh process: ``hpcsa prof 
 ``mpiexec -n 1 hpcsa prof -j 1`` and ``mpiexec -n 2 hpcsa prof -j 1`` (the project's MPICH from PyPI: the
 issue's "2 MPI ranks against 1 rank", and 2 ranks against one process without MPI); wall time is the best of ``--repeat``
 unwatched runs, memory the peak proportional resident set (PSS) of the whole process tree (mpiexec, its
-proxy, the ranks and their workers; shared pages counted once), sampled every 20 ms in one more run. Sizes: profile.db + cct.db
+proxy, the ranks and their workers; shared pages counted once), sampled every 5 ms in one more run. Sizes: profile.db + cct.db
 against a dense tensor of profiles x contexts x metrics x 8 bytes (metrics: the database's metrics; and,
 as ``hpcsa stats`` counts it, their propagated columns). Then where the time goes: phase timings of
 in-process runs (one process, and 2 ranks under mpiexec) and a cProfile of the largest GPU-like set.
@@ -35,9 +35,13 @@ SPLIT_PHASES = ("phase 1", "phase 2", "phase 3", "meta.db")
 def as_rank(argv: list[str]) -> None:
     """Run ``hpcsa`` and print on stderr this process's CPU seconds (its workers' included), ``CPU rank s``, and
     its wall seconds in :data:`SPLIT_PHASES`, ``SPLIT rank s``. Dispatched before the benchmark's own imports,
-    so that a rank starts as the ``hpcsa`` command does."""
+    so that a rank starts as the ``hpcsa`` command does: the command's library defaults are set before the wrapper
+    imports the pipeline (and numpy with it), as :func:`hpcsa.cli.main` sets them before a subcommand loads."""
     import resource
 
+    from hpcsa import libdefaults
+
+    libdefaults.set_defaults(libdefaults.BLAS_THREADS)  # else OpenBLAS starts a thread per CPU in every rank
     from hpcsa.aggregate.prof import pipeline
     from hpcsa.cli import leave
     from hpcsa.cli import main as hpcsa_main
@@ -148,7 +152,8 @@ def cpu_of(err: str) -> tuple[float, float]:
 
 def measure_set(kind: str, n: int, tmp: Path, repeat: int, watched: int = 1) -> dict[str, object]:
     """One input set: every configuration ``repeat`` times, interleaved, then ``watched`` times more, watched
-    (peak PSS: the median of those runs; a sample every 20 ms can miss a short run's peak)."""
+    (peak PSS: the median of those runs, sampled every 5 ms: every 20 ms missed the peak of a 0.25 s run, whose
+    phase 3 lasts some tens of milliseconds, by 1-2 MiB)."""
     from hpcsa.ingest.synth import SynthSpec
     from hpcsa.ingest.synthdir import generate
 
@@ -171,7 +176,7 @@ def measure_set(kind: str, n: int, tmp: Path, repeat: int, watched: int = 1) -> 
     for name, jobs, ranks in configs:
         peaks = []
         for _ in range(max(1, watched)):
-            _, one, err = measure(prof_cmd(meas, out, jobs, ranks), 0.02)
+            _, one, err = measure(prof_cmd(meas, out, jobs, ranks), 0.005)
             peaks.append(one)
         peak = int(np.median(peaks))
         row[name] = (min(walls[name]), peak, float(np.median(walls[name])), walls[name],
@@ -270,7 +275,7 @@ def report(args: argparse.Namespace, rows: list, big: dict, phases: dict[str, di
         "files included): **cpu** = ranks of 16 CPU threads, 1 metric (the yardstick's shape); **gpu** = per "
         "rank a CPU thread and a GPU stream, 1 CPU + 63 GPU metrics. Each run is the command a user types "
         "(a fresh process: start-up and imports included); times are of unwatched runs, memory is the peak PSS of "
-        f"the whole process tree sampled every 20 ms in {'a separate run' if args.watched == 1 else f'separate runs (the median of {args.watched})'}. "
+        f"the whole process tree sampled every 5 ms in {'a separate run' if args.watched == 1 else f'separate runs (the median of {args.watched})'}. "
         "`1 rank`, `2 ranks` = `mpiexec -n 1` and `-n 2 hpcsa prof -j 1` (MPICH from PyPI); speed-up of 2 ranks "
         "over one process without MPI (`-j 1`) and over 1 rank (which pays MPI's start as 2 ranks do), of "
         "the best runs and of the median runs (every run is listed at the end: one process alone sometimes "
