@@ -89,6 +89,9 @@ from machine_speed import pair_text, probe  # noqa: E402
 RESULTS = ROOT / "benchmarks" / "results" / "prof_scale.md"
 MPIEXEC = Path(sys.executable).parent / "mpiexec"
 MIB = 1 << 20
+#: Seconds between two samples of a watched run's memory: every 20 ms missed the peak of a 0.25 s run, whose
+#: phase 3 lasts some tens of milliseconds, by 1-2 MiB.
+SAMPLE_EVERY = 0.005
 HPCPROF_YARDSTICK = (0.8, 66)  # seconds, MiB: C++ hpcprof -j 2, real 1,024-thread CPU measurement
 
 
@@ -152,8 +155,7 @@ def cpu_of(err: str) -> tuple[float, float]:
 
 def measure_set(kind: str, n: int, tmp: Path, repeat: int, watched: int = 1) -> dict[str, object]:
     """One input set: every configuration ``repeat`` times, interleaved, then ``watched`` times more, watched
-    (peak PSS: the median of those runs, sampled every 5 ms: every 20 ms missed the peak of a 0.25 s run, whose
-    phase 3 lasts some tens of milliseconds, by 1-2 MiB)."""
+    (peak PSS: the median of those runs, sampled every :data:`SAMPLE_EVERY` seconds)."""
     from hpcsa.ingest.synth import SynthSpec
     from hpcsa.ingest.synthdir import generate
 
@@ -176,7 +178,7 @@ def measure_set(kind: str, n: int, tmp: Path, repeat: int, watched: int = 1) -> 
     for name, jobs, ranks in configs:
         peaks = []
         for _ in range(max(1, watched)):
-            _, one, err = measure(prof_cmd(meas, out, jobs, ranks), 0.005)
+            _, one, err = measure(prof_cmd(meas, out, jobs, ranks), SAMPLE_EVERY)
             peaks.append(one)
         peak = int(np.median(peaks))
         row[name] = (min(walls[name]), peak, float(np.median(walls[name])), walls[name],
@@ -275,7 +277,7 @@ def report(args: argparse.Namespace, rows: list, big: dict, phases: dict[str, di
         "files included): **cpu** = ranks of 16 CPU threads, 1 metric (the yardstick's shape); **gpu** = per "
         "rank a CPU thread and a GPU stream, 1 CPU + 63 GPU metrics. Each run is the command a user types "
         "(a fresh process: start-up and imports included); times are of unwatched runs, memory is the peak PSS of "
-        f"the whole process tree sampled every 5 ms in {'a separate run' if args.watched == 1 else f'separate runs (the median of {args.watched})'}. "
+        f"the whole process tree sampled every {SAMPLE_EVERY * 1000:g} ms in {'a separate run' if args.watched == 1 else f'separate runs (the median of {args.watched})'}. "
         "`1 rank`, `2 ranks` = `mpiexec -n 1` and `-n 2 hpcsa prof -j 1` (MPICH from PyPI); speed-up of 2 ranks "
         "over one process without MPI (`-j 1`) and over 1 rank (which pays MPI's start as 2 ranks do), of "
         "the best runs and of the median runs (every run is listed at the end: one process alone sometimes "
