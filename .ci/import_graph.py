@@ -3,7 +3,8 @@
 The pipeline's packages sit beside ``hpcsa/`` in the repository and join the ``hpcsa`` namespace through
 ``[tool.setuptools] package-dir`` (``hpcsa.ingest`` is ``ingest/``). import-linter's graph builder
 (grimp) walks the directories of a top-level package only, so this script builds, under the directory
-given, an ``hpcsa/`` of symbolic links: the files of ``hpcsa/`` and one link per mapped subpackage.
+given, an ``hpcsa/`` of symbolic links: the modules and subpackages of ``hpcsa/`` and one link per mapped
+subpackage.
 Run ``lint-imports --config ../../pyproject.toml`` in that directory (lint-imports puts its working
 directory first on ``sys.path``). Usage: ``python .ci/import_graph.py build/import-graph``.
 """
@@ -25,8 +26,9 @@ def main(argv: list[str]) -> int:
     shutil.rmtree(top, ignore_errors=True)
     os.makedirs(top)
     for name in os.listdir(os.path.join(root, package_dir["hpcsa"])):
-        if name.endswith(".py"):
-            os.symlink(os.path.join(root, package_dir["hpcsa"], name), os.path.join(top, name))
+        path = os.path.join(root, package_dir["hpcsa"], name)
+        if name.endswith(".py") or os.path.isfile(os.path.join(path, "__init__.py")):
+            os.symlink(path, os.path.join(top, name))
     for package, directory in sorted(package_dir.items()):
         parts = package.split(".")
         if len(parts) == 2:  # hpcsa.X; deeper subpackages come with their parent's directory

@@ -59,7 +59,7 @@ def synth_db(work: Path, name: str, synth_args: list[str]) -> Path:
 
 def long_db(work: Path, records: int, threads: int = 64) -> Path:
     """One process: threads alternating compute / barrier / runtime at random times."""
-    from hpcsa.aggregate.db.tracedb import elements
+    from hpcsa.formats.db.tracedb import elements
     sys.path.insert(0, str(ROOT))  # the database builder is a test helper
     from tests.views.synthetic import DatabaseBuilder, thread_tuple
     db = work / f"long-{threads}x{records}.d"

@@ -1,4 +1,4 @@
-"""Benchmark: finding and decompressing GPU code in containers (``hpcsa.structure.gpubin.device_images``).
+"""Benchmark: finding and decompressing GPU code in containers (``hpcsa.structure.gpu.gpubin.device_images``).
 
 A library-sized container is made from the fixtures: the sm_80 ``-G`` cubin (60,848 bytes) repeated 256
 times, each copy made distinct by a changed byte in its ELF padding, stored as an NVIDIA fatbin plain, with
@@ -19,9 +19,9 @@ import statistics
 import time
 from pathlib import Path
 
-from hpcsa.outputs import write_file
-from hpcsa.structure import fatbin, offload_bundle
-from hpcsa.structure.gpubin import device_images
+from hpcsa.core.outputs import write_file
+from hpcsa.structure.gpu import fatbin, offload_bundle
+from hpcsa.structure.gpu.gpubin import device_images
 
 ROOT = Path(__file__).resolve().parent.parent
 GPU = ROOT / "fixtures" / "gpu"

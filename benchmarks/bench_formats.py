@@ -31,9 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcsa.aggregate.db import cctdb, metadb, metricsyaml, profiledb, tracedb
-from hpcsa.ingest.hpcrun import read_hpcrun
-from hpcsa.ingest.hpctrace import read_hpctrace
+from hpcsa.formats.db import cctdb, metadb, metricsyaml, profiledb, tracedb
+from hpcsa.formats.measurement.hpcrun import read_hpcrun
+from hpcsa.formats.measurement.hpctrace import read_hpctrace
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("HPCSA_SHARED_DATA", ROOT.parent / "shared" / "data"))
@@ -76,7 +76,7 @@ def read_metrics_yaml_file(path: Path) -> None:
 
 
 def read_hpcstruct_file(path: Path) -> None:
-    from hpcsa.structure.hpcstruct import read_hpcstruct
+    from hpcsa.formats.hpcstruct.reader import read_hpcstruct
     read_hpcstruct(path)
 
 

@@ -32,9 +32,9 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 
+from hpcsa.core.outputs import write_file
 from hpcsa.gpucct import DEFAULT_MAX_POINTS, CallGraph, CallSite, DeviceFunction, PcSamples, reconstruct
 from hpcsa.gpucct.scc import call_digraph, components, strongly_connected
-from hpcsa.outputs import write_file
 
 INSTR = 0x10  # bytes per instruction
 

@@ -22,9 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from hpcsa.core.outputs import write_file
 from hpcsa.ingest.measdir import write_measurement
 from hpcsa.ingest.sources import read_sources
-from hpcsa.outputs import write_file
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("HPCSA_SHARED_DATA", ROOT.parent / "shared" / "data")) / "gpu-records"

@@ -24,9 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from hpcsa.core.outputs import write_file
 from hpcsa.ingest.measdir import write_measurement
 from hpcsa.ingest.sources import read_sources
-from hpcsa.outputs import write_file
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -5,7 +5,7 @@ is aggregated by the command as a user runs it (a fresh process: start-up and
 imports included); wall time is the best of ``--repeat`` runs; peak memory is
 the largest proportional resident set (PSS) of the process tree, sampled from
 /proc every 5 ms (coordinator and workers summed, shared pages counted once). Larger inputs are made by replicating a real
-measurement under other host ids (:mod:`hpcsa.aggregate.prof.command.replicate`): the
+measurement under other host ids (:mod:`hpcsa.cli.prof.replicate`): the
 OpenMP run (4 threads, ~11 KB per profile with its trace) to 256 and 1,024
 profiles, near the yardstick of a 1,024-thread CPU measurement that C++
 hpcprof aggregates in about 0.8 s and 66 MiB on 2 cores. Then one in-process
@@ -136,7 +136,7 @@ def main() -> None:
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="bench-prof-") as scratch:  # replicated inputs, databases
         tmp = Path(scratch)
-        from hpcsa.aggregate.prof.replicate import replicate
+        from hpcsa.ingest.synth.replicate import replicate
 
         sets: list[tuple[str, Path]] = [(p.name, p) for p in sorted(MEAS.glob("*.m"))]
         for c in (int(x) for x in args.copies.split(",") if x):
@@ -210,7 +210,7 @@ def main() -> None:
     text_out = "\n".join(lines) + "\n"
     print(text_out)
     if args.record:
-        from hpcsa.outputs import write_file
+        from hpcsa.core.outputs import write_file
 
         write_file(RESULTS, text_out)
 

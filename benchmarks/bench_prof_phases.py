@@ -29,17 +29,17 @@ from pathlib import Path
 #: Run in the measured interpreter: one -j 1 run, each phase's CPU seconds as JSON on stdout.
 PHASES = r"""
 import json, sys, time
-import hpcsa.progress
+import hpcsa.core.progress
 from hpcsa.aggregate.prof import pipeline
 from hpcsa.aggregate.prof.inputs import find_inputs
 start = time.process_time()
-hpcsa.progress.Progress.elapsed = lambda self: time.process_time() - start
+hpcsa.core.progress.Progress.elapsed = lambda self: time.process_time() - start
 inputs = find_inputs([sys.argv[1]], [])
 aggregate = getattr(pipeline, 'aggregate', None) or pipeline.run  # named run before this release
 r = aggregate(inputs, pipeline.Options(output=sys.argv[2], jobs=1, progress=False))
 print(json.dumps(dict(r.timings, total=time.process_time() - start)))
 """
-IMPORTS = "import hpcsa.cli, hpcsa.aggregate.prof.command"
+IMPORTS = "import hpcsa.cli.main, hpcsa.cli.prof"
 
 
 def cpu_of(python: str, code: str, env: dict[str, str]) -> float:

@@ -131,7 +131,7 @@ def main() -> None:
             shutil.rmtree(meas)
             text = report(rows, args, load0, os.getloadavg(), (speed0, probe()))
             if args.record:  # after every set: a long run cut short keeps what it measured
-                from hpcsa.outputs import write_file
+                from hpcsa.core.outputs import write_file
 
                 write_file(RESULTS, text)
     print(text)

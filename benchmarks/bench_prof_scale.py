@@ -1,6 +1,6 @@
 """Benchmark: ``hpcsa prof`` at scale, one process and MPI ranks, on generated measurement directories.
 
-Inputs come from the generator (:mod:`hpcsa.ingest.synth`, ``hpcsa synth``): a CPU-like set shaped like the
+Inputs come from the generator (:mod:`hpcsa.ingest.synth.program`, ``hpcsa synth``): a CPU-like set shaped like the
 issue's yardstick (CPU threads, 1 metric, ~13 KB per profile with its trace; real hpcprof takes ~0.8 s and
 66 MiB for a real 1,024-thread measurement of that shape on these 2 cores) and a GPU-like set shaped like
 the LAMMPS/PeleC runs of "Preparing for Performance Analysis at Exascale" (Anderson, Liu, Mellor-Crummey,
@@ -36,15 +36,15 @@ def as_rank(argv: list[str]) -> None:
     """Run ``hpcsa`` and print on stderr this process's CPU seconds (its workers' included), ``CPU rank s``, and
     its wall seconds in :data:`SPLIT_PHASES`, ``SPLIT rank s``. Dispatched before the benchmark's own imports,
     so that a rank starts as the ``hpcsa`` command does: the command's library defaults are set before the wrapper
-    imports the pipeline (and numpy with it), as :func:`hpcsa.cli.main` sets them before a subcommand loads."""
+    imports the pipeline (and numpy with it), as :func:`hpcsa.cli.main.main` sets them before a subcommand loads."""
     import resource
 
-    from hpcsa import libdefaults
+    from hpcsa.core import libdefaults
 
     libdefaults.set_defaults(libdefaults.BLAS_THREADS)  # else OpenBLAS starts a thread per CPU in every rank
     from hpcsa.aggregate.prof import pipeline
-    from hpcsa.cli import leave
-    from hpcsa.cli import main as hpcsa_main
+    from hpcsa.cli.main import leave
+    from hpcsa.cli.main import main as hpcsa_main
 
     aggregate = pipeline.aggregate
     split = [0.0]
@@ -156,8 +156,8 @@ def cpu_of(err: str) -> tuple[float, float]:
 def measure_set(kind: str, n: int, tmp: Path, repeat: int, watched: int = 1) -> dict[str, object]:
     """One input set: every configuration ``repeat`` times, interleaved, then ``watched`` times more, watched
     (peak PSS: the median of those runs, sampled every :data:`SAMPLE_EVERY` seconds)."""
-    from hpcsa.ingest.synth import SynthSpec
-    from hpcsa.ingest.synthdir import generate
+    from hpcsa.ingest.synth.directory import generate
+    from hpcsa.ingest.synth.program import SynthSpec
 
     meas = tmp / f"{kind}-{n}.m"
     g = generate(meas, SynthSpec.preset(kind, n), jobs=2)
@@ -252,7 +252,7 @@ def main() -> None:
     text = report(args, rows, big, phases, mpi, top, cum, load0, os.getloadavg(), (speed0, probe()), paired)
     print(text)
     if args.record:
-        from hpcsa.outputs import write_file
+        from hpcsa.core.outputs import write_file
 
         write_file(args.output, text)
 

@@ -45,10 +45,10 @@ from urllib.parse import urlencode
 
 import numpy as np
 
+from hpcsa.cli.serve import warm
 from hpcsa.views import tree as T
 from hpcsa.views.experiment import open_experiment
 from hpcsa.views.filters import parse_filters
-from hpcsa.views.serve.cmd import warm
 from hpcsa.views.serve.model import CALLER_LEVELS, Model
 from hpcsa.views.serve.server import make_server
 

@@ -66,7 +66,7 @@ WRAPPER = ("import os, resource, subprocess, sys, tempfile, time\n"
 # runs the chain of steps that no other process shares (start, function discovery, skeleton, its chunks,
 # writing), and so the wall time to expect with idle cores, however loaded the machine is when measured.
 LAUNCH = ("import os, resource, sys\n"
-          "from hpcsa.cli import main\n"
+          "from hpcsa.cli.main import main\n"
           "try:\n"
           "    rc = main(sys.argv[1:])\n"
           "finally:\n"
@@ -214,7 +214,7 @@ def xml_speed(path: Path, repeat: int) -> tuple[float, float]:
     """MB/s of hpcsa's .hpcstruct reader and of bare expat (no Python callbacks) on the same file."""
     import xml.parsers.expat as expat
 
-    from hpcsa.structure.hpcstruct import read_hpcstruct
+    from hpcsa.formats.hpcstruct.reader import read_hpcstruct
     size = path.stat().st_size / 1e6
     best = best_expat = float("inf")
     data = path.read_bytes()

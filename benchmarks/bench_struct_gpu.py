@@ -19,11 +19,11 @@ import resource
 import time
 from pathlib import Path
 
-from hpcsa.outputs import write_file
-from hpcsa.structure import nvdisasm
-from hpcsa.structure.cubin import build_cubin_module
-from hpcsa.structure.hpcstruct_text import render
-from hpcsa.structure.model import C, L, P, S, StructureFile, renumber
+from hpcsa.core.outputs import write_file
+from hpcsa.formats.hpcstruct.model import C, L, P, S, StructureFile, renumber
+from hpcsa.formats.hpcstruct.writer import render
+from hpcsa.structure.gpu import nvdisasm
+from hpcsa.structure.gpu.cubin import build_cubin_module
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("HPCSA_SHARED_DATA", ROOT.parent / "shared" / "data")) / "hpctoolkit" / "bin"

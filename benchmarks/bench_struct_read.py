@@ -26,9 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]
 
-from hpcsa.structure.hpcstruct import read_with_expat  # noqa: E402
-from hpcsa.structure.hpcstruct_scan import read_canonical  # noqa: E402
-from hpcsa.structure.model import StructureFile  # noqa: E402
+from hpcsa.formats.hpcstruct.model import StructureFile  # noqa: E402
+from hpcsa.formats.hpcstruct.scan import read_canonical  # noqa: E402
+from hpcsa.formats.hpcstruct.stream import read_with_expat  # noqa: E402
 
 DATA = Path(os.environ.get("HPCSA_SHARED_DATA", ROOT.parent / "shared" / "data"))
 REAL = DATA / "hpctoolkit-extra" / "meas-cxx1024" / "structs"
@@ -62,8 +62,8 @@ def peak_kib(reader: str, path: Path) -> int:
     less that of one that only imports them. Read from VmHWM: ``ru_maxrss`` of a process started by a large
     one reports its parent's size (Linux keeps the larger across exec)."""
     code = (f"import sys; sys.path[:0] = [{str(ROOT)!r}]\n"
-            "from hpcsa.structure.hpcstruct import read_with_expat\n"
-            "from hpcsa.structure.hpcstruct_scan import read_canonical\n"
+            "from hpcsa.formats.hpcstruct.stream import read_with_expat\n"
+            "from hpcsa.formats.hpcstruct.scan import read_canonical\n"
             "if sys.argv[1] != 'none': globals()[sys.argv[1]](sys.argv[2])\n"
             "print(next(line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM')))")
     run = [sys.executable, "-c", code]

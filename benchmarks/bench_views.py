@@ -31,9 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcsa.aggregate.db import metadb
+from hpcsa.formats.db import metadb
 from hpcsa.views import open_experiment
-from hpcsa.views.cmd import render_view
+from hpcsa.views.show import render_view
 from hpcsa.views.threads import STRATEGIES, aggregate_threads, db_size
 
 ROOT = Path(__file__).resolve().parent.parent

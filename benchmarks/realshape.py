@@ -26,7 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcsa.ingest.hpcrun import (
+from hpcsa.formats.hpcstruct.model import A, L, Module, S
+from hpcsa.formats.measurement.hpcrun import (
     CCT_NODE,
     ID_ELEMENT,
     LOADMAP_ANALYZE,
@@ -40,8 +41,7 @@ from hpcsa.ingest.hpcrun import (
     placeholder_code,
     write_hpcrun,
 )
-from hpcsa.ingest.hpctrace import HpctraceFile, make_records, write_hpctrace
-from hpcsa.structure.model import A, L, Module, S
+from hpcsa.formats.measurement.hpctrace import HpctraceFile, make_records, write_hpctrace
 
 LIBDIR = Path("/usr/lib/x86_64-linux-gnu")
 #: name -> binary: what real runs of the issue load (the C library with its debug info, its maths library,
@@ -214,7 +214,7 @@ def write_profile(prog: Program, out: Path, rank: int, thread: int, seed: int, p
 def make_measurement(shape: str, profiles: int, dst: Path, seed: int = 1, log=print) -> dict[str, float]:
     """A measurement directory of ``profiles`` thread profiles of shape ``shape`` (see SHAPES), with the
     structure files in its ``structs/`` (links to the cached ones). Returns its sizes."""
-    from hpcsa.structure.hpcstruct import read_hpcstruct
+    from hpcsa.formats.hpcstruct.reader import read_hpcstruct
 
     names = SHAPES[shape]
     structs = [structure_file(n, log=log) for n in names]

@@ -16,7 +16,7 @@ for samples that carry no launch). See ``reconstruct.py`` for the algorithm and
 where it differs from HPCToolkit by design, ``model.py`` for the data model.
 """
 
-from .model import (
+from hpcsa.gpucct.model import (
     CallGraph,
     CallSite,
     DeviceFunction,
@@ -28,7 +28,7 @@ from .model import (
     StepKind,
     recursion_name,
 )
-from .reconstruct import DEFAULT_MAX_POINTS, aggregate_by_pc, reconstruct, reconstruct_unlaunched
+from hpcsa.gpucct.reconstruct import DEFAULT_MAX_POINTS, aggregate_by_pc, reconstruct, reconstruct_unlaunched
 
 __all__ = [
     "CallGraph", "CallSite", "DeviceFunction", "Frame", "PcSamples", "Reconstruction", "ReconstructionStats",

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpcsa.structure.model import Module
-
-from .model import CallGraph, CallSite, DeviceFunction
+from hpcsa.formats.hpcstruct.model import Module
+from hpcsa.gpucct.model import CallGraph, CallSite, DeviceFunction
 
 
 def call_graph_from_module(module: Module, source: str | None = None) -> CallGraph:

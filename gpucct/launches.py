@@ -13,11 +13,10 @@ from dataclasses import field
 
 import numpy as np
 
-from hpcsa.dataclass import dataclass
-from hpcsa.ingest.hpcrun import UNWOUND, HpcrunProfile
-from hpcsa.ingest.placeholders import GPU_KERNEL
-
-from .model import PcSamples
+from hpcsa.core.dataclass import dataclass
+from hpcsa.formats.measurement.hpcrun import UNWOUND, HpcrunProfile
+from hpcsa.formats.measurement.placeholders import GPU_KERNEL
+from hpcsa.gpucct.model import PcSamples
 
 WEIGHT_METRIC = "GINS"
 LAUNCH_COUNT_METRIC = "GKER:COUNT"

@@ -43,9 +43,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from hpcsa.errors import HpcsaError
-
-from .scc import call_digraph, strongly_connected
+from hpcsa.core.errors import HpcsaError
+from hpcsa.gpucct.scc import call_digraph, strongly_connected
 
 if TYPE_CHECKING:
     import networkx as nx

@@ -100,9 +100,16 @@ from typing import TypeVar
 
 import numpy as np
 
-from hpcsa.errors import HpcsaError
-
-from .model import CallGraph, Frame, PcSamples, Reconstruction, ReconstructionStats, Step, StepKind
+from hpcsa.core.errors import HpcsaError
+from hpcsa.gpucct.model import (
+    CallGraph,
+    Frame,
+    PcSamples,
+    Reconstruction,
+    ReconstructionStats,
+    Step,
+    StepKind,
+)
 
 #: Default budget of placed points per launch context: with the flat profile's pcs as the floor, a few
 #: million points keep a launch context's tree within a few hundred MB however many call paths there are.

@@ -11,7 +11,7 @@ import sys
 def main() -> None:
     """The ``hpcsa`` command."""
     try:
-        from hpcsa.cli import entry
+        from hpcsa.cli.main import entry
 
         entry()  # ends the process (SystemExit), with the command's own handling of Ctrl-C once it runs
     except KeyboardInterrupt:  # before that: while the command's modules load or its parser is built

@@ -3,7 +3,7 @@
 A binary may be a cubin or AMD code object, a fatbin, a clang offload bundle,
 or a host executable or library with GPU code embedded; every GPU ELF image
 inside it is a candidate, compressed fatbin entries and ``CCOB`` bundles
-decompressed (:func:`~hpcsa.structure.gpubin.device_images`). An image
+decompressed (:func:`~hpcsa.structure.gpu.gpubin.device_images`). An image
 is matched to a record's kernel symbols when it defines them (by name, the one
 identity every source records), and to a code object id when the source names a
 module the image is the only candidate for. Matched images are carried as the
@@ -14,10 +14,10 @@ recomputed offline (its algorithm is not published), so it is not the key.
 
 from __future__ import annotations
 
-from hpcsa.errors import HpcsaError
-from hpcsa.fileio import read_input
+from hpcsa.core.errors import HpcsaError
+from hpcsa.core.fileio import read_input
 from hpcsa.ingest import model as M
-from hpcsa.structure.gpubin import device_images, entry_offsets, ptx_entries
+from hpcsa.structure.gpu.gpubin import device_images, entry_offsets, ptx_entries
 
 
 def load_images(paths: list[str]) -> list[tuple[str, bytes, dict[str, int]]]:

@@ -15,12 +15,12 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from hpcsa.formats.measurement.hpcrun import SHOW_EXCLUSIVE as SHOW_EXCL
+from hpcsa.formats.measurement.hpcrun import SHOW_HIDE as HIDE
+from hpcsa.formats.measurement.hpcrun import SHOW_INVISIBLE as INVISIBLE
+from hpcsa.formats.measurement.hpcrun import SHOW_SHOW as SHOW
+from hpcsa.formats.measurement.hpcrun import VAL_FMT_INT, VAL_FMT_REAL, MetricDesc
 from hpcsa.ingest import model as M
-from hpcsa.ingest.hpcrun import SHOW_EXCLUSIVE as SHOW_EXCL
-from hpcsa.ingest.hpcrun import SHOW_HIDE as HIDE
-from hpcsa.ingest.hpcrun import SHOW_INVISIBLE as INVISIBLE
-from hpcsa.ingest.hpcrun import SHOW_SHOW as SHOW
-from hpcsa.ingest.hpcrun import VAL_FMT_INT, VAL_FMT_REAL, MetricDesc
 from hpcsa.ingest.model import COPY_DIRECTIONS, IMPLICIT_DIRECTIONS, MEMORY_KINDS, STALL_CLASSES, SYNC_KINDS
 
 _KIND_TEXT = {"UNK": "unknown memory kind", "PAG": "pageable memory", "PIN": "pinned memory",

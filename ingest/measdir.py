@@ -22,13 +22,12 @@ from dataclasses import field
 
 import numpy as np
 
-from hpcsa.dataclass import dataclass
-from hpcsa.demangle import demangle
-from hpcsa.digests import md5
-from hpcsa.errors import HpcsaError
-from hpcsa.ingest import model as M
-from hpcsa.ingest.gpumetrics import metric_ids, metric_table, operation_values, sum_values
-from hpcsa.ingest.hpcrun import (
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.demangle import demangle
+from hpcsa.core.digests import md5
+from hpcsa.core.errors import HpcsaError
+from hpcsa.core.outputs import write_file
+from hpcsa.formats.measurement.hpcrun import (
     CCT_NODE,
     FIRST_STREAM_THREAD,
     ID_ELEMENT,
@@ -41,25 +40,16 @@ from hpcsa.ingest.hpcrun import (
     pack_values,
     write_hpcrun,
 )
-from hpcsa.ingest.hpcrun import (
-    GPUCONTEXT_ELEMENT as GPUCONTEXT,
-)
-from hpcsa.ingest.hpcrun import (
-    GPUSTREAM_ELEMENT as GPUSTREAM,
-)
-from hpcsa.ingest.hpcrun import (
-    NODE_ELEMENT as NODE,
-)
-from hpcsa.ingest.hpcrun import (
-    RANK_ELEMENT as RANK,
-)
-from hpcsa.ingest.hpcrun import (
-    THREAD_ELEMENT as THREAD,
-)
-from hpcsa.ingest.hpctrace import FLAG_CALL_TRACE, HpctraceFile, make_records, write_hpctrace
+from hpcsa.formats.measurement.hpcrun import GPUCONTEXT_ELEMENT as GPUCONTEXT
+from hpcsa.formats.measurement.hpcrun import GPUSTREAM_ELEMENT as GPUSTREAM
+from hpcsa.formats.measurement.hpcrun import NODE_ELEMENT as NODE
+from hpcsa.formats.measurement.hpcrun import RANK_ELEMENT as RANK
+from hpcsa.formats.measurement.hpcrun import THREAD_ELEMENT as THREAD
+from hpcsa.formats.measurement.hpctrace import FLAG_CALL_TRACE, HpctraceFile, make_records, write_hpctrace
+from hpcsa.formats.measurement.placeholders import PH
+from hpcsa.ingest import model as M
+from hpcsa.ingest.gpumetrics import metric_ids, metric_table, operation_values, sum_values
 from hpcsa.ingest.names import safe_name, write_names_files
-from hpcsa.ingest.placeholders import PH
-from hpcsa.outputs import write_file
 
 KERNEL_SPAN = 1 << 32  # address space given to each kernel of a synthetic kernel module
 UNKNOWN_CTX = -1
@@ -534,7 +524,7 @@ class ProcessWriter:
 
 def write_gpubins(trace: M.GpuTrace, outdir: str) -> dict[int, tuple[str, dict[str, int]]]:
     """Write every carried code object to ``gpubins/<md5>.gpubin``; return their loadmap paths and entries."""
-    from hpcsa.structure import gpubin
+    from hpcsa.structure.gpu import gpubin
 
     out: dict[int, tuple[str, dict[str, int]]] = {}
     for co in trace.code_objects.values():

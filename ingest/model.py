@@ -15,9 +15,9 @@ from dataclasses import field
 
 import numpy as np
 
-from hpcsa.dataclass import dataclass
-from hpcsa.digests import md5
-from hpcsa.interning import intern
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.digests import md5
+from hpcsa.core.interning import intern
 
 # -- operation kinds and their hpcrun sub-categories ---------------------------------------------------
 

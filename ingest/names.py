@@ -14,9 +14,9 @@ from __future__ import annotations
 import os
 import re
 
-from hpcsa.digests import md5
-from hpcsa.structure.hpcstruct_text import write_hpcstruct
-from hpcsa.structure.model import F, ModuleBuilder, P, S, StructureFile, renumber
+from hpcsa.core.digests import md5
+from hpcsa.formats.hpcstruct.model import F, ModuleBuilder, P, S, StructureFile, renumber
+from hpcsa.formats.hpcstruct.writer import write_hpcstruct
 
 
 def safe_name(text: str, limit: int = 80) -> str:

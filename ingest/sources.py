@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 
-from hpcsa.errors import FormatError, HpcsaError
-from hpcsa.fileio import read_input
+from hpcsa.core.errors import FormatError, HpcsaError
+from hpcsa.core.fileio import read_input
 from hpcsa.ingest import model as M
 from hpcsa.ingest.sqlsrc import SQLITE_MAGIC, Db
 from hpcsa.ingest.vendors import HEAD_BYTES, NoRecords, Probe, Reader, accepted, read_group, readers

@@ -1,7 +1,7 @@
 """Read-only SQLite access shared by the SQLite-based readers (nsys, nvprof, rocpd, rocprof v1).
 
 Exports are opened read-only (never modified, never journaled); every SQLite
-failure becomes one :class:`~hpcsa.errors.FormatError` naming the file, and
+failure becomes one :class:`~hpcsa.core.errors.FormatError` naming the file, and
 query results come back as numpy columns so readers work on whole columns.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hpcsa.errors import FormatError, HpcsaError
+from hpcsa.core.errors import FormatError, HpcsaError
 from hpcsa.ingest import model as M
 
 SQLITE_MAGIC = b"SQLite format 3\0"

@@ -1,10 +1,10 @@
 """Structure of one binary: dispatch by ELF machine type to the analysis that handles it.
 
-x86-64 CPU binaries are analysed here (:mod:`hpcsa.structure.build`). GPU
+x86-64 CPU binaries are analysed here (:mod:`hpcsa.structure.x86.build`). GPU
 binaries go to the GPU modules of this package, looked up by name so that
 they can arrive separately: a function ``build_module(image, lm_name, jobs)
--> (Module, notes)`` in ``hpcsa.structure.cubin`` (NVIDIA, EM_CUDA = 190) and in
-``hpcsa.structure.amdgpu`` (AMD, EM_AMDGPU = 224), the same contract as the x86-64 builder's. A note
+-> (Module, notes)`` in ``hpcsa.structure.gpu.cubin`` (NVIDIA, EM_CUDA = 190) and in
+``hpcsa.structure.gpu.amdgpu`` (AMD, EM_AMDGPU = 224), the same contract as the x86-64 builder's. A note
 that starts with ``warning:`` says the result is degraded (e.g. no disassembler: no loops or calls).
 """
 
@@ -20,11 +20,11 @@ from dataclasses import field
 import capstone
 from elftools.common.exceptions import DWARFError, ELFError
 
-from hpcsa.dataclass import dataclass
-from hpcsa.demangle import demangle
-from hpcsa.errors import FormatError, UnsupportedError
-from hpcsa.structure import device_code as device_code_mod
-from hpcsa.structure.build import build_module
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.demangle import demangle
+from hpcsa.core.errors import FormatError, UnsupportedError
+from hpcsa.formats.hpcstruct.model import C, L, Module, P, S, StructureFile, renumber
+from hpcsa.formats.hpcstruct.writer import write_hpcstruct
 from hpcsa.structure.elf import (
     EM_AMDGPU,
     EM_CUDA,
@@ -33,13 +33,13 @@ from hpcsa.structure.elf import (
     open_elf,
     require_x86_64,
 )
-from hpcsa.structure.hpcstruct_text import write_hpcstruct
-from hpcsa.structure.model import C, L, Module, P, S, StructureFile, renumber
+from hpcsa.structure.gpu import device_code as device_code_mod
+from hpcsa.structure.x86.build import build_module
 
 # ELF machine -> "module:function" building a Module for GPU binaries.
 GPU_BUILDERS: dict[int, str] = {
-    EM_CUDA: "hpcsa.structure.cubin:build_module",
-    EM_AMDGPU: "hpcsa.structure.amdgpu:build_module",
+    EM_CUDA: "hpcsa.structure.gpu.cubin:build_module",
+    EM_AMDGPU: "hpcsa.structure.gpu.amdgpu:build_module",
 }
 
 
@@ -84,7 +84,7 @@ def analyze_binary(path: str | os.PathLike[str], lm_name: str | None = None, job
     """Recover the structure of the ELF binary at ``path``; ``lm_name`` is the path written in ``<LM n>``
     (default: the binary's real path). A fatbin or offload bundle (compressed or not) is analysed through
     the GPU code objects inside it; with ``device_code``, those a host binary embeds are analysed too, each
-    into a structure file of its own (``BinaryStructure.device``; :mod:`hpcsa.structure.device_code`)."""
+    into a structure file of its own (``BinaryStructure.device``; :mod:`hpcsa.structure.gpu.device_code`)."""
     path = os.fspath(path)
     name = lm_name if lm_name is not None else os.path.realpath(path)
     if device_code_mod.is_container(path):
@@ -136,7 +136,7 @@ def _analyze_gpu_file(path: str, lm_name: str, jobs: int) -> tuple[Module, list[
 
 @dataclass
 class WrittenStructure:
-    """What :func:`write_structure` wrote: scopes by kind (hpcsa.structure.model's codes), notes, and the
+    """What :func:`write_structure` wrote: scopes by kind (hpcsa.formats.hpcstruct.model's codes), notes, and the
     structure files of the GPU code a host binary embeds (with ``device_code``), keyed by md5."""
 
     counts: dict[int, int]
@@ -150,8 +150,8 @@ def write_structure(path: str | os.PathLike[str], outputs: list[str], lm_name: s
                     ) -> WrittenStructure:
     """Write the structure file of the binary at ``path`` to each of ``outputs`` (the same bytes as
     ``write_hpcstruct`` of :func:`analyze_binary`'s result). x86-64 binaries are rendered straight from their
-    procedure groups, in ``jobs`` processes (:mod:`hpcsa.structure.textbuild`), never assembled as a Module;
-    ``keep`` takes what they were built from (see :func:`hpcsa.lifetime.keeper`)."""
+    procedure groups, in ``jobs`` processes (:mod:`hpcsa.structure.x86.textbuild`), never assembled as a Module;
+    ``keep`` takes what they were built from (see :func:`hpcsa.core.lifetime.keeper`)."""
     path = os.fspath(path)
     image = None if device_code_mod.is_container(path) else open_elf(path)
     if image is None or image.machine in GPU_BUILDERS:
@@ -161,7 +161,7 @@ def write_structure(path: str | os.PathLike[str], outputs: list[str], lm_name: s
         mods = result.structure.modules
         return WrittenStructure({k: sum(m.count(k) for m in mods) for k in (P, L, S, C)}, result.notes,
                                 modules=len(mods))
-    from hpcsa.structure.textbuild import build_text
+    from hpcsa.structure.x86.textbuild import build_text
 
     name = lm_name if lm_name is not None else os.path.realpath(path)
     _require_cpu_binary(image, path)

@@ -18,7 +18,7 @@ lowest entry address, the lexically first declaration file (the lowest
 positive line in it) and the lexically first name win. File names are
 libdw's (directory entry + name), joined to ``DW_AT_comp_dir`` when relative.
 
-The result is a :class:`~hpcsa.structure.model.Module` like one read from a
+The result is a :class:`~hpcsa.formats.hpcstruct.model.Module` like one read from a
 structure file (``P`` per subprogram, an outer and an inner ``A`` per inlined
 call, ``S`` per line with a guard ``A`` where its file differs from its
 function's), plus, per scope row, the merged function it stands for
@@ -36,10 +36,11 @@ from dataclasses import field
 
 import numpy as np
 
-from hpcsa.arrays import sorted_unique
-from hpcsa.dataclass import dataclass
-from hpcsa.errors import HpcsaError
-from hpcsa.structure.dwarf import (
+from hpcsa.core.arrays import sorted_unique
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.errors import HpcsaError
+from hpcsa.formats.hpcstruct.model import GUARD_NAME, A, F, Module, ModuleBuilder, P
+from hpcsa.structure.debuginfo.dwarf import (
     AT_ABSTRACT_ORIGIN,
     AT_CALL_FILE,
     AT_CALL_LINE,
@@ -58,7 +59,7 @@ from hpcsa.structure.dwarf import (
     DebugInfo,
     walk_unit,
 )
-from hpcsa.structure.dwarf_forms import (
+from hpcsa.structure.debuginfo.forms import (
     F_ADDR,
     F_ADDRX,
     F_ADDRX1,
@@ -72,10 +73,9 @@ from hpcsa.structure.dwarf_forms import (
     DwarfError,
     Unit,
 )
-from hpcsa.structure.dwarf_lines import LineProgram, read_programs
+from hpcsa.structure.debuginfo.lines import LineProgram, read_programs
+from hpcsa.structure.debuginfo.source_info import dwarf_sections
 from hpcsa.structure.elf import open_elf
-from hpcsa.structure.model import GUARD_NAME, A, F, Module, ModuleBuilder, P
-from hpcsa.structure.source_info import dwarf_sections
 
 AT_ENTRY_PC = 0x52
 ADDRESS_FORMS = frozenset({F_ADDR, F_ADDRX, F_ADDRX1, F_ADDRX2, F_ADDRX3, F_ADDRX4, F_GNU_ADDR_INDEX})

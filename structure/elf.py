@@ -2,7 +2,7 @@
 
 Headers come from pyelftools; symbol and relocation tables are read as whole
 numpy arrays (one structured view per table) so large binaries cost no
-per-symbol objects. Bad input becomes an :class:`~hpcsa.errors.HpcsaError`
+per-symbol objects. Bad input becomes an :class:`~hpcsa.core.errors.HpcsaError`
 naming the file: not ELF, truncated, or an architecture we do not analyse
 (named in the message).
 """
@@ -21,11 +21,11 @@ import numpy as np
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
-from hpcsa.binfmt import layout
-from hpcsa.dataclass import dataclass
-from hpcsa.digests import md5
-from hpcsa.errors import FormatError, HpcsaError, UnsupportedError
-from hpcsa.fileio import map_input
+from hpcsa.core.binfmt import layout
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.digests import md5
+from hpcsa.core.errors import FormatError, HpcsaError, UnsupportedError
+from hpcsa.core.fileio import map_input
 
 ELF_MAGIC = b"\x7fELF"
 EM_X86_64 = 62

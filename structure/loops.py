@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import field
 
-from hpcsa.dataclass import dataclass
+from hpcsa.core.dataclass import dataclass
 
 
 @dataclass

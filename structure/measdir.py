@@ -1,7 +1,7 @@
 """``hpcsa struct MEASDIR``: structure files for the binaries a measurement used, as hpcstruct makes them.
 
 The caller lists the load modules the measurement records (the measurement's
-reader does: :func:`hpcsa.ingest.loadmodules.measurement_load_modules`).
+reader does: :func:`hpcsa.formats.measurement.loadmodules.measurement_load_modules`).
 Paths recorded under the measurement's original location (``original-path``)
 or relative to it (``vdso/...``) are found in the directory itself. With
 ``-j N`` each binary is analysed in a process of its own (one killed fails that
@@ -27,15 +27,16 @@ from collections.abc import Iterable, Iterator
 from dataclasses import field
 from typing import Any
 
-from hpcsa import __version__, digests
-from hpcsa.dataclass import dataclass
-from hpcsa.errors import HpcsaError
-from hpcsa.forking import wait
-from hpcsa.outputs import directory_problem, write_file
-from hpcsa.progress import Progress
-from hpcsa.structure.hpcstruct import read_hpcstruct
-from hpcsa.structure.hpcstruct_text import write_hpcstruct
-from hpcsa.workers import ForkedWorker, can_fork
+from hpcsa import __version__
+from hpcsa.core import digests
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.errors import HpcsaError
+from hpcsa.core.forking import wait
+from hpcsa.core.outputs import directory_problem, write_file
+from hpcsa.core.progress import Progress
+from hpcsa.core.workers import ForkedWorker, can_fork
+from hpcsa.formats.hpcstruct.reader import read_hpcstruct
+from hpcsa.formats.hpcstruct.writer import write_hpcstruct
 
 CACHE_INDEX = ".hpcsa-cache.json"
 _HASHED_NAME = re.compile(r"^([0-9a-f]{32})\.(gpubin|vdso)$")
@@ -129,16 +130,27 @@ def _code_fingerprint() -> str:
     by other code (an upgrade that changes names, loops or lines) is never reused, whatever the version says."""
     global _CODE_FINGERPRINT
     if _CODE_FINGERPRINT is None:
-        from hpcsa import demangle
+        from hpcsa.core import demangle
+        from hpcsa.formats import hpcstruct
 
         h = digests.content_digest(__version__.encode())
-        here = os.path.dirname(os.path.abspath(__file__))
-        for path in sorted(os.path.join(here, f) for f in os.listdir(here) if f.endswith(".py")) + [
-                os.path.abspath(demangle.__file__)]:
+        sources = [(name, path) for package in (os.path.dirname(os.path.abspath(__file__)), hpcstruct.__path__[0])
+                   for name, path in _python_files(package)]
+        for name, path in [*sources, ("demangle.py", os.path.abspath(demangle.__file__))]:
             with open(path, "rb") as fh:
-                h.update(os.path.basename(path).encode() + b"\0" + fh.read())
+                h.update(name.encode() + b"\0" + fh.read())
         _CODE_FINGERPRINT = h.hexdigest()
     return _CODE_FINGERPRINT
+
+
+def _python_files(package: str) -> list[tuple[str, str]]:
+    """(name relative to the package's parent, path) of every module of a package and its subpackages."""
+    found = []
+    for base, dirs, files in os.walk(package):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        found += [(os.path.relpath(os.path.join(base, f), os.path.dirname(package)), os.path.join(base, f))
+                  for f in sorted(files) if f.endswith(".py")]
+    return found
 
 
 def analysis_key(path: str, md5: str) -> str:
@@ -192,7 +204,7 @@ def _from_cache(cached: str, recorded: str, output: str) -> bool:
 def struct_measdir(measdir: str, load_modules: Iterable[str], jobs: int = 1, cache_dir: str | None = None,
                    force: bool = False, progress: Progress | None = None) -> MeasdirReport:
     """Write structs/ for the recorded load-module paths of a measurement directory (the measurement's
-    reader lists them: ``hpcsa.ingest.loadmodules``); the caller prints the report (warnings, then
+    reader lists them: ``hpcsa.formats.measurement.loadmodules``); the caller prints the report (warnings, then
     ``report.summary``)."""
     measdir = os.path.abspath(measdir)
     targets, missing = find_targets(measdir, load_modules)
@@ -310,7 +322,7 @@ def _analyses(work: list[tuple[Target, str]], jobs: int, cache_dir: str | None
 
 def _analysis_process(conn: Any, t: Target, key: str, cache_dir: str | None) -> list[object]:
     """A forked process for one binary. Returns what the structure was built from, so that the process ends
-    without freeing it (:class:`hpcsa.workers.ForkedWorker`)."""
+    without freeing it (:class:`hpcsa.core.workers.ForkedWorker`)."""
     kept: list[object] = []
     conn.send(("analysis", _run_one(t, key, cache_dir, kept)))
     return kept

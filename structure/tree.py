@@ -7,8 +7,8 @@ conditions (``findLoopHeader``), merges irreducible subloops that carry their
 parent's line, and writes the tree with statements merged per line, guard
 aliens for code from other files or earlier lines and double aliens for
 inlined calls. These rules are the same for CPU and GPU binaries, so they
-live here once; a builder (:mod:`hpcsa.structure.build` for x86-64,
-:mod:`hpcsa.structure.gpu_build` for GPUs) supplies what differs: where
+live here once; a builder (:mod:`hpcsa.structure.x86.build` for x86-64,
+:mod:`hpcsa.structure.gpu.build` for GPUs) supplies what differs: where
 functions, blocks, lines and inline chains come from, through
 :class:`FunctionCode`.
 
@@ -24,10 +24,10 @@ from collections.abc import Iterable
 from dataclasses import field
 from typing import Protocol
 
-from hpcsa.dataclass import dataclass
-from hpcsa.interning import intern
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.interning import intern
+from hpcsa.formats.hpcstruct.model import GUARD_NAME, A, C, L, ModuleBuilder, P
 from hpcsa.structure.loops import Loop
-from hpcsa.structure.model import GUARD_NAME, A, C, L, ModuleBuilder, P
 
 
 def basename(path: str) -> str:

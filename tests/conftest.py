@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = Path(os.environ.get("HPCSA_SHARED_DATA", ROOT.parent / "shared" / "data"))
 FIXTURES = ROOT / "fixtures"
 
-# Parsed structure files are cached per user (hpcsa.structure.parsedcache); tests keep theirs in a
+# Parsed structure files are cached per user (hpcsa.formats.hpcstruct.parsedcache); tests keep theirs in a
 # directory of their own, shared by the CLI processes they start, so a home cache is never touched. The
 # process that makes it (pytest itself; xdist's workers inherit the variable) removes it when it ends: a
 # run's entries reach 30 MB, and every run used to leave them in the temporary directory.
@@ -43,7 +43,7 @@ if "HPCSA_CACHE_DIR" not in os.environ:
     atexit.register(_remove_test_cache)
 
 
-# A phase with little input runs in one process whatever -j says (hpcsa.workers.pool_min_bytes); the tests'
+# A phase with little input runs in one process whatever -j says (hpcsa.core.workers.pool_min_bytes); the tests'
 # inputs are small, so they ask for the workers always, to exercise them. Tests of the rule set it themselves.
 os.environ.setdefault("HPCSA_POOL_MIN_BYTES", "0")
 

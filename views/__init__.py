@@ -5,6 +5,7 @@
     >>> exp.top_down().hot_path("CPUTIME")
 """
 
-from hpcsa.views.experiment import Experiment, ProfileInfo, open_experiment
+from hpcsa.views.data import ProfileInfo
+from hpcsa.views.experiment import Experiment, open_experiment
 
 __all__ = ["Experiment", "ProfileInfo", "open_experiment"]

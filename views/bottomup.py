@@ -27,14 +27,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hpcsa.aggregate.db.metricsyaml import Input
-from hpcsa.aggregate.db.treeorder import depth_from_parent
+from hpcsa.core.treeorder import depth_from_parent
+from hpcsa.formats.db.metricsyaml import Input
 from hpcsa.views import tree as T
 from hpcsa.views.forest import Forest
 from hpcsa.views.metrics import Partial
 
 if TYPE_CHECKING:
-    from hpcsa.views.experiment import Experiment
+    from hpcsa.views.data import ExperimentData
 
 _TAG_LEVEL = 201
 
@@ -42,7 +42,7 @@ _TAG_LEVEL = 201
 class CallersForest(Forest):
     view = "bottom-up"
 
-    def __init__(self, exp: Experiment, depth: int = 2) -> None:
+    def __init__(self, exp: ExperimentData, depth: int = 2) -> None:
         c = exp.cct
         proc_key, _, _ = T.procedure_keys(c)
         pseudo_rows = (c.kind == T.ROOT) | (c.kind == T.ENTRY)

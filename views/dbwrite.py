@@ -1,7 +1,7 @@
 """Write a whole new database from thread profiles (thread aggregation, synthetic databases).
 
 The summary profile is computed by the database format's own rule
-(:mod:`hpcsa.aggregate.db.summary`: every summary statistic of meta.db is a
+(:mod:`hpcsa.formats.db.summary`: every summary statistic of meta.db is a
 partial combined over the profiles; profiles without a value take no part).
 All files go through the aggregate package's writers, into a directory that
 appears only when complete.
@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from hpcsa.aggregate.db import cctdb, metadb, metricsyaml, profiledb, summary, tracedb
-from hpcsa.aggregate.db.profiledb import ProfileValues
-from hpcsa.dataclass import dataclass
-from hpcsa.outputs import atomic_dir, write_file
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.outputs import atomic_dir, write_file
+from hpcsa.formats.db import cctdb, metadb, metricsyaml, profiledb, summary, tracedb
+from hpcsa.formats.db.profiledb import ProfileValues
 
 
 @dataclass

@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hpcsa.aggregate.db.metricsyaml import Input
-from hpcsa.errors import HpcsaError
+from hpcsa.core.errors import HpcsaError
+from hpcsa.formats.db.metricsyaml import Input
 from hpcsa.views import tree as T
 from hpcsa.views.metrics import Column, Partial
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from hpcsa.views.experiment import Experiment
+    from hpcsa.views.data import ExperimentData
 
 
 def _pandas() -> Any:
@@ -41,7 +41,7 @@ def _pandas() -> Any:
     return pandas
 
 
-def select_columns(exp: Experiment, metrics: list[str] | None) -> list[Column]:
+def select_columns(exp: ExperimentData, metrics: list[str] | None) -> list[Column]:
     if metrics:
         try:
             return [exp.catalog.find(m) for m in metrics]
@@ -55,7 +55,7 @@ def select_columns(exp: Experiment, metrics: list[str] | None) -> list[Column]:
     return out
 
 
-def metric_columns(exp: Experiment, columns: list[Column], rows: np.ndarray) -> dict[str, np.ndarray]:
+def metric_columns(exp: ExperimentData, columns: list[Column], rows: np.ndarray) -> dict[str, np.ndarray]:
     """Name -> values over ``rows`` for the export columns of each metric column."""
     out: dict[str, np.ndarray] = {}
     for col in columns:
@@ -77,7 +77,7 @@ def metric_columns(exp: Experiment, columns: list[Column], rows: np.ndarray) -> 
     return out
 
 
-def node_table(exp: Experiment) -> dict[str, Any]:
+def node_table(exp: ExperimentData) -> dict[str, Any]:
     """The identity columns of every row but the global root (one Python step per row, for names)."""
     c = exp.cct
     rows = np.arange(1, len(c))
@@ -96,7 +96,7 @@ def node_table(exp: Experiment) -> dict[str, Any]:
     }
 
 
-def to_dataframe(exp: Experiment, metrics: list[str] | None = None, profiles: bool = False) -> pd.DataFrame:
+def to_dataframe(exp: ExperimentData, metrics: list[str] | None = None, profiles: bool = False) -> pd.DataFrame:
     """One row per context (index ``ctx_id``), identity columns then metric columns (summary values).
 
     With ``profiles=True``: one row per (context, profile) with a non-zero value, index
@@ -114,7 +114,7 @@ def to_dataframe(exp: Experiment, metrics: list[str] | None = None, profiles: bo
     return _profile_frame(exp, cols, table, pd)
 
 
-def _profile_frame(exp: Experiment, cols: list[Column], table: dict[str, Any], pd: Any) -> pd.DataFrame:
+def _profile_frame(exp: ExperimentData, cols: list[Column], table: dict[str, Any], pd: Any) -> pd.DataFrame:
     names = sorted({i.metric for c in cols for i in c.inputs()})
     frames = []
     for name in names:
@@ -143,7 +143,7 @@ def _profile_frame(exp: Experiment, cols: list[Column], table: dict[str, Any], p
     return df.drop(columns="row").set_index(["ctx_id", "profile"]).sort_index()
 
 
-def to_hatchet(exp: Experiment, metrics: list[str] | None = None, profiles: bool = False) -> Any:
+def to_hatchet(exp: ExperimentData, metrics: list[str] | None = None, profiles: bool = False) -> Any:
     """An LLNL hatchet GraphFrame of the whole top-down tree (see the module docstring)."""
     try:
         import hatchet as ht

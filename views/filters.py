@@ -35,10 +35,10 @@ import weakref
 
 import numpy as np
 
-from hpcsa.aggregate.db.metricsyaml import Input
-from hpcsa.aggregate.db.profiledb import ProfileValues
-from hpcsa.dataclass import dataclass
-from hpcsa.errors import HpcsaError
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.errors import HpcsaError
+from hpcsa.formats.db.metricsyaml import Input
+from hpcsa.formats.db.profiledb import ProfileValues
 from hpcsa.views import tree as T
 from hpcsa.views.bottomup import CallersForest
 from hpcsa.views.experiment import Experiment

@@ -29,14 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hpcsa.aggregate.db.metricsyaml import Input
-from hpcsa.aggregate.db.treeorder import depth_from_parent
+from hpcsa.core.treeorder import depth_from_parent
+from hpcsa.formats.db.metricsyaml import Input
 from hpcsa.views import tree as T
 from hpcsa.views.forest import Forest
 from hpcsa.views.metrics import Partial
 
 if TYPE_CHECKING:
-    from hpcsa.views.experiment import Experiment
+    from hpcsa.views.data import ExperimentData
 
 MODULE, FILE, PROCEDURE, INLINE, LOOP, LINE, INSTRUCTION, CALLSITE = range(10, 18)
 KIND_NAME = {MODULE: "module", FILE: "file", PROCEDURE: "procedure", INLINE: "inlined procedure", LOOP: "loop",
@@ -48,7 +48,7 @@ _TAG_MODULE, _TAG_FILE, _TAG_CALLSITE, _TAG_NESTED = 101, 102, 103, 104
 class FlatForest(Forest):
     view = "flat"
 
-    def __init__(self, exp: Experiment) -> None:
+    def __init__(self, exp: ExperimentData) -> None:
         c = exp.cct
         n = len(c)
         proc_key, proc_module, proc_file = T.procedure_keys(c)

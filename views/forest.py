@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hpcsa.aggregate.db.metricsyaml import Input
+from hpcsa.formats.db.metricsyaml import Input
 from hpcsa.views import tree as T
 from hpcsa.views.metrics import Column, evaluate
 
 if TYPE_CHECKING:
-    from hpcsa.views.experiment import Experiment
+    from hpcsa.views.data import ExperimentData
 
 DEFAULT_THRESHOLD = 0.5
 
@@ -29,7 +29,7 @@ class Forest:
 
     view = "view"
 
-    def __init__(self, exp: Experiment, parent: np.ndarray) -> None:
+    def __init__(self, exp: ExperimentData, parent: np.ndarray) -> None:
         self.exp = exp
         self.parent = parent
         self._values: dict[tuple[int, str], np.ndarray] = {}

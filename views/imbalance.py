@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hpcsa.dataclass import dataclass
-from hpcsa.errors import HpcsaError
-from hpcsa.outputs import atomic_file
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.errors import HpcsaError
+from hpcsa.core.outputs import atomic_file
 
 if TYPE_CHECKING:
     from hpcsa.views.experiment import Experiment

@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from hpcsa.aggregate.db import metadb
-from hpcsa.aggregate.db.metricsyaml import Input, MetricsTaxonomy
-from hpcsa.dataclass import dataclass
+from hpcsa.core.dataclass import dataclass
+from hpcsa.formats.db import metadb
+from hpcsa.formats.db.metricsyaml import Input, MetricsTaxonomy
 
 Expr = Any  # number | Input | {op: [Expr, ...]}
 

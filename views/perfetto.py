@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hpcsa.errors import HpcsaError
-from hpcsa.outputs import atomic_file
-from hpcsa.textout import json_safe
+from hpcsa.core.errors import HpcsaError
+from hpcsa.core.outputs import atomic_file
+from hpcsa.core.textout import json_safe
 from hpcsa.views import tree as T
-from hpcsa.views.experiment import KIND_CORE, KIND_THREAD
+from hpcsa.views.data import KIND_CORE, KIND_THREAD
 
 if TYPE_CHECKING:
     from hpcsa.views.experiment import Experiment

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from hpcsa.dataclass import dataclass
-from hpcsa.textout import json_safe
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.textout import json_safe
 from hpcsa.views.forest import Forest
 from hpcsa.views.metrics import Column
 

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hpcsa.dataclass import dataclass
-from hpcsa.digests import blake2b
-from hpcsa.errors import HpcsaError
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.digests import blake2b
+from hpcsa.core.errors import HpcsaError
 from hpcsa.views import tree as T
 
 if TYPE_CHECKING:

@@ -41,14 +41,15 @@ from typing import Any
 import numpy as np
 import yaml
 
-from hpcsa.aggregate.db import metadb
-from hpcsa.aggregate.db.profiledb import ProfileValues, id_tuple
-from hpcsa.dataclass import dataclass
-from hpcsa.digests import blake2b
-from hpcsa.errors import HpcsaError
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.digests import blake2b
+from hpcsa.core.errors import HpcsaError
+from hpcsa.formats.db import metadb
+from hpcsa.formats.db.profiledb import ProfileValues, id_tuple
 from hpcsa.views import tree as T
+from hpcsa.views.data import ProfileInfo
 from hpcsa.views.dbwrite import Profile, SummaryInputs, extended_taxonomy, write_from_profiles
-from hpcsa.views.experiment import Experiment, ProfileInfo
+from hpcsa.views.experiment import Experiment
 
 STRATEGIES = ("sum", "set", "key", "calltree")
 SET_STATS = ("min", "max", "count", "sumsq")

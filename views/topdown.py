@@ -18,19 +18,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hpcsa.aggregate.db.metricsyaml import Input
+from hpcsa.formats.db.metricsyaml import Input
 from hpcsa.views import tree as T
 from hpcsa.views.forest import Forest
 from hpcsa.views.metrics import Partial
 
 if TYPE_CHECKING:
-    from hpcsa.views.experiment import Experiment
+    from hpcsa.views.data import ExperimentData
 
 
 class TopDownForest(Forest):
     view = "top-down"
 
-    def __init__(self, exp: Experiment) -> None:
+    def __init__(self, exp: ExperimentData) -> None:
         c = exp.cct
         n = len(c)
         n_children = np.bincount(c.parent[1:], minlength=n) if n > 1 else np.zeros(n, np.int64)

@@ -22,9 +22,9 @@ from dataclasses import field
 
 import numpy as np
 
-from hpcsa.aggregate.db import metadb
-from hpcsa.aggregate.db.treeorder import depth_levels, subtree_sizes
-from hpcsa.dataclass import dataclass
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.treeorder import depth_levels, subtree_sizes
+from hpcsa.formats.db import metadb
 
 # Row kinds: meta.db's lexical types, plus the two kinds of rows meta.db does not store as contexts.
 FUNCTION, LOOP, LINE, INSTRUCTION = metadb.FUNCTION, metadb.LOOP, metadb.LINE, metadb.INSTRUCTION

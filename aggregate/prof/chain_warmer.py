@@ -18,8 +18,8 @@ import numpy as np
 
 from hpcsa.aggregate.prof import lexical as lx
 from hpcsa.aggregate.prof import rawtree
-from hpcsa.arrays import sorted_unique_rows
-from hpcsa.structure.model import Module
+from hpcsa.core.arrays import sorted_unique_rows
+from hpcsa.formats.hpcstruct.model import Module
 
 
 class ChainWarmer:

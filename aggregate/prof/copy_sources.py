@@ -16,10 +16,10 @@ import shutil
 
 import numpy as np
 
-from hpcsa.aggregate.db import metadb
-from hpcsa.aggregate.db.database import SOURCES
-from hpcsa.aggregate.db.metadb import FILE_COPIED
-from hpcsa.errors import HpcsaError
+from hpcsa.core.errors import HpcsaError
+from hpcsa.formats.db import metadb
+from hpcsa.formats.db.database import SOURCES
+from hpcsa.formats.db.metadb import FILE_COPIED
 
 
 def parse_replacements(specs: list[str] | None) -> tuple[tuple[str, str], ...]:

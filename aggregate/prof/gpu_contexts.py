@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from hpcsa.aggregate.prof import rawtree
-from hpcsa.arrays import sorted_unique
-from hpcsa.dataclass import dataclass
+from hpcsa.core.arrays import sorted_unique
+from hpcsa.core.dataclass import dataclass
 
 if TYPE_CHECKING:  # hpcsa.gpucct (and networkx) are imported only by runs with GPU call graphs
+    from hpcsa.formats.measurement.hpcrun import HpcrunProfile
     from hpcsa.gpucct import CallGraph
-    from hpcsa.ingest.hpcrun import HpcrunProfile
 
 #: Flag bit of a CCT node whose samples were placed by reconstruction (it gets no context of its own).
 RECONSTRUCTED = 0x2

@@ -16,10 +16,10 @@ from dataclasses import field, replace
 import numpy as np
 
 from hpcsa.aggregate.prof.profile_table import HPCRUN, HPCTRACE, ProfileInputs
-from hpcsa.dataclass import dataclass
-from hpcsa.digests import blake2b
-from hpcsa.errors import HpcsaError
-from hpcsa.fileio import input_error, read_input
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.digests import blake2b
+from hpcsa.core.errors import HpcsaError
+from hpcsa.core.fileio import input_error, read_input
 
 _LM_TAG = re.compile(rb'<LM\b[^>]*?\bn="([^"]*)"')
 _HAS_CALLS = re.compile(rb'<LM\b[^>]*?\bhas-calls="([^"]*)"')

@@ -41,12 +41,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hpcsa.aggregate.db.metadb_model import INLINED_CALL, LEXICAL  # relations, as meta.db codes them
-from hpcsa.arrays import sorted_unique
-from hpcsa.dataclass import dataclass
-from hpcsa.digests import file_digest, md5
-from hpcsa.errors import HpcsaError
-from hpcsa.structure.model import LexStep, Module
+from hpcsa.core.arrays import sorted_unique
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.digests import file_digest, md5
+from hpcsa.core.errors import HpcsaError
+from hpcsa.formats.db.metadb_model import INLINED_CALL, LEXICAL  # relations, as meta.db codes them
+from hpcsa.formats.hpcstruct.model import LexStep, Module
 
 if TYPE_CHECKING:
     from hpcsa.structure.direct import DirectStructure
@@ -319,7 +319,7 @@ class BinaryExpander:
 
 def read_binary_symbols(file: str, display_path: str) -> BinarySymbols | None:
     """ELF function symbols of ``file`` (``.symtab``, else ``.dynsym``), None when it is not a readable ELF."""
-    from hpcsa.demangle import demangle
+    from hpcsa.core.demangle import demangle
     from hpcsa.structure.elf import open_elf
 
     try:
@@ -336,7 +336,7 @@ def read_binary_symbols(file: str, display_path: str) -> BinarySymbols | None:
 def read_binary(file: str, display_path: str, warn: list[str] | None = None) -> BinaryExpander | None:
     """What hpcprof reads from a binary without a structure file: functions, inlined calls and lines from
     its DWARF (or its separate debug file), and its ELF symbols. None when ``file`` is not a readable ELF."""
-    from hpcsa.demangle import demangle
+    from hpcsa.core.demangle import demangle
     from hpcsa.structure.direct import read_direct
 
     symbols = read_binary_symbols(file, display_path)
@@ -429,7 +429,7 @@ def agrees_with_structure(file: str, witness: Module) -> Agreement:
             addrs = names.get(link.split("@", 1)[0])
         else:
             if by_pretty is None:
-                from hpcsa.demangle import demangle
+                from hpcsa.core.demangle import demangle
 
                 by_pretty = {}
                 for raw, a in names.items():

@@ -18,9 +18,9 @@ from dataclasses import field
 
 import numpy as np
 
-from hpcsa.aggregate.db import metadb, metricsyaml
-from hpcsa.dataclass import dataclass
-from hpcsa.errors import FormatError, HpcsaError, UnsupportedError
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.errors import FormatError, HpcsaError, UnsupportedError
+from hpcsa.formats.db import metadb, metricsyaml
 
 SCOPE_ORDER = metricsyaml.SCOPES  # the propagation scopes, in the order meta.db lists them
 STATISTICS = metricsyaml.STATISTICS  # Sum, Mean, StdDev, CfVar, Min, Max

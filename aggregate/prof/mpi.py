@@ -33,7 +33,6 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from hpcsa import libdefaults
 from hpcsa.aggregate.prof.transport import (
     COLLECTIVE_ERRORS,
     Counter,
@@ -42,8 +41,9 @@ from hpcsa.aggregate.prof.transport import (
     tree_children,
     tree_parent,
 )
-from hpcsa.binfmt import align
-from hpcsa.errors import HpcsaError
+from hpcsa.core import libdefaults
+from hpcsa.core.binfmt import align
+from hpcsa.core.errors import HpcsaError
 
 T = TypeVar("T")
 

@@ -25,7 +25,7 @@ The scheme is hpcprof-mpi's ("Preparing for Performance Analysis at Exascale", I
    scratch blobs in canonical profile order, the summary last.
 
 Everything is written inside a temporary directory renamed into place when
-complete (:func:`hpcsa.outputs.atomic_dir`). Ids, profile order and layout are
+complete (:func:`hpcsa.core.outputs.atomic_dir`). Ids, profile order and layout are
 canonical, so the database is byte-identical for any number of workers or
 ranks.
 
@@ -68,10 +68,10 @@ from hpcsa.aggregate.prof.pipeline_read import (
 )
 from hpcsa.aggregate.prof.pipeline_write import write_outputs
 from hpcsa.aggregate.prof.transport import Single, Transport, unwrap
-from hpcsa.dataclass import dataclass
-from hpcsa.errors import HpcsaError, OutputError
-from hpcsa.outputs import atomic_dir, remove_stale_partials
-from hpcsa.progress import Progress
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.errors import HpcsaError, OutputError
+from hpcsa.core.outputs import atomic_dir, remove_stale_partials
+from hpcsa.core.progress import Progress
 
 
 @dataclass

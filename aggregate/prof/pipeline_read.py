@@ -19,12 +19,12 @@ from hpcsa.aggregate.prof.inputs import Inputs, StructInput
 from hpcsa.aggregate.prof.profile_table import ProfileInputs
 from hpcsa.aggregate.prof.struct_lookups import CacheLookups
 from hpcsa.aggregate.prof.transport import Single, Transport, run_shared, tasks_ahead
-from hpcsa.arrays import sorted_unique
-from hpcsa.progress import Progress
-from hpcsa.structure.model import C, Module, StructureFile
-from hpcsa.structure.parsedcache import read_cached, read_entry, read_structure, store_structure
-from hpcsa.threads import map_in_threads
-from hpcsa.workers import DynamicRun, LocalPool, can_fork, default_jobs, pool_min_bytes
+from hpcsa.core.arrays import sorted_unique
+from hpcsa.core.progress import Progress
+from hpcsa.core.threads import map_in_threads
+from hpcsa.core.workers import DynamicRun, LocalPool, can_fork, default_jobs, pool_min_bytes
+from hpcsa.formats.hpcstruct.model import C, Module, StructureFile
+from hpcsa.formats.hpcstruct.parsedcache import read_cached, read_entry, read_structure, store_structure
 
 if TYPE_CHECKING:  # hpcsa.gpucct (and networkx) are imported only when there are GPU structure files
     from hpcsa.gpucct import CallGraph

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hpcsa.aggregate.db import cctdb, database, metadb, metricsyaml, profiledb, tracedb
 from hpcsa.aggregate.prof import (
     copy_sources,
     profile_values,
@@ -21,10 +20,11 @@ from hpcsa.aggregate.prof import (
 )
 from hpcsa.aggregate.prof.profile_table import ProfileTable
 from hpcsa.aggregate.prof.transport import Single, Transport, run_shared, tasks_ahead, unwrap
-from hpcsa.dataclass import dataclass
-from hpcsa.fileio import copy_range
-from hpcsa.progress import Progress
-from hpcsa.workers import ForkedWorker, LocalPool, Tickets, can_fork, pool_min_bytes, trim_heap
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.fileio import copy_range
+from hpcsa.core.progress import Progress
+from hpcsa.core.workers import ForkedWorker, LocalPool, Tickets, can_fork, pool_min_bytes, trim_heap
+from hpcsa.formats.db import cctdb, database, metadb, metricsyaml, profiledb, tracedb
 
 if TYPE_CHECKING:
     from hpcsa.aggregate.prof.pipeline import Options

@@ -21,9 +21,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from hpcsa.dataclass import dataclass
-from hpcsa.ingest.hpcrun import ID_ELEMENT
-from hpcsa.ragged import Ragged
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.ragged import Ragged
+from hpcsa.formats.measurement.hpcrun import ID_ELEMENT
 
 HPCRUN, HPCTRACE = ".hpcrun", ".hpctrace"
 

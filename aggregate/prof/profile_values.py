@@ -29,21 +29,21 @@ from collections.abc import Callable
 
 import numpy as np
 
-from hpcsa.aggregate.db import tracedb
-from hpcsa.aggregate.db.profiledb import CTX_INDEX, SZ_VALUE, VALUE
 from hpcsa.aggregate.prof import rawtree
 from hpcsa.aggregate.prof.gpu_contexts import RECONSTRUCTED, GpuPart
 from hpcsa.aggregate.prof.profile_table import ProfileInput
-from hpcsa.aggregate.prof.propagate import Propagated, propagate
 from hpcsa.aggregate.prof.survey import KEPT_NODE, NodeIndex, kept_many, second_reading
 from hpcsa.aggregate.prof.unified_tables import ClassTwo
-from hpcsa.arrays import concat_records, offsets
-from hpcsa.binfmt import align
-from hpcsa.dataclass import dataclass
-from hpcsa.errors import HpcsaError
-from hpcsa.fileio import pwrite_all
-from hpcsa.ingest.hpcrun import CCT_NODE, SPARSE_INDEX, SPARSE_VALUE, HpcrunProfile
-from hpcsa.ingest.hpctrace import FLAG_CALL_TRACE, read_hpctrace
+from hpcsa.core.arrays import concat_records, offsets
+from hpcsa.core.binfmt import align
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.errors import HpcsaError
+from hpcsa.core.fileio import pwrite_all
+from hpcsa.formats.db import tracedb
+from hpcsa.formats.db.profiledb import CTX_INDEX, SZ_VALUE, VALUE
+from hpcsa.formats.db.propagate import Propagated, propagate
+from hpcsa.formats.measurement.hpcrun import CCT_NODE, SPARSE_INDEX, SPARSE_VALUE, HpcrunProfile
+from hpcsa.formats.measurement.hpctrace import FLAG_CALL_TRACE, read_hpctrace
 
 #: The aside blob: per context, per metric, what kind of number (0: loop-free sum, 1: present) and it.
 ASIDE = np.dtype([("ctx", "<u4"), ("key", "<u4"), ("value", "<f8")])

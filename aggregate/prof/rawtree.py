@@ -23,8 +23,8 @@ from dataclasses import field
 
 import numpy as np
 
-from hpcsa.dataclass import dataclass
-from hpcsa.digests import blake2b
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.digests import blake2b
 
 CCT, FRAME, POINT = 0, 1, 2
 

@@ -20,8 +20,8 @@ import threading
 from collections.abc import Iterator
 
 from hpcsa.aggregate.prof.inputs import StructInput
-from hpcsa.structure.model import StructureFile
-from hpcsa.structure.parsedcache import read_cached
+from hpcsa.formats.hpcstruct.model import StructureFile
+from hpcsa.formats.hpcstruct.parsedcache import read_cached
 
 
 class CacheLookups:

@@ -2,7 +2,7 @@
 
 A profile's reading (through the ``.hpcrun`` and ``.hpctrace`` readers of
 :mod:`hpcsa.ingest`, with their checks; a group of profiles at once, as one
-batch, :mod:`hpcsa.ingest.hpcrun_batch`) reports its calling-context tree as raw
+batch, :mod:`hpcsa.formats.measurement.hpcrun_batch`) reports its calling-context tree as raw
 nodes (:mod:`rawtree`; GPU samples of binaries with a call graph are
 reconstructed first, :mod:`gpu_contexts`), its metric table, identity
 (identifier tuple), header and trace size. Reports merge associatively
@@ -30,10 +30,10 @@ from hpcsa.aggregate.prof.gpu_contexts import RECONSTRUCTED, GpuPart, reconstruc
 from hpcsa.aggregate.prof.lexical import hashed_name, module_key
 from hpcsa.aggregate.prof.profile_table import ProfileFacts, ProfileInput, ProfileTable
 from hpcsa.aggregate.prof.unify import NO_ACTIVITY, OUTLINED_RANGE_IDS, PARTIAL, PRIMARY
-from hpcsa.dataclass import dataclass
-from hpcsa.errors import FormatError, HpcsaError, OutputError, UnsupportedError
-from hpcsa.fileio import pwrite_all
-from hpcsa.ingest.hpcrun import (
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.errors import FormatError, HpcsaError, OutputError, UnsupportedError
+from hpcsa.core.fileio import pwrite_all
+from hpcsa.formats.measurement.hpcrun import (
     CCT_NODE,
     SPARSE_INDEX,
     SPARSE_VALUE,
@@ -44,8 +44,8 @@ from hpcsa.ingest.hpcrun import (
     read_hpcrun_tree,
     tree_rows,
 )
-from hpcsa.ingest.hpcrun_batch import HpcrunBatch, read_hpcrun_batch
-from hpcsa.ingest.hpctrace import FLAG_DATA_CENTRIC, read_hpctrace_header
+from hpcsa.formats.measurement.hpcrun_batch import HpcrunBatch, read_hpcrun_batch
+from hpcsa.formats.measurement.hpctrace import FLAG_DATA_CENTRIC, read_hpctrace_header
 
 if TYPE_CHECKING:
     from hpcsa.gpucct import CallGraph
@@ -207,7 +207,7 @@ def profile_fields(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env,
                    rows: tuple[np.ndarray, np.ndarray] | None = None) -> ProfileFields:
     """A profile's nodes, checked (refuses trees hpcprof refuses, and ones it would misread). ``rows``: the
     CCT rows in id order and each node's parent row, as the reader's tree checks found them
-    (:func:`hpcsa.ingest.hpcrun.read_hpcrun_tree`); computed here when not given."""
+    (:func:`hpcsa.formats.measurement.hpcrun.read_hpcrun_tree`); computed here when not given."""
     cct = prof.cct
     path = inp.path
     order, parent = rows if rows is not None else tree_rows(_Refusal(path), cct)

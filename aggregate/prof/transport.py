@@ -30,8 +30,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol, TypeVar
 
 from hpcsa.aggregate.prof.rawtree import HashCollision
-from hpcsa.errors import HpcsaError
-from hpcsa.workers import DynamicRun, LocalPool
+from hpcsa.core.errors import HpcsaError
+from hpcsa.core.workers import DynamicRun, LocalPool
 
 T = TypeVar("T")
 
@@ -114,7 +114,7 @@ class Single:
 
     def counter(self, kinds: tuple[str, ...]) -> tuple[Counter, bool]:
         """A counter shared with forked workers: (allocate, usable inside the workers)."""
-        from hpcsa.workers import SharedCounter
+        from hpcsa.core.workers import SharedCounter
 
         return SharedCounter(kinds), True
 

@@ -24,13 +24,13 @@ import os
 
 import numpy as np
 
-from hpcsa.aggregate.db import cctdb, summary
-from hpcsa.aggregate.db.profiledb import CTX_INDEX, SZ_VALUE, VALUE, ctx_indices_at
 from hpcsa.aggregate.prof.metrictable import SCOPE_ORDER, MetricTable
 from hpcsa.aggregate.prof.profile_values import ASIDE, ASIDE_NOLOOPS
-from hpcsa.arrays import ramps, run_starts, sorted_unique, sorted_unique_rows
-from hpcsa.dataclass import dataclass
-from hpcsa.fileio import pwrite_all
+from hpcsa.core.arrays import ramps, run_starts, sorted_unique, sorted_unique_rows
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.fileio import pwrite_all
+from hpcsa.formats.db import cctdb, summary
+from hpcsa.formats.db.profiledb import CTX_INDEX, SZ_VALUE, VALUE, ctx_indices_at
 
 LEX = SCOPE_ORDER.index("lex_aware")
 #: Bytes of cct.db per range: fixed, so ranges do not depend on the number of workers; small, because a

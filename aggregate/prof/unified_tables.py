@@ -16,20 +16,27 @@ from dataclasses import field
 
 import numpy as np
 
-from hpcsa.aggregate.db import metadb, profiledb
 from hpcsa.aggregate.prof import lexical as lx
 from hpcsa.aggregate.prof import rawtree, unify
 from hpcsa.aggregate.prof.chain_warmer import ChainWarmer
 from hpcsa.aggregate.prof.metrictable import SCOPE_ORDER, MetricTable
 from hpcsa.aggregate.prof.profile_table import ProfileTable
-from hpcsa.aggregate.prof.propagate import TreeArrays
 from hpcsa.aggregate.prof.survey import Discovery, Phase1Env
-from hpcsa.arrays import run_starts, sorted_unique
-from hpcsa.dataclass import dataclass
-from hpcsa.errors import HpcsaError
-from hpcsa.ingest.hpcrun import BOTH_VALID, ID_KIND_MASK, LOGIC_GLOBAL, LOGIC_LOCAL, LoadModule, MetricDesc
-from hpcsa.ragged import Ragged
-from hpcsa.structure.model import Module
+from hpcsa.core.arrays import run_starts, sorted_unique
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.errors import HpcsaError
+from hpcsa.core.ragged import Ragged
+from hpcsa.formats.db import metadb, profiledb
+from hpcsa.formats.db.propagate import TreeArrays
+from hpcsa.formats.hpcstruct.model import Module
+from hpcsa.formats.measurement.hpcrun import (
+    BOTH_VALID,
+    ID_KIND_MASK,
+    LOGIC_GLOBAL,
+    LOGIC_LOCAL,
+    LoadModule,
+    MetricDesc,
+)
 
 
 @dataclass
@@ -143,7 +150,7 @@ def build_classifier(raw: rawtree.RawNodes, structs: list[tuple[str | None, Modu
 
 
 def _witness(ref: rawtree.ModuleRef, witnesses: list[tuple[str | None, str, str | None]]) -> Module | None:
-    from hpcsa.structure.parsedcache import read_structure
+    from hpcsa.formats.hpcstruct.parsedcache import read_structure
 
     for measdir, path, module in witnesses:
         if module is None:

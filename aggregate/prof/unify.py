@@ -32,15 +32,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hpcsa.aggregate.db import metadb, treeorder
-from hpcsa.aggregate.db.metadb_model import CALL, INLINED_CALL, LEXICAL
 from hpcsa.aggregate.prof import lexical as lx
 from hpcsa.aggregate.prof import rawtree
 from hpcsa.aggregate.prof.gpu_contexts import RECONSTRUCTED, frame_name
-from hpcsa.arrays import sorted_unique_rows
-from hpcsa.dataclass import dataclass
-from hpcsa.errors import HpcsaError
-from hpcsa.ingest.placeholders import (
+from hpcsa.core import treeorder
+from hpcsa.core.arrays import sorted_unique_rows
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.errors import HpcsaError
+from hpcsa.formats.db import metadb
+from hpcsa.formats.db.metadb_model import CALL, INLINED_CALL, LEXICAL
+from hpcsa.formats.measurement.placeholders import (
     FENCE_MAIN,
     FENCE_THREAD,
     NO_ACTIVITY,

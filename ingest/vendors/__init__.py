@@ -22,8 +22,8 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import Protocol, runtime_checkable
 
-from hpcsa.dataclass import dataclass
-from hpcsa.errors import HpcsaError, corrupt_input
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.errors import HpcsaError, corrupt_input
 from hpcsa.ingest import model as M
 from hpcsa.ingest.sqlsrc import Db
 

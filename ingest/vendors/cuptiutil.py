@@ -27,7 +27,7 @@ from flatbuffers import encode
 from flatbuffers import number_types as N
 from flatbuffers.table import Table
 
-from hpcsa.errors import FormatError, UnsupportedError
+from hpcsa.core.errors import FormatError, UnsupportedError
 from hpcsa.ingest import model as M
 from hpcsa.ingest.stalls import stall_class
 from hpcsa.ingest.vendors import Probe, VendorReader, register

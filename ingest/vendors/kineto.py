@@ -28,7 +28,7 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 import numpy as np
 
-from hpcsa.errors import FormatError, UnsupportedError
+from hpcsa.core.errors import FormatError, UnsupportedError
 from hpcsa.ingest import model as M
 from hpcsa.ingest.ranges import open_sets
 from hpcsa.ingest.vendors import Probe, VendorReader, register

@@ -19,7 +19,7 @@ import zlib
 
 import numpy as np
 
-from hpcsa.errors import FormatError, UnsupportedError
+from hpcsa.core.errors import FormatError, UnsupportedError
 from hpcsa.ingest import model as M
 from hpcsa.ingest.sqlsrc import OPERATION_COLUMNS, Db, activity, cupti_sync_kinds, kernel_columns
 from hpcsa.ingest.vendors import Probe, VendorReader, register, sqlite_read

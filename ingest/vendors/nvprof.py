@@ -20,7 +20,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from hpcsa.errors import UnsupportedError
+from hpcsa.core.errors import UnsupportedError
 from hpcsa.ingest import model as M
 from hpcsa.ingest.sqlsrc import OPERATION_COLUMNS, Db, activity, cupti_sync_kinds, kernel_columns
 from hpcsa.ingest.stalls import CUPTI_LEGACY_REASONS, stall_class

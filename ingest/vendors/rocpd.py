@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpcsa.errors import UnsupportedError
+from hpcsa.core.errors import UnsupportedError
 from hpcsa.ingest import model as M
 from hpcsa.ingest.sqlsrc import Db
 from hpcsa.ingest.vendors import Probe, VendorReader, register, sqlite_read

@@ -25,8 +25,8 @@ import re
 
 import numpy as np
 
-from hpcsa.errors import FormatError, UnsupportedError
-from hpcsa.fileio import input_error
+from hpcsa.core.errors import FormatError, UnsupportedError
+from hpcsa.core.fileio import input_error
 from hpcsa.ingest import model as M
 from hpcsa.ingest.vendors import Probe, VendorReader, register
 from hpcsa.ingest.vendors.rocpd import waits_as_sync_ops

@@ -20,7 +20,7 @@ import re
 
 import numpy as np
 
-from hpcsa.errors import FormatError
+from hpcsa.core.errors import FormatError
 from hpcsa.ingest import model as M
 from hpcsa.ingest.stalls import stall_class
 from hpcsa.ingest.vendors import NoRecords, Probe, VendorReader, register

@@ -19,7 +19,7 @@ import re
 
 import numpy as np
 
-from hpcsa.errors import FormatError
+from hpcsa.core.errors import FormatError
 from hpcsa.ingest import model as M
 from hpcsa.ingest.vendors import Probe, VendorReader, register
 

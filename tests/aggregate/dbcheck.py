@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcsa.aggregate.db import cctdb, metadb, profiledb, tracedb
-from hpcsa.aggregate.db.database import Database
+from hpcsa.formats.db import cctdb, metadb, profiledb, tracedb
+from hpcsa.formats.db.database import Database
 
 #: The early-2022 development databases that say "4.0" but use the older record sizes.
 PRE_RELEASE = {"hpcviewer-testdata/metadb/loop-inline", "hpcviewer-testdata/metadb/multithread",

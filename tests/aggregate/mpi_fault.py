@@ -12,8 +12,8 @@ import signal
 import sys
 
 from hpcsa.aggregate.prof import profile_values
-from hpcsa.cli import main
-from hpcsa.errors import HpcsaError
+from hpcsa.cli.main import main
+from hpcsa.core.errors import HpcsaError
 
 
 def inject(kind: str) -> None:

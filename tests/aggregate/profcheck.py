@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcsa.aggregate.db.database import open_database
 from hpcsa.aggregate.prof import pipeline
 from hpcsa.aggregate.prof.inputs import find_inputs
-from hpcsa.ingest.hpcrun import ID_KIND_MASK, read_hpcrun
+from hpcsa.formats.db.database import open_database
+from hpcsa.formats.measurement.hpcrun import ID_KIND_MASK, read_hpcrun
 
 MEASUREMENTS = ("small", "loops-cputime-t", "loops-perf", "loops-cuda-nvidia-t", "loops-cuda-nvidiapc-t",
                 "recursion-cuda-nvidiapc-t", "loops-hip-amd-t")

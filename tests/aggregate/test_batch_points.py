@@ -12,7 +12,7 @@ import pytest
 
 from hpcsa.aggregate.prof import pipeline_read, profile_values, survey, unified_tables
 from hpcsa.aggregate.prof.inputs import find_inputs
-from hpcsa.errors import HpcsaError
+from hpcsa.core.errors import HpcsaError
 
 FIELDS = ("prof", "ctx", "metric", "value", "cut", "ids", "full", "rel")
 

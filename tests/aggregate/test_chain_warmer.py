@@ -10,9 +10,9 @@ import pytest
 
 from hpcsa.aggregate.prof import chain_warmer, pipeline, unify
 from hpcsa.aggregate.prof.inputs import find_inputs
-from hpcsa.ingest.synth import SynthSpec
-from hpcsa.ingest.synthdir import generate
-from hpcsa.structure.model import Module
+from hpcsa.formats.hpcstruct.model import Module
+from hpcsa.ingest.synth.directory import generate
+from hpcsa.ingest.synth.program import SynthSpec
 
 FILES = ("meta.db", "profile.db", "cct.db", "trace.db", "metrics/default.yaml")
 

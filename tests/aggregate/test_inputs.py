@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from hpcsa.aggregate.prof.inputs import find_inputs, measurement, merge_measurements, with_measurement
-from hpcsa.errors import HpcsaError
+from hpcsa.core.errors import HpcsaError
 
 
 def _measurement(tmp_path: Path) -> Path:

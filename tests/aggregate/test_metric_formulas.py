@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from hpcsa.ingest.hpcrun import write_hpcrun
-from hpcsa.ingest.synth import CPUTIME, SynthSpec, build_program
-from hpcsa.ingest.synthprofiles import thread_profile
+from hpcsa.formats.measurement.hpcrun import write_hpcrun
+from hpcsa.ingest.synth.profiles import thread_profile
+from hpcsa.ingest.synth.program import CPUTIME, SynthSpec, build_program
 from tests.conftest import assert_one_line_error, run_cli
 
 

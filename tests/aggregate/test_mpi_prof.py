@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from hpcsa.ingest.synth import SynthSpec
-from hpcsa.ingest.synthdir import generate
+from hpcsa.ingest.synth.directory import generate
+from hpcsa.ingest.synth.program import SynthSpec
 from tests.aggregate.profcheck import read_sums, root_execution
 from tests.conftest import ROOT, assert_one_line_error, run_cli
 

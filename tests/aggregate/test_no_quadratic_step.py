@@ -17,9 +17,9 @@ import numpy as np
 from hpcsa.aggregate.prof import pipeline
 from hpcsa.aggregate.prof.inputs import find_inputs
 from hpcsa.aggregate.prof.lexical import StructExpander
-from hpcsa.aggregate.prof.replicate import replicate
-from hpcsa.structure.claims import first_claims
-from hpcsa.structure.model import RANGE, A, F, L, ModuleBuilder, P, S
+from hpcsa.formats.hpcstruct.claims import first_claims
+from hpcsa.formats.hpcstruct.model import RANGE, A, F, L, ModuleBuilder, P, S
+from hpcsa.ingest.synth.replicate import replicate
 
 
 def calls_of(fn, *args) -> int:
@@ -140,7 +140,7 @@ def test_expansion_follows_the_samples_not_the_module_size():
 def _chain_tree(n_unsampled: int):
     """A root with a 40-deep chain of contexts (sampled), then ``n_unsampled`` leaves under the root that no
     profile samples (a large unified tree)."""
-    from hpcsa.aggregate.prof.propagate import TreeArrays
+    from hpcsa.formats.db.propagate import TreeArrays
 
     parent = np.concatenate([[-1], np.arange(40), np.zeros(n_unsampled, np.int64)]).astype(np.int64)
     n = len(parent)
@@ -154,7 +154,7 @@ def _chain_tree(n_unsampled: int):
 def test_propagation_work_follows_the_samples_and_batches_share_it():
     """Propagating a batch of profiles costs about the calls of one profile (numpy's per-call costs are paid
     once per batch), and a unified tree 8x larger with the same sampled contexts costs no more calls."""
-    from hpcsa.aggregate.prof.propagate import propagate
+    from hpcsa.formats.db.propagate import propagate
 
     small, large = _chain_tree(100), _chain_tree(800)
     ctx = np.array([40, 39, 20, 5])

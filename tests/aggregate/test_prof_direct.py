@@ -19,9 +19,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcsa.aggregate.db import metadb
-from hpcsa.aggregate.db.compare import ContextNames
-from hpcsa.ingest.hpcrun import (
+from hpcsa.formats.db import metadb
+from hpcsa.formats.db.compare import ContextNames
+from hpcsa.formats.hpcstruct.model import S
+from hpcsa.formats.hpcstruct.writer import write_hpcstruct
+from hpcsa.formats.measurement.hpcrun import (
     CCT_NODE,
     ID_ELEMENT,
     HpcrunProfile,
@@ -34,11 +36,9 @@ from hpcsa.ingest.hpcrun import (
 )
 from hpcsa.structure import elf as elfmod
 from hpcsa.structure.binary import analyze_binary
-from hpcsa.structure.dwarf import DebugInfo
-from hpcsa.structure.dwarf_lines import read_program
-from hpcsa.structure.hpcstruct_text import write_hpcstruct
-from hpcsa.structure.model import S
-from hpcsa.structure.source_info import dwarf_sections
+from hpcsa.structure.debuginfo.dwarf import DebugInfo
+from hpcsa.structure.debuginfo.lines import read_program
+from hpcsa.structure.debuginfo.source_info import dwarf_sections
 from tests.aggregate.profcheck import build
 
 SAMPLE_C = Path(__file__).resolve().parents[2] / "fixtures" / "structure" / "sample.c"

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from hpcsa.aggregate.prof.unify import PRIMARY
-from hpcsa.ingest.hpcrun import (
+from hpcsa.formats.measurement.hpcrun import (
     CCT_NODE,
     ID_ELEMENT,
     HpcrunProfile,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hpcsa.aggregate.db.compare import compare_databases
+from hpcsa.formats.db.compare import compare_databases
 from tests.conftest import run_cli
 from tests.killing import kill_repeatedly, leftovers
 

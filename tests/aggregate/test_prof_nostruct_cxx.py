@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcsa.aggregate.db.compare import (
+from hpcsa.formats.db.compare import (
     _id_tuple_key,
     _metric_keys,
     _parents,
@@ -26,7 +26,7 @@ from hpcsa.aggregate.db.compare import (
     _values,
     compare_databases,
 )
-from hpcsa.aggregate.db.database import open_database
+from hpcsa.formats.db.database import open_database
 from hpcsa.structure.elf import open_elf
 from tests.aggregate.profcheck import build
 

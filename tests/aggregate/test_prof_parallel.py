@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcsa.aggregate.db.compare import compare_databases
-from hpcsa.aggregate.prof.replicate import replicate
-from hpcsa.ingest.hpcrun import ID_ELEMENT
+from hpcsa.formats.db.compare import compare_databases
+from hpcsa.formats.measurement.hpcrun import ID_ELEMENT
+from hpcsa.ingest.synth.replicate import replicate
 from tests.aggregate.profcheck import read_sums, root_execution
 from tests.conftest import run_cli
 
@@ -76,7 +76,7 @@ def test_reductions_do_not_depend_on_grouping(hpctoolkit_data: Path, tmp_path: P
 
     from hpcsa.aggregate.prof import pipeline_read, pipeline_write, profile_values, survey, unified_tables
     from hpcsa.aggregate.prof.inputs import find_inputs
-    from hpcsa.workers import SharedCounter
+    from hpcsa.core.workers import SharedCounter
 
     inputs = find_inputs([str(hpctoolkit_data / "meas" / "loops-cputime-t.m")])
     env, gpu_structs = pipeline_read.gpu_env(inputs.structs, 0)
@@ -184,8 +184,8 @@ def test_transpose_in_many_small_passes_gives_the_same_database(positions: int, 
     a first guess of how far to read that is far too short."""
     from hpcsa.aggregate.prof import pipeline, transpose
     from hpcsa.aggregate.prof.inputs import find_inputs
-    from hpcsa.ingest.synth import SynthSpec
-    from hpcsa.ingest.synthdir import generate
+    from hpcsa.ingest.synth.directory import generate
+    from hpcsa.ingest.synth.program import SynthSpec
 
     meas = tmp_path / "app.m"
     generate(meas, SynthSpec.preset("gpu", 24, contexts=600, samples=20, seed=5), jobs=1)
@@ -246,7 +246,7 @@ def test_trace_lines_of_a_batch_are_each_profiles_own(hpctoolkit_data: Path, mon
     measurement announced disorder, a blank after a blank dropped (never across two profiles)."""
     from hpcsa.aggregate.prof import pipeline_read, profile_values, survey, unified_tables
     from hpcsa.aggregate.prof.inputs import find_inputs
-    from hpcsa.ingest import hpctrace
+    from hpcsa.formats.measurement import hpctrace
 
     inputs = find_inputs([str(hpctoolkit_data / "meas" / "loops-cputime-t.m")])
     env, gpu_structs = pipeline_read.gpu_env(inputs.structs, 0)
@@ -309,8 +309,8 @@ def test_with_workers_the_main_process_propagates_too(tmp_path: Path,
     milliseconds: the main process propagates batches beside one forked worker; the database is -j 1's."""
     from hpcsa.aggregate.prof import pipeline, profile_values
     from hpcsa.aggregate.prof.inputs import find_inputs
-    from hpcsa.ingest.synth import SynthSpec
-    from hpcsa.ingest.synthdir import generate
+    from hpcsa.ingest.synth.directory import generate
+    from hpcsa.ingest.synth.program import SynthSpec
 
     meas = tmp_path / "app.m"
     generate(meas, SynthSpec.preset("cpu", 64, contexts=800, seed=2))
@@ -336,9 +336,9 @@ def test_small_inputs_run_each_phase_in_one_process(tmp_path: Path, monkeypatch:
     database is the same each way."""
     from hpcsa.aggregate.prof import pipeline, pipeline_read, survey, transpose
     from hpcsa.aggregate.prof.inputs import find_inputs
-    from hpcsa.ingest.synth import SynthSpec
-    from hpcsa.ingest.synthdir import generate
-    from hpcsa.workers import POOL_MIN_BYTES
+    from hpcsa.core.workers import POOL_MIN_BYTES
+    from hpcsa.ingest.synth.directory import generate
+    from hpcsa.ingest.synth.program import SynthSpec
 
     meas = tmp_path / "app.m"
     generate(meas, SynthSpec.preset("cpu", 64, contexts=800, seed=3))
@@ -383,9 +383,9 @@ def test_phase2_worker_failure_is_one_error_and_no_database(how: str, tmp_path: 
     run nor leaves a database or a partial directory behind."""
     from hpcsa.aggregate.prof import pipeline, profile_values
     from hpcsa.aggregate.prof.inputs import find_inputs
-    from hpcsa.errors import HpcsaError
-    from hpcsa.ingest.synth import SynthSpec
-    from hpcsa.ingest.synthdir import generate
+    from hpcsa.core.errors import HpcsaError
+    from hpcsa.ingest.synth.directory import generate
+    from hpcsa.ingest.synth.program import SynthSpec
 
     meas = tmp_path / "app.m"
     generate(meas, SynthSpec.preset("cpu", 48, contexts=300, seed=4))

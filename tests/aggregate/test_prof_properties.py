@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpcsa.aggregate.db.database import open_database
-from hpcsa.cli import main as hpcsa_main
-from hpcsa.ingest.hpcrun import (
+from hpcsa.cli.main import main as hpcsa_main
+from hpcsa.formats.db.database import open_database
+from hpcsa.formats.measurement.hpcrun import (
     CCT_NODE,
     ID_ELEMENT,
     HpcrunProfile,

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from hpcsa import binfmt
 from hpcsa.aggregate.prof import pipeline
 from hpcsa.aggregate.prof.inputs import find_inputs
+from hpcsa.core import binfmt
 
 MEASUREMENTS = ("loops-cputime-t.m", "loops-cuda-nvidiapc-t.m")
 

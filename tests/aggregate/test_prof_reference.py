@@ -2,7 +2,7 @@
 
 For each of the 7 measurement directories, with its structure files and with
 ``--ignore-structs``, the database must equal ``dbase/<name>.d`` /
-``dbase/<name>.nostruct.d`` as judged by :mod:`hpcsa.aggregate.db.compare`
+``dbase/<name>.nostruct.d`` as judged by :mod:`hpcsa.formats.db.compare`
 (contexts by path, profiles by identifier tuple, every value within 16 ULP,
 trace lines). The recursive GPU kernel is the one place where hpcsa differs by
 design; the test pins exactly what differs there. Independent checks: the
@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcsa.aggregate.db.compare import compare_databases, iter_report
-from hpcsa.aggregate.db.database import open_database
+from hpcsa.formats.db.compare import compare_databases, iter_report
+from hpcsa.formats.db.database import open_database
 from tests.aggregate.dbcheck import HATCHET_LOADS
 from tests.aggregate.profcheck import MEASUREMENTS, build, measurement, read_sums, reference, root_execution
 

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 import yaml
 
-from hpcsa.aggregate.db.database import open_database
 from hpcsa.aggregate.prof import pipeline
 from hpcsa.aggregate.prof.inputs import default_output_name
 from hpcsa.aggregate.prof.metrictable import parse_statistics
-from hpcsa.aggregate.prof.propagate import TreeArrays, propagate
-from hpcsa.errors import HpcsaError
-from hpcsa.ingest.hpcrun import read_hpcrun, write_hpcrun
+from hpcsa.core.errors import HpcsaError
+from hpcsa.formats.db.database import open_database
+from hpcsa.formats.db.propagate import TreeArrays, propagate
+from hpcsa.formats.measurement.hpcrun import read_hpcrun, write_hpcrun
 from tests.aggregate.profcheck import build, read_sums, root_execution
 from tests.conftest import assert_one_line_error, run_cli
 
@@ -99,7 +99,7 @@ def _random_tree(n: int, seed: int) -> tuple[TreeArrays, np.ndarray, np.ndarray,
 
 @pytest.mark.parametrize("chunk", [None, 300])
 def test_propagation_agrees_with_walking_up_every_path(chunk: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hpcsa.aggregate.prof import propagate as prop
+    from hpcsa.formats.db import propagate as prop
 
     if chunk:
         monkeypatch.setattr(prop, "QUERY_CHUNK", chunk)  # metrics processed in several groups
@@ -131,7 +131,7 @@ def test_profiles_propagated_together_get_exactly_their_values_alone(chunk: int 
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A batch of profiles propagated in one call: each profile's rows are bit-for-bit those of the profile
     propagated alone (the same sums in the same order), and its closure is every ancestor of its points."""
-    from hpcsa.aggregate.prof import propagate as prop
+    from hpcsa.formats.db import propagate as prop
 
     if chunk:
         monkeypatch.setattr(prop, "QUERY_CHUNK", chunk)
@@ -235,7 +235,7 @@ def test_samples_of_an_unlaunched_kernel_are_kept(hpctoolkit_data: Path, tmp_pat
             dropped = set(prof.cct["id"][kernel].tolist())
             prof.cct = prof.cct[~kernel]
             keep = ~np.isin(prof.value_nodes(), list(dropped))
-            from hpcsa.ingest.hpcrun import pack_values
+            from hpcsa.formats.measurement.hpcrun import pack_values
 
             prof.values, prof.index = pack_values(prof.value_nodes()[keep], prof.values["metric"][keep],
                                                   prof.value_floats()[keep], prof.metrics, prof.cct["id"])
@@ -342,7 +342,7 @@ def test_an_interrupted_run_leaves_no_database(hpctoolkit_data: Path, tmp_path: 
 
 def test_binaries_are_read_only_when_they_can_be_trusted(hpctoolkit_data: Path, tmp_path: Path) -> None:
     from hpcsa.aggregate.prof import lexical
-    from hpcsa.structure.hpcstruct import read_hpcstruct
+    from hpcsa.formats.hpcstruct.reader import read_hpcstruct
 
     meas = hpctoolkit_data / "meas" / "loops-cputime-t.m"
     vdso_name = next((meas / "vdso").glob("*.vdso")).name

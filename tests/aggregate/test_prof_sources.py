@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from hpcsa.aggregate.db.database import open_database
 from hpcsa.aggregate.prof.copy_sources import remap
+from hpcsa.formats.db.database import open_database
 from tests.conftest import assert_one_line_error, run_cli
 
 ORIGINAL_DIR = "/builds/hpctoolkit/hpctoolkit/tests/data/meas"

@@ -6,7 +6,7 @@ import pytest
 
 from hpcsa.aggregate.prof.pipeline_write import range_groups
 from hpcsa.aggregate.prof.transport import run_shared
-from hpcsa.workers import LocalPool
+from hpcsa.core.workers import LocalPool
 
 
 def _run(ran: list[int], k: int) -> int:
@@ -51,7 +51,7 @@ def test_run_shared_parent_takes_back_what_no_worker_started_and_runs_the_caller
     one busy worker. Every task runs once."""
     import os
 
-    from hpcsa.workers import DynamicRun
+    from hpcsa.core.workers import DynamicRun
 
     with LocalPool(1, shared=None, fork=True) as pool:
         tasks = DynamicRun(pool)

@@ -1,4 +1,4 @@
-"""Per-profile state of ``hpcsa prof`` as columns (aggregate/prof/profile_table.py, hpcsa/ragged.py).
+"""Per-profile state of ``hpcsa prof`` as columns (aggregate/prof/profile_table.py, hpcsa/core/ragged.py).
 
 The tables must give back exactly the per-profile records they were built from (through concatenation,
 remapping and reordering, as phase 1's shares are merged and class 2 sorts the profiles), and must hold
@@ -19,9 +19,9 @@ import pytest
 from hpcsa.aggregate.prof import pipeline, pipeline_write
 from hpcsa.aggregate.prof.inputs import find_inputs
 from hpcsa.aggregate.prof.profile_table import ProfileFacts, ProfileInput, ProfileInputs, ProfileTable
-from hpcsa.aggregate.prof.replicate import replicate
-from hpcsa.ingest.hpcrun import ID_ELEMENT
-from hpcsa.ragged import Ragged
+from hpcsa.core.ragged import Ragged
+from hpcsa.formats.measurement.hpcrun import ID_ELEMENT
+from hpcsa.ingest.synth.replicate import replicate
 
 TINY = Path(__file__).resolve().parents[2] / "fixtures" / "measurements" / "tiny.m"  # 2 profiles with traces
 
@@ -168,8 +168,8 @@ def test_class_two_holds_no_python_object_per_profile(tmp_path: Path, monkeypatc
 def test_canonical_order_is_python_tuple_order_then_path() -> None:
     """profile.db's order, sorted by columns, is the order of the tuples of (kind, logical id, physical
     id) per level as Python compares them (a tuple before those it is a prefix of), then of the paths."""
-    from hpcsa.aggregate.db.profiledb import IDENTIFIER
     from hpcsa.aggregate.prof.unified_tables import _canonical_order
+    from hpcsa.formats.db.profiledb import IDENTIFIER
 
     rng = np.random.default_rng(11)
     physical = [0, 5, 1 << 63, (1 << 64) - 1]
@@ -191,8 +191,8 @@ def _finalized_one_by_one(tuples: list[list[tuple[int, int, int]]]) -> list[list
     """The rules, profile by profile: a GLOBAL logical id is the rank of the physical id among those of its
     kind (all profiles), a LOCAL one among those of its kind under the same (kind, physical id) path above
     it; generated and BOTH_VALID ids are marked physical; a logical id keeps 32 bits."""
-    from hpcsa.aggregate.db.profiledb import IS_PHYSICAL
-    from hpcsa.ingest.hpcrun import BOTH_VALID, ID_KIND_MASK, LOGIC_GLOBAL, LOGIC_LOCAL
+    from hpcsa.formats.db.profiledb import IS_PHYSICAL
+    from hpcsa.formats.measurement.hpcrun import BOTH_VALID, ID_KIND_MASK, LOGIC_GLOBAL, LOGIC_LOCAL
 
     groups: dict[object, set[int]] = {}
     for t in tuples:
@@ -218,7 +218,7 @@ def _finalized_one_by_one(tuples: list[list[tuple[int, int, int]]]) -> list[list
 
 def test_identifier_tuples_finalized_together_follow_the_rules_profile_by_profile() -> None:
     from hpcsa.aggregate.prof.unified_tables import finalize_id_tuples
-    from hpcsa.ingest.hpcrun import BOTH_VALID, LOGIC_GLOBAL, LOGIC_LOCAL
+    from hpcsa.formats.measurement.hpcrun import BOTH_VALID, LOGIC_GLOBAL, LOGIC_LOCAL
 
     rng = np.random.default_rng(3)
     interps = [0, LOGIC_GLOBAL, LOGIC_LOCAL, BOTH_VALID]

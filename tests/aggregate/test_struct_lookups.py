@@ -12,7 +12,7 @@ import pytest
 from hpcsa.aggregate.prof import struct_lookups
 from hpcsa.aggregate.prof.inputs import StructInput
 from hpcsa.aggregate.prof.struct_lookups import CacheLookups
-from hpcsa.errors import HpcsaError
+from hpcsa.core.errors import HpcsaError
 from tests.conftest import run_cli
 
 
@@ -90,9 +90,9 @@ def test_only_the_structure_files_of_loaded_modules_are_looked_up(tmp_path: Path
     writes."""
     from hpcsa.aggregate.prof import pipeline, pipeline_read
     from hpcsa.aggregate.prof.inputs import find_inputs
-    from hpcsa.ingest.synth import SynthSpec
-    from hpcsa.ingest.synthdir import generate
-    from hpcsa.structure import parsedcache
+    from hpcsa.formats.hpcstruct import parsedcache
+    from hpcsa.ingest.synth.directory import generate
+    from hpcsa.ingest.synth.program import SynthSpec
 
     meas = tmp_path / "app.m"
     generate(meas, SynthSpec.preset("cpu", 48, contexts=600, seed=5))

@@ -1,4 +1,4 @@
-"""Phase 1 reads a group of profiles as one batch (:mod:`hpcsa.ingest.hpcrun_batch`, one pass of the tree
+"""Phase 1 reads a group of profiles as one batch (:mod:`hpcsa.formats.measurement.hpcrun_batch`, one pass of the tree
 rules over the group): the report is the one reading them one by one gives, and a group holding a bad profile
 is refused as one by one, naming its first bad profile."""
 
@@ -14,8 +14,8 @@ from hpcsa.aggregate.prof.inputs import find_inputs
 from hpcsa.aggregate.prof.pipeline_read import gpu_env
 from hpcsa.aggregate.prof.profile_table import ProfileInput
 from hpcsa.aggregate.prof.unify import PRIMARY
-from hpcsa.errors import HpcsaError
-from hpcsa.ingest.hpcrun import (
+from hpcsa.core.errors import HpcsaError
+from hpcsa.formats.measurement.hpcrun import (
     CCT_NODE,
     HpcrunProfile,
     LoadModule,
@@ -24,7 +24,7 @@ from hpcsa.ingest.hpcrun import (
     placeholder_code,
     write_hpcrun,
 )
-from hpcsa.ingest.hpcrun_batch import read_hpcrun_batch
+from hpcsa.formats.measurement.hpcrun_batch import read_hpcrun_batch
 
 MEASUREMENTS = ("loops-cputime-t.m", "loops-cuda-nvidiapc-t.m", "small.m")
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcsa.aggregate.db.profiledb import CTX_INDEX
 from hpcsa.aggregate.prof import transpose
 from hpcsa.aggregate.prof.profile_values import ASIDE
+from hpcsa.formats.db.profiledb import CTX_INDEX
 
 
 def _write(path: Path, blobs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hpcsa.aggregate.db import metadb
-from hpcsa.aggregate.db.metadb_model import CALL
 from hpcsa.aggregate.prof import lexical as lx
 from hpcsa.aggregate.prof import unify
-from hpcsa.ingest.placeholders import FENCE_MAIN
+from hpcsa.formats.db import metadb
+from hpcsa.formats.db.metadb_model import CALL
+from hpcsa.formats.measurement.placeholders import FENCE_MAIN
 
 
 def _random_builder(seed: int, n: int) -> unify.ContextBuilder:

@@ -1,11 +1,11 @@
-"""hpcsa.arrays: numpy idioms shared by the pipeline."""
+"""hpcsa.core.arrays: numpy idioms shared by the pipeline."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from hpcsa.arrays import ramps, rank_in_runs, run_starts, sorted_unique, sorted_unique_rows
+from hpcsa.core.arrays import ramps, rank_in_runs, run_starts, sorted_unique, sorted_unique_rows
 
 
 @pytest.mark.parametrize("kind", ["quicksort", "stable"])

@@ -1,4 +1,4 @@
-"""hpcsa.dataclass: the standard library's dataclasses, method for method, with fewer compilations."""
+"""hpcsa.core.dataclass: the standard library's dataclasses, method for method, with fewer compilations."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from hpcsa import dataclass as fast
+from hpcsa.core import dataclass as fast
 
 
 def both(make) -> tuple[type, type]:

@@ -1,4 +1,4 @@
-"""hpcsa.digests: hashlib's values, without loading OpenSSL into a command's processes."""
+"""hpcsa.core.digests: hashlib's values, without loading OpenSSL into a command's processes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import io
 import subprocess
 import sys
 
-from hpcsa import digests
+from hpcsa.core import digests
 
 
 def test_the_same_values_as_hashlib() -> None:
@@ -37,14 +37,14 @@ def test_a_cpu_prof_run_never_loads_openssl(tmp_path) -> None:
     """A first and a second ``hpcsa prof -j 2`` of a CPU measurement (structure files parsed, cached, then
     mapped): hashlib, whose import maps OpenSSL's libcrypto (3.4 MiB per process), is never loaded. (GPU runs
     load it with networkx, and numpy.random loads it through the secrets module.)"""
-    from hpcsa.ingest.synth import SynthSpec
-    from hpcsa.ingest.synthdir import generate
+    from hpcsa.ingest.synth.directory import generate
+    from hpcsa.ingest.synth.program import SynthSpec
 
     generate(tmp_path / "app.m", SynthSpec.preset("cpu", 16, contexts=400, seed=5))
     code = (
         "import sys, os\n"
         "os.environ['HPCSA_CACHE_DIR'] = sys.argv[1] + '/cache'\n"
-        "from hpcsa.cli import main\n"
+        "from hpcsa.cli.main import main\n"
         "rc = [main(['prof', sys.argv[1] + '/app.m', '-o', sys.argv[1] + f'/{k}.d', '-j', '2']) for k in 'ab']\n"
         "print(rc, '_hashlib' in sys.modules, 'libcrypto' in open('/proc/self/maps').read())\n"
     )

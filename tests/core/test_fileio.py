@@ -7,15 +7,15 @@ import os
 
 import pytest
 
-from hpcsa.errors import FormatError, HpcsaError
-from hpcsa.fileio import copy_range, map_input, open_input, read_input
+from hpcsa.core.errors import FormatError, HpcsaError
+from hpcsa.core.fileio import copy_range, map_input, open_input, read_input
 
 
 def test_errors_survive_pickling():
     """Worker processes report bad input to the parent through pickle."""
     import pickle
 
-    from hpcsa.errors import FormatError
+    from hpcsa.core.errors import FormatError
 
     err = pickle.loads(pickle.dumps(FormatError("/x/y.hpcrun", "truncated")))
     assert type(err) is FormatError and str(err) == "/x/y.hpcrun: truncated"

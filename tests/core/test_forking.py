@@ -1,4 +1,4 @@
-"""Forked processes without multiprocessing (hpcsa.forking): whole messages both ways, an end of file where a
+"""Forked processes without multiprocessing (hpcsa.core.forking): whole messages both ways, an end of file where a
 process ends or closes its end (never a wait for ever), exit statuses, and integers shared under one lock."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from hpcsa.errors import HpcsaError
-from hpcsa.forking import Channel, Forked, SharedInts, channel_pair, wait
+from hpcsa.core.errors import HpcsaError
+from hpcsa.core.forking import Channel, Forked, SharedInts, channel_pair, wait
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
@@ -145,8 +145,8 @@ def test_shared_integers_change_one_process_at_a_time() -> None:
 
 def test_commands_with_workers_never_load_multiprocessing(tmp_path: Path) -> None:
     """Its import alone (sockets, subprocess, ctypes) cost a -j 2 command 10-25 ms of start-up."""
-    code = ("import sys; from hpcsa.structure import textbuild; textbuild.SMALL_CODE = 0; "  # struct forks too
-            "from hpcsa.cli import main; rc = main(sys.argv[1:]); "
+    code = ("import sys; from hpcsa.structure.x86 import textbuild; textbuild.SMALL_CODE = 0; "  # struct forks too
+            "from hpcsa.cli.main import main; rc = main(sys.argv[1:]); "
             "print('multiprocessing' in sys.modules); sys.exit(rc)")
     env = dict(os.environ, HPCSA_NO_PROGRESS="1", HPCSA_POOL_MIN_BYTES="0")
     meas = FIXTURES / "measurements" / "tiny.m"
@@ -165,7 +165,7 @@ def _closes_then_lingers(conn: Channel, seconds: float) -> None:
 
 
 def test_ended_and_release_let_the_parent_go_on_while_a_process_ends() -> None:
-    from hpcsa import forking
+    from hpcsa.core import forking
 
     ours, proc = _started(_waits, 60.0)
     ours.send("go")
@@ -208,7 +208,7 @@ import os, sys
 def refused():
     raise BlockingIOError(11, "Resource temporarily unavailable")
 os.fork = refused
-from hpcsa.cli import entry
+from hpcsa.cli.main import entry
 sys.argv = ["hpcsa", *sys.argv[1:]]
 entry()
 """

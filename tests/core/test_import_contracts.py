@@ -34,14 +34,38 @@ def test_the_contracts_hold(graph):
     assert "0 broken" in proc.stdout and " kept" in proc.stdout
 
 
-def test_a_structure_module_that_reads_measurements_breaks_them(graph):
-    structure = graph / "hpcsa" / "structure"
-    structure.unlink()  # the link to structure/: replaced by links to its files plus one offending module
-    structure.mkdir()
-    for f in (ROOT / "structure").glob("*.py"):
-        (structure / f.name).symlink_to(f)
-    (structure / "reads_measurements.py").write_text("from hpcsa.ingest.hpcrun import read_hpcrun\n")
+def _with_module(graph: Path, package: str, name: str, source: str) -> None:
+    """Add a module to the graph's copy of ``package`` (a link to the source tree, replaced by a directory of
+    links to its entries, so the source tree is never touched)."""
+    where = graph / Path(*package.split("."))
+    if where.is_symlink():
+        target = where.resolve()
+        where.unlink()
+        where.mkdir()
+        for entry in target.iterdir():
+            (where / entry.name).symlink_to(entry)
+    (where / f"{name}.py").write_text(source)
+
+
+def test_a_stage_importing_another_breaks_them(graph):
+    _with_module(graph, "hpcsa.structure", "reads_records", "from hpcsa.ingest.model import GpuTrace\n")
     proc = lint_imports(graph)
     assert proc.returncode == 1
-    assert "structure needs no measurements: it never imports ingest BROKEN" in proc.stdout
-    assert "hpcsa.structure.reads_measurements -> hpcsa.ingest.hpcrun" in proc.stdout
+    assert "the stages meet at the formats" in proc.stdout and "BROKEN" in proc.stdout
+    assert "hpcsa.structure.reads_records -> hpcsa.ingest.model" in proc.stdout
+
+
+def test_a_format_importing_a_stage_breaks_them(graph):
+    _with_module(graph, "hpcsa.formats", "reads_binaries", "from hpcsa.structure.elf import open_elf\n")
+    proc = lint_imports(graph)
+    assert proc.returncode == 1
+    assert "one stack: every floor imports only the floors below it BROKEN" in proc.stdout
+    assert "hpcsa.formats.reads_binaries -> hpcsa.structure.elf" in proc.stdout
+
+
+def test_an_import_cycle_breaks_them(graph):
+    _with_module(graph, "hpcsa.core", "cycle_a", "from hpcsa.core import cycle_b\n")
+    _with_module(graph, "hpcsa.core", "cycle_b", "from hpcsa.core import cycle_a\n")
+    proc = lint_imports(graph)
+    assert proc.returncode == 1
+    assert "No cycles are allowed in hpcsa.core" in proc.stdout

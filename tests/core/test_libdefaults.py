@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcsa import libdefaults
+from hpcsa.core import libdefaults
 from tests.conftest import FIXTURES, ROOT
 
 
@@ -25,7 +25,7 @@ def test_set_defaults_fills_only_what_the_environment_leaves_unset() -> None:
 # The command, then what it saw: the variable when numpy was loaded (numpy is loaded by the subcommand).
 _PROBE = """
 import os, sys
-import hpcsa.cli as cli
+import hpcsa.cli.main as cli
 seen = {}
 real = cli.importlib.import_module
 def spy(name, *a):
@@ -61,13 +61,13 @@ def test_an_mpi_run_turns_ucx_memory_hooks_off_unless_the_user_chose() -> None:
 
 def test_a_prof_run_starts_without_yaml_or_multiprocessing() -> None:
     """Start-up is serial on every MPI rank: what only rank 0 needs (PyYAML, to write the taxonomy) is loaded
-    when needed, and multiprocessing never (workers come from hpcsa.forking; see tests/core/test_forking.py)."""
-    code = ("import sys; import hpcsa.aggregate.prof.command, hpcsa.aggregate.prof.mpi; "
+    when needed, and multiprocessing never (workers come from hpcsa.core.forking; see tests/core/test_forking.py)."""
+    code = ("import sys; import hpcsa.cli.prof, hpcsa.aggregate.prof.mpi; "
             "print(sorted(m for m in ('yaml', 'multiprocessing') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.stdout.strip() == "[]", out.stderr
-    from hpcsa.aggregate.db import metricsyaml
-    from hpcsa.aggregate.db.metricsyaml_write import dumps
+    from hpcsa.formats.db import metricsyaml
+    from hpcsa.formats.db.metricsyaml_write import dumps
 
     assert metricsyaml.dumps is dumps  # the lazy names are the real functions
     with pytest.raises(AttributeError):
@@ -76,8 +76,8 @@ def test_a_prof_run_starts_without_yaml_or_multiprocessing() -> None:
 
 def test_a_prof_run_never_loads_numpy_ma(tmp_path: Path) -> None:
     """numpy 2's ``np.unique`` without return arrays asks ``np.ma.is_masked``, which imports numpy.ma (25-30
-    ms, in every process that calls it): the aggregation uses :func:`hpcsa.arrays.sorted_unique` instead."""
-    code = ("import sys; from hpcsa.cli import main; rc = main(sys.argv[1:]); "
+    ms, in every process that calls it): the aggregation uses :func:`hpcsa.core.arrays.sorted_unique` instead."""
+    code = ("import sys; from hpcsa.cli.main import main; rc = main(sys.argv[1:]); "
             "print('numpy.ma' in sys.modules); sys.exit(rc)")
     for jobs in ("1", "2"):
         out = subprocess.run([sys.executable, "-c", code, "prof", str(FIXTURES / "measurements" / "tiny.m"),

@@ -1,11 +1,11 @@
-"""hpcsa.lifetime: only a process that ends with its command keeps objects until it ends."""
+"""hpcsa.core.lifetime: only a process that ends with its command keeps objects until it ends."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-from hpcsa import lifetime
+from hpcsa.core import lifetime
 
 
 def test_a_library_caller_keeps_nothing():
@@ -15,8 +15,8 @@ def test_a_library_caller_keeps_nothing():
 
 def test_the_hpcsa_command_declares_that_it_ends_with_its_command():
     script = ("import atexit, sys\n"
-              "from hpcsa import lifetime\n"
-              "from hpcsa.cli import entry\n"
+              "from hpcsa.core import lifetime\n"
+              "from hpcsa.cli.main import entry\n"
               "before = lifetime.keeper()\n"
               "atexit.register(lambda: print(before, lifetime.keeper(), lifetime.keeper() is lifetime.keeper()))\n"
               "sys.argv = ['hpcsa', '--version']\n"

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from hpcsa.errors import HpcsaError, OutputError
-from hpcsa.outputs import atomic_dir, atomic_file, write_file
+from hpcsa.core.errors import HpcsaError, OutputError
+from hpcsa.core.outputs import atomic_dir, atomic_file, write_file
 from tests.conftest import FIXTURES, run_cli
 
 TINY = FIXTURES / "measurements" / "tiny.m"
@@ -311,7 +311,7 @@ def test_a_link_to_a_file_stays_a_link_and_its_target_is_written(tmp_path):
 
 HELD = """\
 import fcntl, json, os, sys
-from hpcsa.textout import guard_std_streams
+from hpcsa.core.textout import guard_std_streams
 guard_std_streams()
 seen = [(os.get_inheritable(fd), os.readlink(f"/proc/self/fd/{fd}"), fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE)
         for fd in (0, 1, 2)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hpcsa.sizes import parse_size
+from hpcsa.core.sizes import parse_size
 
 
 @pytest.mark.parametrize(("text", "size"), [("0", 0), ("123", 123), ("1.5k", 1536), ("500M", 500 << 20),

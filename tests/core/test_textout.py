@@ -1,6 +1,6 @@
 """Names that are not UTF-8 are printed escaped by every command, to a pipe and to a file (issue 13).
 
-Each command runs through ``hpcsa.cli.main`` with stdout and stderr replaced by strict UTF-8 text streams
+Each command runs through ``hpcsa.cli.main.main`` with stdout and stderr replaced by strict UTF-8 text streams
 over a real pipe or a real file, as a shell redirection gives them; a non-UTF-8 byte must come out as
 ``\\xNN`` and the command must end with status 0 or 2, never an exception. The fuzz part runs ``dump`` and
 ``view`` on mutated real files the same way.
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from hpcsa.cli import main
-from hpcsa.structure.hpcstruct import read_hpcstruct
-from hpcsa.textout import escape, json_safe
+from hpcsa.cli.main import main
+from hpcsa.core.textout import escape, json_safe
+from hpcsa.formats.hpcstruct.reader import read_hpcstruct
 from tests.conftest import FIXTURES
 from tests.fuzzing import EXAMPLES, mutate
 

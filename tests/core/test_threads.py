@@ -1,4 +1,4 @@
-"""Threads for work that releases the GIL (hpcsa.threads): results in order, work at once, the first failure
+"""Threads for work that releases the GIL (hpcsa.core.threads): results in order, work at once, the first failure
 raised in the caller."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from hpcsa.errors import FormatError
-from hpcsa.threads import map_in_threads
+from hpcsa.core.errors import FormatError
+from hpcsa.core.threads import map_in_threads
 
 
 def test_map_in_threads_keeps_order_and_runs_at_once() -> None:

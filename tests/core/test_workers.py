@@ -1,4 +1,4 @@
-"""The one worker-process helper (hpcsa.workers): tasks in forked processes, results and errors carried back,
+"""The one worker-process helper (hpcsa.core.workers): tasks in forked processes, results and errors carried back,
 and a killed worker ending as one error instead of a wait for ever."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import signal
 
 import pytest
 
-from hpcsa.errors import FormatError, HpcsaError
-from hpcsa.workers import POOL_MIN_BYTES, ForkedWorker, LocalPool, Tickets, pool_min_bytes
+from hpcsa.core.errors import FormatError, HpcsaError
+from hpcsa.core.workers import POOL_MIN_BYTES, ForkedWorker, LocalPool, Tickets, pool_min_bytes
 
 
 def _scaled(shared: int, x: int) -> int:
@@ -107,7 +107,7 @@ def _more(shared: int, x: int) -> int:
 
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_dynamic_run_takes_tasks_submitted_while_iterating(jobs):
-    from hpcsa.workers import DynamicRun
+    from hpcsa.core.workers import DynamicRun
 
     with LocalPool(jobs, shared=2) as pool:
         run = DynamicRun(pool)
@@ -132,7 +132,7 @@ def test_dynamic_run_finished_hands_over_what_has_arrived_without_waiting():
     what has arrived (nothing before it has), never waits, and with iterating gives each result once."""
     import time
 
-    from hpcsa.workers import DynamicRun
+    from hpcsa.core.workers import DynamicRun
 
     with LocalPool(1, shared=1, fork=True) as pool:
         assert pool.forked
@@ -163,7 +163,7 @@ def test_dynamic_run_take_gives_a_queued_task_to_the_caller_once(fork):
     """A parent that works beside its worker takes back a task no worker has started (the first by priority),
     runs it itself, and never gets its result from the workers as well: every task runs once, whoever runs
     it, and ``pending`` counts what is still to come."""
-    from hpcsa.workers import DynamicRun
+    from hpcsa.core.workers import DynamicRun
 
     with LocalPool(1, shared=1, fork=fork) as pool:
         run = DynamicRun(pool)
@@ -197,7 +197,7 @@ def test_dynamic_run_rest_runs_here_what_no_worker_started(fork):
     queued ones run in this process (all of them, inline)."""
     import os
 
-    from hpcsa.workers import DynamicRun
+    from hpcsa.core.workers import DynamicRun
 
     with LocalPool(1, shared=1, fork=fork) as pool:
         run = DynamicRun(pool)
@@ -221,7 +221,7 @@ def _pid_after(shared, seconds):
 
 
 def test_dynamic_run_killed_worker_is_one_error():
-    from hpcsa.workers import DynamicRun
+    from hpcsa.core.workers import DynamicRun
 
     with LocalPool(2, shared=1) as pool, pytest.raises(HpcsaError, match="worker process ended"):
         run = DynamicRun(pool)
@@ -259,8 +259,8 @@ def test_pool_bound_setting(monkeypatch: pytest.MonkeyPatch) -> None:
 # so that a hang fails the test instead of holding the suite.
 _SHUTDOWN_WHILE_SENDING = """
 import random, sys, time
-from hpcsa.errors import HpcsaError
-from hpcsa.workers import DynamicRun, LocalPool
+from hpcsa.core.errors import HpcsaError
+from hpcsa.core.workers import DynamicRun, LocalPool
 
 def task(shared, k, delay):
     if k == 3:

@@ -16,7 +16,7 @@ from hpcsa.gpucct import CallGraph, CallSite, DeviceFunction
 from hpcsa.gpucct.scc import call_digraph, components, strongly_connected
 
 CORE = ("model.py", "reconstruct.py", "scc.py")
-ALLOWED_PROJECT_IMPORTS = {"hpcsa.errors"}
+ALLOWED_PROJECT_IMPORTS = {"hpcsa.core.errors"} | {f"hpcsa.gpucct.{name[:-3]}" for name in CORE}
 
 
 def _project_imports(path: Path) -> set[str]:

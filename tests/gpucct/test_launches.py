@@ -6,9 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcsa.binfmt import records
-from hpcsa.gpucct.launches import launch_contexts
-from hpcsa.ingest.hpcrun import (
+from hpcsa.core.binfmt import records
+from hpcsa.formats.measurement.hpcrun import (
     CCT_NODE,
     ID_ELEMENT,
     VAL_FMT_INT,
@@ -21,6 +20,7 @@ from hpcsa.ingest.hpcrun import (
     read_hpcrun,
     write_hpcrun,
 )
+from hpcsa.gpucct.launches import launch_contexts
 
 KERNEL = placeholder_code("GPUKernl")
 

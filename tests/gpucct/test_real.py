@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hpcsa.formats.hpcstruct.reader import read_hpcstruct
+from hpcsa.formats.measurement.hpcrun import read_hpcrun
 from hpcsa.gpucct import CallGraph, StepKind, reconstruct
 from hpcsa.gpucct.fromstruct import call_graph_from_module
 from hpcsa.gpucct.launches import launch_contexts
-from hpcsa.ingest.hpcrun import read_hpcrun
-from hpcsa.structure.hpcstruct import read_hpcstruct
 from tests.conftest import assert_one_line_error, run_cli
 from tests.gpucct.checks import check
 

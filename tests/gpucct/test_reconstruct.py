@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hpcsa.errors import HpcsaError
+from hpcsa.core.errors import HpcsaError
 from hpcsa.gpucct import (
     CallGraph,
     CallSite,

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hpcsa.ingest.hpcrun import placeholder_code, read_hpcrun
-from hpcsa.ingest.hpctrace import read_hpctrace
+from hpcsa.formats.measurement.hpcrun import placeholder_code, read_hpcrun
+from hpcsa.formats.measurement.hpctrace import read_hpctrace
 
 PLACEHOLDERS = {placeholder_code(c): c for c in ("GPUKernl", "GPUTrace", "GPUCp?2?", "GPUCpH2D", "GPUCpD2H",
                                                   "GPUAlloc", "GPUDelte", "GPUMemst", "GPU Sync", "| Main  ",

@@ -12,8 +12,7 @@ import pytest
 
 from hpcsa.ingest.measdir import write_measurement
 from hpcsa.ingest.sources import read_sources
-
-from .measdir_check import load, paths_above, total
+from tests.ingest.measdir_check import load, paths_above, total
 
 SYNC_RE = re.compile(r"(Device|Stream|Event|Ctx)Synchronize|StreamWaitEvent")
 

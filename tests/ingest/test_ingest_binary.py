@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from hpcsa.formats.measurement.hpcrun import read_hpcrun
 from hpcsa.ingest.gpumetrics import metric_table
-from hpcsa.ingest.hpcrun import read_hpcrun
 from tests.conftest import FIXTURES, assert_one_line_error, run_cli
-
-from .measdir_check import load, paths_above
+from tests.ingest.measdir_check import load, paths_above
 
 NSYS = FIXTURES / "ingest" / "tiny-nsys.sqlite"
 

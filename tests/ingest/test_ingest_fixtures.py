@@ -10,13 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hpcsa.formats.measurement.hpcrun import placeholder_code
 from hpcsa.ingest.gpumetrics import metric_table
-from hpcsa.ingest.hpcrun import placeholder_code
 from hpcsa.ingest.measdir import write_measurement
 from hpcsa.ingest.sources import read_sources
 from tests.conftest import FIXTURES, assert_one_line_error, run_cli
-
-from .measdir_check import load, paths_above, total
+from tests.ingest.measdir_check import load, paths_above, total
 
 FIX = FIXTURES / "ingest"
 NSYS = FIX / "tiny-nsys.sqlite"

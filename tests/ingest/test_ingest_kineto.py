@@ -14,8 +14,7 @@ import pytest
 from hpcsa.ingest.measdir import write_measurement
 from hpcsa.ingest.sources import classify, read_sources
 from tests.conftest import FIXTURES, assert_one_line_error, run_cli
-
-from .measdir_check import load, paths_above, total
+from tests.ingest.measdir_check import load, paths_above, total
 
 FIXTURE = FIXTURES / "ingest" / "tiny-kineto-cuda.json"
 DIRECTION = {"HtoD": "H2D", "DtoH": "D2H", "DtoD": "D2D", "HtoH": "H2H", "PtoP": "P2P"}

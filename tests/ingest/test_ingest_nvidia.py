@@ -13,8 +13,7 @@ import pytest
 
 from hpcsa.ingest.measdir import write_measurement
 from hpcsa.ingest.sources import read_sources
-
-from .measdir_check import load, paths_above, total
+from tests.ingest.measdir_check import load, paths_above, total
 
 NSYS = ["nsys-2022.2-a100-uvm-vectoradd/report4.sqlite",
         "nsys-2022.2-saxpy-mpi-a100-cudabacktrace/saxpy-mpi-cuda_nsys_perlmutter0.sqlite",

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpcsa.cli import main as hpcsa_main
-from hpcsa.ingest.hpcrun import read_hpcrun
+from hpcsa.cli.main import main as hpcsa_main
+from hpcsa.formats.measurement.hpcrun import read_hpcrun
 from tests.conftest import FIXTURES
 
 _spec = importlib.util.spec_from_file_location("make_fixtures", FIXTURES / "ingest" / "make_fixtures.py")

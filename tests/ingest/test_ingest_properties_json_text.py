@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hpcsa.cli import main as hpcsa_main
-from hpcsa.ingest.hpcrun import read_hpcrun
+from hpcsa.cli.main import main as hpcsa_main
+from hpcsa.formats.measurement.hpcrun import read_hpcrun
 
 KIND_WORD = {1: "HtoD", 2: "DtoH", 8: "DtoD"}
 COPY_METRIC = {1: "GXCOPY:H2D (B)", 2: "GXCOPY:D2H (B)", 8: "GXCOPY:D2D (B)"}

@@ -14,8 +14,7 @@ from hpcsa.ingest.measdir import write_measurement
 from hpcsa.ingest.sources import read_sources
 from hpcsa.views import open_experiment
 from tests.conftest import FIXTURES, run_cli
-
-from .measdir_check import load, paths_above, total
+from tests.ingest.measdir_check import load, paths_above, total
 
 SAXPY = "nvidia/nsys-2022.2-saxpy-mpi-a100-cudabacktrace/saxpy-mpi-cuda_nsys_perlmutter0.sqlite"
 NVTX_NAME = "COALESCE(n.text, (SELECT value FROM StringIds WHERE id = n.textId))"

@@ -12,8 +12,7 @@ from hpcsa.ingest.measdir import write_measurement
 from hpcsa.ingest.sources import classify, read_sources
 from hpcsa.ingest.vendors.rocprofv2 import roctx_ranges
 from tests.conftest import FIXTURES, assert_one_line_error, run_cli
-
-from .measdir_check import load, paths_above, total
+from tests.ingest.measdir_check import load, paths_above, total
 
 FIXTURE = FIXTURES / "ingest" / "tiny-rocprofv2.txt"
 BEGIN_END = re.compile(r"(?:Begin|Start)_Timestamp\((\d+)\), End_Timestamp\((\d+)\)")

@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcsa.ingest.hpcrun import ID_KIND_MASK, read_hpcrun
-from hpcsa.ingest.hpctrace import FLAG_CALL_TRACE, read_hpctrace
-from hpcsa.ingest.synth import SAMPLE_PERIOD_NS, SynthSpec
-from hpcsa.ingest.synthdir import generate
-from hpcsa.structure.hpcstruct import read_hpcstruct
-from hpcsa.structure.model import A, L
+from hpcsa.formats.hpcstruct.model import A, L
+from hpcsa.formats.hpcstruct.reader import read_hpcstruct
+from hpcsa.formats.measurement.hpcrun import ID_KIND_MASK, read_hpcrun
+from hpcsa.formats.measurement.hpctrace import FLAG_CALL_TRACE, read_hpctrace
+from hpcsa.ingest.synth.directory import generate
+from hpcsa.ingest.synth.program import SAMPLE_PERIOD_NS, SynthSpec
 from tests.conftest import assert_one_line_error, run_cli
 
 SMALL = {"contexts": 1500, "samples": 80}

@@ -10,14 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from hpcsa import cli
+from hpcsa.cli import main as cli
 from hpcsa.ingest import vendors
 from hpcsa.ingest.measdir import write_measurement
 from hpcsa.ingest.sources import classify, read_sources
 from hpcsa.ingest.vendors import Reader, VendorReader, readers, register
 from tests.conftest import FIXTURES
-
-from .measdir_check import load, total
+from tests.ingest.measdir_check import load, total
 
 MODULE = "toyvendor_registry_test"
 #: A complete vendor module, written as a user would write one: recognise by content, read to the model.

@@ -8,8 +8,8 @@ from pathlib import Path
 import capstone
 import pytest
 
-from hpcsa.structure.hpcstruct import read_hpcstruct
-from hpcsa.structure.model import Module
+from hpcsa.formats.hpcstruct.model import Module
+from hpcsa.formats.hpcstruct.reader import read_hpcstruct
 
 
 def measured_library(shared_data: Path, library: str) -> Module:

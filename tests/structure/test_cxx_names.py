@@ -14,9 +14,9 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from hpcsa.aggregate.prof.lexical import read_binary_symbols
-from hpcsa.demangle import demangle, drop_return_type
+from hpcsa.core.demangle import demangle, drop_return_type
+from hpcsa.formats.hpcstruct.model import P
 from hpcsa.structure.binary import analyze_binary
-from hpcsa.structure.model import P
 from tests.conftest import FIXTURES
 
 CXX = FIXTURES / "structure" / "cxx"

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from hpcsa.demangle import demangle
-from hpcsa.structure.dwarf import DebugInfo
-from hpcsa.structure.dwarf_inline import read_inlines
-from hpcsa.structure.dwarf_lines import read_program
+from hpcsa.core.demangle import demangle
+from hpcsa.structure.debuginfo.dwarf import DebugInfo
+from hpcsa.structure.debuginfo.inline import read_inlines
+from hpcsa.structure.debuginfo.lines import read_program
+from hpcsa.structure.debuginfo.source_info import DWARF_SECTIONS
 from hpcsa.structure.elf import open_elf
 from hpcsa.structure.loops import find_loops
-from hpcsa.structure.source_info import DWARF_SECTIONS
 
 BINARIES = ["inlines+loops-x86_64-gcc8-d", "inlines+loops-x86_64-gcc12-dr", "inlines+loops-x86_64-llvm15-dr",
             "recursion-x86_64-llvm7-0"]

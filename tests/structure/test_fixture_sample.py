@@ -8,9 +8,9 @@ from collections import defaultdict
 import numpy as np
 from elftools.elf.elffile import ELFFile
 
+from hpcsa.formats.hpcstruct.model import L, P, S
+from hpcsa.formats.hpcstruct.writer import render
 from hpcsa.structure.binary import analyze_binary
-from hpcsa.structure.hpcstruct_text import render
-from hpcsa.structure.model import L, P, S
 from tests.conftest import FIXTURES, run_cli
 
 SAMPLE = FIXTURES / "structure" / "sample.so"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcsa.ingest.hpcrun import LoadModule, read_hpcrun, write_hpcrun
+from hpcsa.formats.measurement.hpcrun import LoadModule, read_hpcrun, write_hpcrun
 from tests.conftest import FIXTURES, run_cli
 
 

@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hpcsa.formats.hpcstruct.compare import HEADER, compare
+from hpcsa.formats.hpcstruct.model import L, P, S, StructureFile
+from hpcsa.formats.hpcstruct.reader import read_hpcstruct
+from hpcsa.formats.hpcstruct.writer import render
 from hpcsa.structure.binary import analyze_binary
-from hpcsa.structure.compare import HEADER, compare
 from hpcsa.structure.elf import open_elf
-from hpcsa.structure.hpcstruct import read_hpcstruct
-from hpcsa.structure.hpcstruct_text import render
-from hpcsa.structure.model import L, P, S, StructureFile
 from tests.structure.measured import measured_library
 
 

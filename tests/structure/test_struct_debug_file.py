@@ -13,12 +13,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from hpcsa.formats.hpcstruct.compare import compare
+from hpcsa.formats.hpcstruct.model import L
 from hpcsa.structure.binary import analyze_binary
-from hpcsa.structure.compare import compare
-from hpcsa.structure.dwarf import DebugInfo
-from hpcsa.structure.dwarf_lines import read_program
+from hpcsa.structure.debuginfo.dwarf import DebugInfo
+from hpcsa.structure.debuginfo.lines import read_program
 from hpcsa.structure.elf import open_elf
-from hpcsa.structure.model import L
 from tests.structure.measured import claimed_by_another, measured_library, plt_truth, procedures_of
 
 # Agreement with real hpcstruct reached on Debian 12's glibc 2.36 with libc6-dbg (procedures, statements,

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 from elftools.elf.elffile import ELFFile
 
+from hpcsa.formats.hpcstruct.model import A, F, L, P, S
+from hpcsa.formats.hpcstruct.reader import read_hpcstruct
 from hpcsa.structure.binary import analyze_binary
-from hpcsa.structure.hpcstruct import read_hpcstruct
-from hpcsa.structure.model import A, F, L, P, S
 from tests.conftest import assert_one_line_error, run_cli
 
 BIN = "inlines+loops-x86_64-gcc10-dr"
@@ -132,7 +132,7 @@ def test_gpu_binaries_go_to_the_gpu_hook(hpctoolkit_data, tmp_path, monkeypatch)
 
     def fake_builder(image, name, jobs):
         seen["machine"] = image.machine
-        from hpcsa.structure.model import ModuleBuilder
+        from hpcsa.formats.hpcstruct.model import ModuleBuilder
         return ModuleBuilder(name, has_calls=True).finish(), ["warning: no disassembler", "no DWARF"]
 
     monkeypatch.setattr(binary, "gpu_builder", lambda machine, path: fake_builder)
@@ -196,7 +196,7 @@ def test_relocatable_objects_are_refused(tmp_path):
 def test_damaged_binaries_end_in_one_line_or_a_result(tmp_path):
     """Random byte damage in code, unwind and debug sections: a structure file or an HpcsaError, never
     another exception (seeded, so a failure can be replayed)."""
-    from hpcsa.errors import HpcsaError
+    from hpcsa.core.errors import HpcsaError
     from tests.conftest import FIXTURES
 
     src = FIXTURES / "structure" / "sample.so"

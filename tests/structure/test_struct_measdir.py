@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hpcsa.ingest.loadmodules import measurement_load_modules
-from hpcsa.structure.hpcstruct import read_hpcstruct
+from hpcsa.formats.hpcstruct.reader import read_hpcstruct
+from hpcsa.formats.measurement.loadmodules import measurement_load_modules
 from hpcsa.structure.measdir import find_targets, struct_measdir
 from tests.conftest import assert_one_line_error, run_cli
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import random
 
+from hpcsa.formats.hpcstruct.model import GUARD_NAME, KIND_TAGS, Module, ModuleBuilder
 from hpcsa.structure.loops import find_loops
-from hpcsa.structure.model import GUARD_NAME, KIND_TAGS, Module, ModuleBuilder
 from hpcsa.structure.tree import (
     FLP,
     LoopInfo,

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hpcsa.aggregate.db import metadb, metricsyaml
-from hpcsa.aggregate.db.profiledb import ProfileValues, id_tuple
+from hpcsa.formats.db import metadb, metricsyaml
+from hpcsa.formats.db.profiledb import ProfileValues, id_tuple
 from hpcsa.views.dbwrite import Profile, write_from_profiles
 
 SCOPES = ("point", "function", "lex_aware", "execution")

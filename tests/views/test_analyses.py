@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcsa.aggregate.db.tracedb import elements
+from hpcsa.formats.db.tracedb import elements
 from hpcsa.views import open_experiment
 from hpcsa.views.imbalance import distribution, imbalance_table
 from hpcsa.views.perfetto import export_trace

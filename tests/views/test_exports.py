@@ -110,7 +110,7 @@ def test_hatchet_export_succeeds_where_hatchet_fails(shared_data: Path, name: st
 def test_missing_hatchet_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    from hpcsa.errors import HpcsaError
+    from hpcsa.core.errors import HpcsaError
 
     monkeypatch.setitem(sys.modules, "hatchet", None)  # as if not installed
     with pytest.raises(HpcsaError, match=r"pip install 'hpcsa\[hatchet\]'"):

@@ -16,14 +16,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcsa.errors import HpcsaError
+from hpcsa.core.errors import HpcsaError
 from hpcsa.views import tree as T
-from hpcsa.views.cmd import render_view
 from hpcsa.views.experiment import Experiment, open_experiment
 from hpcsa.views.filters import MODES, Filter, FilteredExperiment, frame_functions
 from hpcsa.views.flat import MODULE
 from hpcsa.views.metrics import Partial
 from hpcsa.views.serve.model import Model
+from hpcsa.views.show import render_view
 from tests.conftest import assert_one_line_error, run_cli
 from tests.views.helpers import SEED003
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcsa.aggregate.db.metricsyaml import Input
+from hpcsa.formats.db.metricsyaml import Input
 from hpcsa.views import open_experiment
 from hpcsa.views import tree as T
 from hpcsa.views.metrics import Partial

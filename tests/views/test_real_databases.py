@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcsa.aggregate.db.metricsyaml import Input
+from hpcsa.formats.db.metricsyaml import Input
 from hpcsa.views import open_experiment
 from hpcsa.views import tree as T
-from hpcsa.views.cmd import render_view
 from hpcsa.views.metrics import Partial
+from hpcsa.views.show import render_view
 from tests.conftest import SHARED_DATA
 from tests.views.helpers import v4_databases
 

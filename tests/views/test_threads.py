@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 import yaml
 
-from hpcsa.aggregate.db.database import open_database
-from hpcsa.aggregate.db.profiledb import ProfileValues
+from hpcsa.formats.db.database import open_database
+from hpcsa.formats.db.profiledb import ProfileValues
 from hpcsa.views import open_experiment
-from hpcsa.views.cmd import render_view
+from hpcsa.views.show import render_view
 from hpcsa.views.threads import NUM_THREADS, aggregate_threads, is_not_work
 from tests.conftest import SHARED_DATA, assert_one_line_error, run_cli
 from tests.views.helpers import THREADS, v4_databases
@@ -200,7 +200,7 @@ def test_real_databases(shared_data: Path, tmp_path: Path, name: str, strategy: 
 
 @pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="shared data absent")
 def test_aggregated_database_round_trips_and_hatchet_reads_it(shared_data: Path, tmp_path: Path) -> None:
-    from hpcsa.aggregate.db.database import write_database
+    from hpcsa.formats.db.database import write_database
     from tests.aggregate.dbcheck import same_database
 
     src = v4_databases(shared_data)["loops-cputime-t.d"]

@@ -12,11 +12,11 @@ import json
 import numpy as np
 import pytest
 
-from hpcsa.errors import HpcsaError
+from hpcsa.core.errors import HpcsaError
 from hpcsa.views import open_experiment
 from hpcsa.views import tree as T
-from hpcsa.views.cmd import render_view
 from hpcsa.views.render import compact
+from hpcsa.views.show import render_view
 from tests.conftest import assert_one_line_error, run_cli
 from tests.views.helpers import SEED003
 

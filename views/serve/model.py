@@ -18,9 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from hpcsa.errors import HpcsaError
+from hpcsa.core.errors import HpcsaError
 from hpcsa.views import tree as T
-from hpcsa.views.cmd import default_columns
 from hpcsa.views.experiment import Experiment
 from hpcsa.views.filters import Filter, FilteredExperiment, FilteredForest, frame_functions, shown_names
 from hpcsa.views.flat import FILE as FLAT_FILE
@@ -29,6 +28,7 @@ from hpcsa.views.forest import Forest
 from hpcsa.views.imbalance import Distribution, profile_set
 from hpcsa.views.metrics import Column
 from hpcsa.views.serve.source import source_of
+from hpcsa.views.show import default_columns
 
 VIEWS = ("top-down", "bottom-up", "flat")
 #: Callers levels built for the bottom-up view at first, and at most (each level is one numpy pass over the

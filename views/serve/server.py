@@ -19,7 +19,7 @@ from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from hpcsa.errors import HpcsaError
+from hpcsa.core.errors import HpcsaError
 from hpcsa.views.experiment import Experiment
 from hpcsa.views.filters import parse_filters
 from hpcsa.views.forest import DEFAULT_THRESHOLD

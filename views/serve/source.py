@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from hpcsa.aggregate.db.database import SOURCES
-from hpcsa.aggregate.db.metadb import FILE_COPIED
+from hpcsa.formats.db.database import SOURCES
+from hpcsa.formats.db.metadb import FILE_COPIED
 
 if TYPE_CHECKING:
     from hpcsa.views.experiment import Experiment

@@ -9,7 +9,7 @@ evenly. Rows are the profiles in profile.db order with CPU threads first and GPU
 
 A window's summary adds, per procedure at the depth, the time every profile of the row range spent in
 it within the window (sample durations clipped to the window). Trace lines are read on first use and
-kept, as the Python API reads them (:meth:`hpcsa.aggregate.db.tracedb.TraceDB.trace`).
+kept, as the Python API reads them (:meth:`hpcsa.formats.db.tracedb.TraceDB.trace`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hpcsa.aggregate.db.tracedb import NO_MAX_TIMESTAMP
+from hpcsa.formats.db.tracedb import NO_MAX_TIMESTAMP
 from hpcsa.views import tree as T
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hpcsa.aggregate.db.database import open_database
+from hpcsa.formats.db.database import open_database
 from hpcsa.views.render import compact, percent
 from tests.conftest import run_cli
 from tests.views.serve.browser import chromium

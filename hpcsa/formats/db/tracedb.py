@@ -1,0 +1,198 @@
+"""``trace.db`` v4.0: one time-ordered line of (timestamp, context id) per profile.
+
+Reading (:class:`TraceDB`) parses the trace headers eagerly and each trace line
+on request (:meth:`TraceDB.trace`). Writing (:class:`TraceDBWriter`) reserves
+the headers and, optionally, a region per trace sized for its largest possible
+line (as hpcprof does: ``align8(max_count * 12)``), writes lines into their
+regions (trimming ``pEnd`` to what was written), and puts the footer after the
+last region. Header slot ``i`` conventionally holds profile ``i + 1``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import BinaryIO
+
+import numpy as np
+
+from hpcsa.core.binfmt import align
+from hpcsa.core.fileio import pwrite_all
+from hpcsa.formats.db import dbformat as dbf
+
+TAG = b"trce"
+SECTIONS = ("CtxTraces",)
+HEADER_SIZE = 0x10 + 16 * len(SECTIONS)
+
+TRACES_HDR_FIELDS = [("pTraces", 0x00, "u8"), ("nTraces", 0x08, "u4"), ("szTrace", 0x0C, "u1"),
+                     ("minTimestamp", 0x10, "u8"), ("maxTimestamp", 0x18, "u8")]
+TRACE_HDR_FIELDS = [("profIndex", 0x00, "u4"), ("pStart", 0x08, "u8"), ("pEnd", 0x10, "u8")]
+ELEMENT_FIELDS = [("timestamp", 0x00, "u8"), ("ctxId", 0x08, "u4")]  # odd elements are unaligned
+
+SZ_TRACES_HDR, SZ_TRACE_HDR, SZ_ELEMENT = 0x20, 0x18, 0x0C
+TRACES_HDR = dbf.record_dtype(TRACES_HDR_FIELDS, SZ_TRACES_HDR)
+TRACE_HDR = dbf.record_dtype(TRACE_HDR_FIELDS, SZ_TRACE_HDR)
+ELEMENT = dbf.record_dtype(ELEMENT_FIELDS, SZ_ELEMENT)
+
+TRACES_AT = HEADER_SIZE
+TRACE_HDRS_AT = align(TRACES_AT + SZ_TRACES_HDR, 8)
+#: hpcprof's min/max timestamps when no trace has an element.
+NO_MIN_TIMESTAMP, NO_MAX_TIMESTAMP = (1 << 63) - 1, 1 << 63
+
+
+class TraceDB(dbf.DbReader):
+    """An open trace.db: trace headers in memory, lines read on request."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__(path, TAG, SECTIONS)
+        blob = self.blob
+        hdr = self.section_header(0, TRACES_HDR, SZ_TRACES_HDR, "Context Trace Headers")
+        heads = self.section_array(0, hdr, TRACE_HDR_FIELDS, SZ_TRACE_HDR, ("szTrace", "pTraces", "nTraces"),
+                                   "trace header", "Context Trace Headers")
+        self.min_timestamp = int(hdr["minTimestamp"])
+        self.max_timestamp = int(hdr["maxTimestamp"])
+        self.prof_index = heads["profIndex"].astype(np.uint32)
+        self.p_start = heads["pStart"].astype(np.int64)
+        self.p_end = heads["pEnd"].astype(np.int64)
+        limit = len(blob) - dbf.FOOTER_SIZE
+        bad = (self.p_end < self.p_start) | ((self.p_end - self.p_start) % SZ_ELEMENT != 0) | \
+              ((self.p_end > self.p_start) & ((self.p_start < HEADER_SIZE) | (self.p_end > limit)))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise blob.fail(f"trace {i} ([{int(self.p_start[i]):#x}, {int(self.p_end[i]):#x})) is not a whole "
+                            f"number of elements inside the file; the file is truncated or corrupt")
+
+    def __len__(self) -> int:
+        return len(self.prof_index)
+
+    def n_elements(self) -> np.ndarray:
+        return (self.p_end - self.p_start) // SZ_ELEMENT
+
+    def trace(self, i: int) -> np.ndarray:
+        """Trace line ``i`` as a structured array with fields ``timestamp`` and ``ctxId``."""
+        n = int((self.p_end[i] - self.p_start[i]) // SZ_ELEMENT)
+        return self.blob.array(ELEMENT, int(self.p_start[i]), n, f"trace {i}")
+
+
+def read_tracedb(path: str | os.PathLike[str]) -> TraceDB:
+    return TraceDB(path)
+
+
+def elements(timestamps: np.ndarray, ctx_ids: np.ndarray) -> np.ndarray:
+    arr = np.zeros(len(timestamps), ELEMENT)
+    arr["timestamp"] = timestamps
+    arr["ctxId"] = ctx_ids
+    return arr
+
+
+class TraceDBWriter(dbf.StreamedWriter):
+    """Write a trace.db: headers and (optionally reserved) regions, lines, footer last.
+
+    ``prof_indices[i]`` is the profile of header slot ``i``. With ``reserve``
+    (the largest possible element count of each slot) every region is laid out
+    up front and lines may be written in any order or by other processes (into
+    :attr:`temp_path` at :meth:`region` offsets, then :meth:`record`); without
+    it regions are allocated as lines arrive. Use as a context manager.
+
+    The header's time range is ``time_range`` when given (hpcprof takes it from
+    the measurements' trace headers, which may be wider than the elements);
+    otherwise the first and last timestamps written.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], prof_indices: Sequence[int],
+                 reserve: Sequence[int] | None = None, time_range: tuple[int, int] | None = None) -> None:
+        super().__init__(path)
+        n = len(prof_indices)
+        self.heads = np.zeros(n, TRACE_HDR)
+        self.heads["profIndex"] = prof_indices
+        self.data_start = align(TRACE_HDRS_AT + SZ_TRACE_HDR * n, 8)
+        self._next = self.data_start
+        self._reserved: np.ndarray | None = None
+        if reserve is not None:
+            sizes = align(np.asarray(reserve, np.int64).reshape(-1) * SZ_ELEMENT, 8)
+            if len(sizes) != n:
+                raise ValueError("reserve needs one count per trace")
+            self._reserved = sizes
+            starts = self.data_start + np.cumsum(sizes) - sizes
+            self.heads["pStart"] = starts
+            self.heads["pEnd"] = starts
+            self._next = self.data_start + int(sizes.sum())
+        self._written = np.zeros(n, bool)
+        self.time_range = time_range
+        self.min_timestamp: int | None = None
+        self.max_timestamp: int | None = None
+
+    def _start(self, fh: BinaryIO) -> None:
+        fh.truncate(self._next)
+
+    def region(self, slot: int) -> tuple[int, int]:
+        """(offset, capacity in elements) of a reserved slot."""
+        if self._reserved is None:
+            raise ValueError("no regions were reserved")
+        return int(self.heads["pStart"][slot]), int(self._reserved[slot] // SZ_ELEMENT)
+
+    def record(self, slot: int, offset: int, count: int, first: int | None = None,
+               last: int | None = None) -> None:
+        """Note that ``count`` elements of slot ``slot`` lie at ``offset`` (first/last timestamps)."""
+        if self._written[slot]:
+            raise ValueError(f"trace slot {slot} was already written")
+        if self._reserved is not None:
+            start, cap = self.region(slot)
+            if offset != start or count > cap:
+                raise ValueError(f"trace slot {slot}: {count} elements at {offset:#x} do not fit its region "
+                                 f"({cap} elements at {start:#x})")
+        self.heads["pStart"][slot] = offset
+        self.heads["pEnd"][slot] = offset + SZ_ELEMENT * count
+        self._written[slot] = True
+        if count and first is not None and last is not None:
+            self.min_timestamp = first if self.min_timestamp is None else min(self.min_timestamp, first)
+            self.max_timestamp = last if self.max_timestamp is None else max(self.max_timestamp, last)
+
+    def write_trace(self, slot: int, line: np.ndarray) -> None:
+        """Write one trace line (ELEMENT records, sorted by timestamp) into its slot."""
+        assert self._fh is not None, "use the writer as a context manager"
+        line = np.ascontiguousarray(line, ELEMENT)
+        if len(line) > 1 and (np.diff(line["timestamp"].astype(np.int64)) < 0).any():
+            raise ValueError(f"trace slot {slot}: timestamps are not sorted")
+        if self._reserved is not None:
+            offset, _ = self.region(slot)
+        else:
+            offset = self._next
+            self._next = align(offset + SZ_ELEMENT * len(line), 8)
+        pwrite_all(self._fh.fileno(), line.tobytes(), offset)
+        first = int(line["timestamp"][0]) if len(line) else None
+        last = int(line["timestamp"][-1]) if len(line) else None
+        self.record(slot, offset, len(line), first, last)
+
+    def _finish(self) -> None:
+        assert self._fh is not None
+        unwritten = ~self._written
+        if self._reserved is None:
+            self.heads["pStart"][unwritten] = self._next
+            self.heads["pEnd"][unwritten] = self._next
+        if self.time_range is not None:
+            lo, hi = self.time_range
+        else:
+            lo = NO_MIN_TIMESTAMP if self.min_timestamp is None else self.min_timestamp
+            hi = NO_MAX_TIMESTAMP if self.max_timestamp is None else self.max_timestamp
+        hdr = np.zeros(1, TRACES_HDR)
+        hdr[0] = (TRACE_HDRS_AT, len(self.heads), SZ_TRACE_HDR, lo, hi)
+        section = TRACE_HDRS_AT - TRACES_AT + SZ_TRACE_HDR * len(self.heads)
+        area = bytearray(self.data_start)
+        head = dbf.encode_header(TAG, [(section, TRACES_AT)])
+        area[:len(head)] = head
+        area[TRACES_AT:TRACES_AT + SZ_TRACES_HDR] = hdr.tobytes()
+        area[TRACE_HDRS_AT:TRACE_HDRS_AT + self.heads.nbytes] = self.heads.tobytes()
+        os.pwrite(self._fh.fileno(), bytes(area), 0)
+        os.pwrite(self._fh.fileno(), dbf.footer(TAG), self._next)
+        self._fh.truncate(self._next + dbf.FOOTER_SIZE)
+        self._fh.flush()
+
+
+def write_tracedb(path: str | os.PathLike[str], source: TraceDB, *, reserve: Sequence[int] | None = None) -> None:
+    """Copy an open trace.db (regions reserved as large as the lines, or as ``reserve`` says)."""
+    counts = source.n_elements()
+    with TraceDBWriter(path, source.prof_index.tolist(), reserve=counts.tolist() if reserve is None else reserve,
+                       time_range=(source.min_timestamp, source.max_timestamp)) as w:
+        for i in range(len(source)):
+            w.write_trace(i, source.trace(i))

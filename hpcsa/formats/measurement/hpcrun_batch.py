@@ -1,0 +1,215 @@
+"""Many ``.hpcrun`` files read together, with :func:`~hpcsa.formats.measurement.hpcrun.read_hpcrun_tree`'s checks made
+once per batch.
+
+An aggregation reads thousands of profiles, and most are small: an OpenMP thread that waited at a barrier
+has ten contexts and a few values. There numpy's cost per call, not the data, is the reading's cost (some
+thirty calls a file for the tree and sparse-index checks alone). Here each file is cut into its sections by
+a few ``struct`` reads, and the checks run once over the batch's concatenated arrays.
+
+Reading a batch gives exactly what reading its files one by one gives. A file the quick cut doubts (a section
+that does not hold what it claims) or the batch checks refuse sends the batch to the reader of one file,
+file by file, so the one-line refusal is the same and names the batch's first bad file.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Sequence
+
+import numpy as np
+
+from hpcsa.core.arrays import concat_records, offsets
+from hpcsa.core.binfmt import Blob, records
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.errors import HpcsaError
+from hpcsa.formats.measurement.hpcrun import (
+    CCT_NODE,
+    END_SENTINEL,
+    FOOTER_MAGIC,
+    ID_ELEMENT,
+    MAGIC,
+    SPARSE_INDEX,
+    SPARSE_VALUE,
+    VERSION,
+    HpcrunProfile,
+    _parse_header,
+    _parse_id_names,
+    _parse_loadmap,
+    _parse_metrics,
+    read_hpcrun_tree,
+)
+
+_HEAD = MAGIC + VERSION.encode("ascii") + b"b"  # magic, version, big-endian
+_FOOTER = struct.Struct(">14Q")
+_MIN_SIZE = 24 + _FOOTER.size
+
+
+@dataclass
+class HpcrunBatch:
+    """Profiles read together: each one as :func:`~hpcsa.formats.measurement.hpcrun.read_hpcrun_tree` returns it, and their
+    trees as columns over the batch (profile ``k``'s CCT rows are ``cut[k]:cut[k + 1]``)."""
+
+    profiles: list[HpcrunProfile]
+    cut: np.ndarray     # int64, len(profiles) + 1
+    cct: np.ndarray     # the CCT records, concatenated
+    order: np.ndarray   # rows of the batch sorted by (profile, node id): each profile's rows in id order
+    parent: np.ndarray  # each row's parent row in the batch (-1 at a root)
+
+    def rows(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Profile ``k``'s (rows in node-id order, parent rows) numbered within the profile, as
+        :func:`~hpcsa.formats.measurement.hpcrun.read_hpcrun_tree` returns them."""
+        lo, hi = int(self.cut[k]), int(self.cut[k + 1])
+        parent = self.parent[lo:hi]
+        return self.order[lo:hi] - lo, np.where(parent >= 0, parent - lo, -1)
+
+
+def read_hpcrun_batch(paths: Sequence[str | os.PathLike[str]]) -> HpcrunBatch:
+    """Read ``paths`` (values included) as one batch; refuses as the reader of one file does."""
+    profiles: list[HpcrunProfile] = []
+    indexes: list[np.ndarray] = []  # each sparse index with its sentinel, for the batch checks
+    for k, path in enumerate(paths):
+        try:
+            prof = _cut(os.fspath(path))
+        except HpcsaError:
+            prof = None
+        if prof is None:
+            try:
+                prof = read_hpcrun_tree(path)[0]  # checked, its index without the sentinel
+            except HpcsaError:
+                _one_by_one(paths[:k])  # an earlier file's refusal comes first
+                raise
+            indexes.append(np.concatenate([prof.index, records(SPARSE_INDEX, 1, node=END_SENTINEL,
+                                                                 start=len(prof.values))]))
+        else:
+            indexes.append(prof.index)
+            prof.index = prof.index[:-1]
+        profiles.append(prof)
+    batch = _checked(profiles, indexes)
+    # A refusal: the first bad file's, from the reader of one file (which reads them all if none is bad, as
+    # when a file was rewritten meanwhile).
+    return batch if batch is not None else _one_by_one(paths)
+
+
+def _one_by_one(paths: Sequence[str | os.PathLike[str]]) -> HpcrunBatch:
+    """The files read one by one (raising the first one's refusal), as a batch."""
+    read = [read_hpcrun_tree(path) for path in paths]
+    profiles = [prof for prof, _, _ in read]
+    cut = offsets([len(p.cct) for p in profiles])
+    order = np.concatenate([o + c for (_, o, _), c in zip(read, cut, strict=False)]) if read else cut[:0]
+    parent = np.concatenate([np.where(r >= 0, r + c, -1) for (_, _, r), c in zip(read, cut, strict=False)]
+                            ) if read else cut[:0]
+    return HpcrunBatch(profiles, cut, concat_records([p.cct for p in profiles], CCT_NODE), order, parent)
+
+
+def _cut(path: str) -> HpcrunProfile | None:
+    """One file cut into its sections, or None where a bound is not plainly right (the reader of one file then
+    reads it, with every check and its message). The tree and sparse-index checks are the batch's."""
+    blob = Blob(path)
+    data = blob.data
+    size = len(data)
+    if size < _MIN_SIZE or data[:24] != _HEAD:
+        return None
+    f = _FOOTER.unpack_from(data, size - _FOOTER.size)
+    footer_at = f[12]
+    if f[13] != FOOTER_MAGIC or footer_at + _FOOTER.size != size:
+        return None
+    for i in range(0, 12, 2):
+        if not f[i] <= f[i + 1] <= footer_at:
+            return None
+    header = _parse_header(blob, f[1])
+    loadmap = _parse_loadmap(data[f[2]:f[3]], path)
+    at, end = f[4], f[5]
+    if at + 8 > end:
+        return None
+    (n_cct,) = struct.unpack_from(">Q", data, at)
+    if n_cct * CCT_NODE.itemsize > end - at - 8:
+        return None
+    cct = np.frombuffer(data, CCT_NODE, n_cct, at + 8)
+    metrics = _parse_metrics(data[f[6]:f[7]], path)
+    id_names = _parse_id_names(data[f[8]:f[9]], path)
+    at, end = f[10], f[11]
+    if at + 2 > end:
+        return None
+    (n_ids,) = struct.unpack_from(">H", data, at)
+    at += 2
+    if at + n_ids * ID_ELEMENT.itemsize + 12 > end:
+        return None
+    id_tuple = np.frombuffer(data, ID_ELEMENT, n_ids, at)
+    at += n_ids * ID_ELEMENT.itemsize
+    n_vals, n_nodes = struct.unpack_from(">QI", data, at)
+    at += 12
+    if at + n_vals * SPARSE_VALUE.itemsize + (n_nodes + 1) * SPARSE_INDEX.itemsize > end:
+        return None
+    values = np.frombuffer(data, SPARSE_VALUE, n_vals, at)
+    index = np.frombuffer(data, SPARSE_INDEX, n_nodes + 1, at + n_vals * SPARSE_VALUE.itemsize)
+    return HpcrunProfile(header=header, loadmap=list(loadmap), cct=cct, metrics=list(metrics),
+                         id_names=list(id_names), id_tuple=id_tuple, values=values, index=index, path=path)
+
+
+def _checked(profiles: list[HpcrunProfile], indexes: list[np.ndarray]) -> HpcrunBatch | None:
+    """The batch with its tree columns, or None if a file breaks a rule of
+    :func:`~hpcsa.formats.measurement.hpcrun.tree_rows` or of the sparse values (one pass over the batch for each rule;
+    ``indexes``: the profiles' sparse indexes with their sentinels)."""
+    n = len(profiles)
+    sizes = np.fromiter((len(p.cct) for p in profiles), np.int64, n)
+    cut = offsets(sizes)
+    cct = concat_records([p.cct for p in profiles], CCT_NODE)
+    of_row = np.repeat(np.arange(n, dtype=np.int64), sizes)
+    ids = cct["id"].astype(np.int64)
+    key = of_row << 32 | ids
+    order = np.argsort(key, kind="stable")
+    sorted_key = key[order]
+    if (ids == 0).any() or (sorted_key[1:] == sorted_key[:-1]).any():
+        return None  # node ids must be unique and non-zero
+    parents = cct["parent"].astype(np.int64)
+    inner = np.flatnonzero(parents != 0)
+    wanted = of_row[inner] << 32 | parents[inner]
+    where = np.minimum(np.searchsorted(sorted_key, wanted), max(len(key) - 1, 0))
+    if len(inner) and not (sorted_key[where] == wanted).all():
+        return None  # a parent that is not in the tree
+    parent_row = np.full(len(key), -1, np.int64)
+    if len(inner):
+        parent_pos = order[where]
+        if (parent_pos >= inner).any():
+            return None  # a child before its parent
+        parent_row[inner] = parent_pos
+    if not _sparse_ok(profiles, indexes, sorted_key):
+        return None
+    return HpcrunBatch(profiles, cut, cct, order, parent_row)
+
+
+def _sparse_ok(profiles: list[HpcrunProfile], indexes: list[np.ndarray], sorted_key: np.ndarray) -> bool:
+    """:func:`~hpcsa.formats.measurement.hpcrun._check_sparse`'s rules over the batch: each sparse index ends with the
+    sentinel at the value count, its starts begin at 0 and ascend, every value names a declared metric, and
+    every node with values is in its profile's tree (``sorted_key``: the batch's (profile, node id) keys,
+    sorted)."""
+    n = len(profiles)
+    n_index = np.fromiter(map(len, indexes), np.int64, n)
+    n_vals = np.fromiter((len(p.values) for p in profiles), np.int64, n)
+    index = concat_records(indexes, SPARSE_INDEX)
+    last = np.cumsum(n_index) - 1
+    starts = index["start"].astype(np.uint64)
+    if (index["node"][last] != END_SENTINEL).any() or (starts[last] != n_vals.astype(np.uint64)).any():
+        return False
+    if (starts[last + 1 - n_index] != 0).any():  # each index's first entry
+        return False
+    of_entry = np.repeat(np.arange(n, dtype=np.int64), n_index)
+    same = of_entry[1:] == of_entry[:-1]
+    if (np.diff(starts.astype(np.int64))[same] < 0).any():
+        return False
+    if n_vals.any():
+        n_metrics = np.fromiter((len(p.metrics) for p in profiles), np.int64, n)
+        metric = np.concatenate([p.values["metric"] for p in profiles]).astype(np.int64)
+        if (metric >= np.repeat(n_metrics, n_vals)).any():
+            return False
+    inner = np.ones(len(index), bool)
+    inner[last] = False
+    if inner.any():
+        wanted = of_entry[inner] << 32 | index["node"][inner].astype(np.int64)
+        if not len(sorted_key):
+            return False
+        where = np.minimum(np.searchsorted(sorted_key, wanted), len(sorted_key) - 1)
+        if not (sorted_key[where] == wanted).all():
+            return False
+    return True
