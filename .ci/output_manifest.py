@@ -59,8 +59,9 @@ def digest_path(path: str) -> str:
 
 
 class Runner:
-    def __init__(self, hpcsa: str, work: str) -> None:
+    def __init__(self, hpcsa: str, work: str, only: tuple[str, ...] = ()) -> None:
         self.hpcsa = hpcsa
+        self.only = only
         self.work = work
         self.env = dict(os.environ, HPCSA_CACHE_DIR=os.path.join(work, "cache"), COLUMNS="120")
         # the checkout the command runs from (its .venv/bin/hpcsa), named in what the demo prints
@@ -72,8 +73,10 @@ class Runner:
         return path
 
     def run(self, name: str, argv: list[str], outputs: tuple[str, ...] = (), prefix: list[str] | None = None,
-            cwd: str | None = None, makedirs: tuple[str, ...] = ()) -> str:
-        """One line: ``name rc=N stdout=H stderr=H out=H...``."""
+            cwd: str | None = None, makedirs: tuple[str, ...] = ()) -> str | None:
+        """One line: ``name rc=N stdout=H stderr=H out=H...``; None for a step ``--only`` leaves out."""
+        if self.only and not name.startswith(self.only):
+            return None
         for path in outputs:
             if os.path.isdir(path):
                 shutil.rmtree(path)
@@ -134,7 +137,7 @@ def vendor_sources() -> Iterator[tuple[str, str]]:
             yield "fixture-" + name, os.path.join(fixtures, name)
 
 
-def views(r: Runner, tag: str, db: str) -> Iterator[str]:
+def views(r: Runner, tag: str, db: str) -> Iterator[str | None]:
     for view in ("top-down", "bottom-up", "flat"):
         yield r.run(f"view-{view}-{tag}", ["view", db, "--view", view, "--all-metrics", "--width", "0"])
     yield r.run(f"view-hot-{tag}", ["view", db, "--hot-path", "--format", "json"])
@@ -151,7 +154,7 @@ def views(r: Runner, tag: str, db: str) -> Iterator[str]:
         yield r.run(f"threads-{strategy}-{tag}", ["aggregate-threads", db, "-s", strategy, "-o", agg], (agg,))
 
 
-def manifest(r: Runner, quick: bool) -> Iterator[str]:
+def manifest(r: Runner, quick: bool) -> Iterator[str | None]:
     for name, path in binaries(quick):
         out = r.out("struct", name + ".hpcstruct")
         yield r.run(f"struct-{name}", ["struct", path, "-o", out], (out,))
@@ -228,12 +231,16 @@ def main() -> int:
     parser.add_argument("--hpcsa", default=os.path.join(ROOT, ".venv", "bin", "hpcsa"))
     parser.add_argument("--work", required=True, help="scratch directory (the same for the runs compared)")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", action="append", default=[], metavar="PREFIX",
+                        help="run only the steps whose name starts with PREFIX (repeatable; a step that needs an "
+                        "earlier step's output finds it only if that step runs too)")
     args = parser.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)  # caches too: both runs start from nothing
     os.makedirs(args.work)
-    runner = Runner(os.path.abspath(args.hpcsa), os.path.abspath(args.work))
+    runner = Runner(os.path.abspath(args.hpcsa), os.path.abspath(args.work), tuple(args.only))
     for line in manifest(runner, args.quick):
-        print(line, flush=True)
+        if line is not None:
+            print(line, flush=True)
     return 0
 
 
