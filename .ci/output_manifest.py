@@ -36,8 +36,9 @@ TIMING = re.compile(rb"\b\d+(\.\d+)?( ?)(s|ms|us|MiB|MB|GiB|KiB|x|\xc3\x97)\b|\d
 CACHE_KEYS = re.compile(rb'"key": "[0-9a-f]+"')
 
 
-def digest_path(path: str) -> str:
-    """A file's bytes, or a directory's relative names and bytes, in name order."""
+def digest_path(path: str, checkouts: tuple[bytes, ...] = ()) -> str:
+    """A file's bytes, or a directory's relative names and bytes, in name order; the paths of the checkouts
+    (where the fixtures are read from) masked."""
     h = hashlib.sha256()
     if os.path.isdir(path):
         for base, dirs, files in os.walk(path):
@@ -49,13 +50,19 @@ def digest_path(path: str) -> str:
                     data = fh.read()
                 if name == ".hpcsa-cache.json":
                     data = CACHE_KEYS.sub(b'"key": "#"', data)
-                h.update(hashlib.sha256(data).digest())
+                h.update(hashlib.sha256(_masked(data, checkouts)).digest())
     elif os.path.exists(path):
         with open(path, "rb") as fh:
-            h.update(fh.read())
+            h.update(_masked(fh.read(), checkouts))
     else:
         return "absent"
     return h.hexdigest()[:16]
+
+
+def _masked(data: bytes, checkouts: tuple[bytes, ...]) -> bytes:
+    for path in checkouts:
+        data = data.replace(path, b"<checkout>")
+    return data
 
 
 class Runner:
@@ -64,8 +71,9 @@ class Runner:
         self.only = only
         self.work = work
         self.env = dict(os.environ, HPCSA_CACHE_DIR=os.path.join(work, "cache"), COLUMNS="120")
-        # the checkout the command runs from (its .venv/bin/hpcsa), named in what the demo prints
-        self.checkout = os.path.dirname(os.path.dirname(os.path.dirname(hpcsa))).encode()
+        # the checkout the command runs from (its .venv/bin/hpcsa: the demo's inputs) and this one (the other
+        # fixtures), named in what the commands print and write
+        self.checkouts = (os.path.dirname(os.path.dirname(os.path.dirname(hpcsa))).encode(), ROOT.encode())
 
     def out(self, *parts: str) -> str:
         path = os.path.join(self.work, *parts)
@@ -86,11 +94,11 @@ class Runner:
             os.makedirs(path, exist_ok=True)
         proc = subprocess.run([*(prefix or []), self.hpcsa, *argv], capture_output=True, env=self.env,
                               cwd=cwd or self.work, timeout=900)
-        stdout = TIMING.sub(b"#", proc.stdout.replace(self.checkout, b"<checkout>"))
-        stderr = TIMING.sub(b"#", proc.stderr.replace(self.checkout, b"<checkout>"))
+        stdout = TIMING.sub(b"#", _masked(proc.stdout, self.checkouts))
+        stderr = TIMING.sub(b"#", _masked(proc.stderr, self.checkouts))
         parts = [name, f"rc={proc.returncode}", "stdout=" + hashlib.sha256(stdout).hexdigest()[:16],
                  "stderr=" + hashlib.sha256(stderr).hexdigest()[:16]]
-        parts += [f"out{i}=" + digest_path(p) for i, p in enumerate(outputs)]
+        parts += [f"out{i}=" + digest_path(p, self.checkouts) for i, p in enumerate(outputs)]
         if proc.returncode not in (0, 1) and os.environ.get("HPCSA_MANIFEST_VERBOSE"):
             sys.stderr.write(f"{name}: {proc.stderr.decode(errors='replace')[-400:]}\n")
         return " ".join(parts)

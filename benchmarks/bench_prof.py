@@ -5,7 +5,7 @@ is aggregated by the command as a user runs it (a fresh process: start-up and
 imports included); wall time is the best of ``--repeat`` runs; peak memory is
 the largest proportional resident set (PSS) of the process tree, sampled from
 /proc every 5 ms (coordinator and workers summed, shared pages counted once). Larger inputs are made by replicating a real
-measurement under other host ids (:mod:`hpcsa.cli.prof.replicate`): the
+measurement under other host ids (:mod:`hpcsa.ingest.synth.replicate`): the
 OpenMP run (4 threads, ~11 KB per profile with its trace) to 256 and 1,024
 profiles, near the yardstick of a 1,024-thread CPU measurement that C++
 hpcprof aggregates in about 0.8 s and 66 MiB on 2 cores. Then one in-process
@@ -118,10 +118,10 @@ def inputs_size(path: Path) -> tuple[int, int]:
 
 
 def in_process(meas: Path, out: Path, jobs: int) -> dict[str, float]:
-    from hpcsa.aggregate.prof import pipeline
-    from hpcsa.aggregate.prof.inputs import find_inputs
+    from hpcsa.aggregate import driver
+    from hpcsa.aggregate.inputs import find_inputs
 
-    r = pipeline.aggregate(find_inputs([str(meas)]), pipeline.Options(output=str(out), jobs=jobs, progress=False))
+    r = driver.aggregate(find_inputs([str(meas)]), driver.Options(output=str(out), jobs=jobs, progress=False))
     return r.timings
 
 

@@ -30,8 +30,12 @@ from pathlib import Path
 PHASES = r"""
 import json, sys, time
 import hpcsa.core.progress
-from hpcsa.aggregate.prof import pipeline
-from hpcsa.aggregate.prof.inputs import find_inputs
+try:
+    from hpcsa.aggregate import driver as pipeline
+    from hpcsa.aggregate.inputs import find_inputs
+except ImportError:  # a checkout from before hpcsa prof's modules moved up into hpcsa.aggregate
+    from hpcsa.aggregate.prof import pipeline
+    from hpcsa.aggregate.prof.inputs import find_inputs
 start = time.process_time()
 hpcsa.core.progress.Progress.elapsed = lambda self: time.process_time() - start
 inputs = find_inputs([sys.argv[1]], [])

@@ -42,11 +42,11 @@ def as_rank(argv: list[str]) -> None:
     from hpcsa.core import libdefaults
 
     libdefaults.set_defaults(libdefaults.BLAS_THREADS)  # else OpenBLAS starts a thread per CPU in every rank
-    from hpcsa.aggregate.prof import pipeline
+    from hpcsa.aggregate import driver
     from hpcsa.cli.main import leave
     from hpcsa.cli.main import main as hpcsa_main
 
-    aggregate = pipeline.aggregate
+    aggregate = driver.aggregate
     split = [0.0]
 
     def timed(*args: object, **kwargs: object) -> object:
@@ -54,7 +54,7 @@ def as_rank(argv: list[str]) -> None:
         split[0] = sum(t for phase, t in result.timings.items() if phase.startswith(SPLIT_PHASES))
         return result
 
-    pipeline.aggregate = timed  # type: ignore[assignment]
+    driver.aggregate = timed  # type: ignore[assignment]
     rc = hpcsa_main(argv)
     cpu = sum(getattr(resource.getrusage(who), f) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
               for f in ("ru_utime", "ru_stime"))
@@ -115,21 +115,21 @@ def sizes(db: Path) -> dict[str, float]:
 
 def mpi_phases(meas: str, out: str, jobs: int) -> None:
     """Under mpiexec: one in-process run, rank 0 prints its phase timings as JSON."""
-    from hpcsa.aggregate.prof import mpi, pipeline
-    from hpcsa.aggregate.prof.inputs import find_inputs
+    from hpcsa.aggregate import driver, mpi
+    from hpcsa.aggregate.inputs import find_inputs
 
     t = mpi.MpiTransport.from_environment(arity=jobs)
-    r = pipeline.aggregate(find_inputs([meas]), pipeline.Options(output=out, jobs=jobs, progress=False), t)
+    r = driver.aggregate(find_inputs([meas]), driver.Options(output=out, jobs=jobs, progress=False), t)
     t.close()
     if t.is_root:
         print(json.dumps({"timings": r.timings, "shares": r.rank_profiles, "seconds": r.seconds}))
 
 
 def in_process(meas: Path, out: Path, jobs: int) -> dict[str, float]:
-    from hpcsa.aggregate.prof import pipeline
-    from hpcsa.aggregate.prof.inputs import find_inputs
+    from hpcsa.aggregate import driver
+    from hpcsa.aggregate.inputs import find_inputs
 
-    return pipeline.aggregate(find_inputs([str(meas)]), pipeline.Options(output=str(out), jobs=jobs, progress=False)).timings
+    return driver.aggregate(find_inputs([str(meas)]), driver.Options(output=str(out), jobs=jobs, progress=False)).timings
 
 
 def split_of(err: str) -> float:
@@ -208,8 +208,8 @@ def where_time_goes(meas: Path, tmp: Path) -> tuple[dict[str, dict[str, float]],
     top = io.StringIO()
     cum = io.StringIO()
     pstats.Stats(prof, stream=top).sort_stats("tottime").print_stats(18)
-    pstats.Stats(prof, stream=cum).sort_stats("cumulative").print_stats(r"profile_values|survey|propagate|"
-                                                                        r"transpose|unified_tables|read_hpcrun")
+    pstats.Stats(prof, stream=cum).sort_stats("cumulative").print_stats(r"phase[0-3]_|profile_nodes|propagate|"
+                                                                        r"read_hpcrun")
     return phases, mpi, top.getvalue(), cum.getvalue()
 
 

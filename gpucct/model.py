@@ -39,7 +39,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from functools import cached_property
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 import numpy as np
 
@@ -105,7 +105,7 @@ class CallGraph:
         self._build_components()
 
     # -- construction -----------------------------------------------------------------------------
-    def _fail(self, problem: str) -> None:
+    def _fail(self, problem: str) -> NoReturn:
         raise HpcsaError(self.source, f"call graph: {problem}")
 
     def _build_extents(self) -> None:
@@ -241,7 +241,7 @@ class CallGraph:
         return tuple(self.functions[i].entry for i in self.comp_members[comp])
 
     @cached_property
-    def digraph(self) -> nx.DiGraph:
+    def digraph(self) -> nx.DiGraph[int]:
         """The direct calls as a networkx ``DiGraph``: nodes are indices into ``functions``, one edge per
         (caller, callee) pair, successors in call-pc order. Built on first use; reconstruction does not need it."""
         direct = self.call_callee >= 0

@@ -96,7 +96,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Hashable, Iterable, Mapping
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 
@@ -490,12 +490,13 @@ class _Reconstructor:
             kids[self.f_parent[i]].append(i)
         new_index = np.empty(n, dtype=np.int64)
         order: list[int] = []
+        steps = cast(list[Step], self.f_step)  # what children are sorted by: every frame but the root has one
         stack = [0]
         while stack:
             i = stack.pop()
             new_index[i] = len(order)
             order.append(i)
-            stack.extend(sorted(kids[i], key=lambda k: self.f_step[k], reverse=True))  # type: ignore[arg-type,return-value]
+            stack.extend(sorted(kids[i], key=lambda k: steps[k], reverse=True))
         parent_new = new_index[np.array(self.f_parent, dtype=np.int64)[order]].tolist()
         parent_new[0] = -1
         fs, ff, fc, fm, fo = self.f_step, self.f_factor, self.f_callee, self.f_members, self.f_origin

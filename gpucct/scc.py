@@ -25,17 +25,17 @@ if TYPE_CHECKING:  # imported where used: networkx takes a fifth of a second to 
     import networkx as nx
 
 
-def call_digraph(n: int, edges: Iterable[tuple[int, int]]) -> nx.DiGraph:
+def call_digraph(n: int, edges: Iterable[tuple[int, int]]) -> nx.DiGraph[int]:
     """Vertices ``0..n-1``, one edge per distinct (caller, callee) pair, successors in the order given."""
     import networkx as nx
 
-    graph = nx.DiGraph()
+    graph: nx.DiGraph[int] = nx.DiGraph()
     graph.add_nodes_from(range(n))
     graph.add_edges_from(edges)
     return graph
 
 
-def components(graph: nx.DiGraph) -> list[list[int]]:
+def components(graph: nx.DiGraph[int]) -> list[list[int]]:
     """The strongly connected components of ``graph`` (members sorted), in reverse topological order.
 
     networkx numbers the condensation's components in the order its

@@ -199,7 +199,7 @@ def operation_values(ops: np.ndarray, leaf: np.ndarray, mid: dict[str, int],
     return nodes, mets, vals
 
 
-def occupancy(ops: np.ndarray, props: dict[str, float]) -> tuple[np.ndarray, np.ndarray]:
+def occupancy(ops: np.ndarray, props: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray]:
     """Theoretical active and maximum warps per SM of each kernel launch (CUDA occupancy rules without
     allocation granularity); zeros where the device properties are unknown."""
     warp = props.get("warp", 0) or 0

@@ -228,9 +228,9 @@ class ProcessWriter:
         # the source go under "<untraced API call>", ops without a call (correlation 0) under the thread root.
         a = np.maximum(api, 0)
         stack = np.where(has_api, apis["stack"][a], -1) if len(apis) else np.full(len(ops), -1)
-        name = np.where(has_api, apis["name"][a], -1) if len(apis) else np.full(len(ops), -1)
+        api_name = np.where(has_api, apis["name"][a], -1) if len(apis) else np.full(len(ops), -1)
         untraced = ~has_api & (ops["corr"] != 0)
-        ctx_key = np.stack([thread, stack, name, untraced], axis=1).astype(np.int64)
+        ctx_key = np.stack([thread, stack, api_name, untraced], axis=1).astype(np.int64)
         if len(ops):
             uniq_ctx, ctx_of = np.unique(ctx_key, axis=0, return_inverse=True)
             ctx_of = ctx_of.reshape(-1)
@@ -260,8 +260,8 @@ class ProcessWriter:
         placeholder = self._placeholders(ops)
         kernel_pt = {}
         kern = ops["kind"] == M.KERNEL
-        for code, name in _groups(ops["code"][kern], ops["name"][kern])[0]:
-            kernel_pt[(code, name)] = self._symbol_point(code, tr.strings[name])
+        for code, name_id in _groups(ops["code"][kern], ops["name"][kern])[0]:
+            kernel_pt[(code, name_id)] = self._symbol_point(code, tr.strings[name_id])
 
         # -- per CPU thread profile ------------------------------------------------------------------
         samples = tr.samples[tr.samples["process"] == self.pid] if len(tr.samples) else tr.samples

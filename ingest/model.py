@@ -15,6 +15,7 @@ from dataclasses import field
 
 import numpy as np
 
+from hpcsa.core.binfmt import field_names
 from hpcsa.core.dataclass import dataclass
 from hpcsa.core.digests import md5
 from hpcsa.core.interning import intern
@@ -86,11 +87,12 @@ SAMPLE_INFO_DTYPE = np.dtype([("process", "i8"), ("corr", "u8"), ("total", "u8")
 def empty(dtype: np.dtype, n: int = 0) -> np.ndarray:
     """A table of ``n`` rows with every "unknown" column at -1 and counts at 1."""
     arr = np.zeros(n, dtype)
-    for name in dtype.names:
+    names = field_names(dtype)
+    for name in names:
         if dtype[name].kind == "i" and name not in ("start", "end", "bytes", "blocks", "block_threads",
                                                     "regs", "smem_static", "smem_dynamic", "local_total"):
             arr[name] = NONE
-    if "count" in dtype.names:
+    if "count" in names:
         arr["count"] = 1
     return arr
 

@@ -76,7 +76,7 @@ def gpu_builder(machine: int, path: str) -> Callable[[ElfImage, str, int], tuple
     if builder is None:
         raise UnsupportedError(path, f"{machine_name(machine)} binaries: GPU structure recovery is not "
                                f"available in this build ({target} is missing)")
-    return builder  # type: ignore[no-any-return]
+    return builder
 
 
 def analyze_binary(path: str | os.PathLike[str], lm_name: str | None = None, jobs: int = 1,

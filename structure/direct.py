@@ -33,6 +33,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import field
+from typing import Any, cast
 
 import numpy as np
 
@@ -160,7 +161,8 @@ class _Reader:
     def read(self) -> None:
         named = [unit for unit in self.dw.units if unit.stmt_list is not None]
         programs = dict(zip((unit.offset for unit in named),
-                            read_programs(self.dw, [(unit.stmt_list, unit) for unit in named]), strict=True))
+                            read_programs(self.dw, [(cast(int, unit.stmt_list), unit) for unit in named]),
+                            strict=True))
         for unit in self.dw.units:
             files, prog = self.unit_files(unit, programs.get(unit.offset))
             first = len(self.nodes)
@@ -404,9 +406,9 @@ def _emit(name: str, rd: _Reader, files: list[str],
     for i, n in enumerate(rd.nodes):
         (children[n.parent] if n.parent >= 0 else tops).append(i)
 
-    def add(kind: int, parent: int, func: int = -1, **kw: object) -> int:
+    def add(kind: int, parent: int, func: int = -1, **kw: Any) -> int:
         function_of.append(func)
-        return out.add(kind, parent, **kw)  # type: ignore[arg-type]
+        return out.add(kind, parent, **kw)
 
     def emit(i: int, parent: int, ctx_file: str | None) -> None:
         n = rd.nodes[i]

@@ -16,6 +16,7 @@ import struct
 import zlib
 from dataclasses import field
 from functools import cached_property
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 from elftools.common.exceptions import ELFError
@@ -26,6 +27,9 @@ from hpcsa.core.dataclass import dataclass
 from hpcsa.core.digests import md5
 from hpcsa.core.errors import FormatError, HpcsaError, UnsupportedError
 from hpcsa.core.fileio import map_input
+
+if TYPE_CHECKING:
+    from elftools.elf.sections import NoteSection
 
 ELF_MAGIC = b"\x7fELF"
 EM_X86_64 = 62
@@ -227,7 +231,7 @@ class ElfImage:
         for sec in self.elf.iter_sections():
             if sec["sh_type"] == "SHT_NOTE":
                 try:
-                    for note in sec.iter_notes():
+                    for note in cast("NoteSection", sec).iter_notes():  # pyelftools's for SHT_NOTE
                         if note["n_type"] == "NT_GNU_BUILD_ID":
                             return str(note["n_desc"])
                 except (ELFError, struct.error, ValueError):
@@ -537,11 +541,12 @@ def open_elf(path: str | os.PathLike[str]) -> ElfImage:
                               "the file is truncated")
     try:
         import io
-        elf = ELFFile(io.BytesIO(bytes(data)) if len(data) < (1 << 20) else _MmapStream(data))
+        stream = io.BytesIO(bytes(data)) if len(data) < (1 << 20) else _MmapStream(data)
+        elf = ELFFile(stream)  # type: ignore[arg-type]  # pyelftools only reads, seeks, tells
         sections = []
-        for i, s in enumerate(elf.iter_sections()):
-            sections.append(Section(i, s.name, int(s["sh_addr"]), int(s["sh_size"]), int(s["sh_offset"]),
-                                    int(s["sh_flags"]), str(s["sh_type"])))
+        for i, sec in enumerate(elf.iter_sections()):
+            sections.append(Section(i, sec.name, int(sec["sh_addr"]), int(sec["sh_size"]),
+                                    int(sec["sh_offset"]), int(sec["sh_flags"]), str(sec["sh_type"])))
     except (ELFError, struct.error, ValueError, UnicodeDecodeError, OverflowError) as exc:
         raise FormatError(path, f"corrupt ELF headers ({exc})") from None
     for s in sections:

@@ -122,11 +122,11 @@ def find_loops(succs: list[list[int]], entry: int) -> tuple[list[Loop], list[int
         if h < 0:
             continue
         loops[h].exclusive.add(b)
-        loop: Loop | None = loops[h]
-        while loop is not None:
-            loop.blocks.add(b)
-            loop = loop.parent
+        enclosing: Loop | None = loops[h]
+        while enclosing is not None:
+            enclosing.blocks.add(b)
+            enclosing = enclosing.parent
     for loop in loops.values():
         loop.children.sort(key=lambda x: x.header)
-    top = sorted((lp for lp in loops.values() if lp.parent is None), key=lambda x: x.header)
-    return top, innermost
+    outermost = sorted((lp for lp in loops.values() if lp.parent is None), key=lambda x: x.header)
+    return outermost, innermost

@@ -245,8 +245,8 @@ def find_loop_header(code: FunctionCode, filenm: str, root: TreeNode, loop: Loop
             else:
                 out_loop = True
         if in_loop and out_loop:
-            vma, file, line, path = code.exit_condition(bi)
-            conds[vma] = (len(path), strtab(file), strtab(basename(file)), line, path)
+            vma, file, line, cond_path = code.exit_condition(bi)
+            conds[vma] = (len(cond_path), strtab(file), strtab(basename(file)), line, cond_path)
     clist = sorted(conds.items())
 
     # Step 2: descend single inline chains until an exit condition lives at this level.
@@ -303,9 +303,9 @@ def find_loop_header(code: FunctionCode, filenm: str, root: TreeNode, loop: Loop
                 file_ans, base_ans, found = flp.file, flp.base, True
                 break
     if not found:
-        for sub in root.loops:
-            if sub.file != 0:
-                file_ans, base_ans, found = sub.file, sub.base, True
+        for inner in root.loops:
+            if inner.file != 0:
+                file_ans, base_ans, found = inner.file, inner.base, True
                 break
     if not found:
         for s in sorted(root.stmts, key=lambda s: s.vma):
@@ -322,9 +322,9 @@ def find_loop_header(code: FunctionCode, filenm: str, root: TreeNode, loop: Loop
             if d > depth and p[depth].base == base_ans and p[depth].line > 0:
                 if line_ans == 0 or p[depth].line < line_ans:
                     line_ans = p[depth].line
-        for sub in root.loops:
-            if sub.base == base_ans and sub.line > 0 and (line_ans == 0 or sub.line < line_ans):
-                line_ans = sub.line
+        for inner in root.loops:
+            if inner.base == base_ans and inner.line > 0 and (line_ans == 0 or inner.line < line_ans):
+                line_ans = inner.line
     return LoopInfo(root, path, _entry(code, loop), file_ans, base_ans, line_ans, loop.irreducible)
 
 

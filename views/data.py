@@ -230,7 +230,8 @@ class ExperimentData:
             parts.append((rows[ok], np.full(int(ok.sum()), i), pv.values[sel][ok]))
         if not parts:
             return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
-        return tuple(np.concatenate(p) for p in zip(*parts, strict=True))  # type: ignore[return-value]
+        all_rows, all_profiles, all_values = (np.concatenate(p) for p in zip(*parts, strict=True))
+        return all_rows, all_profiles, all_values
 
     def measured_metric(self, spec: str) -> str:
         """The measured metric behind a metric name or column (a derived column: its first input)."""
@@ -277,7 +278,10 @@ class ExperimentData:
         if kind == T.ROOT:
             return T.ROOT_LABEL
         if kind == T.ENTRY:
-            return self.meta.contexts.entry_points[int(c.entry[row])].pretty_name
+            contexts = self.meta.contexts
+            if contexts is None:  # entry rows are made from the context tree (CCT.from_meta)
+                raise HpcsaError(self.path, "the database has entry points but no context tree")
+            return contexts.entry_points[int(c.entry[row])].pretty_name
         if kind == T.FUNCTION:
             return self.function_name(int(c.function[row]))
         if kind == T.LOOP:

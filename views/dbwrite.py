@@ -49,7 +49,9 @@ def summary_profile(meta: metadb.MetaDB, profiles: Sequence[ProfileValues]) -> P
             raise ValueError(f"cannot compute the summary partial {formula!r} combined by {combine}")
         pending = list(pairs)
         while pending:  # a prop id feeding two stats of one kind: one more round
-            layer, seen, rest = [], set(), []
+            layer: list[tuple[int, int]] = []
+            seen: set[int] = set()
+            rest: list[tuple[int, int]] = []
             for p, st in pending:
                 (rest if p in seen else layer).append((p, st))
                 seen.add(p)

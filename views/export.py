@@ -115,9 +115,9 @@ def to_dataframe(exp: ExperimentData, metrics: list[str] | None = None, profiles
 
 
 def _profile_frame(exp: ExperimentData, cols: list[Column], table: dict[str, Any], pd: Any) -> pd.DataFrame:
-    names = sorted({i.metric for c in cols for i in c.inputs()})
+    metric_names = sorted({i.metric for c in cols for i in c.inputs()})
     frames = []
-    for name in names:
+    for name in metric_names:
         for scope, suffix in (("execution", " (inc)"), ("lex_aware", ""), ("function", "")):
             try:
                 rows, prof, vals = exp.metric_matrix(name, scope)

@@ -41,6 +41,7 @@ from hpcsa.formats.db.metricsyaml import Input
 from hpcsa.formats.db.profiledb import ProfileValues
 from hpcsa.views import tree as T
 from hpcsa.views.bottomup import CallersForest
+from hpcsa.views.data import ExperimentData
 from hpcsa.views.experiment import Experiment
 from hpcsa.views.flat import CALLSITE, INLINE, PROCEDURE, FlatForest
 from hpcsa.views.forest import Forest
@@ -69,13 +70,14 @@ class Filter:
         return f"{self.mode}:{self.pattern}"
 
 
-_ADDRESS_FRAMES: weakref.WeakKeyDictionary[Experiment, tuple[np.ndarray, list[str]]] = weakref.WeakKeyDictionary()
+_ADDRESS_FRAMES: weakref.WeakKeyDictionary[ExperimentData, tuple[np.ndarray, list[str]]] = (
+    weakref.WeakKeyDictionary())
 
 
-def _address_frames(exp: Experiment) -> tuple[np.ndarray, list[str]]:
+def _address_frames(exp: ExperimentData) -> tuple[np.ndarray, list[str]]:
     """Frames known only by an address (call-relation instructions): their (module, offset) keys, sorted,
     and the names the views show them by (``module+0xoffset``); kept per experiment."""
-    base: Experiment = getattr(exp, "base", exp)  # a filtered experiment: its base's (a superset)
+    base: ExperimentData = getattr(exp, "base", exp)  # a filtered experiment: its base's (a superset)
     got = _ADDRESS_FRAMES.get(base)
     if got is None:
         c = base.cct
@@ -85,14 +87,14 @@ def _address_frames(exp: Experiment) -> tuple[np.ndarray, list[str]]:
     return got
 
 
-def shown_names(exp: Experiment) -> list[str]:
+def shown_names(exp: ExperimentData) -> list[str]:
     """The names filters and search match, as the views show them (hpcviewer matches the names it shows),
     indexed by :func:`frame_ids`: every procedure of meta.db (a nameless one as ``module+0xoffset``), then
     every frame known only by an address."""
     return [exp.function_name(i) for i in range(len(exp.meta.functions))] + _address_frames(exp)[1]
 
 
-def frame_ids(exp: Experiment, rows: np.ndarray, frame: np.ndarray) -> np.ndarray:
+def frame_ids(exp: ExperimentData, rows: np.ndarray, frame: np.ndarray) -> np.ndarray:
     """The index in :func:`shown_names` of the procedure each of ``rows`` is a frame of, where ``frame``
     says it is one; -1 elsewhere."""
     c = exp.cct
@@ -106,7 +108,7 @@ def frame_ids(exp: Experiment, rows: np.ndarray, frame: np.ndarray) -> np.ndarra
     return out
 
 
-def frame_rows(exp: Experiment) -> np.ndarray:
+def frame_rows(exp: ExperimentData) -> np.ndarray:
     """:func:`frame_ids` of every row of the calling context tree that filters may match: called or inlined
     procedure frames and frames known only by an address."""
     c = exp.cct
@@ -230,7 +232,7 @@ class FilteredForest(Forest):
         return self.base.info(node)
 
     def node_of_rows(self, rows: np.ndarray) -> int:
-        return self.base.node_of_rows(rows)  # type: ignore[attr-defined]
+        return self.base.node_of_rows(rows)
 
 
 class FilteredExperiment(Experiment):
@@ -312,7 +314,7 @@ class FilteredExperiment(Experiment):
         self._inclusive_only(scope)
         return super().metric_matrix(metric, scope)
 
-    def top_down(self) -> FilteredForest:  # type: ignore[override]
+    def top_down(self) -> FilteredForest:  # type: ignore[override]  # a top-down view, not a TopDownForest
         return FilteredForest(self.base.top_down(), list(self.filters))
 
 

@@ -46,6 +46,10 @@ class Forest:
     def label(self, node: int) -> str:
         raise NotImplementedError
 
+    def node_of_rows(self, rows: np.ndarray) -> int:
+        """The node that shows these rows of the calling context tree (``hpcsa show --start``'s)."""
+        raise NotImplementedError
+
     def info(self, node: int) -> dict[str, Any]:
         """Machine-readable identity of a node (for JSON/CSV and the API)."""
         return {}

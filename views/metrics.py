@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import field
 from typing import Any
 
@@ -97,7 +97,7 @@ class Catalog:
     def __len__(self) -> int:
         return len(self.columns)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Column]:
         return iter(self.columns)
 
     def find(self, spec: str) -> Column:

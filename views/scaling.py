@@ -12,6 +12,7 @@ losses are scalability bottlenecks; a context present in one run only counts as 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 MODES = ("weak", "strong")
 
 
-def _string_keys(strings: list[str | None]) -> np.ndarray:
+def _string_keys(strings: Sequence[str | None]) -> np.ndarray:
     """A stable 63-bit key per string (one hash per table entry, not per context)."""
     return np.array([int.from_bytes(blake2b((s or "").encode("utf-8", "surrogateescape"),
                                                     digest_size=8).digest(), "little") >> 1 for s in strings],
@@ -49,7 +50,8 @@ def path_keys(exp: Experiment) -> np.ndarray:
     name = np.where(has_f, fn_name[f] if len(fn_name) else 0, 0)
     name_mod = np.where(has_f, fn_mod[f] if len(fn_mod) else 0, 0)
     offset = np.where(c.kind == T.INSTRUCTION, c.offset, 0)
-    entry_kind = np.array([e.kind for e in meta.contexts.entry_points] or [0], np.int64)
+    entries = meta.contexts.entry_points if meta.contexts is not None else []  # as CCT.from_meta
+    entry_kind = np.array([e.kind for e in entries] or [0], np.int64)
     ent = np.where(c.kind == T.ENTRY, entry_kind[np.maximum(c.entry, 0)], -1)
     own = T.key_hash(c.kind, np.where(c.kind < T.ROOT, c.relation, 0), name, name_mod, file_key[c.file + 1],
                      c.line, mod_key[c.module + 1], offset, ent)

@@ -87,8 +87,8 @@ def render_view(exp: Experiment, view: str = "top-down", metrics: list[str] | No
     forest = build_forest(exp, view, depth, flatten, deep=hot_path, filters=filters)
     start_node = None
     if start:
-        rows = forest.exp.find_rows(start)  # filtered callers and flat views: rows of the filtered tree
-        start_node = forest.node_of_rows(rows) if len(rows) else None  # type: ignore[attr-defined]
+        start_rows = forest.exp.find_rows(start)  # filtered callers and flat views: rows of the filtered tree
+        start_node = forest.node_of_rows(start_rows) if len(start_rows) else None
         if start_node is None or forest.parent[start_node] == -2:
             raise HpcsaError(exp.path, f"no scope {start!r} in the {view} view" + (" (filtered)" if filters else ""))
     hot: list[int] = []

@@ -80,7 +80,7 @@ class OutputProfile:
 
 
 def is_not_work(name: str | None) -> bool:
-    return bool(name) and NOT_WORK.search(name) is not None
+    return bool(name and NOT_WORK.search(name) is not None)
 
 
 # -- grouping ----------------------------------------------------------------------------------------------

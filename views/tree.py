@@ -88,7 +88,7 @@ class CCT:
         ctx_pos = np.arange(n_ctx, dtype=np.int64) + 2 + ent  # after the root and entries 0..e
 
         def col(name: str, fill: int, dtype: type = np.int64) -> np.ndarray:
-            out = np.full(n, fill, dtype)
+            out: np.ndarray = np.full(n, fill, dtype)
             if n_ctx:
                 out[ctx_pos] = getattr(t, name)[order]
             return out
@@ -97,12 +97,12 @@ class CCT:
         ctx_id[entry_pos] = [e.ctx_id for e in entries]
         parent = np.full(n, -1, np.int64)
         parent[entry_pos] = 0
-        if n_ctx:
+        if t is not None and n_ctx:
             p = t.parent[order].astype(np.int64)
             parent[ctx_pos] = np.where(p >= 0, ctx_pos[inverse[np.maximum(p, 0)]], entry_pos[ent])
         depth = np.zeros(n, np.int64)
         depth[entry_pos] = 1
-        if n_ctx:
+        if t is not None and n_ctx:
             depth[ctx_pos] = t.depth[order].astype(np.int64) + 2
         kind = col("lexical_type", ROOT)
         kind[entry_pos] = ENTRY

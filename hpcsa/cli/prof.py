@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hpcsa.aggregate.prof import lexical, mpi, pipeline
-from hpcsa.aggregate.prof.copy_sources import parse_replacements
-from hpcsa.aggregate.prof.inputs import (
+from hpcsa.aggregate import driver, lexical, mpi
+from hpcsa.aggregate.copy_sources import parse_replacements
+from hpcsa.aggregate.inputs import (
     Inputs,
     Measurement,
     find_inputs,
@@ -19,8 +19,8 @@ from hpcsa.aggregate.prof.inputs import (
     merge_measurements,
     with_measurement,
 )
-from hpcsa.aggregate.prof.metrictable import STATISTIC_WORDS, parse_statistics
-from hpcsa.aggregate.prof.transport import unwrap
+from hpcsa.aggregate.metrictable import STATISTIC_WORDS, parse_statistics
+from hpcsa.aggregate.transport import unwrap
 from hpcsa.core.errors import HpcsaError
 from hpcsa.core.outputs import check_directory_output
 from hpcsa.core.workers import default_jobs
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     jobs = args.jobs if args.jobs is not None else default_jobs()
     inputs, options = prepare(args, jobs)
     _note_cache(inputs)
-    result = pipeline.aggregate(inputs, options)
+    result = driver.aggregate(inputs, options)
     lexical.warn(result.warnings)
     sys.stdout.flush()
     return 0
@@ -73,24 +73,25 @@ def _note_cache(inputs: Inputs) -> None:
             print(f"hpcsa: note: {problem}", file=sys.stderr)
 
 
-def prepare(args: argparse.Namespace, jobs: int, share: tuple[int, int] = (0, 1)) -> tuple[Inputs, pipeline.Options]:
+def prepare(args: argparse.Namespace, jobs: int, share: tuple[int, int] = (0, 1)
+            ) -> tuple[Inputs, driver.Options]:
     if jobs < 1:
         raise HpcsaError(None, f"-j {jobs}: the number of workers must be at least 1")
     if args.output:
         check_directory_output(args.output)  # before the work: -o ., a file, a missing directory
     inputs = find_inputs(args.measurements, args.structure, ignore_structs=args.ignore_structs, share=share)
-    options = pipeline.Options(output=args.output, jobs=jobs, statistics=parse_statistics(args.metric),
-                               traces=not args.no_traces, fallback=not args.no_binaries,
-                               sources=not args.no_source, replace_paths=parse_replacements(args.replace_path))
+    options = driver.Options(output=args.output, jobs=jobs, statistics=parse_statistics(args.metric),
+                             traces=not args.no_traces, fallback=not args.no_binaries,
+                             sources=not args.no_source, replace_paths=parse_replacements(args.replace_path))
     return inputs, options
 
 
 def prepare_on_ranks(args: argparse.Namespace, jobs: int, transport: mpi.MpiTransport
-                     ) -> tuple[Inputs, pipeline.Options]:
+                     ) -> tuple[Inputs, driver.Options]:
     """Every rank lists the inputs itself and measures its share of the profiles (a stat(2) pair per profile
     is most of the time a listing takes); the sizes meet at rank 0, which checks that every rank listed the
     same files, and are broadcast. Rank 0 alone would list and measure everything while the others wait."""
-    mine: list[tuple[Inputs, pipeline.Options]] = []
+    mine: list[tuple[Inputs, driver.Options]] = []
 
     def local() -> Measurement:
         mine.append(prepare(args, jobs, share=(transport.rank, transport.size)))
@@ -117,7 +118,7 @@ def run_mpi(args: argparse.Namespace, launcher_rank: int) -> int:
         inputs, options = prepare_on_ranks(args, jobs, transport)
         if transport.is_root:
             _note_cache(inputs)
-        result = pipeline.aggregate(inputs, options, transport)
+        result = driver.aggregate(inputs, options, transport)
     except HpcsaError:
         transport.close()
         if transport.is_root:

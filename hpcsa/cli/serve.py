@@ -7,10 +7,14 @@ import errno
 import sys
 import time
 import webbrowser
+from typing import TYPE_CHECKING
 
 from hpcsa.core.errors import HpcsaError
 from hpcsa.views.experiment import open_experiment
 from hpcsa.views.serve.server import make_server, url_of
+
+if TYPE_CHECKING:
+    from hpcsa.views.serve.model import Model
 
 DEFAULT_PORT = 8765
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -31,7 +35,7 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="add a derived metric column, as hpcsa view -d (e.g. 'ipc=${INST}/${CYC}')")
 
 
-def warm(model) -> None:  # type: ignore[no-untyped-def]
+def warm(model: Model) -> None:
     """Read what the first page needs (summary values, the top-down view) before printing the URL."""
     info = model.info()
     forest = model.forest("top-down")

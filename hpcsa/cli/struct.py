@@ -82,15 +82,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"hpcsa: warning: {target}: {w}", file=sys.stderr)
     for note in notes:
         print(f"hpcsa: note: {target}: {note}", file=sys.stderr)
-    n = dict(result.counts)
+    counts = dict(result.counts)
     for sf in result.device.values():
-        for m in sf.modules:
+        for module in sf.modules:
             for k in (P, L, S, C):
-                n[k] = n.get(k, 0) + m.count(k)
+                counts[k] = counts.get(k, 0) + module.count(k)
     mods = result.modules + sum(len(sf.modules) for sf in result.device.values())
     more = f" in {mods} load modules" if mods > 1 else ""
     if result.device:
         more += f" (GPU code: {len(result.device)} more structure file(s) beside it)"
-    progress.finish(f"hpcsa struct: {'standard output' if out == STDOUT else out}: {n.get(P, 0)} procedures, {n.get(L, 0)} loops, "
-                    f"{n.get(S, 0) + n.get(C, 0)} statements{more}")
+    progress.finish(f"hpcsa struct: {'standard output' if out == STDOUT else out}: {counts.get(P, 0)} procedures, "
+                    f"{counts.get(L, 0)} loops, {counts.get(S, 0) + counts.get(C, 0)} statements{more}")
     return 0

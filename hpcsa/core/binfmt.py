@@ -15,7 +15,7 @@ import mmap
 import os
 import struct
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, TypeVar, cast
 
 import numpy as np
 
@@ -37,7 +37,7 @@ def layout(endian: str, size: int, fields: Sequence[Field]) -> np.dtype:
     for name, offset, code in fields:
         dt = np.dtype(code)
         if dt.kind in "uifc" and dt.itemsize > 1:
-            dt = dt.newbyteorder(endian)
+            dt = dt.newbyteorder(cast(Literal["<", ">"], endian))  # one of the two, checked above
         if offset + dt.itemsize > size:
             raise ValueError(f"field {name} overflows a {size}-byte record")
         names.append(name)
@@ -46,7 +46,27 @@ def layout(endian: str, size: int, fields: Sequence[Field]) -> np.dtype:
     return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": size})
 
 
-def align(value: int, to: int) -> int:
+def field_names(dtype: np.dtype) -> tuple[str, ...]:
+    """The fields of a structured ``dtype``, in order (its ``names``: numpy's are None for a plain dtype)."""
+    names = dtype.names
+    if names is None:
+        raise TypeError(f"{dtype} is not a structured dtype")
+    return names
+
+
+def field_offset(dtype: np.dtype, name: str) -> int:
+    """The offset in bytes of the field ``name`` of a structured ``dtype``."""
+    fields = dtype.fields
+    if fields is None:
+        raise TypeError(f"{dtype} is not a structured dtype")
+    return fields[name][1]
+
+
+Aligned = TypeVar("Aligned", int, np.ndarray)
+
+
+def align(value: Aligned, to: int) -> Aligned:
+    """``value`` (a number, or an array of them) rounded up to a multiple of ``to``."""
     return (value + to - 1) // to * to
 
 

@@ -19,7 +19,7 @@ import dataclasses
 from collections.abc import Callable
 from operator import attrgetter
 from reprlib import recursive_repr
-from typing import Any, TypeVar, dataclass_transform
+from typing import Any, TypeVar, cast, dataclass_transform
 
 T = TypeVar("T", bound=type)
 
@@ -85,7 +85,7 @@ def dataclass(cls: T | None = None, /, *, repr: bool = True, eq: bool = True, or
         class_hash = own.get("__hash__", dataclasses.MISSING)
         explicit_hash = not (class_hash is dataclasses.MISSING or (class_hash is None and "__eq__" in own))
         want_repr, want_eq = repr and "__repr__" not in own, eq and "__eq__" not in own
-        made = dataclasses.dataclass(cls, repr=False, eq=False, frozen=frozen, **options)
+        made = cast(T, dataclasses.dataclass(cls, repr=False, eq=False, frozen=frozen, **options))
         fields = dataclasses.fields(made)
         if want_repr:
             _put(made, "__repr__", _repr_of(tuple(f.name for f in fields if f.repr)))
@@ -96,7 +96,7 @@ def dataclass(cls: T | None = None, /, *, repr: bool = True, eq: bool = True, or
                 _put(made, "__hash__", _hash_of(tuple(f.name for f in fields
                                                       if (f.compare if f.hash is None else f.hash))))
             else:
-                made.__hash__ = None  # type: ignore[assignment]
+                made.__hash__ = None  # type: ignore[assignment]  # None: unhashable; typeshed: a method
         return made
 
     return wrap if cls is None else wrap(cls)

@@ -15,13 +15,14 @@ used directly, and hashlib's only where an interpreter was built without them.
 
 from __future__ import annotations
 
-from typing import Any, BinaryIO
+import io
+from typing import Any
 
 from blake3 import blake3
 
 try:
     from _blake2 import blake2b
-    from _md5 import md5
+    from _md5 import md5  # type: ignore[import-not-found]  # typeshed has no stub of CPython's private _md5
 except ImportError:  # pragma: no cover - an interpreter without CPython's own hash modules
     from hashlib import blake2b, md5
 
@@ -37,11 +38,11 @@ def content_digest(data: bytes | memoryview = b"") -> Any:
     return blake3(data)
 
 
-def file_digest(fh: BinaryIO, digest: Any) -> Any:
+def file_digest(fh: io.BufferedIOBase, digest: Any) -> Any:
     """``digest`` updated with the rest of the open file ``fh``, read in pieces into one buffer."""
     buf = bytearray(READ_SIZE)
     view = memoryview(buf)
-    while size := fh.readinto(buf):  # type: ignore[attr-defined]
+    while size := fh.readinto(buf):
         digest.update(view[:size])
     return digest
 

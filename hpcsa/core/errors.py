@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Literal
 
 
 class HpcsaError(Exception):
@@ -65,7 +66,8 @@ class corrupt_input:  # noqa: N801 - used as a context manager, reads like a sta
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> bool:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: object) -> Literal[False]:
         if exc is None or isinstance(exc, HpcsaError):
             return False
         import csv

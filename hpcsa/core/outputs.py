@@ -24,7 +24,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO, Literal, TextIO, overload
 
 from hpcsa.core.errors import HpcsaError, OutputError, output_error
 from hpcsa.core.textout import ERRORS
@@ -114,7 +114,7 @@ def _standard_output(mode: str) -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def _written_into(path: str, mode: str, buffering: int, text: dict[str, str]) -> Iterator[Any]:
+def _written_into(path: str, mode: str, buffering: int, text: dict[str, Any]) -> Iterator[Any]:
     """A device or a named pipe (``/dev/null``, ``/dev/stdout``, a FIFO), written into as it is: no
     temporary name can stand for it, and renaming one over it would replace the device with a file."""
     try:
@@ -130,8 +130,23 @@ def _written_into(path: str, mode: str, buffering: int, text: dict[str, str]) ->
         raise
 
 
+@overload
+def atomic_file(path: str | os.PathLike[str], mode: Literal["w"], buffering: int = -1
+                ) -> contextlib.AbstractContextManager[TextIO]: ...
+
+
+@overload
+def atomic_file(path: str | os.PathLike[str], mode: Literal["wb", "w+b"] = "wb", buffering: int = -1
+                ) -> contextlib.AbstractContextManager[BinaryIO]: ...
+
+
+@overload
+def atomic_file(path: str | os.PathLike[str], mode: str, buffering: int = -1
+                ) -> contextlib.AbstractContextManager[IO[Any]]: ...
+
+
 @contextlib.contextmanager
-def atomic_file(path: str | os.PathLike[str], mode: str = "wb", buffering: int = -1) -> Iterator[BinaryIO]:
+def atomic_file(path: str | os.PathLike[str], mode: str = "wb", buffering: int = -1) -> Iterator[Any]:
     """Open a temporary sibling of ``path`` for writing; rename it to ``path`` on success. ``buffering`` as
     :func:`open`'s (:data:`TEXT_BUFFER` for a document written in thousands of pieces). ``-`` (:data:`STDOUT`)
     is standard output; a device or a named pipe is written into; a symbolic link to a file keeps the link,
@@ -141,7 +156,8 @@ def atomic_file(path: str | os.PathLike[str], mode: str = "wb", buffering: int =
         with _standard_output(mode) as fh:
             yield fh
         return
-    text = {} if "b" in mode else {"encoding": "utf-8", "errors": ERRORS}  # a non-UTF-8 name: \\xNN
+    # a non-UTF-8 name: \\xNN
+    text: dict[str, Any] = {} if "b" in mode else {"encoding": "utf-8", "errors": ERRORS}
     if final.endswith(os.sep):
         raise HpcsaError(final, "ends with /, which names a directory: name the file to write")
     st = _existing(final)
@@ -159,12 +175,12 @@ def atomic_file(path: str | os.PathLike[str], mode: str = "wb", buffering: int =
     remove_stale_partials(final)
     tmp = _tmp_name(final, "partial")
     try:
-        fh = open(tmp, mode, buffering, **text)  # type: ignore[call-overload]  # noqa: SIM115 - closed below
+        fh = open(tmp, mode, buffering, **text)  # noqa: SIM115 - closed below
     except OSError as exc:
         raise output_error(final, exc) from None
     try:
         with fh:
-            yield fh  # type: ignore[misc]
+            yield fh
             fh.flush()
         os.replace(tmp, final)
     except BaseException as exc:
@@ -178,7 +194,7 @@ def atomic_file(path: str | os.PathLike[str], mode: str = "wb", buffering: int =
 
 def write_file(path: str | os.PathLike[str], data: bytes | bytearray | str) -> None:
     with atomic_file(path, "w" if isinstance(data, str) else "wb") as fh:
-        fh.write(data)  # type: ignore[arg-type]
+        fh.write(data)
 
 
 def check_directory_output(path: str | os.PathLike[str], kind: DirectoryKind = DATABASE,

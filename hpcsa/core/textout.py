@@ -17,9 +17,12 @@ import io
 import os
 import re
 import sys
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from hpcsa.core.errors import OutputError, output_error
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer  # collections.abc.Buffer from Python 3.12
 
 ERRORS = "hpcsa-escape"
 
@@ -78,7 +81,7 @@ class _StdoutFile(io.FileIO):
     and exit status 2. Before, it was a traceback, or, where only the flush at the exit failed (a short
     report, a help text), nothing at all and exit status 0."""
 
-    def write(self, data: Any) -> int | None:
+    def write(self, data: Buffer) -> int:
         try:
             return super().write(data)
         except BrokenPipeError:  # the reader has gone (``| head``): the command ends quietly

@@ -258,8 +258,8 @@ class _Hub:
 
     def _receive(self) -> None:
         """The receiving thread: results into the queue, and each worker's next task sent at once."""
-        worker_of = {**{c: w for w, c in enumerate(self._conns)},
-                     **{p.sentinel: w for w, p in enumerate(self._procs)}}
+        worker_of: dict[Channel | int, int] = {**{c: w for w, c in enumerate(self._conns)},
+                                               **{p.sentinel: w for w, p in enumerate(self._procs)}}
         while not self._closing:
             for ready in wait(list(worker_of)):
                 w = worker_of[ready]
@@ -484,7 +484,7 @@ class ForkedWorker:
     same :class:`HpcsaError`); a process that ended without sending (killed, out of memory) is one
     :class:`HpcsaError` naming ``what``."""
 
-    def __init__(self, target: Callable[..., None], *args: Any, what: str = "hpcsa") -> None:
+    def __init__(self, target: Callable[..., object], *args: Any, what: str = "hpcsa") -> None:
         if not can_fork():  # pragma: no cover - not on Linux
             raise RuntimeError("ForkedWorker needs fork")
         self.what = what

@@ -41,7 +41,7 @@ def dump_data(path: str, max_values: int | None = None) -> Any:
 _BASE = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml's emitter is ~3.5x faster on big dumps
 
 
-class _Dumper(_BASE):  # type: ignore[misc,valid-type]
+class _Dumper(_BASE):  # type: ignore[misc,valid-type]  # a run-time base
     """Block style, no anchors, long strings kept on one line."""
 
     def ignore_aliases(self, data: Any) -> bool:

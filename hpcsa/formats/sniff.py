@@ -18,7 +18,10 @@ DB_FORMATS = {tag: name for tag, (name, _footer) in dbformat.FORMATS.items()}
 
 def _magic_name(head: bytes) -> str:
     """The leading ``HPCPROF-cctdb``-style magic of a legacy file, without its padding."""
-    return re.match(rb"[A-Za-z0-9-]*[A-Za-z0-9]", head[:24]).group().decode("ascii")  # type: ignore[union-attr]
+    magic = re.match(rb"[A-Za-z0-9-]*[A-Za-z0-9]", head[:24])
+    if magic is None:
+        raise ValueError(f"no magic at the start of {head[:24]!r}")
+    return magic.group().decode("ascii")
 
 
 def identify(path: str | os.PathLike[str]) -> str:

@@ -39,8 +39,9 @@ def cpu_structure(prog: Program, module: int) -> StructureFile:
         opens: dict[int, list[tuple[int, str, int]]] = {}  # statement -> containers starting there (outer first)
         for a, e in fn.loops:
             opens.setdefault(a, []).append((e, "loop", 0))
-        if fn.alien is not None:
-            opens.setdefault(fn.alien[0], []).append((fn.alien[1], "alien", 0))
+        alien = fn.alien
+        if alien is not None:
+            opens.setdefault(alien[0], []).append((alien[1], "alien", 0))
         stack = [(p, fn.n)]
         for s in range(fn.n):
             while stack[-1][1] <= s:
@@ -49,13 +50,15 @@ def cpu_structure(prog: Program, module: int) -> StructureFile:
                 if what == "loop":
                     stack.append((b.add(L, stack[-1][0], line=fn.line + 1 + s, file=fn.file,
                                         ranges=[(fn.address(s), fn.address(s) + 1)]), end))
-                else:
-                    _, _, name, header, line = fn.alien  # type: ignore[misc]
+                elif alien is not None:  # "alien", opened only where there is one
+                    _, _, name, header, line = alien
                     outer = b.add(A, stack[-1][0], line=fn.line + 1 + s, file=fn.file, name="", ranges=[])
                     stack.append((outer, end))
                     stack.append((b.add(A, outer, line=line, file=header, name=name, ranges=[]), end))
-            inside = fn.alien is not None and fn.alien[0] <= s < fn.alien[1]
-            line = fn.alien[4] + 1 + s - fn.alien[0] if inside else fn.line + 1 + s  # type: ignore[index]
+            if alien is not None and alien[0] <= s < alien[1]:
+                line = alien[4] + 1 + s - alien[0]
+            else:
+                line = fn.line + 1 + s
             b.add_statement(stack[-1][0], line, [(fn.address(s), fn.address(s) + STATEMENT_BYTES)])
     sf = StructureFile(modules=[b.finish()])
     renumber(sf)

@@ -42,6 +42,7 @@ profile from it and :mod:`hpcsa.ingest.synth.directory` writes the directory
 from __future__ import annotations
 
 from dataclasses import field, replace
+from typing import Any
 
 import numpy as np
 
@@ -98,7 +99,7 @@ class SynthSpec:
     program: str = "synthapp"
 
     @classmethod
-    def preset(cls, kind: str, profiles: int, **changes: object) -> SynthSpec:
+    def preset(cls, kind: str, profiles: int, **changes: Any) -> SynthSpec:
         """``cpu``: ranks of 16 threads, CPU time only. ``gpu``: the GPU sets of "Preparing for Performance
         Analysis at Exascale" (LAMMPS, PeleC: a CPU thread and a GPU stream per rank, 4 ranks per node,
         1 CPU + 62 GPU metrics)."""
@@ -109,7 +110,7 @@ class SynthSpec:
                        leaves=90)
         else:
             raise ValueError(kind)
-        return replace(spec, **changes)  # type: ignore[arg-type]
+        return replace(spec, **changes)
 
     @property
     def per_rank(self) -> int:
@@ -117,7 +118,7 @@ class SynthSpec:
 
     def members(self) -> list[tuple[int, int]]:
         """(rank, thread number) of every profile, in order; GPU streams are threads 500, 501, ..."""
-        out = []
+        out: list[tuple[int, int]] = []
         per = [*range(self.threads_per_rank),
                *(range(FIRST_STREAM_THREAD, FIRST_STREAM_THREAD + self.streams_per_rank) if self.gpu else ())]
         rank = 0
@@ -327,13 +328,13 @@ def build_program(spec: SynthSpec) -> Program:
                             float(2 ** rng.integers(16, 26)) if kind in (COPYIN_OP, COPYOUT_OP) else 0.0,
                             float(rng.integers(5, 60))))
     cols = tree.cols
-    parent = np.array(cols["parent"], np.int64)
-    anc = [np.arange(len(parent))]
+    parent_rows = np.array(cols["parent"], np.int64)
+    anc = [np.arange(len(parent_rows))]
     while (anc[-1] >= 0).any():
         prev = anc[-1]
-        anc.append(np.where(prev >= 0, parent[np.maximum(prev, 0)], -1))
+        anc.append(np.where(prev >= 0, parent_rows[np.maximum(prev, 0)], -1))
     op_rows = np.array(ops, OP) if ops else np.zeros(0, OP)
-    return Program(spec, funcs, kernels, loadmap, metrics, parent, np.array(cols["lm"], np.uint16),
+    return Program(spec, funcs, kernels, loadmap, metrics, parent_rows, np.array(cols["lm"], np.uint16),
                    np.array(cols["ip"], np.uint64), np.array(cols["kind"], np.uint8),
                    np.array(cols["role"], np.uint8), np.array(cols["weight"]), np.array(cols["op"], np.int64),
                    np.stack(anc[:-1], axis=1), op_rows, gpubin)

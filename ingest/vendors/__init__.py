@@ -53,21 +53,32 @@ class Probe:
 
 @runtime_checkable
 class Reader(Protocol):
-    """One tool's GPU-record files."""
+    """One tool's GPU-record files (its attributes are read-only: a frozen dataclass is one)."""
 
-    #: The kind :func:`hpcsa.ingest.sources.classify` reports (stable, used in tests and scripts).
-    name: str
-    #: How users know the format, for the list of accepted sources in messages and ``--help``.
-    label: str
-    #: The phrase in "<what> is corrupt or malformed (...)" when reading fails on bad data.
-    what: str
-    #: Recognition order: lower ranks are tried first; ties break by name.
-    rank: int
-    #: Recognised among SQLite files only (``probe.db`` is set) rather than among all other files.
-    sqlite: bool
-    #: All files of this kind given to one ``hpcsa ingest`` form one trace (a tool that splits one
-    #: run over several files); else each file is one trace.
-    multi_file: bool
+    @property
+    def name(self) -> str:
+        """The kind :func:`hpcsa.ingest.sources.classify` reports (stable, used in tests and scripts)."""
+
+    @property
+    def label(self) -> str:
+        """How users know the format, for the list of accepted sources in messages and ``--help``."""
+
+    @property
+    def what(self) -> str:
+        """The phrase in "<what> is corrupt or malformed (...)" when reading fails on bad data."""
+
+    @property
+    def rank(self) -> int:
+        """Recognition order: lower ranks are tried first; ties break by name."""
+
+    @property
+    def sqlite(self) -> bool:
+        """Recognised among SQLite files only (``probe.db`` is set) rather than among all other files."""
+
+    @property
+    def multi_file(self) -> bool:
+        """All files of this kind given to one ``hpcsa ingest`` form one trace (a tool that splits one
+        run over several files); else each file is one trace."""
 
     def recognise(self, probe: Probe) -> bool: ...
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import struct
+from typing import Any
 
 import numpy as np
 from flatbuffers import encode
@@ -59,7 +60,7 @@ class _Tab:
     def off(self, field: int) -> int:
         return self.t.Offset(4 + 2 * field)
 
-    def u(self, field: int, flags: type = N.Uint64Flags, default: int = 0) -> int:
+    def u(self, field: int, flags: type[Any] = N.Uint64Flags, default: int = 0) -> int:
         o = self.off(field)
         if not o:
             return default

@@ -25,6 +25,7 @@ import json
 import re
 import zlib
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from typing import cast
 
 import numpy as np
 
@@ -125,7 +126,7 @@ def _int(value: object, default: int = -1) -> int:
 
 def _dims(value: object) -> tuple[int, int, int]:
     if isinstance(value, list) and len(value) == 3:
-        return tuple(max(_int(v, 0), 0) for v in value)  # type: ignore[return-value]
+        return cast(tuple[int, int, int], tuple(max(_int(v, 0), 0) for v in value))  # three, checked above
     return (0, 0, 0)
 
 
@@ -148,7 +149,8 @@ def _collect(doc: dict, path: str) -> _Events:
             raise FormatError(path, "a traceEvents entry is not a JSON object")
         ph = ev.get("ph")
         if ph == "M" and ev.get("name") == "process_name" and isinstance(ev.get("pid"), int):
-            args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+            raw_args = ev.get("args")
+            args = raw_args if isinstance(raw_args, dict) else {}
             out.process_names.setdefault(ev["pid"], str(args.get("name", "")))
             continue
         if ph != "X":
@@ -160,7 +162,8 @@ def _collect(doc: dict, path: str) -> _Events:
         name = str(ev.get("name", ""))
         start = to_ns(ev.get("ts")) + base
         end = start + max(to_ns(ev.get("dur", 0)), 0)
-        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        raw_args = ev.get("args")
+        args = raw_args if isinstance(raw_args, dict) else {}
         if cat in API_CATS:
             out.apis.append((pid, tid, name, start, end, _int(args.get("correlation"), 0), args))
         elif cat in ("kernel", "gpu_memcpy", "memcpy", "gpu_memset", "memset", "cuda_sync"):
@@ -194,9 +197,9 @@ def read(path: str) -> M.GpuTrace:
     parts = [ops]
     if hip and not any(o[0] == "cuda_sync" for o in ev.ops):
         parts.append(waits_as_sync_ops(tr))
-    parts = [p for p in parts if p is not None and len(p)]
-    if parts:
-        tr.ops = np.concatenate(parts)
+    tables = [p for p in parts if p is not None and len(p)]
+    if tables:
+        tr.ops = np.concatenate(tables)
     if ev.ranges:
         r = list(zip(*ev.ranges, strict=True))
         tr.ranges = M.table(M.RANGE_DTYPE, len(ev.ranges), process=np.array(r[0], np.int64),
@@ -267,7 +270,8 @@ def _ops(tr: M.GpuTrace, ev: _Events, api_of: dict[int, int], main_pid: int) -> 
             grid = _dims(args.get("grid") if "grid" in args else cargs.get("grid"))
             block = _dims(args.get("block") if "block" in args else cargs.get("block"))
             if call and call[2] in _WORK_ITEM_GRID and "grid" not in args:
-                grid = tuple(-(-g // max(b, 1)) for g, b in zip(grid, block, strict=True))
+                grid = cast(tuple[int, int, int],
+                            tuple(-(-g // max(b, 1)) for g, b in zip(grid, block, strict=True)))
             blocks, bthreads = grid[0] * grid[1] * grid[2], block[0] * block[1] * block[2]
             regs = max(_int(args.get("registers per thread"), 0), 0)
             smem = max(_int(args.get("shared memory", cargs.get("shared memory")), 0), 0)

@@ -66,7 +66,7 @@ def cbid_names(domain: str) -> dict[int, str]:
     roots = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"]
     candidates = [os.path.join(r, sub, header) for r in roots if r for sub in ("include", "extras/CUPTI/include")]
     try:
-        import nvidia  # type: ignore[import-not-found]
+        import nvidia
 
         for base in getattr(nvidia, "__path__", []):
             candidates += glob.glob(os.path.join(base, "*cupti*", "include", header))
@@ -97,12 +97,12 @@ def read(db: Db) -> M.GpuTrace:
     strings = dict(db.execute("SELECT _id_, value FROM StringTable"))
     _apis(db, tr)
     parts = [_kernels(db, tr, strings), _memcpys(db), _memsets(db), _syncs(db)]
-    parts = [p for p in parts if p is not None and len(p)]
+    tables = [p for p in parts if p is not None and len(p)]
     # Activity records carry no process id: they belong to the process of the API calls (one per file).
     pids = np.unique(tr.apis["process"]) if len(tr.apis) else np.zeros(0, np.int64)
     pid = int(pids[0]) if len(pids) == 1 else 0
-    if parts:
-        tr.ops = np.concatenate(parts)
+    if tables:
+        tr.ops = np.concatenate(tables)
         tr.ops["process"] = pid
     _devices(db, tr, pid)
     _pc_sampling(db, tr, strings, pid)

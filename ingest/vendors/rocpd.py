@@ -88,9 +88,9 @@ def read(db: Db) -> M.GpuTrace:
         "SELECT id, type, type_index FROM rocpd_info_agent")}
     parts = [_kernels(db, tr, agent, tid), _copies(db, agent, tid), _allocations(db, agent, tid)]
     parts.append(waits_as_sync_ops(tr))
-    parts = [p for p in parts if p is not None and len(p)]
-    if parts:
-        tr.ops = np.concatenate(parts)
+    tables = [p for p in parts if p is not None and len(p)]
+    if tables:
+        tr.ops = np.concatenate(tables)
     for pid, nid, command in db.execute("SELECT pid, nid, command FROM rocpd_info_process"):
         cmd = str(command or "").split(" ")[0]
         tr.processes[int(pid)] = M.ProcessInfo(int(pid), name=cmd.rsplit("/", 1)[-1], path=cmd,

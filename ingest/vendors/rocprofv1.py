@@ -55,8 +55,8 @@ def read(db: Db) -> M.GpuTrace:
         for i in np.flatnonzero(is_copy).tolist():
             a = args.get(int(o["corr"][i]), "")
             sub[i] = next((v for k, v in _DIR.items() if k in names[i]), M.CP_UNK)
-            if sub[i] == M.CP_UNK and _KIND.search(a):
-                sub[i] = _HIP_KIND.get(int(_KIND.search(a).group(1)), M.CP_UNK)
+            if sub[i] == M.CP_UNK and (kind_hit := _KIND.search(a)):
+                sub[i] = _HIP_KIND.get(int(kind_hit.group(1)), M.CP_UNK)
             hit = _SIZE.search(a)
             size[i] = int(hit.group(1)) if hit else 0
         parts.append(M.table(M.OP_DTYPE, m, kind=np.where(is_copy, M.MEMCPY, M.KERNEL), process=o["pid"],

@@ -190,9 +190,9 @@ def read(path: str) -> M.GpuTrace:
                           start=np.array(a[3], np.int64), end=np.array(a[4], np.int64),
                           corr=np.array(a[5], np.int64).astype(np.uint64))
     parts = [_kernels(tr, rows), _copies(rows, pid), waits_as_sync_ops(tr)]
-    parts = [p for p in parts if p is not None and len(p)]
-    if parts:
-        tr.ops = np.concatenate(parts)
+    tables = [p for p in parts if p is not None and len(p)]
+    if tables:
+        tr.ops = np.concatenate(tables)
     ranges, _marks = roctx_ranges(rows.roctx)
     if ranges:
         r = list(zip(*ranges, strict=True))

@@ -189,9 +189,10 @@ def _pc_samples(tr: M.GpuTrace, pcs: list, default_pid: int | None) -> None:
         for c, d in pairs.tolist():
             s = sym_by_corr.get(c, -1)
             if s < 0:
-                s = made.get(d)
-                if s is None:
-                    s = made[d] = tr.symbol(M.KernelSymbol(f"<kernel of dispatch {d}>"))
+                pseudo = made.get(d)
+                if pseudo is None:
+                    pseudo = made[d] = tr.symbol(M.KernelSymbol(f"<kernel of dispatch {d}>"))
+                s = pseudo
             pair_sym.append(s)
         sym = np.array(pair_sym, np.int64)[pair_inv.reshape(-1)]
         # One pseudo-offset per distinct instruction (text and source comment) of a kernel, 4 bytes apart in

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 import numpy as np
 
@@ -95,7 +96,8 @@ def read(paths: list[str]) -> M.GpuTrace:
             apis.append((p, text))
         else:
             timelines.append((p, text))
-    ops, api_rows = [], []
+    ops: list[tuple[Any, ...]] = []  # timeline rows, and summary rows with a count (13 columns)
+    api_rows = []
     corr = 1
     for p, text in timelines:
         rows = []

@@ -220,7 +220,7 @@ def read_attrs(data: bytes, unit: Unit, ab: Abbrev, pos: int) -> tuple[dict[int,
             pos += size
             if form in refs:
                 value += unit.offset
-            out[at] = (form, value)  # type: ignore[assignment]
+            out[at] = (form, value)
             continue
         while form == F_INDIRECT:
             form, pos = uleb(data, pos)
@@ -258,7 +258,7 @@ def read_attrs(data: bytes, unit: Unit, ab: Abbrev, pos: int) -> tuple[dict[int,
             pos += size
             if form in (F_REF1, F_REF2, F_REF4, F_REF8):
                 value += unit.offset
-        out[at] = (form, value)  # type: ignore[assignment]
+        out[at] = (form, value)  # type: ignore[assignment]  # a DW_FORM_string's text (see the docstring)
     return out, pos
 
 

@@ -133,7 +133,7 @@ class _Batch:
                                                                                               strict=True)),
                                            b"\x80"]), np.uint8)
         self.program = np.repeat(np.arange(len(layouts), dtype=np.int32), copied)
-        self.index = np.int32 if len(self.buf) < 2**31 - 2 else np.int64
+        self.index: type[np.signedinteger] = np.int32 if len(self.buf) < 2**31 - 2 else np.int64
 
     def decode(self) -> list[LineRows | DwarfError]:
         kind, nxt, ends = self.lengths()
@@ -173,7 +173,9 @@ class _Batch:
     def opcode_starts(self, nxt: np.ndarray) -> np.ndarray:
         """The positions (ascending) where the programs' opcodes start."""
         it = self.index
-        first_chunk, chunk_start, chunk_end = [], [], []
+        first_chunk: list[int] = []
+        chunk_start: list[int] = []
+        chunk_end: list[int] = []
         for o, s in zip(self.offset.tolist(), self.stop.tolist(), strict=True):
             first_chunk.append(len(chunk_start))
             bounds = list(range(o, s, CHUNK))
@@ -196,7 +198,7 @@ class _Batch:
         # guessed walk is true once they meet (a byte the guess visited); before that, walk exactly.
         trusted_from = limit.tolist()
         exits, ends = exit_at.tolist(), chunk_end
-        marks, steps = memoryview(mark), memoryview(nxt)
+        marks, steps = mark.data, nxt.data  # memoryviews: a fast element read
         walked: list[int] = []
         for o, s, first in zip(self.offset.tolist(), self.stop.tolist(), first_chunk, strict=True):
             e = o

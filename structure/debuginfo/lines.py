@@ -122,11 +122,12 @@ def _read_entry_format(data: bytes, pos: int) -> tuple[list[tuple[int, int]], in
 def _read_entries(dw: DebugInfo, unit: Unit | None, data: bytes, pos: int, fmt: list[tuple[int, int]],
                   offset_size: int) -> tuple[list[tuple[str, int]], int]:
     count, pos = uleb(data, pos)
-    out = []
+    out: list[tuple[str, int]] = []
     for _ in range(count):
         path = ""
         dir_index = 0
         for ct, form in fmt:
+            value: str | int
             if form == F_STRING:
                 value, pos = cstring(data, pos)
             elif form in (F_LINE_STRP, F_STRP):
@@ -157,7 +158,7 @@ def _read_entries(dw: DebugInfo, unit: Unit | None, data: bytes, pos: int, fmt: 
             if ct == DW_LNCT_PATH:
                 path = str(value)
             elif ct == DW_LNCT_DIRECTORY_INDEX:
-                dir_index = int(value)  # type: ignore[arg-type]
+                dir_index = int(value)
         out.append((path, dir_index))
     return out, pos
 
@@ -296,7 +297,7 @@ def _read_header(dw: DebugInfo, data: bytes, offset: int, unit: Unit | None) -> 
             files.append(_join(dirs[di] if di < len(dirs) else None, name))
             plain.append(_plain(raw_dirs[di] if di < len(raw_dirs) else None, name))
         pos += 1
-    relative = bool(comp_dir) and not comp_dir.startswith("/")
+    relative = bool(comp_dir and not comp_dir.startswith("/"))
     if relative:
         # A relative DW_AT_comp_dir (a build made reproducible with -fdebug-prefix-map, as Debian's glibc
         # with "./csu") anchors nothing: hpcstruct's names are then libdw's dwarf_filesrc names, the

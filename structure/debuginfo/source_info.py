@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import field
+from typing import cast
 
 from hpcsa.core.dataclass import dataclass
 from hpcsa.core.errors import HpcsaError
@@ -68,7 +69,8 @@ def read_source_info(image: ElfImage, demangle: Callable[[str], str]) -> SourceI
         return SourceInfo(LineMap.empty(), InlineTable.empty(), [f"unreadable .debug_info ({exc})"])
     programs = {}
     units = [unit for unit in dw.units if unit.stmt_list is not None]
-    for unit, prog in zip(units, read_programs(dw, [(unit.stmt_list, unit) for unit in units]), strict=True):
+    requests = [(cast(int, unit.stmt_list), unit) for unit in units]  # each unit's is set (chosen above)
+    for unit, prog in zip(units, read_programs(dw, requests), strict=True):
         if isinstance(prog, DwarfError):
             notes.append(str(prog))
         else:

@@ -151,13 +151,14 @@ def cubin_binary(image: ElfImage, lm_name: str | None = None, disassemble: bool 
                 labels.setdefault(lab, base + off)
         entries = {p.start for p in procs}
         for f, proc in zip(cubin.functions, procs, strict=True):
-            sc = sections.get(f.section)
-            if sc is None:
+            section_code = sections.get(f.section)
+            if section_code is None:
                 notes.append(f"warning: nvdisasm printed no code for {f.name}")
-                proc.graph = build_graph(Code(*(np.zeros(0, t) for t in ("u8", "i8", "u1", "?", "i8"))))
+                proc.graph = build_graph(Code(np.zeros(0, "u8"), np.zeros(0, "i8"), np.zeros(0, "u1"),
+                                              np.zeros(0, "?"), np.zeros(0, "i8")))
                 continue
             code, proc.callee = _function_code(cubin, f.address, f.end, cubin.section(f.section).offset,
-                                               sc, labels, entries)
+                                               section_code, labels, entries)
             proc.graph = build_graph(code)
     basename = image.path.rsplit("/", 1)[-1]
     return GpuBinary(lm_name or image.path, basename, procs, lines, inlines, cubin.device,

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from hpcsa.core.binfmt import Builder, align, layout, records
+from hpcsa.core.binfmt import Builder, align, field_offset, layout, records
 from hpcsa.core.dataclass import dataclass
 from hpcsa.core.errors import FormatError
 from hpcsa.structure.gpu import decompress
@@ -123,7 +123,7 @@ def _entry_header(data: bytes | memoryview, pos: int, end: int) -> np.void:
     """The entry header at ``pos``; fields past a shorter header than :data:`ENTRY` read as zero."""
     raw = bytearray(data[pos:min(pos + ENTRY.itemsize, end)])
     raw += bytes(ENTRY.itemsize - len(raw))
-    at = ENTRY.fields["header_size"][1]  # needed first: it says how much of the 64 bytes is header
+    at = field_offset(ENTRY, "header_size")  # needed first: it says how much of the 64 bytes is header
     hsize = int.from_bytes(raw[at:at + 4], "little")
     if hsize < ENTRY.itemsize:
         raw[max(hsize, 16):] = bytes(ENTRY.itemsize - max(hsize, 16))

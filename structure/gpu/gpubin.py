@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import struct
+from typing import TYPE_CHECKING, cast
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
@@ -19,6 +20,9 @@ from elftools.elf.elffile import ELFFile
 from hpcsa.core.dataclass import dataclass
 from hpcsa.structure.elf import ELF_MAGIC
 from hpcsa.structure.gpu import fatbin, offload_bundle
+
+if TYPE_CHECKING:
+    from elftools.elf.sections import SymbolTableSection
 
 CONTAINER_SECTIONS = (".nv_fatbin", ".hip_fatbin")
 CODEC_NAMES = {"zstd": "zstd", "lz4": "LZ4", "zlib": "zlib"}
@@ -35,7 +39,7 @@ def entry_offsets(data: bytes) -> dict[str, int]:
         for sec in elf.iter_sections():
             if sec.header.sh_type != "SHT_SYMTAB":
                 continue
-            for sym in sec.iter_symbols():
+            for sym in cast("SymbolTableSection", sec).iter_symbols():  # pyelftools's for SHT_SYMTAB
                 if sym["st_info"]["type"] != "STT_FUNC" or not sym.name:
                     continue
                 shndx = sym["st_shndx"]
@@ -146,7 +150,7 @@ def embedded_elves(data: bytes, skip: list[tuple[int, int]] | None = None) -> li
 def _elf_size(data: bytes, pos: int) -> int:
     """The extent of an ELF image starting at ``pos`` (end of its section or program header data)."""
     try:
-        elf = ELFFile(_Window(data, pos))  # type: ignore[arg-type]
+        elf = ELFFile(_Window(data, pos))  # type: ignore[arg-type]  # pyelftools only reads, seeks, tells
         end = max(elf["e_shoff"] + elf["e_shnum"] * elf["e_shentsize"],
                   elf["e_phoff"] + elf["e_phnum"] * elf["e_phentsize"])
         for seg in elf.iter_segments():

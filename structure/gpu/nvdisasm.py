@@ -125,8 +125,8 @@ def _parse_section(name: str, body: str) -> SectionCode:
             continue
         off = int(m.group(1), 16)
         row = len(offsets)
-        for lab in pending:
-            labels[lab] = off
+        for label in pending:
+            labels[label] = off
         pending.clear()
         guard = (m.group(2) or "").strip()
         opcode = m.group(3)

@@ -60,7 +60,7 @@ from hpcsa.structure.tree import (
     function_tree,
 )
 from hpcsa.structure.x86.cfg import CodeIndex
-from hpcsa.structure.x86.function_code import FuncCtx, FunctionBatch, GroupCtx, InstructionRuns
+from hpcsa.structure.x86.function_code import FuncCtx, FunctionBatch, GroupCtx, InstructionRuns, Packed
 from hpcsa.structure.x86.functions import Functions, discover_functions
 from hpcsa.structure.x86.sweep import TailShare, sweep_tail, tail_start
 
@@ -383,7 +383,7 @@ def send_source_info(conn: Channel, image: ElfImage, demangle: Callable[[str], s
         conn.send(("sweep", sweep_tail(image, *tail)))
     source = read_source_info(image, demangle)
     conn.send(("source", (source, image.fde_ranges)))
-    needs = conn.recv()
+    needs: tuple[Packed, np.ndarray, Packed, Packed] | None = conn.recv()  # InstructionRuns.needs's
     if needs is not None:
         conn.send(("runs", InstructionRuns.filed(*needs, source)))
     return source
@@ -393,7 +393,7 @@ def receive_source_info(reader: ForkedWorker, image: ElfImage) -> SourceInfo:
     """What :func:`send_source_info` sent; the unwind table's extents become ``image.fde_ranges``."""
     source, fdes = reader.receive("source")
     if "fde_ranges" not in vars(image):  # a stripped binary's discovery has parsed them already
-        image.fde_ranges = fdes  # type: ignore[misc]  # the cached property, filled
+        image.fde_ranges = fdes  # the cached property, filled
     return source
 
 
@@ -409,7 +409,7 @@ def skeleton_in_two(image: ElfImage, demangle: Callable[[str], str], lm_name: st
         if share is not None and not share.taken:
             share.receive()
         source = receive_source_info(reader, image)
-        reader.send(None if funcs.cfg is None else InstructionRuns.needs(code, funcs.cfg))
+        reader.send(None if funcs.cfg is None or code is None else InstructionRuns.needs(code, funcs.cfg))
         sb = StructureBuilder(image, source, demangle, lm_name)
         sb.code = code
         files = sb.skeleton(funcs, names, file_runs=False)

@@ -89,8 +89,10 @@ class CodeIndex:
         redo = []
         for m in missing.tolist():
             region = self.image.code_region(m)
+            if region is None:
+                raise ValueError(f"{m:#x} lies in no code section (the missing addresses were chosen in one)")
             k = int(np.searchsorted(self.restarts, np.uint64(m), side="right"))
-            end = min(int(self.restarts[k]) if k < len(self.restarts) else region.end, region.end)  # type: ignore[union-attr]
+            end = min(int(self.restarts[k]) if k < len(self.restarts) else region.end, region.end)
             piece = sweep(self.image, m, end, self.operands)
             redo.append(piece)
             hi = int(piece["addr"][-1]) + int(piece["size"][-1]) if len(piece) else m

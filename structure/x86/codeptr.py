@@ -21,7 +21,7 @@ the function.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, cast
 
 import capstone
 import numpy as np
@@ -184,7 +184,7 @@ def _base_value(code: DecodedCode, jmp_addr: int, base: str, lo: int, hi: int) -
     dispatch copied into each handler (reached only through the table) is not."""
     if hi - lo > FUNCTION_SCAN:
         return None
-    fc = code.codeptr_functions.get(lo)
+    fc = cast("_FunctionCode | None", code.codeptr_functions.get(lo))  # what this module keeps there
     if fc is None:
         fc = code.codeptr_functions[lo] = _FunctionCode(code, lo, hi)
     start = fc.index.get(jmp_addr)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -45,8 +45,8 @@ class InstructionRuns:
         """Pickled packed (sent back by that process): python3.11d's runs, 11.3 MiB as they are, become 7.6."""
         return {k: _pack(v) if k in _PACKED else v for k, v in vars(self).items()}
 
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.update({k: _unpack(v) if k in _PACKED else v for k, v in state.items()})  # type: ignore[arg-type]
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update({k: _unpack(v) if k in _PACKED else v for k, v in state.items()})
 
     def _file(self, addrs: np.ndarray, sizes: np.ndarray, block_starts: np.ndarray, block_ends: np.ndarray,
               source: SourceInfo) -> None:
@@ -101,7 +101,9 @@ class StructureBuilder(Protocol):
     funcs: Functions | None
     code: CodeIndex | None
     runs: InstructionRuns | None
-    file_names: Sequence[str]
+
+    @property
+    def file_names(self) -> Sequence[str]: ...
 
     def realpath(self, path: str) -> str: ...
 
@@ -283,11 +285,12 @@ class FuncCtx:
         paths, file_ids = group.paths, group.file_ids
         run_vma, run_len, run_inl, run_file, run_line = b.run_vma, b.run_len, b.run_inl, b.run_file, b.run_line
         below: dict[int, TreeNode] = {}  # inline node -> its tree node under root
+        node: TreeNode | None
         for r in range(ra, rb):
             node = root
             n = run_inl[r]
             if n >= 0:
-                node = below.get(n)  # type: ignore[assignment]
+                node = below.get(n)
                 if node is None:
                     path = paths.get(n)
                     if path is None:

@@ -11,13 +11,13 @@ import os
 import signal
 import sys
 
-from hpcsa.aggregate.prof import profile_values
+from hpcsa.aggregate.phase2 import points as phase2_points
 from hpcsa.cli.main import main
 from hpcsa.core.errors import HpcsaError
 
 
 def inject(kind: str) -> None:
-    original = profile_values.batch_points
+    original = phase2_points.batch_points
 
     def failing(c2, indexes):  # type: ignore[no-untyped-def]
         if kind == "input":
@@ -27,7 +27,7 @@ def inject(kind: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
         return original(c2, indexes)
 
-    profile_values.batch_points = failing
+    phase2_points.batch_points = failing
 
 
 if __name__ == "__main__":

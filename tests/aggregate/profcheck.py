@@ -9,8 +9,12 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcsa.aggregate.prof import pipeline
-from hpcsa.aggregate.prof.inputs import find_inputs
+from hpcsa.aggregate import driver
+from hpcsa.aggregate.handoff import ClassTwo, Discovery, GpuStructures, Phase1Env, Phase1Share
+from hpcsa.aggregate.inputs import Inputs, find_inputs
+from hpcsa.aggregate.phase0 import gpu_graphs as phase0_gpu_graphs
+from hpcsa.aggregate.phase1 import class2 as phase1_class2
+from hpcsa.aggregate.phase1 import share as phase1_share
 from hpcsa.formats.db.database import open_database
 from hpcsa.formats.measurement.hpcrun import ID_KIND_MASK, read_hpcrun
 
@@ -19,10 +23,30 @@ MEASUREMENTS = ("small", "loops-cputime-t", "loops-perf", "loops-cuda-nvidia-t",
 
 
 def build(meas: str | os.PathLike[str], out: str | os.PathLike[str], *, ignore_structs: bool = False, jobs: int = 1,
-          statistics: tuple[str, ...] = ("Sum",), traces: bool = True, fallback: bool = True) -> pipeline.Result:
+          statistics: tuple[str, ...] = ("Sum",), traces: bool = True, fallback: bool = True) -> driver.Result:
     inputs = find_inputs([os.fspath(meas)], ignore_structs=ignore_structs)
-    return pipeline.aggregate(inputs, pipeline.Options(output=os.fspath(out), jobs=jobs, statistics=statistics,
+    return driver.aggregate(inputs, driver.Options(output=os.fspath(out), jobs=jobs, statistics=statistics,
                                                  traces=traces, fallback=fallback, progress=False))
+
+
+def phase1(meas: str | os.PathLike[str], scratch: str | os.PathLike[str] | None = None
+           ) -> tuple[Inputs, GpuStructures, Phase1Env]:
+    """A measurement directory's inputs, its GPU structures (phase 0) and phase 1's environment (seed 0;
+    ``scratch``: where phase 1 keeps what phase 2 needs of each profile, None to keep nothing)."""
+    inputs = find_inputs([os.fspath(meas)])
+    gpu = phase0_gpu_graphs.read_gpu_structures(inputs.structs)
+    return inputs, gpu, gpu.env(0, None if scratch is None else os.fspath(scratch))
+
+
+def class_two(meas: str | os.PathLike[str], scratch: str | os.PathLike[str] | None = None,
+              found: Discovery | None = None) -> ClassTwo:
+    """Class 2 of a measurement directory, by the pipeline's own steps in this process (one worker): phase 1
+    (or ``found``, the union of reports read by the caller), then the class-2 tables."""
+    inputs, gpu, env = phase1(meas, scratch)
+    share = phase1_share.run(inputs, env, 1) if found is None else Phase1Share(found, [])
+    structs = phase1_share.complete_structs(share, inputs, 1)
+    return phase1_class2.class_two(share.found, structs, inputs, gpu, env, statistics=("Sum",), fallback=True,
+                                   warmer=None)
 
 
 def read_sums(meas: str | os.PathLike[str]) -> dict[tuple[tuple[int, int], ...], dict[str, float]]:

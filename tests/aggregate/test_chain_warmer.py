@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from hpcsa.aggregate.prof import chain_warmer, pipeline, unify
-from hpcsa.aggregate.prof.inputs import find_inputs
+from hpcsa.aggregate import driver
+from hpcsa.aggregate.inputs import find_inputs
+from hpcsa.aggregate.phase1 import chain_warmer as phase1_chain_warmer
+from hpcsa.aggregate.phase1 import unify as phase1_unify
 from hpcsa.formats.hpcstruct.model import Module
 from hpcsa.ingest.synth.directory import generate
 from hpcsa.ingest.synth.program import SynthSpec
@@ -30,21 +32,21 @@ def _run(meas: Path, out: Path, monkeypatch: pytest.MonkeyPatch, *, warm: bool, 
     monkeypatch.setenv("HPCSA_CACHE_DIR", str(cache))
     counts = {"phase 1": 0, "class 2": 0}
     where = ["phase 1"]
-    real_paths, real_expand = Module.lexical_paths, unify.expand
+    real_paths, real_expand = Module.lexical_paths, phase1_unify.expand
 
     def lexical_paths(self: Module, leaves: list[int]) -> list:
         counts[where[0]] += len(leaves)
         return real_paths(self, leaves)
 
-    def expand(*args: object) -> unify.Expansion:
+    def expand(*args: object) -> phase1_unify.Expansion:
         where[0] = "class 2"
         return real_expand(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Module, "lexical_paths", lexical_paths)
-    monkeypatch.setattr(unify, "expand", expand)
+    monkeypatch.setattr(phase1_unify, "expand", expand)
     if not warm:
-        monkeypatch.setattr(chain_warmer.ChainWarmer, "add_points", lambda self, raw: None)
-    pipeline.aggregate(find_inputs([str(meas)]), pipeline.Options(output=str(out), jobs=jobs, progress=False))
+        monkeypatch.setattr(phase1_chain_warmer.ChainWarmer, "add_points", lambda self, raw: None)
+    driver.aggregate(find_inputs([str(meas)]), driver.Options(output=str(out), jobs=jobs, progress=False))
     monkeypatch.undo()
     return counts
 
@@ -75,7 +77,7 @@ def test_workers_and_warmer_give_the_same_database(meas: Path, tmp_path: Path,
 def test_chains_worked_out_in_small_batches_give_the_same_database(meas: Path, tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Statements are expanded CHAIN_BATCH at a time (bounded memory); any batch size, the same contexts."""
-    from hpcsa.aggregate.prof import lexical
+    from hpcsa.aggregate import lexical
 
     whole = _run(meas, tmp_path / "whole.d", monkeypatch, warm=False, cache=tmp_path / "c1")
     monkeypatch.setattr(lexical, "CHAIN_BATCH", 7)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcsa.aggregate.prof.inputs import find_inputs, measurement, merge_measurements, with_measurement
+from hpcsa.aggregate.inputs import find_inputs, measurement, merge_measurements, with_measurement
 from hpcsa.core.errors import HpcsaError
 
 

@@ -14,9 +14,9 @@ import sys
 
 import numpy as np
 
-from hpcsa.aggregate.prof import pipeline
-from hpcsa.aggregate.prof.inputs import find_inputs
-from hpcsa.aggregate.prof.lexical import StructExpander
+from hpcsa.aggregate import driver
+from hpcsa.aggregate.inputs import find_inputs
+from hpcsa.aggregate.lexical import StructExpander
 from hpcsa.formats.hpcstruct.claims import first_claims
 from hpcsa.formats.hpcstruct.model import RANGE, A, F, L, ModuleBuilder, P, S
 from hpcsa.ingest.synth.replicate import replicate
@@ -37,10 +37,10 @@ def test_prof_work_grows_linearly_with_profiles(hpctoolkit_data, tmp_path):
     for copies in (4, 12, 32):
         meas = tmp_path / f"x{copies}.m"
         replicate(src, meas, copies, seed=copies)
-        opts = pipeline.Options(output=str(tmp_path / f"x{copies}.d"), jobs=1, progress=False)
-        pipeline.aggregate(find_inputs([str(meas)]), opts)  # warm: parsed-structure cache, imports, lru caches
-        opts = pipeline.Options(output=str(tmp_path / f"y{copies}.d"), jobs=1, progress=False)
-        work[copies] = calls_of(pipeline.aggregate, find_inputs([str(meas)]), opts)
+        opts = driver.Options(output=str(tmp_path / f"x{copies}.d"), jobs=1, progress=False)
+        driver.aggregate(find_inputs([str(meas)]), opts)  # warm: parsed-structure cache, imports, lru caches
+        opts = driver.Options(output=str(tmp_path / f"y{copies}.d"), jobs=1, progress=False)
+        work[copies] = calls_of(driver.aggregate, find_inputs([str(meas)]), opts)
     # What one more copy of the profiles costs, from 4 to 12 copies and from 12 to 32 (the fixed costs cancel
     # out): the same for linear steps (1.2 times as much in the larger range as the code is, per-batch costs
     # not quite following the profiles); for a step quadratic in the profiles (a pass over all profiles per

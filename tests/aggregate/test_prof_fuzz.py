@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcsa.aggregate.prof.unify import PRIMARY
 from hpcsa.formats.measurement.hpcrun import (
     CCT_NODE,
     ID_ELEMENT,
@@ -22,6 +21,7 @@ from hpcsa.formats.measurement.hpcrun import (
     pack_values,
     write_hpcrun,
 )
+from hpcsa.formats.measurement.placeholders import PRIMARY
 from tests.conftest import assert_one_line_error, run_cli
 from tests.fuzzing import EXAMPLES, mutate
 

@@ -18,7 +18,7 @@ import pytest
 from hpcsa.formats.db.compare import compare_databases
 from hpcsa.formats.measurement.hpcrun import ID_ELEMENT
 from hpcsa.ingest.synth.replicate import replicate
-from tests.aggregate.profcheck import read_sums, root_execution
+from tests.aggregate.profcheck import class_two, phase1, read_sums, root_execution
 from tests.conftest import run_cli
 
 
@@ -74,31 +74,30 @@ def test_reductions_do_not_depend_on_grouping(hpctoolkit_data: Path, tmp_path: P
     and later MPI ranks, reduce them up any tree)."""
     import numpy as np
 
-    from hpcsa.aggregate.prof import pipeline_read, pipeline_write, profile_values, survey, unified_tables
-    from hpcsa.aggregate.prof.inputs import find_inputs
+    from hpcsa.aggregate.handoff import Phase2State, Phase2Targets
+    from hpcsa.aggregate.phase1 import survey as phase1_survey
+    from hpcsa.aggregate.phase2 import values as phase2_values
     from hpcsa.core.workers import SharedCounter
 
-    inputs = find_inputs([str(hpctoolkit_data / "meas" / "loops-cputime-t.m")])
-    env, gpu_structs = pipeline_read.gpu_env(inputs.structs, 0)
-    reports = [survey.survey_profile(p, env) for p in inputs.profiles]
-    flat = survey.merge(reports)
-    nested = survey.merge([survey.merge(reports[2:]), survey.merge(reports[:2])])
+    meas = hpctoolkit_data / "meas" / "loops-cputime-t.m"
+    inputs, _, env = phase1(meas)
+    reports = [phase1_survey.survey_profile(p, env) for p in inputs.profiles]
+    flat = phase1_survey.merge(reports)
+    nested = phase1_survey.merge([phase1_survey.merge(reports[2:]), phase1_survey.merge(reports[:2])])
     assert np.array_equal(flat.raw.nodes, nested.raw.nodes)
     assert sorted(f.input.path for f in flat.profiles) == sorted(f.input.path for f in nested.profiles)
     assert flat.programs == nested.programs == {"testmeas-loops"}
 
-    _, structs = pipeline_read.run_phase1(inputs, env, 1)
-    classifier, _ = unified_tables.build_classifier(flat.raw, gpu_structs + structs)
-    c2 = unified_tables.assemble(flat, classifier, env, statistics=("Sum",), title="t")
+    c2 = class_two(meas, found=flat)
     for name in ("p", "a"):
         (tmp_path / name).write_bytes(b"")
-    sinks = profile_values.Sinks(str(tmp_path / "p"), str(tmp_path / "a"), None, None, SharedCounter(("pms", "aside")))
+    targets = Phase2Targets(str(tmp_path / "p"), str(tmp_path / "a"), None, None, SharedCounter(("pms", "aside")))
     n = len(c2.profiles)
-    whole = pipeline_write.Phase2State.empty(c2)
-    whole.add(profile_values.process_batch(c2, list(range(n)), sinks, traces=False))
-    parts = [pipeline_write.Phase2State.empty(c2) for _ in range(2)]
+    whole = Phase2State.empty(c2)
+    whole.add(phase2_values.process_batch(c2, list(range(n)), targets, traces=False))
+    parts = [Phase2State.empty(c2) for _ in range(2)]
     for i in range(n):  # one batch per profile, in two states
-        parts[i % 2].add(profile_values.process_batch(c2, [i], sinks, traces=False))
+        parts[i % 2].add(phase2_values.process_batch(c2, [i], targets, traces=False))
     parts[1].merge(parts[0])
     for name in ("n_values", "n_ctxs", "pms_size", "n_aside"):
         assert np.array_equal(getattr(whole.place, name), getattr(parts[1].place, name)), name
@@ -111,7 +110,7 @@ def test_reductions_do_not_depend_on_grouping(hpctoolkit_data: Path, tmp_path: P
 def test_phase2_batches_partition_profiles_largest_first(workers: int) -> None:
     """Phase-2 batches: every profile exactly once, largest first (ties by profile number), each batch at
     most about 1/12 of a worker's share unless a single profile is larger, and enough batches to balance."""
-    from hpcsa.aggregate.prof.pipeline_write import phase2_batches
+    from hpcsa.aggregate.phase2.share import phase2_batches
 
     rng = np.random.default_rng(workers)
     costs = [int(c) for c in rng.integers(1, 1000, 500)] + [50_000]  # one giant profile
@@ -131,8 +130,8 @@ def test_phase2_costs_are_what_phase1_kept(tmp_path: Path) -> None:
     """A profile costs phase 2 what phase 1 kept of it plus its trace, not its files' section alignment (the
     real 1,024-thread run: 6 KB files of a few hundred bytes of tree and values); its files' bytes where
     nothing was kept."""
-    from hpcsa.aggregate.prof.pipeline_write import phase2_costs
-    from hpcsa.aggregate.prof.profile_table import ProfileFacts, ProfileInput, ProfileTable
+    from hpcsa.aggregate.phase2.share import phase2_costs
+    from hpcsa.aggregate.profile_table import ProfileFacts, ProfileInput, ProfileTable
 
     def facts(size: int, trace_size: int, kept: tuple[str, int, int] | None) -> ProfileFacts:
         inp = ProfileInput(str(tmp_path / "p.hpcrun"), None, size, trace_size, str(tmp_path))
@@ -147,8 +146,8 @@ def test_phase1_batches_shrink_toward_the_end(workers: int) -> None:
     """Phase-1 batches (guided self-scheduling): every profile once, largest first; no batch over the cap
     unless one profile is; with several workers the last batches are small (the idle time at the end of the
     phase is at most one of them), with one worker a quarter of the bytes each; a bounded number of them."""
-    from hpcsa.aggregate.prof.pipeline_read import DISCOVER_BATCH_BYTES, _batches
-    from hpcsa.aggregate.prof.profile_table import ProfileInputs
+    from hpcsa.aggregate.phase1.share import DISCOVER_BATCH_BYTES, _batches
+    from hpcsa.aggregate.profile_table import ProfileInputs
 
     rng = np.random.default_rng(workers)
     sizes = rng.integers(20_000, 60_000, 3000).tolist() + [9 << 20]  # and one profile over the cap
@@ -182,50 +181,52 @@ def test_transpose_in_many_small_passes_gives_the_same_database(positions: int, 
     in the window's entries), nor on how many passes over the profiles' indexes find the windows' bounds (one
     window per pass, each pass reading every index only from where the last one ended; or one pass), nor on
     a first guess of how far to read that is far too short."""
-    from hpcsa.aggregate.prof import pipeline, transpose
-    from hpcsa.aggregate.prof.inputs import find_inputs
+    from hpcsa.aggregate import driver
+    from hpcsa.aggregate.handoff import Placement
+    from hpcsa.aggregate.inputs import find_inputs
+    from hpcsa.aggregate.phase3 import transpose as phase3_transpose
     from hpcsa.ingest.synth.directory import generate
     from hpcsa.ingest.synth.program import SynthSpec
 
     meas = tmp_path / "app.m"
     generate(meas, SynthSpec.preset("gpu", 24, contexts=600, samples=20, seed=5), jobs=1)
     ref = tmp_path / "ref.d"
-    pipeline.aggregate(find_inputs([str(meas)]), pipeline.Options(output=str(ref), jobs=1, progress=False))
-    monkeypatch.setattr(transpose, "RANGE_BYTES", 2048)
-    monkeypatch.setattr(transpose, "POSITIONS_BYTES", positions)
-    monkeypatch.setattr(transpose, "WINDOW_BYTES", window)
-    monkeypatch.setattr(transpose, "MIN_READ", 1)
+    driver.aggregate(find_inputs([str(meas)]), driver.Options(output=str(ref), jobs=1, progress=False))
+    monkeypatch.setattr(phase3_transpose, "RANGE_BYTES", 2048)
+    monkeypatch.setattr(phase3_transpose, "POSITIONS_BYTES", positions)
+    monkeypatch.setattr(phase3_transpose, "WINDOW_BYTES", window)
+    monkeypatch.setattr(phase3_transpose, "MIN_READ", 1)
     if wide:  # the 32-bit positions of profiles with 65,536 contexts or more
-        monkeypatch.setattr(transpose, "position_type", lambda place: np.dtype(np.uint32))
+        monkeypatch.setattr(phase3_transpose, "position_type", lambda place: np.dtype(np.uint32))
     else:
-        assert transpose.position_type(transpose.Placement(*([np.array([1, 65535])] * 6))) == np.uint16
-        assert transpose.position_type(transpose.Placement(*([np.array([65536])] * 6))) == np.uint32
-    real = transpose.bound_positions
-    real_window = transpose.read_window
+        assert phase3_transpose.position_type(Placement(*([np.array([1, 65535])] * 6))) == np.uint16
+        assert phase3_transpose.position_type(Placement(*([np.array([65536])] * 6))) == np.uint32
+    real = phase3_transpose.bound_positions
+    real_window = phase3_transpose.read_window
     windows = []
 
-    def counted(*args: object) -> transpose.Window:
+    def counted(*args: object) -> phase3_transpose.Window:
         windows.append(1)
         return real_window(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(transpose, "read_window", counted)
-    real_gather = transpose.gather
+    monkeypatch.setattr(phase3_transpose, "read_window", counted)
+    real_gather = phase3_transpose.gather
     ranges = []
 
     def gathered(*args: object) -> object:
         ranges.append(1)
         return real_gather(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(transpose, "gather", gathered)
+    monkeypatch.setattr(phase3_transpose, "gather", gathered)
     passes = []
 
     def short_guess(*args: object) -> np.ndarray:
         passes.append(1)
         return real(*args[:7], 0.0, *args[8:])  # type: ignore[arg-type]
 
-    monkeypatch.setattr(transpose, "bound_positions", short_guess)
+    monkeypatch.setattr(phase3_transpose, "bound_positions", short_guess)
     small = tmp_path / "small.d"
-    pipeline.aggregate(find_inputs([str(meas)]), pipeline.Options(output=str(small), jobs=1, progress=False))
+    driver.aggregate(find_inputs([str(meas)]), driver.Options(output=str(small), jobs=1, progress=False))
     assert len(ranges) > 10
     # a pass searches the PMS and the aside blobs: one window per pass, or one pass
     assert len(passes) == (2 * len(windows) if positions == 8 else 2)
@@ -244,20 +245,15 @@ def test_trace_lines_of_a_batch_are_each_profiles_own(hpctoolkit_data: Path, mon
     written out here: records of unknown nodes dropped, contexts through the node's context (the call
     context for call traces), elided instructions to their line, sorted by time (stably) only where the
     measurement announced disorder, a blank after a blank dropped (never across two profiles)."""
-    from hpcsa.aggregate.prof import pipeline_read, profile_values, survey, unified_tables
-    from hpcsa.aggregate.prof.inputs import find_inputs
+    from hpcsa.aggregate.phase2 import points as phase2_points
+    from hpcsa.aggregate.phase2 import traces as phase2_traces
     from hpcsa.formats.measurement import hpctrace
 
-    inputs = find_inputs([str(hpctoolkit_data / "meas" / "loops-cputime-t.m")])
-    env, gpu_structs = pipeline_read.gpu_env(inputs.structs, 0)
-    disc = survey.merge([survey.survey_profile(p, env) for p in inputs.profiles])
-    _, structs = pipeline_read.run_phase1(inputs, env, 1)
-    classifier, _ = unified_tables.build_classifier(disc.raw, gpu_structs + structs)
-    c2 = unified_tables.assemble(disc, classifier, env, statistics=("Sum",), title="t")
+    c2 = class_two(hpctoolkit_data / "meas" / "loops-cputime-t.m")
     n = len(c2.profiles)
     assert n >= 3 and all(f.trace_records for f in c2.profiles)
     real_read = hpctrace.read_hpctrace
-    points = [profile_values.profile_points(c2, i) for i in range(n)]
+    points = [phase2_points.profile_points(c2, i) for i in range(n)]
     root_node = {c2.profiles[i].input.trace: int(pt.ids[np.flatnonzero(c2.trace_id[np.maximum(pt.full, 0)] == 0)[0]])
                  for i, pt in enumerate(points)}  # a node traced as blank (the root's context)
 
@@ -269,10 +265,10 @@ def test_trace_lines_of_a_batch_are_each_profiles_own(hpctoolkit_data: Path, mon
         recs["ctx"][len(recs) // 2] = 10 ** 6  # a node the profile does not have
         return hpctrace.HpctraceFile(tr.flags, recs, tr.version, tr.path)
 
-    monkeypatch.setattr(profile_values, "read_hpctrace", shuffled)
+    monkeypatch.setattr(phase2_traces, "read_hpctrace", shuffled)
     for i, f in enumerate(c2.profiles):
         f.trace_disorder = i % 2
-    got = profile_values.trace_lines(c2, list(range(n)), profile_values.BatchPoints.of(points))
+    got = phase2_traces.trace_lines(c2, list(range(n)), phase2_points.BatchPoints.of(points))
     for i, pt in enumerate(points):
         tr = shuffled(c2.profiles[i].input.trace)
         ctx_of = dict(zip(pt.ids.tolist(), (pt.rel if tr.flags & hpctrace.FLAG_CALL_TRACE else pt.full).tolist(),
@@ -307,19 +303,20 @@ def test_with_workers_the_main_process_propagates_too(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Phase 2 at -j 2 is two busy processes, not two workers and a parent handing them batches of a few
     milliseconds: the main process propagates batches beside one forked worker; the database is -j 1's."""
-    from hpcsa.aggregate.prof import pipeline, profile_values
-    from hpcsa.aggregate.prof.inputs import find_inputs
+    from hpcsa.aggregate import driver
+    from hpcsa.aggregate.inputs import find_inputs
+    from hpcsa.aggregate.phase2 import values as phase2_values
     from hpcsa.ingest.synth.directory import generate
     from hpcsa.ingest.synth.program import SynthSpec
 
     meas = tmp_path / "app.m"
     generate(meas, SynthSpec.preset("cpu", 64, contexts=800, seed=2))
     ref = tmp_path / "j1.d"
-    pipeline.aggregate(find_inputs([str(meas)]), pipeline.Options(output=str(ref), jobs=1, progress=False))
+    driver.aggregate(find_inputs([str(meas)]), driver.Options(output=str(ref), jobs=1, progress=False))
     log = tmp_path / "pids"
-    monkeypatch.setattr(profile_values, "process_batch", _logged(profile_values.process_batch, "2", log))
+    monkeypatch.setattr(phase2_values, "process_batch", _logged(phase2_values.process_batch, "2", log))
     out = tmp_path / "j2.d"
-    pipeline.aggregate(find_inputs([str(meas)]), pipeline.Options(output=str(out), jobs=2, progress=False))
+    driver.aggregate(find_inputs([str(meas)]), driver.Options(output=str(out), jobs=2, progress=False))
     by_phase: dict[str, set[str]] = {}
     for line in log.read_text().split("\n")[:-1]:
         phase, pid = line.split()
@@ -334,8 +331,11 @@ def test_small_inputs_run_each_phase_in_one_process(tmp_path: Path, monkeypatch:
     structure files are cached: a pool would cost more than it takes off. A first run, with structure files to
     parse, still starts its worker (which this process works beside); a bound of 0 always starts it. The
     database is the same each way."""
-    from hpcsa.aggregate.prof import pipeline, pipeline_read, survey, transpose
-    from hpcsa.aggregate.prof.inputs import find_inputs
+    from hpcsa.aggregate import driver
+    from hpcsa.aggregate.inputs import find_inputs
+    from hpcsa.aggregate.phase1 import structs as phase1_structs
+    from hpcsa.aggregate.phase1 import survey as phase1_survey
+    from hpcsa.aggregate.phase3 import transpose as phase3_transpose
     from hpcsa.core.workers import POOL_MIN_BYTES
     from hpcsa.ingest.synth.directory import generate
     from hpcsa.ingest.synth.program import SynthSpec
@@ -345,9 +345,9 @@ def test_small_inputs_run_each_phase_in_one_process(tmp_path: Path, monkeypatch:
     inputs = find_inputs([str(meas)])
     assert inputs.total_bytes < POOL_MIN_BYTES and inputs.structs
     log = tmp_path / "pids"
-    monkeypatch.setattr(pipeline_read, "store_structure", _logged(pipeline_read.store_structure, "struct", log))
-    monkeypatch.setattr(survey, "survey_profiles", _logged(survey.survey_profiles, "profiles", log))
-    monkeypatch.setattr(transpose, "transpose_ranges", _logged(transpose.transpose_ranges, "cct", log))
+    monkeypatch.setattr(phase1_structs, "store_structure", _logged(phase1_structs.store_structure, "struct", log))
+    monkeypatch.setattr(phase1_survey, "survey_profiles", _logged(phase1_survey.survey_profiles, "profiles", log))
+    monkeypatch.setattr(phase3_transpose, "transpose_ranges", _logged(phase3_transpose.transpose_ranges, "cct", log))
     monkeypatch.setenv("HPCSA_CACHE_DIR", str(tmp_path / "cache"))
 
     def run(name: str, bound: str | None) -> dict[str, set[bool]]:
@@ -357,7 +357,7 @@ def test_small_inputs_run_each_phase_in_one_process(tmp_path: Path, monkeypatch:
         else:
             monkeypatch.setenv("HPCSA_POOL_MIN_BYTES", bound)
         log.unlink(missing_ok=True)
-        pipeline.aggregate(find_inputs([str(meas)]), pipeline.Options(output=str(tmp_path / name), jobs=2,
+        driver.aggregate(find_inputs([str(meas)]), driver.Options(output=str(tmp_path / name), jobs=2,
                                                                       progress=False))
         here: dict[str, set[bool]] = {}
         for line in log.read_text().split("\n")[:-1]:
@@ -381,8 +381,9 @@ def test_phase2_worker_failure_is_one_error_and_no_database(how: str, tmp_path: 
     """At -j 2 a forked phase-2 worker takes batches by itself: an input error it meets reaches the user as
     that error, a worker killed (out of memory, a signal) as one error naming the command; neither hangs the
     run nor leaves a database or a partial directory behind."""
-    from hpcsa.aggregate.prof import pipeline, profile_values
-    from hpcsa.aggregate.prof.inputs import find_inputs
+    from hpcsa.aggregate import driver
+    from hpcsa.aggregate.inputs import find_inputs
+    from hpcsa.aggregate.phase2 import values as phase2_values
     from hpcsa.core.errors import HpcsaError
     from hpcsa.ingest.synth.directory import generate
     from hpcsa.ingest.synth.program import SynthSpec
@@ -390,7 +391,7 @@ def test_phase2_worker_failure_is_one_error_and_no_database(how: str, tmp_path: 
     meas = tmp_path / "app.m"
     generate(meas, SynthSpec.preset("cpu", 48, contexts=300, seed=4))
     parent = os.getpid()
-    real = profile_values.process_batch
+    real = phase2_values.process_batch
 
     def failing(c2, batch, *args, **kwargs):  # type: ignore[no-untyped-def]
         if os.getpid() != parent:
@@ -399,10 +400,10 @@ def test_phase2_worker_failure_is_one_error_and_no_database(how: str, tmp_path: 
             raise HpcsaError("some.hpcrun", "the profile changed between the two readings")
         return real(c2, batch, *args, **kwargs)
 
-    monkeypatch.setattr(profile_values, "process_batch", failing)
+    monkeypatch.setattr(phase2_values, "process_batch", failing)
     out = tmp_path / "out.d"
     with pytest.raises(HpcsaError) as info:
-        pipeline.aggregate(find_inputs([str(meas)]), pipeline.Options(output=str(out), jobs=2, progress=False))
+        driver.aggregate(find_inputs([str(meas)]), driver.Options(output=str(out), jobs=2, progress=False))
     text = str(info.value)
     assert ("changed between the two readings" in text) if how == "error" else ("ended without its result" in text)
     assert not out.exists()

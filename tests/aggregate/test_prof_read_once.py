@@ -15,16 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from hpcsa.aggregate.prof import pipeline
-from hpcsa.aggregate.prof.inputs import find_inputs
+from hpcsa.aggregate import driver
+from hpcsa.aggregate.inputs import find_inputs
 from hpcsa.core import binfmt
 
 MEASUREMENTS = ("loops-cputime-t.m", "loops-cuda-nvidiapc-t.m")
 
 
-def _run(measdirs: list[Path], out: Path, jobs: int = 1) -> pipeline.Result:
+def _run(measdirs: list[Path], out: Path, jobs: int = 1) -> driver.Result:
     inputs = find_inputs([str(m) for m in measdirs], [])
-    return pipeline.aggregate(inputs, pipeline.Options(output=str(out), jobs=jobs, progress=False))
+    return driver.aggregate(inputs, driver.Options(output=str(out), jobs=jobs, progress=False))
 
 
 def _opened_profiles(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
@@ -64,7 +64,7 @@ def test_each_profile_is_read_once(hpctoolkit_data: Path, tmp_path: Path, monkey
     assert [p.name for p in once.parent.iterdir()] == ["db.d"]
 
     # Without a scratch directory every profile is read twice, and the database is the same.
-    monkeypatch.setattr(pipeline, "make_scratch", lambda output: None)
+    monkeypatch.setattr(driver, "make_scratch", lambda output: None)
     opened.clear()
     twice = tmp_path / "twice.d"
     _run(measdirs, twice)

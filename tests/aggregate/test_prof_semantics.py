@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import yaml
 
-from hpcsa.aggregate.prof import pipeline
-from hpcsa.aggregate.prof.inputs import default_output_name
-from hpcsa.aggregate.prof.metrictable import parse_statistics
+from hpcsa.aggregate import driver
+from hpcsa.aggregate.inputs import default_output_name
+from hpcsa.aggregate.metrictable import parse_statistics
 from hpcsa.core.errors import HpcsaError
 from hpcsa.formats.db.database import open_database
 from hpcsa.formats.db.propagate import TreeArrays, propagate
@@ -319,9 +319,9 @@ def test_bad_arguments(hpctoolkit_data: Path, tmp_path: Path) -> None:
 
 def test_an_interrupted_run_leaves_no_database(hpctoolkit_data: Path, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    from hpcsa.aggregate.prof import profile_values
+    from hpcsa.aggregate.phase2 import values as phase2_values
 
-    real = profile_values.batch_points
+    real = phase2_values.batch_points
     calls = []
 
     def failing(*args, **kwargs):  # type: ignore[no-untyped-def]
@@ -330,18 +330,18 @@ def test_an_interrupted_run_leaves_no_database(hpctoolkit_data: Path, tmp_path: 
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(profile_values, "batch_points", failing)
+    monkeypatch.setattr(phase2_values, "batch_points", failing)
     with pytest.raises(KeyboardInterrupt):
         build(hpctoolkit_data / "meas" / "loops-cputime-t.m", tmp_path / "db.d")
     assert list(tmp_path.iterdir()) == []
-    assert isinstance(pipeline.Options(), pipeline.Options)
+    assert isinstance(driver.Options(), driver.Options)
 
 
 # -- binaries read in place of structure files ---------------------------------------------------------------
 
 
 def test_binaries_are_read_only_when_they_can_be_trusted(hpctoolkit_data: Path, tmp_path: Path) -> None:
-    from hpcsa.aggregate.prof import lexical
+    from hpcsa.aggregate import lexical
     from hpcsa.formats.hpcstruct.reader import read_hpcstruct
 
     meas = hpctoolkit_data / "meas" / "loops-cputime-t.m"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcsa.aggregate.prof.copy_sources import remap
+from hpcsa.aggregate.copy_sources import remap
 from hpcsa.formats.db.database import open_database
 from tests.conftest import assert_one_line_error, run_cli
 

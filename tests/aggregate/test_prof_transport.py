@@ -1,11 +1,11 @@
-"""How phases hand out their tasks on one machine (aggregate/prof/transport.py) and cut phase 3's work."""
+"""How phases hand out their tasks on one machine (aggregate/transport.py) and cut phase 3's work."""
 
 from __future__ import annotations
 
 import pytest
 
-from hpcsa.aggregate.prof.pipeline_write import range_groups
-from hpcsa.aggregate.prof.transport import run_shared
+from hpcsa.aggregate.phase3.share import range_groups
+from hpcsa.aggregate.transport import run_shared
 from hpcsa.core.workers import LocalPool
 
 

@@ -1,4 +1,4 @@
-"""Per-profile state of ``hpcsa prof`` as columns (aggregate/prof/profile_table.py, hpcsa/core/ragged.py).
+"""Per-profile state of ``hpcsa prof`` as columns (aggregate/profile_table.py, hpcsa/core/ragged.py).
 
 The tables must give back exactly the per-profile records they were built from (through concatenation,
 remapping and reordering, as phase 1's shares are merged and class 2 sorts the profiles), and must hold
@@ -16,9 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcsa.aggregate.prof import pipeline, pipeline_write
-from hpcsa.aggregate.prof.inputs import find_inputs
-from hpcsa.aggregate.prof.profile_table import ProfileFacts, ProfileInput, ProfileInputs, ProfileTable
+from hpcsa.aggregate import driver
+from hpcsa.aggregate.inputs import find_inputs
+from hpcsa.aggregate.phase2 import share as phase2_share
+from hpcsa.aggregate.profile_table import ProfileFacts, ProfileInput, ProfileInputs, ProfileTable
 from hpcsa.core.ragged import Ragged
 from hpcsa.formats.measurement.hpcrun import ID_ELEMENT
 from hpcsa.ingest.synth.replicate import replicate
@@ -92,7 +93,7 @@ def test_profile_table_merges_remaps_and_reorders_like_the_records() -> None:
     fa, fb = _facts(_inputs("/r0"), 1), _facts(_inputs("/r1"), 2)
     ta, tb = ProfileTable.of(fa), ProfileTable.of(fb)
     assert all(_same(x, y) for x, y in zip(ta, fa, strict=True))
-    # shares merged as survey.merge does: each share's metric tables and load maps renumbered
+    # shares merged as phase1_survey.merge does: each share's metric tables and load maps renumbered
     joined = ProfileTable.concat([ta.remapped([4, 2], [1, 0]), tb.remapped([3, 5], [0, 1])])
     want = [ProfileFacts(f.input, f.id_tuple, f.trace_disorder, [4, 2][f.metrics], f.trace_records,
                          [1, 0][f.loadmap], f.kept) for f in fa] + \
@@ -112,14 +113,14 @@ def _class_two(src: Path, tmp: Path, copies: int, monkeypatch: pytest.MonkeyPatc
     meas = tmp / f"x{copies}.m"
     replicate(src, meas, copies, seed=copies)
     got = []
-    real = pipeline_write.phase2_share
+    real = phase2_share.run
 
     def spy(c2, *args, **kwargs):
         got.append(c2)
         return real(c2, *args, **kwargs)
 
-    monkeypatch.setattr(pipeline_write, "phase2_share", spy)
-    pipeline.aggregate(find_inputs([str(meas)]), pipeline.Options(output=str(tmp / f"x{copies}.d"), jobs=1,
+    monkeypatch.setattr(phase2_share, "run", spy)
+    driver.aggregate(find_inputs([str(meas)]), driver.Options(output=str(tmp / f"x{copies}.d"), jobs=1,
                                                                    progress=False))
     return got[0]
 
@@ -168,7 +169,7 @@ def test_class_two_holds_no_python_object_per_profile(tmp_path: Path, monkeypatc
 def test_canonical_order_is_python_tuple_order_then_path() -> None:
     """profile.db's order, sorted by columns, is the order of the tuples of (kind, logical id, physical
     id) per level as Python compares them (a tuple before those it is a prefix of), then of the paths."""
-    from hpcsa.aggregate.prof.unified_tables import _canonical_order
+    from hpcsa.aggregate.phase1.id_tuples import canonical_order
     from hpcsa.formats.db.profiledb import IDENTIFIER
 
     rng = np.random.default_rng(11)
@@ -181,7 +182,7 @@ def test_canonical_order_is_python_tuple_order_then_path() -> None:
     names = [f"/m{int(rng.integers(0, 3))}/p-{int(rng.integers(0, 10**6)):07d}-{i}.hpcrun" for i in range(len(levels))]
     facts = [ProfileFacts(ProfileInput(p, None, 1, 0, os.path.dirname(p)), np.zeros(0, ID_ELEMENT), 0, 0, 0)
              for p in names]
-    profiles, ordered = _canonical_order(ProfileTable.of(facts), tuples)
+    profiles, ordered = canonical_order(ProfileTable.of(facts), tuples)
     want = sorted(range(len(levels)), key=lambda i: (tuple(levels[i]), names[i]))
     assert [f.input.path for f in profiles] == [names[i] for i in want]
     assert [t.tolist() for t in ordered] == [tuples[i].tolist() for i in want]
@@ -217,7 +218,7 @@ def _finalized_one_by_one(tuples: list[list[tuple[int, int, int]]]) -> list[list
 
 
 def test_identifier_tuples_finalized_together_follow_the_rules_profile_by_profile() -> None:
-    from hpcsa.aggregate.prof.unified_tables import finalize_id_tuples
+    from hpcsa.aggregate.phase1.id_tuples import finalize_id_tuples
     from hpcsa.formats.measurement.hpcrun import BOTH_VALID, LOGIC_GLOBAL, LOGIC_LOCAL
 
     rng = np.random.default_rng(3)

@@ -1,4 +1,4 @@
-"""The union of measured trees (aggregate/prof/rawtree.py): one row per distinct path, in any grouping.
+"""The union of measured trees (aggregate/rawtree.py): one row per distinct path, in any grouping.
 
 Expectations are computed independently: a node's path is spelled out in Python as the tuple of (kind,
 flag, module, ip) from its root, and the union must hold exactly one row per distinct path.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hpcsa.aggregate.prof import rawtree
+from hpcsa.aggregate import rawtree
 
 
 def _forest(rng: np.random.Generator, n: int) -> tuple[np.ndarray, ...]:

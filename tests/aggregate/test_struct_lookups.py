@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from hpcsa.aggregate.prof import struct_lookups
-from hpcsa.aggregate.prof.inputs import StructInput
-from hpcsa.aggregate.prof.struct_lookups import CacheLookups
+from hpcsa.aggregate.inputs import StructInput
+from hpcsa.aggregate.phase1 import cache_lookups as phase1_cache_lookups
+from hpcsa.aggregate.phase1.cache_lookups import CacheLookups
 from hpcsa.core.errors import HpcsaError
 from tests.conftest import run_cli
 
@@ -38,7 +38,7 @@ def held(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], threading.Event, t
             raise HpcsaError(path, "unreadable")
         return None if name == "new" else f"entry of {name}"
 
-    monkeypatch.setattr(struct_lookups, "read_cached", read_cached)
+    monkeypatch.setattr(phase1_cache_lookups, "read_cached", read_cached)
     return order, go, looking
 
 
@@ -88,8 +88,9 @@ def test_only_the_structure_files_of_loaded_modules_are_looked_up(tmp_path: Path
     where a CPU is spare (whether phase 1 has a worker or not), else in the reading process itself; a
     structure file of a module nothing loads is never read. The database is the one a run without a cache
     writes."""
-    from hpcsa.aggregate.prof import pipeline, pipeline_read
-    from hpcsa.aggregate.prof.inputs import find_inputs
+    from hpcsa.aggregate import driver
+    from hpcsa.aggregate.inputs import find_inputs
+    from hpcsa.aggregate.phase1 import share as phase1_share
     from hpcsa.formats.hpcstruct import parsedcache
     from hpcsa.ingest.synth.directory import generate
     from hpcsa.ingest.synth.program import SynthSpec
@@ -120,10 +121,10 @@ def test_only_the_structure_files_of_loaded_modules_are_looked_up(tmp_path: Path
     needed: list[str] = []
     # (-j, CPUs available): the first run fills the cache; a CPU is spare, or none is
     for run, (jobs, cpus) in enumerate([(1, 8), (1, 8), (2, 8), (2, 2)]):
-        monkeypatch.setattr(pipeline_read, "default_jobs", lambda cpus=cpus: cpus)
+        monkeypatch.setattr(phase1_share, "default_jobs", lambda cpus=cpus: cpus)
         hashed.clear()
         out = tmp_path / f"run{run}-j{jobs}.d"
-        pipeline.aggregate(find_inputs([str(meas)]), pipeline.Options(output=str(out), jobs=jobs, progress=False))
+        driver.aggregate(find_inputs([str(meas)]), driver.Options(output=str(out), jobs=jobs, progress=False))
         names = sorted(name for name, _ in hashed)
         threads = {thread for _, thread in hashed}
         if run == 0:  # each looked up once, and not found

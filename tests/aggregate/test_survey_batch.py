@@ -9,11 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcsa.aggregate.prof import survey
-from hpcsa.aggregate.prof.inputs import find_inputs
-from hpcsa.aggregate.prof.pipeline_read import gpu_env
-from hpcsa.aggregate.prof.profile_table import ProfileInput
-from hpcsa.aggregate.prof.unify import PRIMARY
+from hpcsa.aggregate.handoff import Discovery, Phase1Env
+from hpcsa.aggregate.inputs import find_inputs
+from hpcsa.aggregate.phase0.gpu_graphs import read_gpu_structures
+from hpcsa.aggregate.phase1 import survey as phase1_survey
+from hpcsa.aggregate.profile_nodes import batch_fields
+from hpcsa.aggregate.profile_table import ProfileInput
 from hpcsa.core.errors import HpcsaError
 from hpcsa.formats.measurement.hpcrun import (
     CCT_NODE,
@@ -25,11 +26,12 @@ from hpcsa.formats.measurement.hpcrun import (
     write_hpcrun,
 )
 from hpcsa.formats.measurement.hpcrun_batch import read_hpcrun_batch
+from hpcsa.formats.measurement.placeholders import PRIMARY
 
 MEASUREMENTS = ("loops-cputime-t.m", "loops-cuda-nvidiapc-t.m", "small.m")
 
 
-def _report(disc: survey.Discovery) -> tuple[object, ...]:
+def _report(disc: Discovery) -> tuple[object, ...]:
     facts = [(f.input, f.id_tuple.tobytes(), f.trace_disorder, f.metrics, f.trace_records, f.loadmap)
              for f in disc.profiles]
     return (disc.raw.nodes.tobytes(), sorted(disc.raw.modules.items()), facts, disc.metric_tables, disc.loadmaps,
@@ -41,9 +43,9 @@ def test_a_batch_reports_what_one_by_one_reports(hpctoolkit_data: Path, meas: st
     inputs = find_inputs([str(hpctoolkit_data / "meas" / meas)], [])
     group = list(inputs.profiles)
     assert group
-    env, _ = gpu_env(inputs.structs, seed=0)  # the CUDA run's GPU calling contexts are reconstructed
+    env = read_gpu_structures(inputs.structs).env(0, None)  # the CUDA run's GPU calling contexts are reconstructed
     assert env.has_graphs == ("cuda" in meas)
-    assert _report(survey._survey_batch(group, env)) == _report(survey._survey_one_by_one(group, env))
+    assert _report(phase1_survey._survey_batch(group, env)) == _report(phase1_survey._survey_one_by_one(group, env))
 
 
 def _write(path: Path, lm_ids: list[int], root_ip: int = PRIMARY) -> ProfileInput:
@@ -73,14 +75,14 @@ def test_a_bad_profile_is_refused_as_one_by_one(tmp_path: Path, problem: str) ->
         bad = _write(tmp_path / "bad.hpcrun", [1], root_ip=placeholder_code("NoActvty"))
     also_bad = _write(tmp_path / "later.hpcrun", [9])
     group = [good[0], bad, good[1], also_bad, good[2]]
-    env = survey.Phase1Env()
+    env = Phase1Env()
     with pytest.raises(HpcsaError) as one_by_one:
-        survey._survey_one_by_one(group, env)
+        phase1_survey._survey_one_by_one(group, env)
     with pytest.raises(HpcsaError) as batched:
-        survey.survey_profiles(group, env)
+        phase1_survey.survey_profiles(group, env)
     assert str(batched.value) == str(one_by_one.value)
     assert str(batched.value).startswith(str(tmp_path / "bad.hpcrun"))
     with pytest.raises(HpcsaError, match="load map|primary root"):  # the batch's own check finds it
-        survey.batch_fields(read_hpcrun_batch([g.path for g in group]), group)
-    assert _report(survey.survey_profiles(good, env)) == _report(survey._survey_one_by_one(good, env))
+        batch_fields(read_hpcrun_batch([g.path for g in group]), group)
+    assert _report(phase1_survey.survey_profiles(good, env)) == _report(phase1_survey._survey_one_by_one(good, env))
 

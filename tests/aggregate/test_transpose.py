@@ -1,5 +1,5 @@
 """Phase 3's reads of the scratch files: range bounds in the profiles' context indexes
-(:func:`transpose.bound_positions`) and the aside entries of a range (:class:`transpose.AsideBlobs`)."""
+(:func:`phase3.transpose.bound_positions`) and the aside entries of a range (:class:`phase3.transpose.AsideBlobs`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcsa.aggregate.prof import transpose
-from hpcsa.aggregate.prof.profile_values import ASIDE
+from hpcsa.aggregate.handoff import ASIDE, Placement
+from hpcsa.aggregate.phase3 import summary as phase3_summary
+from hpcsa.aggregate.phase3 import transpose as phase3_transpose
 from hpcsa.formats.db.profiledb import CTX_INDEX
 
 
@@ -38,8 +39,8 @@ def test_bound_positions_are_each_regions_searchsorted(tmp_path: Path, share: fl
     """Positions equal np.searchsorted in every region (more regions than are searched at once), whether the
     first guess of how far to read is far too short, about right or everything, and when reading starts at
     the known position of the first bound."""
-    monkeypatch.setattr(transpose, "MIN_READ", 1)
-    monkeypatch.setattr(transpose, "SEARCH_REGIONS", 16)
+    monkeypatch.setattr(phase3_transpose, "MIN_READ", 1)
+    monkeypatch.setattr(phase3_transpose, "SEARCH_REGIONS", 16)
     rng = np.random.default_rng(7)
     keys = _sorted_keys(rng, 5000, 60)
     recs = []
@@ -53,7 +54,7 @@ def test_bound_positions_are_each_regions_searchsorted(tmp_path: Path, share: fl
     start = np.array([np.searchsorted(k, bounds[0]) for k in keys]) if known_start else None
     fd = os.open(tmp_path / "index.scratch", os.O_RDONLY)
     try:
-        got = transpose.bound_positions(fd, offsets, counts, CTX_INDEX, "ctxId", bounds, start, share, np.uint16)
+        got = phase3_transpose.bound_positions(fd, offsets, counts, CTX_INDEX, "ctxId", bounds, start, share, np.uint16)
     finally:
         os.close(fd)
     assert got.dtype == np.uint16 and (got == expect).all()
@@ -74,9 +75,9 @@ def test_aside_entries_of_a_range_are_those_of_its_contexts(tmp_path: Path, monk
     path = tmp_path / "aside.scratch"
     offsets, counts = _write(path, blobs)
     zeros = np.zeros(len(blobs), np.int64)
-    place = transpose.Placement(zeros, zeros, zeros, zeros, offsets, counts)
-    aside = transpose.AsideBlobs(str(path), place)
-    real = transpose.read_slices
+    place = Placement(zeros, zeros, zeros, zeros, offsets, counts)
+    aside = phase3_transpose.AsideBlobs(str(path), place)
+    real = phase3_transpose.read_slices
     slices: list[int] = []
 
     def counted(fd: int, at: np.ndarray, nbytes: np.ndarray) -> bytes:
@@ -88,7 +89,7 @@ def test_aside_entries_of_a_range_are_those_of_its_contexts(tmp_path: Path, monk
     ranges = [np.array([0, 7, 1000]), np.array([1000, 1001, 2990, 3000])]  # the ranges of each window
     try:
         pos = aside.positions(windows)
-        monkeypatch.setattr(transpose, "read_slices", counted)
+        monkeypatch.setattr(phase3_transpose, "read_slices", counted)
         for w, inner in enumerate(ranges):
             win = aside.window(pos[:, w], pos[:, w + 1], inner)
             assert slices[-1] == sum(1 for b in blobs if ((b["ctx"] >= windows[w]) & (b["ctx"] < windows[w + 1])).any())
@@ -112,7 +113,7 @@ def test_positions_in_groups_are_each_groups_searchsorted(seed: int) -> None:
     edges = np.sort(rng.choice(1 << 31, size=5, replace=False))
     counts = np.array([len(g) for g in groups], np.int64)
     keys = np.concatenate(groups).astype(np.uint32)
-    got = transpose.positions_in(keys, counts, edges)
+    got = phase3_transpose.positions_in(keys, counts, edges)
     assert got.tolist() == [np.searchsorted(g, edges).tolist() for g in groups]
 
 
@@ -131,7 +132,7 @@ def test_aside_only_pairs_count_their_profiles(seed: int) -> None:
     for c, m, p in zip(a_ctx.tolist(), a_metric.tolist(), a_prof.tolist(), strict=True):
         if (c, m) not in set(stored):
             profiles.setdefault((c, m), set()).add(p)
-    ctx, metric, count = transpose._aside_only(b_ctx, b_metric, a_ctx, a_metric, a_prof)
+    ctx, metric, count = phase3_summary._aside_only(b_ctx, b_metric, a_ctx, a_metric, a_prof)
     got = list(zip(ctx.tolist(), metric.tolist(), count.tolist(), strict=True))
     assert got == [(c, m, float(len(ps))) for (c, m), ps in sorted(profiles.items())]
 
@@ -141,7 +142,7 @@ def test_read_slices_are_the_slices_one_after_the_other(tmp_path: Path, group: i
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """The slices come back joined in their order, whatever the size of the groups they are read in; a slice
     that runs past the end of the file is an error, not a short buffer."""
-    monkeypatch.setattr(transpose, "READ_GROUP", group)
+    monkeypatch.setattr(phase3_transpose, "READ_GROUP", group)
     data = np.random.default_rng(5).integers(0, 256, 5000, dtype=np.uint8).tobytes()
     path = tmp_path / "scratch"
     path.write_bytes(data)
@@ -149,10 +150,10 @@ def test_read_slices_are_the_slices_one_after_the_other(tmp_path: Path, group: i
     nbytes = np.array([10, 5, 0, 300, 1000, 10, 1])
     fd = os.open(path, os.O_RDONLY)
     try:
-        got = transpose.read_slices(fd, at, nbytes)
+        got = phase3_transpose.read_slices(fd, at, nbytes)
         assert bytes(got) == b"".join(data[a:a + n] for a, n in zip(at.tolist(), nbytes.tolist(), strict=True))
-        assert bytes(transpose.read_slices(fd, at[:0], nbytes[:0])) == b""
+        assert bytes(phase3_transpose.read_slices(fd, at[:0], nbytes[:0])) == b""
         with pytest.raises(EOFError):
-            transpose.read_slices(fd, np.array([0, 4995, 10]), np.array([5, 10, 5]))
+            phase3_transpose.read_slices(fd, np.array([0, 4995, 10]), np.array([5, 10, 5]))
     finally:
         os.close(fd)

@@ -1,4 +1,4 @@
-"""Class 2's canonical ids (:func:`unify.canonical_ids`) against the rule written out: a depth-first walk
+"""Class 2's canonical ids (:func:`phase1.unify.canonical_ids`) against the rule written out: a depth-first walk
 from the global context, siblings in (relation, scope) order, ids in the order of the walk."""
 
 from __future__ import annotations
@@ -6,14 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hpcsa.aggregate.prof import lexical as lx
-from hpcsa.aggregate.prof import unify
+from hpcsa.aggregate import lexical as lx
+from hpcsa.aggregate import metadb_tables
+from hpcsa.aggregate.phase1 import unify as phase1_unify
 from hpcsa.formats.db import metadb
 from hpcsa.formats.db.metadb_model import CALL
 from hpcsa.formats.measurement.placeholders import FENCE_MAIN
 
 
-def _random_builder(seed: int, n: int) -> unify.ContextBuilder:
+def _random_builder(seed: int, n: int) -> phase1_unify.ContextBuilder:
     """Contexts created in a random order below random earlier ones, with scopes of every kind that share
     names, files and lines (so siblings are often ordered by a later field of their tuples)."""
     rng = np.random.default_rng(seed)
@@ -34,7 +35,7 @@ def _random_builder(seed: int, n: int) -> unify.ContextBuilder:
             return (lx.LINE, str(rng.choice(files)), int(rng.integers(1, 6)))
         return lx.point_scope("libx.so", int(rng.integers(0, 40)))
 
-    b = unify.ContextBuilder()
+    b = phase1_unify.ContextBuilder()
     while len(b) < n:
         parent = int(rng.integers(0, len(b)))
         if rng.random() < 0.6:  # deep chains too
@@ -43,7 +44,7 @@ def _random_builder(seed: int, n: int) -> unify.ContextBuilder:
     return b
 
 
-def _walk(b: unify.ContextBuilder) -> list[int]:
+def _walk(b: phase1_unify.ContextBuilder) -> list[int]:
     children: dict[int, list[int]] = {}
     for node in range(1, len(b)):
         children.setdefault(b.parent[node], []).append(node)
@@ -61,7 +62,7 @@ def _walk(b: unify.ContextBuilder) -> list[int]:
 @pytest.mark.parametrize(("seed", "n"), [(1, 1), (2, 2), (3, 40), (4, 700), (5, 3000)])
 def test_canonical_ids_are_the_sorted_depth_first_walk(seed: int, n: int) -> None:
     b = _random_builder(seed, n)
-    tree, new_id = unify.canonical_ids(b)
+    tree, new_id = phase1_unify.canonical_ids(b)
     order = _walk(b)
     assert len(tree) == len(b) == len(order)
     assert new_id.tolist() == np.argsort(order).tolist()  # the walk's position of each provisional context
@@ -85,14 +86,14 @@ def test_meta_tables_rows_are_the_preorder_of_meta_db(seed: int, n: int) -> None
     """meta_tables hands its rows over as meta.db's pre-order with their depth (no second walk): walking the
     same columns from their parent links gives the same rows in the same order, at the same depths."""
     b = _random_builder(seed, n)
-    entries = unify.ContextBuilder()  # meta.db's entry points below the global context, the rest below them
+    entries = phase1_unify.ContextBuilder()  # meta.db's entry points below the global context, the rest below them
     tops = [entries.ensure(0, CALL, lx.UNKNOWN), entries.ensure(0, CALL, lx.placeholder_scope(FENCE_MAIN))]
     new = {0: 0}
     for node in range(1, len(b)):
         up = tops[node % 2] if b.parent[node] == 0 else new[b.parent[node]]
         new[node] = entries.ensure(up, b.relation[node], b.scope[node])
-    tree, _ = unify.canonical_ids(entries)
-    ctree = unify.meta_tables(tree)[0]
+    tree, _ = phase1_unify.canonical_ids(entries)
+    ctree = metadb_tables.meta_tables(tree)[0]
     assert len(ctree) == len(tree) - 3
     columns = {c: getattr(ctree, c) for c in metadb.CONTEXT_COLUMNS if c != "depth"}
     walked = metadb.ContextTree.from_columns(ctree.entry_points, **columns)

@@ -49,7 +49,7 @@ def test_the_command_sets_blas_threads_before_a_subcommand_loads_numpy(given: st
 
 def test_an_mpi_run_turns_ucx_memory_hooks_off_unless_the_user_chose() -> None:
     pytest.importorskip("mpi4py")
-    code = ("import os; from hpcsa.aggregate.prof import mpi; mpi._import_mpi(); "
+    code = ("import os; from hpcsa.aggregate import mpi; mpi._import_mpi(); "
             "print(os.environ['UCX_MEM_EVENTS'])")
     env = {k: v for k, v in os.environ.items() if k != "UCX_MEM_EVENTS"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
@@ -62,7 +62,7 @@ def test_an_mpi_run_turns_ucx_memory_hooks_off_unless_the_user_chose() -> None:
 def test_a_prof_run_starts_without_yaml_or_multiprocessing() -> None:
     """Start-up is serial on every MPI rank: what only rank 0 needs (PyYAML, to write the taxonomy) is loaded
     when needed, and multiprocessing never (workers come from hpcsa.core.forking; see tests/core/test_forking.py)."""
-    code = ("import sys; import hpcsa.cli.prof, hpcsa.aggregate.prof.mpi; "
+    code = ("import sys; import hpcsa.cli.prof, hpcsa.aggregate.mpi; "
             "print(sorted(m for m in ('yaml', 'multiprocessing') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.stdout.strip() == "[]", out.stderr

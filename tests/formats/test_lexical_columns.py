@@ -1,4 +1,4 @@
-"""structure/model.lexical_columns and enclosing_procedures: hpcprof's reading of a scope tree (alien roles,
+"""formats/hpcstruct/model.lexical_columns and enclosing_procedures: hpcprof's reading of a scope tree (alien roles,
 files in effect, call-site files, lexical parents, enclosing procedures), vectorized, against the rule written
 out scope by scope."""
 

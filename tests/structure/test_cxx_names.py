@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from hpcsa.aggregate.prof.lexical import read_binary_symbols
+from hpcsa.aggregate.lexical import read_binary_symbols
 from hpcsa.core.demangle import demangle, drop_return_type
 from hpcsa.formats.hpcstruct.model import P
 from hpcsa.structure.binary import analyze_binary

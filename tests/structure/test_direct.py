@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpcsa.aggregate.prof.lexical import read_binary
+from hpcsa.aggregate.lexical import read_binary
 from hpcsa.core.demangle import demangle
 from hpcsa.formats.hpcstruct.model import A, P, S
 from hpcsa.structure.direct import Function, _claimed, _line_table, _Node, _post_order, read_direct

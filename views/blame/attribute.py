@@ -41,6 +41,7 @@ from hpcsa.core.progress import Progress
 from hpcsa.formats.db import metadb
 from hpcsa.formats.db.metricsyaml import SCOPES
 from hpcsa.formats.db.profiledb import ProfileDB, ProfileValues, id_tuple
+from hpcsa.formats.db.propagate import ScopeRule, TreeArrays, propagate_scopes
 from hpcsa.views import tree as T
 from hpcsa.views.blame.rules import CLASS_NAMES, Rules, classify_rows, frame_decisions
 from hpcsa.views.blame.sweep import Acc, Line, ProcessResult, sweep_process
@@ -137,13 +138,17 @@ def _split_runs(members: list, lines: dict[int, Line | None]) -> list[list]:
     """Split profiles whose identifier tuples repeat (processes without an MPI rank, e.g. several runs into one
     measurement directory) into processes: each traced thread joins the first thread (lowest THREAD id) that
     started last before it; untraced profiles join the first process."""
-    seen: set = set()
-    if all((key := tuple(sorted(p.ids.items()))) not in seen and not seen.add(key) for p in members):
+    keys = [tuple(sorted(p.ids.items())) for p in members]
+    if len(set(keys)) == len(keys):
         return [members]
     cpu = [p for p in members if not p.gpu]
     first_id = min((p.ids.get(KIND_THREAD, 0) for p in cpu), default=0)
-    anchors = sorted((lines[p.index].span[0], p.index) for p in cpu
-                     if p.ids.get(KIND_THREAD, 0) == first_id and lines.get(p.index) is not None)
+    anchors = []
+    for p in cpu:
+        line = lines.get(p.index)
+        if p.ids.get(KIND_THREAD, 0) == first_id and line is not None:
+            anchors.append((line.span[0], p.index))
+    anchors.sort()
     if len(anchors) < 2:
         return [members]
     starts = np.array([a[0] for a in anchors], np.int64)
@@ -168,7 +173,8 @@ def _layout(exp: Experiment) -> list[tuple[str, list[Line], list[int], list[tupl
         label = " ".join(f"{k.lower()} {v}" for k, v in process) or "process"
         runs = _split_runs(members, lines)
         for k, group in enumerate(runs):
-            cpu, cpu_all, gpus = [], [], {}
+            cpu, cpu_all = [], []
+            gpus: dict[tuple[str, int], list[Line]] = {}
             for p in group:
                 line = lines[p.index]
                 if p.gpu:
@@ -306,60 +312,19 @@ def _charges(res: ProcessResult, cpu_all: list[int], charges: Charges) -> None:
 # -- propagation into the four scopes ---------------------------------------------------------------------
 
 
-def _group(key: np.ndarray, src: np.ndarray, val: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    order = np.argsort(key, kind="stable")
-    key, src = key[order], src[order]
-    if not len(key):
-        return key, np.zeros(0)
-    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    return key[starts], np.add.reduceat(val[src], starts)
+def scope_tree(cct: T.CCT) -> tuple[TreeArrays, ScopeRule]:
+    """The tree and the rule the new metrics are propagated by (:mod:`hpcsa.formats.db.propagate`).
 
-
-def propagate_batch(cct: T.CCT, prof: np.ndarray, rows: np.ndarray, met: np.ndarray, val: np.ndarray
-                    ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """The four scopes of point charges (profile, row, metric, value; unique keys), walking up only the
-    charged rows' ancestors: scope -> (keys, values) with key = (profile * rows + row) * 16 + metric.
-
-    execution: every ancestor; function: up to and including the enclosing procedure frame (lexical edges
-    only); lex_aware: as function, but a loop leaves out its nested loops. The global root and entry points
-    keep execution (and their own point charge) only, as hpcprof writes them."""
-    n_rows = len(cct)
-    base = prof * n_rows
-    src = np.arange(len(rows))
-    cur = rows.astype(np.int64)
-    lex_ok = np.ones(len(rows), bool)
-    nl_ok = np.ones(len(rows), bool)
-    parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {"execution": [], "function": [], "noloops": []}
-    lexical = cct.relation == T.LEXICAL
-    loop = cct.kind == T.LOOP
-    while len(cur):
-        k = (base[src] + cur) * 16 + met[src]
-        parts["execution"].append((k, src))
-        parts["function"].append((k[lex_ok], src[lex_ok]))
-        parts["noloops"].append((k[nl_ok], src[nl_ok]))
-        nl_ok = nl_ok & lexical[cur] & ~loop[cur]
-        lex_ok = lex_ok & lexical[cur]
-        par = cct.parent[cur]
-        keep = par >= 0
-        cur, src, lex_ok, nl_ok = par[keep], src[keep], lex_ok[keep], nl_ok[keep]
-    out = {scope: _group(np.concatenate([x[0] for x in ps]), np.concatenate([x[1] for x in ps]), val)
-           for scope, ps in parts.items()}
-    fk, fv = out["function"]
-    nk, nv = out.pop("noloops")
-    row_of_key = (fk // 16) % n_rows
-    is_loop = loop[row_of_key]
-    at = np.minimum(np.searchsorted(nk, fk), max(len(nk) - 1, 0))
-    found = (nk[at] == fk) if len(nk) else np.zeros(len(fk), bool)
-    lex = fv.copy()
-    lex[is_loop] = np.where(found[is_loop], nv[at[is_loop]] if len(nk) else 0.0, 0.0)
-    out["lex_aware"] = (fk, lex)
+    Entry points are entered by a call, as hpcprof's top-level contexts are. Where the rule departs from
+    hpcprof's (:class:`ScopeRule`): the global root and the entry points keep point and execution only; a
+    loop reports its loop-free sum as lex_aware whether it has a value of its own or not (the summary
+    statistics, sums of the thread values, are then hpcprof's loop-free sums); a sum takes its terms nearest
+    first (by depth, then context id), the order blame has always summed in."""
     top = (cct.kind == T.ROOT) | (cct.kind == T.ENTRY)
-    for scope in ("function", "lex_aware"):
-        k, v = out[scope]
-        keep = ~top[(k // 16) % n_rows]
-        out[scope] = (k[keep], v[keep])
-    out["point"] = _group((base + rows) * 16 + met, np.arange(len(rows)), val)
-    return out
+    tree = TreeArrays.build(cct.parent, cct.depth, (cct.relation != T.LEXICAL) | top, cct.kind == T.LOOP, cct.end)
+    rank = np.empty(len(cct), np.int64)
+    rank[np.lexsort((cct.ctx_id, cct.depth))] = np.arange(len(cct))
+    return tree, ScopeRule(loops_need_own_value=False, execution_only=top, sum_rank=rank)
 
 
 # -- the new database -------------------------------------------------------------------------------------
@@ -381,12 +346,12 @@ def _new_meta(meta: metadb.MetaDB) -> tuple[metadb.MetaDB, dict[tuple[str, str],
     metrics = list(meta.metrics)
     for name in METRICS:
         insts, sums = [], []
-        for s, sname in enumerate(scope_names):
-            insts.append(metadb.ScopeInstance(s, next_prop))
+        for scope, sname in enumerate(scope_names):
+            insts.append(metadb.ScopeInstance(scope, next_prop))
             prop[(name, sname)] = next_prop
             next_prop += 1
-            for formula, combine in kinds.get(s, [("$$", 0)]):
-                sums.append(metadb.Summary(s, formula, combine, next_stat))
+            for formula, combine in kinds.get(scope, [("$$", 0)]):
+                sums.append(metadb.Summary(scope, formula, combine, next_stat))
                 next_stat += 1
         metrics.append(metadb.Metric(name, insts, sums))
     if next_prop > 65535 or next_stat > 65535:
@@ -442,27 +407,26 @@ def blame(exp: Experiment, out_path: str | os.PathLike[str] | None, rules: Rules
     return result
 
 
-def _new_values(exp: Experiment, prop: dict[tuple[str, str], int], prof: np.ndarray, met: np.ndarray,
-                ctx: np.ndarray, val: np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """profile -> (ctx ids, metric ids, values) of the new metrics in all four scopes, for a batch of charges."""
+def _new_values(exp: Experiment, scoped: tuple[TreeArrays, ScopeRule], prop: dict[tuple[str, str], int],
+                prof: np.ndarray, met: np.ndarray, ctx: np.ndarray, val: np.ndarray
+                ) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """profile -> (ctx ids, metric ids, values) of the new metrics in all four scopes, for a batch of charges
+    (sorted by profile)."""
     rows = exp.cct.row_of(ctx)
     if (rows < 0).any():
         raise HpcsaError(exp.path, f"trace.db names context {int(ctx[rows < 0][0])}, which meta.db lacks")
-    scope_ids = {sc: np.array([prop[(m, sc)] for m in METRICS], np.int64) for sc in SCOPES}
-    n_rows = len(exp.cct)
-    keys, mids, vals = [], [], []
-    for scope, (k, v) in propagate_batch(exp.cct, prof, rows, met, val).items():
-        keys.append(k)
-        mids.append(scope_ids[scope][k % 16])
-        vals.append(v)
-    k, mid, v = np.concatenate(keys), np.concatenate(mids), np.concatenate(vals)
-    p = k // 16 // n_rows
-    order = np.argsort(p, kind="stable")
-    k, mid, v, p = k[order], mid[order], v[order], p[order]
-    cut = np.flatnonzero(np.r_[True, p[1:] != p[:-1]]) if len(p) else np.zeros(0, np.int64)
-    bounds = np.r_[cut, len(p)]
-    return {int(p[a]): (exp.cct.ctx_id[(k[a:b] // 16) % n_rows], mid[a:b], v[a:b])
-            for a, b in zip(bounds[:-1], bounds[1:], strict=True)}
+    tree, rule = scoped
+    profiles, batch_prof = np.unique(prof, return_inverse=True)
+    # each (profile, metric) propagated as a profile of its own: a profile's metrics have few contexts in
+    # common, and the rule asks every context of a profile's closure for each of its metrics
+    p = propagate_scopes(rows, np.zeros(len(rows), np.int64), val, tree, batch_prof * len(METRICS) + met, rule)
+    ids = np.array([[prop[(m, sc)] for sc in SCOPES] for m in METRICS], np.int64)  # metric x scope
+    values = np.stack([getattr(p, sc) for sc in SCOPES], axis=1)
+    ctx_ids = np.repeat(exp.cct.ctx_id[p.ctx], len(SCOPES))
+    mids, vals = ids[p.prof % len(METRICS)].ravel(), values.ravel()
+    cut = np.searchsorted(p.prof, np.arange(len(profiles) + 1) * len(METRICS)) * len(SCOPES)
+    return {int(b): (ctx_ids[cut[k]:cut[k + 1]], mids[cut[k]:cut[k + 1]], vals[cut[k]:cut[k + 1]])
+            for k, b in enumerate(profiles.tolist())}
 
 
 def _write(exp: Experiment, out_path: str | os.PathLike[str], meta: metadb.MetaDB, prop: dict[tuple[str, str], int],
@@ -472,15 +436,16 @@ def _write(exp: Experiment, out_path: str | os.PathLike[str], meta: metadb.MetaD
     # batches of whole profiles with about ``batch`` charges each
     cuts = np.flatnonzero(np.r_[True, prof[1:] != prof[:-1]]) if len(prof) else np.zeros(0, np.int64)
     new: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    scoped = scope_tree(exp.cct)
     start = 0
     while start < len(prof):
         stop = int(cuts[np.searchsorted(cuts, start + batch, "right") - 1]) if len(cuts) else len(prof)
         stop = len(prof) if stop <= start else stop
-        new.update(_new_values(exp, prop, prof[start:stop], met[start:stop], ctx[start:stop], val[start:stop]))
+        new.update(_new_values(exp, scoped, prop, prof[start:stop], met[start:stop], ctx[start:stop], val[start:stop]))
         start = stop
     n_old = len(exp.meta.metrics)
     new_only = SimpleNamespace(metrics=meta.metrics[n_old:])
-    added = summary_profile(new_only, [ProfileValues.from_triples(*t) for t in new.values()])  # type: ignore[arg-type]
+    added = summary_profile(new_only, [ProfileValues.from_triples(*t) for t in new.values()])  # type: ignore[arg-type]  # summary_profile reads only .metrics: the new metrics stand for the whole meta.db
     old_sum = exp.summary
     summary = ProfileValues.from_triples(
         np.concatenate([old_sum.value_ctx_ids().astype(np.int64), added.value_ctx_ids().astype(np.int64)]),
@@ -522,7 +487,7 @@ class _LazyProfiles(Sequence):
     def __len__(self) -> int:
         return len(self.pdb) - 1
 
-    def __getitem__(self, k):  # type: ignore[no-untyped-def]
+    def __getitem__(self, k: Any) -> Any:
         if isinstance(k, slice):
             return [self[i] for i in range(*k.indices(len(self)))]
         if not -len(self) <= k < len(self):

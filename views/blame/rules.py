@@ -111,7 +111,7 @@ class Rules:
 
     def matches(self, key: str, text: str | None) -> bool:
         rx = self._re.get(key)
-        return bool(text) and rx is not None and rx.search(text) is not None
+        return bool(text and rx is not None and rx.search(text) is not None)
 
     def to_yaml(self) -> str:
         return yaml.safe_dump({k: list(self.patterns[k]) for k in RULE_KEYS}, sort_keys=False, width=120)
@@ -163,7 +163,7 @@ def frame_decisions(rules: Rules, names: list[str | None], modules: list[str],
     klass = np.full(len(names), -1, np.int8)
     for f, raw in enumerate(names):
         name = _SUFFIX.sub("", raw) if raw else raw
-        if raw and name.startswith("<unknown procedure>"):
+        if name and name.startswith("<unknown procedure>"):  # name is raw's, less a suffix
             name = raw  # the module suffix is all that tells these apart
         m = int(fn_module[f]) if f < len(fn_module) else -1
         mk = int(mod_kind[m]) if 0 <= m < len(mod_kind) else -1

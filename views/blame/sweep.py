@@ -234,15 +234,14 @@ def sweep_process(cpu: Sequence[Line], gpus: Sequence[tuple[tuple, Sequence[Line
         raise ValueError(f"a process with {T} traced threads (at most {MAX_THREADS - 1} are supported)")
     res = ProcessResult([ln.profile for ln in cpu], None)
     spans = [ln.span for ln in cpu]
-    cpu_lo = min((s[0] for s in spans), default=None)
-    cpu_hi = max((s[1] for s in spans), default=None)
-    if cpu_lo is not None:
-        res.span = (cpu_lo, cpu_hi)
+    cpu_span = (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
+    if cpu_span is not None:
+        res.span = cpu_span
     for key, lines in gpus:
         gs = [ln.span for ln in lines]
         lo, hi = min(s[0] for s in gs), max(s[1] for s in gs)
-        if over_run and cpu_lo is not None:
-            lo, hi = min(lo, cpu_lo), max(hi, cpu_hi)
+        if over_run and cpu_span is not None:
+            lo, hi = min(lo, cpu_span[0]), max(hi, cpu_span[1])
         res.gpus.append(GpuResult(key, [ln.profile for ln in lines], (lo, hi)))
     all_lo = min([s[0] for s in spans] + [g.span[0] for g in res.gpus], default=None)
     if all_lo is None:
@@ -304,6 +303,8 @@ def _window(res: ProcessResult, cpu: Sequence[Line], gpus: Sequence[tuple[tuple,
     seg, run, dt = _explode(starts, ends, times)
     w, p = W[run], P[run]
     s_work, s_idle = working[seg], state[seg] == IDLE
+    if res.span is None:
+        raise RuntimeError("CPU lines without their span (sweep_process sets it)")
     in_cpu = (times[run] >= res.span[0]) & (times[run] < res.span[1])
     # idleness: working threads carry (T - W) / W; with none working, present ones carry T / P
     sel = s_work & in_cpu

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -29,6 +29,10 @@ from hpcsa.views.imbalance import Distribution, profile_set
 from hpcsa.views.metrics import Column
 from hpcsa.views.serve.source import source_of
 from hpcsa.views.show import default_columns
+
+if TYPE_CHECKING:
+    from hpcsa.views.bottomup import CallersForest
+    from hpcsa.views.flat import FlatForest
 
 VIEWS = ("top-down", "bottom-up", "flat")
 #: Callers levels built for the bottom-up view at first, and at most (each level is one numpy pass over the
@@ -75,8 +79,8 @@ class Model:
             elif view == "bottom-up":
                 got = exp.bottom_up(self._callers_depth)
             else:
-                flat = self.forest("flat", 0, filters) if flatten else exp.flat()
-                got = flat.flattened(flatten) if flatten else flat  # type: ignore[attr-defined]
+                flat = cast("FlatForest", self.forest("flat", 0, filters)) if flatten else exp.flat()
+                got = flat.flattened(flatten) if flatten else flat
             self._forests[key] = got
             while len(self._forests) > FOREST_CACHE:
                 self._forests.popitem(last=False)
@@ -100,10 +104,10 @@ class Model:
         if view != "bottom-up":
             return forest
         while self._callers_depth < MAX_CALLER_LEVELS:
-            base = getattr(forest, "base", forest)
-            if 0 <= node < len(base) and base.level[node] < self._callers_depth - 2:  # type: ignore[attr-defined]
+            base = cast("CallersForest", getattr(forest, "base", forest))  # the view is bottom-up
+            if 0 <= node < len(base) and base.level[node] < self._callers_depth - 2:
                 break
-            levels = base.level  # type: ignore[attr-defined]
+            levels = base.level
             if node < 0 or (node >= len(base) and len(base) and levels.max() < self._callers_depth - 1):
                 break  # out of range in a forest that is already complete
             with self._lock:
@@ -147,7 +151,8 @@ class Model:
         nonzero = self._nonzero(forest, vals)
         out = []
         for n in nodes:
-            kids = order[starts[n]:starts[n + 1]] if order is not None else np.zeros(0, np.int64)
+            kids = (order[starts[n]:starts[n + 1]] if order is not None and starts is not None
+                    else np.zeros(0, np.int64))
             rec: dict[str, Any] = {"node": n, "label": forest.label(n),
                                    "children": int(nonzero[kids].sum()) if len(kids) else 0,
                                    "values": [num(v[n]) for _, _, v in vals]}
@@ -260,10 +265,11 @@ class Model:
         if base.view == "top-down":
             row = node
         elif base.view == "bottom-up":
-            row = int(base.rep[node])  # type: ignore[attr-defined]
+            row = int(cast("CallersForest", base).rep[node])
         else:
-            row = int(base.row[node])  # type: ignore[attr-defined]
-            if base.kind[node] in (FLAT_MODULE, FLAT_FILE):  # type: ignore[attr-defined]  # no line of their own
+            flat = cast("FlatForest", base)
+            row = int(flat.row[node])
+            if flat.kind[node] in (FLAT_MODULE, FLAT_FILE):  # no line of their own
                 return -1, 0
         if c.kind[row] in (T.LOOP, T.LINE) or (c.kind[row] == T.INSTRUCTION and c.file[row] >= 0):
             return int(c.file[row]), int(c.line[row])

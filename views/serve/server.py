@@ -16,7 +16,7 @@ import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from hpcsa.core.errors import HpcsaError
@@ -27,6 +27,10 @@ from hpcsa.views.imbalance import KINDS
 from hpcsa.views.serve.model import Model
 from hpcsa.views.serve.source import read_source
 from hpcsa.views.serve.trace import TraceModel
+
+if TYPE_CHECKING:
+    from hpcsa.views.forest import Forest
+    from hpcsa.views.metrics import Column
 
 STATIC = {"app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8",
           "index.html": "text/html; charset=utf-8"}
@@ -110,7 +114,7 @@ class Handler(BaseHTTPRequestHandler):
         self._json({"error": message}, status)
 
     def _cookie_name(self) -> str:
-        return f"hpcsa_token_{self.server.server_address[1]}"
+        return f"hpcsa_token_{cast(tuple[Any, ...], self.server.server_address)[1]}"  # (host, port, ...)
 
     def _offered_token(self, query: dict[str, str]) -> str | None:
         if "token" in query:
@@ -172,19 +176,19 @@ class Handler(BaseHTTPRequestHandler):
         data = resources.files("hpcsa.views.serve").joinpath("static", name).read_bytes()
         self._send(200, data, STATIC[name], extra)
 
-    def _forest(self, q: dict[str, str]):  # type: ignore[no-untyped-def]
+    def _forest(self, q: dict[str, str]) -> Forest:
         filters = parse_filters(q.get("filters", "").split("\n"))
         nodes = [int(x) for x in (q.get("nodes", "") + "," + q.get("node", "")).split(",") if x.strip()]
         return self.app.model.deepened(q.get("view", "top-down"), _int(q, "flatten", 0), filters,
                                        max(nodes, default=-1))
 
-    def _columns(self, q: dict[str, str]) -> list:  # type: ignore[type-arg]
+    def _columns(self, q: dict[str, str]) -> list[Column]:
         specs = [s for s in q.get("columns", "").split(",") if s.strip()]
         m = self.app.model
         return [m.column(f"${s}" if s.isdigit() else s) for s in specs] or \
             [m.column(f"${i}") for i in m.info()["default_columns"]]
 
-    def _sort(self, q: dict[str, str], columns: list) -> tuple:  # type: ignore[type-arg]
+    def _sort(self, q: dict[str, str], columns: list[Column]) -> tuple[Column, str]:
         spec = q.get("sort", "")
         if not spec:
             return columns[0], "inclusive"
@@ -254,7 +258,7 @@ def make_server(exp: Experiment, host: str = "127.0.0.1", port: int = 0, token: 
 
 
 def url_of(server: ThreadingHTTPServer, app: App, host: str | None = None) -> str:
-    h, port = server.server_address[:2]
+    h, port = cast(tuple[Any, ...], server.server_address)[:2]  # an IP socket's (host, port, ...)
     shown = host or (h if h not in ("0.0.0.0", "::", "") else "127.0.0.1")
     if ":" in shown:
         shown = f"[{shown}]"

@@ -32,9 +32,10 @@ MAX_HEIGHT = 2048
 class TraceModel:
     def __init__(self, exp: Experiment) -> None:
         self.exp = exp
-        self.tdb = exp.db.trace
-        if self.tdb is None or not len(self.tdb):
+        tdb = exp.db.trace
+        if tdb is None or not len(tdb):
             raise LookupError("the database has no trace.db (measure with hpcrun -t)")
+        self.tdb = tdb
         self.td = exp.top_down()
         info = {p.index: p for p in exp.profiles}
         slots = list(range(len(self.tdb)))

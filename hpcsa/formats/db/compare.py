@@ -519,7 +519,8 @@ def _compare_traces(sa: _Side, sb: _Side, match: dict[int, int], prof_match: dic
         la = ta.trace(slot_a[ia]) if ia in slot_a else None
         lb = tb.trace(slot_b[ib]) if ib in slot_b else None
         if la is None or lb is None:
-            if (la is None) != (lb is None) and len(la if la is not None else lb):  # type: ignore[arg-type]
+            present = la if la is not None else lb  # not None where exactly one is
+            if present is not None and len(present):
                 out.add("trace", "", f"{who}: a trace line exists in one database only")
             continue
         if len(la) != len(lb):

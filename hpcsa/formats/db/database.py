@@ -38,7 +38,7 @@ class Database:
 
     @property
     def notes(self) -> list[str]:
-        out = []
+        out: list[str] = []
         for name, part in ((META, self.meta), (PROFILE, self.profiles), (CCT, self.cct), (TRACE, self.trace)):
             if part is not None:
                 out.extend(f"{name}: {n}" for n in part.notes)

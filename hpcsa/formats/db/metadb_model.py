@@ -203,7 +203,7 @@ class ContextTree:
 
         Rows are reordered into pre-order (siblings keep their relative order);
         ``depth`` is computed (``preordered``: the rows are in pre-order already, entry points' subtrees in
-        entry order, and ``depth`` is given, as :func:`hpcsa.aggregate.prof.unify.meta_tables` has them:
+        entry order, and ``depth`` is given, as :func:`hpcsa.aggregate.metadb_tables.meta_tables` has them:
         the tree is not walked again); missing optional columns default to "absent";
         ``flags`` default to the fields given (index >= 0) and fields the flags
         do not announce are reset to "absent" (they are not stored on disk).

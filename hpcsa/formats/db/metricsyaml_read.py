@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -47,7 +47,7 @@ def _unknown_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
         return loader.construct_mapping(node, deep=True)
     if isinstance(node, yaml.SequenceNode):
         return loader.construct_sequence(node, deep=True)
-    return loader.construct_scalar(node)
+    return loader.construct_scalar(cast(yaml.ScalarNode, node))  # the one kind of node left
 
 
 _Loader.add_multi_constructor("!", _unknown_tag)
@@ -66,7 +66,7 @@ def _yaml_error(path: str | None, exc: yaml.YAMLError) -> FormatError:
     return FormatError(path, f"not valid YAML: {problem}{where}")
 
 
-class _FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+class _FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]  # a run-time base
     """libyaml's parser (10x faster); it cannot report anchor names, see parse_metrics_yaml."""
 
 

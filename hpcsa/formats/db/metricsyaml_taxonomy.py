@@ -140,9 +140,9 @@ def standard_taxonomy(metrics: Sequence[MetricSpec], extra: Sequence[ExtraStatSp
         if e.format:
             leaf["format"] = e.format
 
-        def formula_for(scope: str, e: ExtraStatSpec = e) -> Any:
+        def extra_formula_for(scope: str, e: ExtraStatSpec = e) -> Any:
             return _substitute(e.formula, lambda name: by_key[(name, scope, "$$", "sum")])
-        leaf["variants"] = _variants(formula_for, e.scopes, "", e.show_percent)
+        leaf["variants"] = _variants(extra_formula_for, e.scopes, "", e.show_percent)
         entries.append((_order_key(e.order_id, e.name), leaf))
     entries.sort(key=lambda t: t[0])
     return MetricsTaxonomy({"version": VERSION, "inputs": inputs, "roots": [leaf for _, leaf in entries]})

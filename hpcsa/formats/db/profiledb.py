@@ -20,7 +20,7 @@ from typing import Any, BinaryIO, ClassVar
 
 import numpy as np
 
-from hpcsa.core.binfmt import align
+from hpcsa.core.binfmt import align, field_names
 from hpcsa.core.dataclass import dataclass
 from hpcsa.core.errors import FormatError, UnsupportedError
 from hpcsa.core.fileio import pwrite_all
@@ -306,11 +306,11 @@ def id_tuple_rows(id_tuples: Ragged | Sequence[np.ndarray | Sequence[tuple]]) ->
     if not isinstance(id_tuples, Ragged):
         tuples = [t if isinstance(t, np.ndarray) else id_tuple(t) for t in id_tuples]
         rows = np.zeros(sum(len(t) for t in tuples), IDENTIFIER)
-        for name in IDENTIFIER.names:
+        for name in field_names(IDENTIFIER):
             rows[name] = np.concatenate([t[name] for t in tuples]) if tuples else []
         return Ragged.from_lengths(rows, [len(t) for t in tuples])
     rows = np.zeros(len(id_tuples.rows), IDENTIFIER)
-    for name in IDENTIFIER.names:
+    for name in field_names(IDENTIFIER):
         rows[name] = id_tuples.rows[name]
     return Ragged(rows, id_tuples.offsets)
 
@@ -459,11 +459,14 @@ class ProfileDBWriter(dbf.StreamedWriter):
 
 def write_profiledb(path: str | os.PathLike[str], source: ProfileDB) -> None:
     """Copy every profile of an open profile.db (thread profiles first, summary last, as hpcprof does)."""
-    tuples = [source.id_tuple(i) for i in range(1, len(source))]
-    if any(t is None for t in tuples):
-        raise FormatError(source.path, "a non-summary profile has no identifier tuple")
+    tuples: list[np.ndarray] = []
+    for i in range(1, len(source)):
+        ids = source.id_tuple(i)
+        if ids is None:
+            raise FormatError(source.path, "a non-summary profile has no identifier tuple")
+        tuples.append(ids)
     with ProfileDBWriter(path, tuples, summary_flags=int(source.flags[0]) if len(source) else IS_SUMMARY,
-                         flags=source.flags[1:].tolist()) as w:  # type: ignore[arg-type]
+                         flags=source.flags[1:].tolist()) as w:
         for i in range(1, len(source)):
             w.write_profile(i, source.profile(i))
         if len(source):

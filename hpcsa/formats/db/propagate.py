@@ -21,10 +21,17 @@ Ids are pre-order, so the subtree of context ``c`` is the id range
 and one gather plus ``np.bincount`` sums them all (sequentially per triple: no
 cancellation, no loop over depth levels). Many profiles are propagated
 together (a batch): the per-call costs of numpy are paid once per batch, and
-every profile's sums are the same as alone (its points keep their order). A point ``d`` belongs to the function scope of its
-ancestor ``c`` when no call lies between them, i.e. when both have the same
-nearest call-entered ancestor (``call_root``); to the loop-free sum when both
-have the same nearest call-entered or loop ancestor (``block_root``).
+every profile's sums are the same as alone (its points keep their order).
+A point ``d`` belongs to the function scope of its ancestor ``c`` when no call
+lies between them, i.e. when both have the same nearest call-entered ancestor
+(``call_root``); to the loop-free sum when both have the same nearest
+call-entered or loop ancestor (``block_root``).
+
+:func:`propagate` is hpcprof's rule, which ``hpcsa prof`` writes.
+:func:`propagate_scopes` is the same propagation under a :class:`ScopeRule`,
+whose choices may depart from it (``hpcsa blame``'s do): what a loop without a
+value of its own reports as lex_aware, contexts that keep point and execution
+only, and the order a sum takes its terms in.
 """
 
 from __future__ import annotations
@@ -77,6 +84,33 @@ class Propagated:
     prof: np.ndarray       # int64: the profile (of a batch) of each row
 
 
+@dataclass(frozen=True, eq=False)
+class ScopeRule:
+    """The choices of a propagation that may depart from hpcprof's (the defaults are hpcprof's).
+
+    ``loops_need_own_value``: hpcprof flags a loop's per-thread accumulator as a loop only when the loop
+    had a value of its own (``PerThreadTemporary::finalize`` sets ``isLoop`` on the metrics a context holds
+    before it pulls in its children's), so a loop without one reports its function value as its thread
+    lex_aware value, and its databases hold exactly that; its summary statistics take the loop-free sum
+    (:attr:`Propagated.aside`). False: every loop reports its loop-free sum, the definition of lex_aware.
+
+    ``execution_only``: a bool per context, or None: those contexts keep point and execution only, with
+    function and lex_aware zero (``hpcsa blame`` keeps the global root and the entry points so).
+
+    ``sum_rank``: an int per context, or None: the order a sum takes its terms in. None: by id (the
+    subtree's pre-order), one after the other. Else by this rank (ties by id), added as ``np.add.reduceat``
+    adds (numpy's pairwise summation): the same values to a few units in the last place, not the same bits.
+    """
+
+    loops_need_own_value: bool = True
+    execution_only: np.ndarray | None = None
+    sum_rank: np.ndarray | None = None
+
+
+#: hpcprof's rule.
+HPCPROF_RULE = ScopeRule()
+
+
 def closure(ctx: np.ndarray, tree: TreeArrays, prof: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``ctx`` and all their ancestors (the root included), per profile ``prof``: (profile, context) sorted.
 
@@ -102,7 +136,7 @@ def closure(ctx: np.ndarray, tree: TreeArrays, prof: np.ndarray | None = None) -
         c, b, prev = up[go], b[go], prev[go]
         parts.append(b * n + c)
     out = np.concatenate(parts)
-    out.sort()
+    out.sort(kind="stable")  # distinct keys, in runs: the stable sort (timsort) finds them
     ob = out // n
     return ob, out - ob * n
 
@@ -134,7 +168,14 @@ def key_space(n_met: int, n_ctx: int) -> int:
 def propagate(ctx: np.ndarray, metric: np.ndarray, value: np.ndarray, tree: TreeArrays,
               prof: np.ndarray | None = None) -> Propagated:
     """Propagate point values ``(ctx, metric, value)`` of the profiles ``prof`` (default: all of one
-    profile; duplicates are summed, in the given order). Rows come sorted by (profile, context, metric)."""
+    profile; duplicates are summed, in the given order) by hpcprof's rule. Rows come sorted by (profile,
+    context, metric)."""
+    return propagate_scopes(ctx, metric, value, tree, prof, HPCPROF_RULE)
+
+
+def propagate_scopes(ctx: np.ndarray, metric: np.ndarray, value: np.ndarray, tree: TreeArrays,
+                     prof: np.ndarray | None = None, rule: ScopeRule = HPCPROF_RULE) -> Propagated:
+    """:func:`propagate` under ``rule``."""
     n_ctx = len(tree.parent)
     ctx = np.asarray(ctx, np.int64)
     metric = np.asarray(metric, np.int64)
@@ -156,7 +197,7 @@ def propagate(ctx: np.ndarray, metric: np.ndarray, value: np.ndarray, tree: Tree
                            side="right")
     bounds = [0, *cuts.tolist(), len(rb)]
     parts = [_propagate_rows(rb[a:b], rc[a:b], n_of[a:b], mcut[rb[a:b]], bm,
-                             pkey, pv, tree, n_met) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
+                             pkey, pv, tree, n_met, rule) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
     if len(parts) == 1:
         return parts[0]
     if not parts:
@@ -166,8 +207,28 @@ def propagate(ctx: np.ndarray, metric: np.ndarray, value: np.ndarray, tree: Tree
     return Propagated(*(np.concatenate([getattr(p, name) for p in parts]) for name in Propagated.__dataclass_fields__))
 
 
+def _ranked_sums(owner: np.ndarray, vals: np.ndarray, rank: np.ndarray, n: int,
+                 subsets: tuple[np.ndarray, ...]) -> list[np.ndarray]:
+    """Per owner ``0 .. n-1``: the sum of its ``vals``, then of those each mask of ``subsets`` keeps, every sum
+    taking its terms in ``rank`` order as ``np.add.reduceat`` adds them."""
+    if not len(owner):
+        return [np.zeros(n) for _ in range(1 + len(subsets))]
+    # (owner, rank) as one key: the owners' runs are already in order, so a stable sort of it is fast
+    order = np.argsort(owner * (int(rank.max()) + 1) + rank, kind="stable")
+    owner, vals = owner[order], vals[order]
+    out = []
+    for keep in (None, *subsets):
+        who, terms = (owner, vals) if keep is None else (owner[keep[order]], vals[keep[order]])
+        sums = np.zeros(n)
+        if len(who):
+            starts = np.flatnonzero(np.r_[True, who[1:] != who[:-1]])
+            sums[who[starts]] = np.add.reduceat(terms, starts)
+        out.append(sums)
+    return out
+
+
 def _propagate_rows(rb: np.ndarray, rc: np.ndarray, n_of: np.ndarray, first_at: np.ndarray, bm: np.ndarray,
-                    pkey: np.ndarray, pv: np.ndarray, tree: TreeArrays, n_met: int) -> Propagated:
+                    pkey: np.ndarray, pv: np.ndarray, tree: TreeArrays, n_met: int, rule: ScopeRule) -> Propagated:
     """Propagation at the closure rows ``(rb, rc)``, each with the ``n_of`` metrics of its profile (its
     (profile, metric) keys ``bm[first_at ...]``)."""
     n_ctx = len(tree.parent)
@@ -182,7 +243,8 @@ def _propagate_rows(rb: np.ndarray, rc: np.ndarray, n_of: np.ndarray, first_at: 
     lo = np.searchsorted(pkey, base + qc)
     hi = np.searchsorted(pkey, base + tree.end[qc])
     present = hi > lo
-    qc, qb, qbm, lo, hi, base = qc[present], qb[present], qbm[present], lo[present], hi[present], base[present]
+    if not present.all():
+        qc, qb, qbm, lo, hi, base = qc[present], qb[present], qbm[present], lo[present], hi[present], base[present]
     qm = qbm - qb * n_met
     n = len(qc)
     length = hi - lo
@@ -193,14 +255,22 @@ def _propagate_rows(rb: np.ndarray, rc: np.ndarray, n_of: np.ndarray, first_at: 
     vals = pv[member]
     mctx = pkey[member] % n_ctx
     octx = qc[owner]
-    execution = np.bincount(owner, weights=vals, minlength=n)
     same_fn = tree.call_root[mctx] == tree.call_root[octx]
-    function = np.bincount(owner[same_fn], weights=vals[same_fn], minlength=n)
     same_block = tree.block_root[mctx] == tree.block_root[octx]
-    noloops = np.bincount(owner[same_block], weights=vals[same_block], minlength=n)
+    if rule.sum_rank is None:
+        execution = np.bincount(owner, weights=vals, minlength=n)
+        function = np.bincount(owner[same_fn], weights=vals[same_fn], minlength=n)
+        noloops = np.bincount(owner[same_block], weights=vals[same_block], minlength=n)
+    else:
+        execution, function, noloops = _ranked_sums(owner, vals, rule.sum_rank[mctx], n, (same_fn, same_block))
     own = pkey[np.minimum(lo, len(pkey) - 1)] == base + qc if len(pkey) else np.zeros(0, bool)
     point = np.where(own, pv[np.minimum(lo, max(len(pv) - 1, 0))] if len(pv) else 0.0, 0.0)
     loop = tree.is_loop[qc]
-    lex_aware = np.where(loop & own, noloops, function)
-    aside = loop & ~own & (noloops != function)
+    flagged = loop & own if rule.loops_need_own_value else loop
+    lex_aware = np.where(flagged, noloops, function)
+    aside = loop & ~flagged & (noloops != function)
+    if rule.execution_only is not None:
+        keep = ~rule.execution_only[qc]
+        function, lex_aware, noloops = (np.where(keep, x, 0.0) for x in (function, lex_aware, noloops))
+        aside &= keep
     return Propagated(qc, qm, point, function, lex_aware, execution, noloops, aside, qb)

@@ -40,12 +40,12 @@ class PackedStrings(Sequence[str]):
             at = np.asarray(todo, np.int64)
             ends = self._ends[at].astype(np.int64)
             starts = np.where(at > 0, self._ends[np.maximum(at - 1, 0)].astype(np.int64) + 1, 0)
-            view = memoryview(self._text)
+            view = self._text.data  # a memoryview of the buffer
             for i, lo, hi in zip(todo, starts.tolist(), ends.tolist(), strict=True):
                 decoded[i] = str(view[lo:hi], "utf-8", "surrogatepass")
         return [decoded[i] for i in indexes]
 
-    def __getitem__(self, index):  # type: ignore[override]
+    def __getitem__(self, index):
         if isinstance(index, slice):
             return [self._one(i) for i in range(*index.indices(len(self)))]
         i = operator.index(index)
@@ -63,7 +63,7 @@ class PackedStrings(Sequence[str]):
             return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
         return NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # None: unhashable (the data model); typeshed: a method
 
     def __reduce__(self) -> tuple[type, tuple[list[str]]]:
         return list, (list(self),)

@@ -29,6 +29,7 @@ from typing import NamedTuple
 import numpy as np
 
 from hpcsa.core.arrays import sorted_unique
+from hpcsa.core.binfmt import field_names
 from hpcsa.core.dataclass import dataclass
 from hpcsa.formats.hpcstruct.claims import claims_by_address
 from hpcsa.formats.hpcstruct.columns import PackedStrings, bisect_right
@@ -448,7 +449,7 @@ class ModuleBuilder:
         self.has_calls = has_calls
         self.has_v = has_v
         self._strings: dict[str, int] = {}
-        self._cols: dict[str, list[int]] = {name: [] for name in SCOPE.names}
+        self._cols: dict[str, list[int]] = {name: [] for name in field_names(SCOPE)}
         self._lo: list[int] = []
         self._hi: list[int] = []
         self._rscope: list[int] = []

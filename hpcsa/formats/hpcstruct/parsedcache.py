@@ -152,11 +152,11 @@ def store_structure(path: str | os.PathLike[str]) -> str | None:
                 if _load(entry, digest) is not None:
                     return digest
                 return digest if _store(entry, sf, path, digest, from_data=True) else None
-    got = _through_bytes(root, path)
-    if got is None:
+    through = _through_bytes(root, path)
+    if through is None:
         read_hpcstruct(path)  # reports the problem in the reader's words
         return None
-    _, digest, stored = got
+    _, digest, stored = through
     return digest if stored else None
 
 
@@ -283,14 +283,14 @@ def _arrays_of(m: Module) -> dict[str, np.ndarray]:
 def write_entry(out: BinaryIO, sf: StructureFile, digest: str) -> None:
     """Write the cache entry of ``sf``, parsed from a file whose content hash is ``digest``, to ``out``: the
     arrays are hashed in place, then written one at a time (never joined into one copy of the payload)."""
-    layout: list[tuple[int, np.ndarray]] = []  # (padding before, bytes of the array)
+    layout: list[tuple[int, memoryview]] = []  # (padding before, bytes of the array)
     offset = 0
     modules = []
     payload_crc = 0
     for m in sf.modules:
         arrays = {}
         for name, arr in _arrays_of(m).items():
-            data = np.ascontiguousarray(arr).view(np.uint8)
+            data = np.ascontiguousarray(arr).view(np.uint8).data
             pad = -offset % ALIGN
             payload_crc = zlib.crc32(data, zlib.crc32(bytes(pad), payload_crc))
             layout.append((pad, data))

@@ -26,8 +26,9 @@ import io
 import os
 import re
 import xml.parsers.expat as expat
+from collections.abc import Callable
 from itertools import compress
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import numpy as np
 
@@ -194,7 +195,8 @@ def _prologue(src: _Input) -> tuple[StructureFile, int]:
     (expat would apply them to every element)."""
     reader = DocumentReader("")
     parser = make_parser(reader)
-    start_scope, _ = parser.StartElementHandler, parser.EndElementHandler
+    # the reader's own handler (DocumentReader.handlers): attributes as a dict
+    start_scope = cast(Callable[[str, dict[str, str]], None], parser.StartElementHandler)
     found: list[int] = []
 
     class _Body(Exception):
@@ -537,7 +539,7 @@ class _Body:
             rows = local[sel]
             if len(rows) == n:  # every element has it (rows ascending, one per element)
                 return values
-            out = np.full(n, -1, dtype)
+            out: np.ndarray = np.full(n, -1, dtype)
             out[rows] = values
             return out
 

@@ -25,6 +25,7 @@ import re
 import xml.parsers.expat as expat
 from collections.abc import Callable, Iterator
 from itertools import chain, count
+from typing import cast
 
 import numpy as np
 
@@ -247,7 +248,7 @@ class _ModuleParts:
         v_all = attrs["v"]
         scopes["flags"] = [0 if v is None else HAS_V for v in v_all]
         v_rows = [row for row, v in enumerate(v_all) if v is not None and v != "{}"]
-        counts, lo, hi = _parse_vsets_in_parts([v_all[row] for row in v_rows])  # type: ignore[misc]
+        counts, lo, hi = _parse_vsets_in_parts(cast(list[str], [v_all[row] for row in v_rows]))  # all set
         ranges = np.empty(len(lo), RANGE)
         ranges["lo"] = lo
         ranges["hi"] = hi
@@ -324,7 +325,7 @@ class DocumentReader:
                 self.outside_start(tag, attrs)
                 return
             if kind not in allowed[open_kinds[-1]]:
-                where = f"<{KIND_TAGS[open_kinds[-1]]}>" if open_kinds[-1] else "<LM>"  # type: ignore[index]
+                where = f"<{KIND_TAGS[open_kinds[-1]]}>" if open_kinds[-1] else "<LM>"
                 raise self.fail(f"<{tag}> is not allowed directly inside {where}")
             if len(kinds) >= SCOPE_PART:
                 flush()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from hpcsa.core.outputs import TEXT_BUFFER, atomic_file
 from hpcsa.core.textout import ERRORS
@@ -123,7 +123,7 @@ def render_module(m: Module) -> Iterator[str]:
     yield lm_close_tag()
 
 
-def render_scopes(cols: dict[str, list[int]], strings: list[str], lo: list[int], hi: list[int],
+def render_scopes(cols: dict[str, list[int]], strings: Sequence[str], lo: list[int], hi: list[int],
                   rscope: list[int], first_id: int | None = None) -> Iterator[str]:
     """Scopes as XML elements, as text chunks: ``cols`` are the SCOPE columns as lists in document order
     (parent -1: directly inside the enclosing element, which the caller writes), ``strings`` the strings

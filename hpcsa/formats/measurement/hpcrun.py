@@ -13,11 +13,13 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+from collections.abc import Callable, Sequence
 from dataclasses import field
+from typing import TypeVar
 
 import numpy as np
 
-from hpcsa.core.binfmt import Blob, Builder, Cursor, align, layout, records
+from hpcsa.core.binfmt import Blob, Builder, Cursor, align, field_names, layout, records
 from hpcsa.core.dataclass import dataclass
 from hpcsa.core.errors import FormatError
 from hpcsa.core.outputs import atomic_file
@@ -27,6 +29,8 @@ VERSION = "04.00"
 SECTION_ALIGN = 1024
 FOOTER_MAGIC = 0x48504352554E736D  # "HPCRUNsm"
 END_SENTINEL = 0x656E6421  # "end!": the last entry of the sparse context index
+
+Parsed = TypeVar("Parsed")
 
 # -- layouts ------------------------------------------------------------------------------------------
 
@@ -328,10 +332,10 @@ def _memo_blob(raw: bytes, path: str) -> Blob:
     return blob
 
 
-def _cached(parse):  # type: ignore[no-untyped-def]
-    cache: dict[bytes, object] = {}
+def _cached(parse: Callable[[Blob], Parsed]) -> Callable[[bytes, str], Parsed]:
+    cache: dict[bytes, Parsed] = {}
 
-    def wrapper(raw: bytes, path: str):  # type: ignore[no-untyped-def]
+    def wrapper(raw: bytes, path: str) -> Parsed:
         hit = cache.get(raw)
         if hit is None:
             hit = parse(_memo_blob(raw, path))
@@ -415,7 +419,7 @@ def tree_rows(blob: Blob, cct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _check_sparse(blob: Blob, cct: np.ndarray, vals: np.ndarray, index: np.ndarray,
-                  metrics: list[MetricDesc], sorted_ids: np.ndarray) -> None:
+                  metrics: Sequence[MetricDesc], sorted_ids: np.ndarray) -> None:
     """Refuse value groups that would send a later stage out of bounds (``sorted_ids``: the CCT's ids, sorted)."""
     if int(index["node"][-1]) != END_SENTINEL or int(index["start"][-1]) != len(vals):
         raise blob.fail("sparse metrics: the context index does not end with the 'end!' sentinel")
@@ -503,7 +507,7 @@ def _as(arr: np.ndarray, dtype: np.dtype) -> np.ndarray:
     if arr.dtype == dtype:
         return arr
     out = np.zeros(len(arr), dtype=dtype)
-    for name in dtype.names:
+    for name in field_names(dtype):
         out[name] = arr[name]
     return out
 

@@ -14,7 +14,7 @@ from dataclasses import field
 
 import numpy as np
 
-from hpcsa.core.binfmt import Blob, layout, records
+from hpcsa.core.binfmt import Blob, field_names, layout, records
 from hpcsa.core.dataclass import dataclass
 from hpcsa.core.errors import FormatError
 from hpcsa.core.fileio import input_error
@@ -105,7 +105,7 @@ def encode_hpctrace(trace: HpctraceFile) -> bytes:
     recs = trace.records
     if recs.dtype != dtype:
         conv = np.zeros(len(recs), dtype)
-        for name in dtype.names:
+        for name in field_names(dtype):
             conv[name] = recs[name]
         recs = conv
     return head.tobytes() + recs.tobytes()

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hpcsa.aggregate.prof import rawtree
+from hpcsa.aggregate import rawtree
 from hpcsa.core.arrays import sorted_unique
 from hpcsa.core.dataclass import dataclass
 
@@ -87,7 +87,7 @@ def reconstruct_profile(prof: HpcrunProfile, rows_of: Callable[[np.ndarray], np.
         for lm, samples in sorted(ctx.samples.items()):
             h = lm_hash.get(lm)
             graph = graphs.get(h) if h is not None else None
-            if graph is None:
+            if h is None or graph is None:
                 continue
             scaled = PcSamples(samples.pcs, samples.values * periods[ctx.metrics], weight=samples.weight)
             rec = reconstruct(graph, scaled, sorted(ctx.kernels.get(lm, {})))

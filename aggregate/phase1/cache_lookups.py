@@ -19,7 +19,7 @@ import queue
 import threading
 from collections.abc import Iterator
 
-from hpcsa.aggregate.prof.inputs import StructInput
+from hpcsa.aggregate.inputs import StructInput
 from hpcsa.formats.hpcstruct.model import StructureFile
 from hpcsa.formats.hpcstruct.parsedcache import read_cached
 

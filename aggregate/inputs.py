@@ -15,7 +15,8 @@ from dataclasses import field, replace
 
 import numpy as np
 
-from hpcsa.aggregate.prof.profile_table import HPCRUN, HPCTRACE, ProfileInputs
+from hpcsa.aggregate.lexical import hashed_name
+from hpcsa.aggregate.profile_table import HPCRUN, HPCTRACE, ProfileInputs
 from hpcsa.core.dataclass import dataclass
 from hpcsa.core.digests import blake2b
 from hpcsa.core.errors import HpcsaError
@@ -34,6 +35,12 @@ class StructInput:
     module: str | None
     measdir: str | None
 
+    @property
+    def is_gpu(self) -> bool:
+        """Whether it describes a GPU binary: a ``.gpubin``, by its name or by the load module it names."""
+        named = hashed_name(self.module) if self.module is not None else None
+        return ".gpubin" in os.path.basename(self.path) or (named is not None and named[0] == "gpubins")
+
 
 @dataclass
 class Inputs:
@@ -49,6 +56,11 @@ class Inputs:
     @property
     def total_bytes(self) -> int:
         return int(self.profiles.cost.sum())
+
+    @property
+    def cpu_structs(self) -> list[StructInput]:
+        """The structure files of CPU binaries (phase 1 parses them; phase 0 reads the GPU ones)."""
+        return [s for s in self.structs if not s.is_gpu]
 
 
 def peek_struct_module(path: str) -> str | None:

@@ -13,7 +13,7 @@ Exascale", ICS 2022, §3.2) over :class:`transport.Transport`'s operations:
   are handed out dynamically, largest first).
 
 Only a rank's main process calls MPI; its forked workers do not (their blobs
-are placed by the rank, :func:`profile_values.store`). Every rank needs the output
+are placed by the rank, :func:`phase2.values.store`). Every rank needs the output
 directory on a file system they share.
 
 A run is an MPI run when an MPI launcher started the process (its
@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from hpcsa.aggregate.prof.transport import (
+from hpcsa.aggregate.transport import (
     COLLECTIVE_ERRORS,
     Counter,
     Failure,

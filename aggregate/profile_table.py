@@ -124,7 +124,7 @@ class ProfileInputs(Sequence[ProfileInput]):
         """Profile ``i``'s trace file, None without one."""
         return _trace_of(self.path(i)) if self.has_trace[i] else None
 
-    def __getitem__(self, i: int) -> ProfileInput:  # type: ignore[override]
+    def __getitem__(self, i: int) -> ProfileInput:  # type: ignore[override]  # one profile; no slices
         i = _position(i, len(self))
         path = self.path(i)
         trace = _trace_of(path) if self.has_trace[i] else None
@@ -186,10 +186,13 @@ class ProfileTable(Sequence[ProfileFacts]):
         files: dict[str, int] = {}
         file = [files.setdefault(f.kept[0], len(files)) if f.kept is not None else -1 for f in facts]
         kept = [f.kept or ("", 0, 0) for f in facts]
+
+        def column(name: str, dtype: type[np.generic]) -> np.ndarray:
+            return np.array([getattr(f, name) for f in facts], dtype).reshape(-1)
+
         return cls(ProfileInputs.of([f.input for f in facts]), Ragged.of([f.id_tuple for f in facts], ID_ELEMENT),
-                   *(np.array([getattr(f, c) for f in facts], t).reshape(-1)
-                     for c, t in (("trace_disorder", np.int64), ("metrics", np.int32), ("trace_records", np.int64),
-                                  ("loadmap", np.int32))),
+                   column("trace_disorder", np.int64), column("metrics", np.int32),
+                   column("trace_records", np.int64), column("loadmap", np.int32),
                    tuple(files), np.array(file, np.int32).reshape(-1),
                    np.array([k[1] for k in kept], np.int64).reshape(-1),
                    np.array([k[2] for k in kept], np.int64).reshape(-1))
@@ -223,7 +226,7 @@ class ProfileTable(Sequence[ProfileFacts]):
     def __len__(self) -> int:
         return len(self.metrics)
 
-    def __getitem__(self, i: int) -> ProfileFacts:  # type: ignore[override]
+    def __getitem__(self, i: int) -> ProfileFacts:  # type: ignore[override]  # one profile; no slices
         i = _position(i, len(self))
         f = int(self.kept_file[i])
         kept = (self.kept_files[f], int(self.kept_offset[i]), int(self.kept_size[i])) if f >= 0 else None

@@ -1,6 +1,6 @@
 """Where the phases of ``hpcsa prof`` run: one process (with its workers), or the ranks of an MPI job.
 
-The driver (:func:`pipeline.aggregate`) is written once, against the few
+The driver (:func:`driver.aggregate`) is written once, against the few
 operations hpcprof-mpi's two-phase scheme needs ("Preparing for Performance
 Analysis at Exascale", ICS 2022, §3.2):
 
@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol, TypeVar
 
-from hpcsa.aggregate.prof.rawtree import HashCollision
+from hpcsa.aggregate.rawtree import HashCollision
 from hpcsa.core.errors import HpcsaError
 from hpcsa.core.workers import DynamicRun, LocalPool
 
@@ -94,7 +94,7 @@ class Transport(Protocol):
 
 
 class Single:
-    """One process: the identity transport (the single-machine path of :func:`pipeline.aggregate`)."""
+    """One process: the identity transport (the single-machine path of :func:`driver.aggregate`)."""
 
     rank = 0
     size = 1
@@ -126,7 +126,7 @@ def unwrap(value: T | Failure | None) -> T:
     """The value of a reduction at rank 0, or the failure it carried, raised."""
     if isinstance(value, Failure):
         value.raise_it()
-    return value  # type: ignore[return-value]
+    return value  # type: ignore[return-value]  # None only off rank 0, which never unwraps
 
 
 def tasks_ahead(jobs: int) -> int:

@@ -21,6 +21,7 @@ import numpy as np
 from hpcsa.core.dataclass import dataclass
 from hpcsa.core.errors import FormatError, HpcsaError, UnsupportedError
 from hpcsa.formats.db import metadb, metricsyaml
+from hpcsa.formats.measurement.hpcrun import MetricDesc
 
 SCOPE_ORDER = metricsyaml.SCOPES  # the propagation scopes, in the order meta.db lists them
 STATISTICS = metricsyaml.STATISTICS  # Sum, Mean, StdDev, CfVar, Min, Max
@@ -114,16 +115,16 @@ class MetricTable:
     def index_of(self) -> dict[str, int]:
         return {m.name: i for i, m in enumerate(self.specs)}
 
-    def inputs_for(self, descs: Sequence[object]) -> list[MetricInput]:
+    def inputs_for(self, descs: Sequence[MetricDesc]) -> list[MetricInput]:
         """How to read each metric of one profile's table."""
         idx = self.index_of()
         out = []
         for d in descs:
-            i = -1 if getattr(d, "formula", "") else idx.get(d.name, -1)  # type: ignore[attr-defined]
-            out.append(MetricInput(i, bool(d.is_int), float(d.period), bool(d.move2proc)))  # type: ignore[attr-defined]
+            i = -1 if d.formula else idx.get(d.name, -1)
+            out.append(MetricInput(i, bool(d.is_int), float(d.period), bool(d.move2proc)))
         return out
 
-    def input_arrays(self, descs: Sequence[object]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def input_arrays(self, descs: Sequence[MetricDesc]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`inputs_for` as arrays indexed by the profile's metric id: global index (-1: derived),
         period, move2proc."""
         inputs = self.inputs_for(descs)

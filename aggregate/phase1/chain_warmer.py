@@ -16,8 +16,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from hpcsa.aggregate.prof import lexical as lx
-from hpcsa.aggregate.prof import rawtree
+from hpcsa.aggregate import lexical as lx
+from hpcsa.aggregate import rawtree
 from hpcsa.core.arrays import sorted_unique_rows
 from hpcsa.formats.hpcstruct.model import Module
 

@@ -1,0 +1,378 @@
+"""What crosses between the phases of ``hpcsa prof``: every object one step hands to the next, declared here.
+
+The steps, in the driver's order (:mod:`driver`), and what each hands on:
+
+- phase 0 → phase 1: :class:`GpuStructures`, the GPU call graphs (each reader gets them as a
+  :class:`Phase1Env`, with the hash seed and the scratch directory);
+- phase 1 → class 2: each rank's :class:`Phase1Share`, merged up the ranks: a :class:`Discovery` (the union of
+  the profiles' reports) and the structure files parsed (:data:`Parsed`);
+- class 2 → every later step: :class:`ClassTwo`, plain data shared with workers (fork) and ranks (pickle);
+  rank 0's copy also carries :class:`MetaSource` for meta.db's sink;
+- the sinks → phase 2: :class:`Phase2Targets`, the scratch files and trace.db's regions;
+- phase 2 → the layout: a batch's :class:`BatchOutput` (a :class:`ProfileOutput` per profile), summed into a
+  :class:`Phase2State` per rank and reduced up the ranks;
+- the layout → phase 3: :class:`Phase3Plan`, with phase 2's :class:`Placement` of every profile's blobs;
+- phase 3 → the sinks: :data:`SummaryParts`, the summary values of the context ranges.
+
+Besides these objects, files cross: what phase 1 keeps of each profile for phase 2 (:mod:`kept`), and the
+scratch files of phase 2, one of thread blobs in profile.db's format and one of :data:`ASIDE` records, which
+phase 3 transposes and which profile.db is assembled from. The per-profile columns these objects hold are
+:mod:`profile_table`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from hpcsa.aggregate import lexical as lx
+from hpcsa.aggregate import rawtree
+from hpcsa.aggregate.metrictable import MetricTable
+from hpcsa.aggregate.profile_table import ProfileTable
+from hpcsa.core.dataclass import dataclass
+from hpcsa.core.ragged import Ragged
+from hpcsa.formats.db import cctdb, metadb
+from hpcsa.formats.db.metadb_model import CALL, INLINED_CALL, LEXICAL
+from hpcsa.formats.db.propagate import TreeArrays
+from hpcsa.formats.hpcstruct.model import Module
+from hpcsa.formats.measurement.hpcrun import LoadModule, MetricDesc
+
+if TYPE_CHECKING:  # hpcsa.gpucct (and networkx) are imported only when there are GPU structure files
+    from hpcsa.gpucct import CallGraph
+
+#: Structure-file modules for the classifier: (measurement directory of the file, or None; module).
+StructModules = list[tuple[str | None, Module]]
+#: Structure files parsed in phase 1: (structure file, measurement directory, module).
+Parsed = list[tuple[str, str | None, Module]]
+
+
+# -- phase 0 -> phase 1 -----------------------------------------------------------------------------------
+
+
+@dataclass
+class GpuStructures:
+    """The GPU structure files, read first on every rank: the call graphs of the binaries that have one, by
+    load-module key and by the content hash in a ``gpubins/<md5>.gpubin`` name (the same binary recorded
+    elsewhere), and every module of the files (class 2 classifies their instructions too)."""
+
+    graphs_by_key: dict[str, CallGraph] = field(default_factory=dict)
+    graphs_by_name: dict[str, CallGraph] = field(default_factory=dict)
+    modules: StructModules = field(default_factory=list)
+
+    def env(self, seed: int, scratch: str | None) -> Phase1Env:
+        """What the readers of phase 1 need, for a run with this hash seed and scratch directory."""
+        return Phase1Env(self.graphs_by_key, self.graphs_by_name, seed, scratch)
+
+
+@dataclass(frozen=True)
+class Phase1Env:
+    """What every reader of phase 1 needs: the GPU call graphs and the hash seed.
+
+    Call graphs are found by load-module key, or by the content hash in the
+    name of a ``gpubins/<md5>.gpubin`` (the same binary recorded elsewhere).
+    """
+
+    graphs_by_key: dict[str, CallGraph] = field(default_factory=dict)
+    graphs_by_name: dict[str, CallGraph] = field(default_factory=dict)
+    seed: int = 0
+    #: A private directory where the first reading keeps what the second needs (None: read profiles twice).
+    scratch: str | None = None
+
+    def graph_for(self, key: str) -> CallGraph | None:
+        g = self.graphs_by_key.get(key)
+        if g is None:
+            named = lx.hashed_name(key)
+            if named is not None:
+                g = self.graphs_by_name.get(named[1])
+        return g
+
+    @property
+    def has_graphs(self) -> bool:
+        return bool(self.graphs_by_key or self.graphs_by_name)
+
+
+# -- phase 1 -> class 2 -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Discovery:
+    """What phase 1 learnt from the profiles it read: their raw contexts, facts, metric tables and load maps."""
+
+    raw: rawtree.RawNodes
+    profiles: ProfileTable = field(default_factory=lambda: ProfileTable.of([]))  # columns, no object each
+    metric_tables: list[tuple[MetricDesc, ...]] = field(default_factory=list)
+    id_names: dict[int, str] = field(default_factory=dict)
+    loadmaps: list[tuple[LoadModule, ...]] = field(default_factory=list)
+    programs: set[str] = field(default_factory=set)  # program names seen (the title: the first, sorted)
+
+    @property
+    def program_name(self) -> str | None:
+        """The database's title: the program measured (the first name in sorted order if several were)."""
+        return min(self.programs) if self.programs else None
+
+
+@dataclass
+class Phase1Share:
+    """What a rank's share of phase 1 found (or the merge of several ranks'): the union of its profiles'
+    reports, and the CPU structure files it parsed (only rank 0 parses: only it classifies)."""
+
+    found: Discovery
+    parsed: Parsed
+
+
+# -- class 2 -> every later step ---------------------------------------------------------------------------
+
+
+@dataclass
+class UnifiedTree:
+    """The final context tree by canonical id (0 = global; ids are pre-order)."""
+
+    parent: np.ndarray     # int32
+    relation: np.ndarray   # int8 (-1 for the root)
+    scopes: list[lx.Scope]
+    depth: np.ndarray      # int32
+    end: np.ndarray        # int64: the subtree of c is ids c .. end[c]-1
+
+    def __len__(self) -> int:
+        return len(self.parent)
+
+    @property
+    def is_loop(self) -> np.ndarray:
+        return np.array([s[0] == lx.LOOP for s in self.scopes], bool)
+
+    @property
+    def is_call(self) -> np.ndarray:
+        """hpcprof's isCall: entered by a call or an inlined call (stops the function scope)."""
+        return (self.relation == CALL) | (self.relation == INLINED_CALL)
+
+    @property
+    def elided(self) -> np.ndarray:
+        """Instructions nested lexically in their line: left out of meta.db, mapped to the parent in traces."""
+        kinds = np.array([s[0] for s in self.scopes], np.int64)
+        return (self.relation == LEXICAL) & (kinds == lx.POINT)
+
+
+@dataclass
+class MetaSource:
+    """What meta.db is made of, before its tables are built (:func:`metadb_tables.meta_db`)."""
+
+    tree: UnifiedTree
+    title: str
+    id_names: list[str]
+    metrics: list[metadb.Metric]
+
+
+@dataclass
+class ClassTwo:
+    """The correlated state every process shares after phase 1: the unified tree and its ids.
+
+    Assembled once from the merged phase-1 reports and the parsed structure files (:mod:`phase1.class2`):
+    the expanded context tree with canonical ids, for every raw node its contexts, the metric table and ids,
+    the canonical profile order with finalized identifier tuples, the trace.db layout, and the meta.db
+    contents. It is plain data (numpy arrays, lists), cheap to share with worker processes (fork) or to
+    broadcast to MPI ranks (pickle), and never changes.
+    """
+
+    seed: int
+    raw_h1: np.ndarray        # sorted path hashes of the union
+    raw_h2: np.ndarray
+    raw_full: np.ndarray      # canonical context of each raw node (-1: none)
+    raw_rel: np.ndarray       # its "relation" context (move2proc metrics, call traces)
+    tree: TreeArrays
+    trace_id: np.ndarray      # id a context has in traces (elided instructions -> their line)
+    metrics: MetricTable
+    prop: np.ndarray          # [metrics, 4] propMetricId per scope (point, function, lex_aware, execution), -1
+    env: Phase1Env            # call graphs and hash seed (phase 2 rebuilds the same raw nodes)
+    profiles: ProfileTable  # canonical order: profile i + 1 of profile.db (columns, no object per profile)
+    metric_tables: list[tuple[MetricDesc, ...]]  # the distinct .hpcrun metric tables (ProfileTable.metrics)
+    loadmaps: list[tuple[LoadModule, ...]]       # the distinct load maps (ProfileTable.loadmap)
+    id_tuples: Ragged             # profile.db IDENTIFIER rows, same order
+    trace_reserve: np.ndarray     # int64 records reserved per profile in trace.db
+    meta_source: MetaSource | None  # what meta.db is made of (rank 0 only: not sent to other ranks)
+    n_ctx: int
+    warnings: list[str] = field(default_factory=list)
+    binaries: list[str] = field(default_factory=list)  # binaries read in place of structure files
+    #: per distinct .hpcrun metric table: (global metric index, period, move2proc) of each of its metrics
+    metric_inputs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
+    title: str | None = None  # the program measured (names the database by default)
+
+    @property
+    def n_prop_ids(self) -> int:
+        return int(self.prop.max()) + 1 if self.prop.size else 0
+
+    def take_meta(self) -> MetaSource:
+        """What meta.db is made of, given once: to rank 0's meta.db sink, beside its share of phase 2 (the
+        other ranks need none of it, so class 2, which they wait for, does not build meta.db's tables). It is
+        let go here, not held through phase 3 (the context tree with a Python tuple per scope)."""
+        if self.meta_source is None:
+            raise RuntimeError("meta.db's contents are only where class 2 was assembled (rank 0), once")
+        source, self.meta_source = self.meta_source, None
+        return source
+
+    def __getstate__(self) -> dict[str, object]:
+        return dict(self.__dict__, meta_source=None)  # another rank never writes meta.db
+
+
+# -- the sinks -> phase 2 ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Phase2Targets:
+    """Where class 1 results go: scratch files with their allocators, and the trace file.
+
+    ``allocate(kind, nbytes)`` returns an offset in the scratch file of that
+    kind ("pms" or "aside"); locally a counter shared by the worker processes,
+    over MPI an atomic counter shared by the ranks. Where the process that
+    computes a profile cannot use the counter (an MPI rank's forked workers),
+    ``allocate`` is None: the blobs come back in :attr:`BatchOutput.pending`
+    and the rank stores them (:func:`phase2.values.store`). Rank 0's sinks make the files
+    (:meth:`sinks.DatabaseSinks.begin`); each rank adds its allocator.
+    """
+
+    pms_path: str
+    aside_path: str
+    trace_path: str | None
+    trace_offsets: np.ndarray | None  # int64 offset of each profile's region of trace.db
+    allocate: Callable[[str, int], int] | None = None
+
+
+#: The aside blob: per context, per metric, what kind of number (0: loop-free sum, 1: present) and it.
+ASIDE = np.dtype([("ctx", "<u4"), ("key", "<u4"), ("value", "<f8")])
+ASIDE_NOLOOPS, ASIDE_PRESENT = 0, 1
+
+
+# -- phase 2 -> the layout ---------------------------------------------------------------------------------
+
+
+@dataclass
+class ProfileOutput:
+    """Where phase 2 put one profile's values (its PMS blob, the values set aside) and its trace."""
+
+    index: int            # canonical profile number (0-based; profile.db index - 1)
+    pms_offset: int       # in the scratch file (relative to its batch's blobs until they are stored)
+    n_values: int
+    n_ctxs: int
+    pms_size: int
+    aside_offset: int
+    n_aside: int
+    trace_count: int = 0
+    trace_min: int | None = None
+    trace_max: int | None = None
+
+
+@dataclass
+class BatchOutput:
+    """A batch of profiles' class 1 facts: each profile's placement, and what cct.db's layout needs of
+    them together (each context and each (context, word) once)."""
+
+    profiles: list[ProfileOutput]
+    ctx: np.ndarray           # contexts with values
+    n_ctx_values: np.ndarray  # values per such context, over the batch
+    ctx_metric_bits: tuple[np.ndarray, np.ndarray, np.ndarray]  # (context, word, bits) of the propMetricIds
+    pending: tuple[bytes, bytes] | None = None  # the batch's (PMS blobs, aside blobs) not yet written
+
+
+@dataclass
+class Placement:
+    """Where phase 2 put each profile's blobs (canonical order)."""
+
+    pms_offset: np.ndarray
+    n_values: np.ndarray
+    n_ctxs: np.ndarray
+    pms_size: np.ndarray
+    aside_offset: np.ndarray
+    n_aside: np.ndarray
+
+
+@dataclass
+class Phase2State:
+    """What phase 2 hands to phase 3: where each profile's blobs are, and the counts cct.db's layout needs.
+
+    :meth:`add` takes one batch's output; :meth:`merge` combines the states of several workers or
+    ranks (sums, ORs, min/max and disjoint placements: associative and exact, so any grouping gives the
+    same result — an MPI transport reduces it up its tree).
+    """
+
+    place: Placement
+    ctx_values: np.ndarray   # values per context, over all profiles
+    ctx_bits: np.ndarray     # [contexts, words] the propMetricIds each context has, as bits
+    trace_count: np.ndarray  # elements written per profile
+    t_lo: int | None = None  # time range of the timepoints read
+    t_hi: int | None = None
+    done_by: dict[int, int] = field(default_factory=dict)  # profiles processed, per rank
+
+    @classmethod
+    def empty(cls, c2: ClassTwo) -> Phase2State:
+        n = len(c2.profiles)
+        words = max(1, (c2.n_prop_ids + 63) // 64)
+        return cls(Placement(*(np.zeros(n, np.int64) for _ in range(6))), np.zeros(c2.n_ctx, np.int64),
+                   np.zeros((c2.n_ctx, words), np.uint64), np.zeros(n, np.int64))
+
+    def add(self, batch: BatchOutput) -> None:
+        """Take a batch's facts (its blobs stored)."""
+        p = self.place
+        for o in batch.profiles:
+            i = o.index
+            p.pms_offset[i], p.n_values[i], p.n_ctxs[i] = o.pms_offset, o.n_values, o.n_ctxs
+            p.pms_size[i], p.aside_offset[i], p.n_aside[i] = o.pms_size, o.aside_offset, o.n_aside
+            self.trace_count[i] = o.trace_count
+            if o.trace_min is not None and o.trace_max is not None:
+                self.t_lo = o.trace_min if self.t_lo is None else min(self.t_lo, o.trace_min)
+                self.t_hi = o.trace_max if self.t_hi is None else max(self.t_hi, o.trace_max)
+        self.ctx_values[batch.ctx] += batch.n_ctx_values  # contexts are distinct within a batch
+        bc, bw, bb = batch.ctx_metric_bits
+        self.ctx_bits[bc, bw] |= bb  # so are (context, word) pairs
+
+    def merge(self, other: Phase2State) -> None:
+        for name in ("pms_offset", "n_values", "n_ctxs", "pms_size", "aside_offset", "n_aside"):
+            getattr(self.place, name)[:] += getattr(other.place, name)  # each profile is set in one state
+        self.ctx_values += other.ctx_values
+        self.ctx_bits |= other.ctx_bits
+        self.trace_count += other.trace_count
+        for rank, count in other.done_by.items():
+            self.done_by[rank] = self.done_by.get(rank, 0) + count
+        for lo, hi in ((other.t_lo, other.t_hi),):
+            if lo is not None and hi is not None:
+                self.t_lo = lo if self.t_lo is None else min(self.t_lo, lo)
+                self.t_hi = hi if self.t_hi is None else max(self.t_hi, hi)
+
+    def cct_layout(self) -> cctdb.CctLayout:
+        return cctdb.CctLayout.from_counts(self.ctx_values, _popcount(self.ctx_bits))
+
+
+def _popcount(bits: np.ndarray) -> np.ndarray:
+    if not bits.size:
+        return np.zeros(len(bits), np.int64)
+    b = bits.view(np.uint8).reshape(len(bits), -1)
+    return np.unpackbits(b, axis=1).sum(axis=1).astype(np.int64)
+
+
+# -- the layout -> phase 3 -> the sinks --------------------------------------------------------------------
+
+
+@dataclass
+class Phase3Plan:
+    """What every rank needs for phase 3 once rank 0 has laid the files out
+    (:meth:`sinks.DatabaseSinks.layout`): where each profile's blobs are in the scratch files, cct.db's
+    layout, the partial cct.db and profile.db that every rank writes into (its cct.db blocks; its share of
+    the thread blobs, at ``profile_offsets``) and phase 3's tasks; and phase 2's totals, which every rank
+    reports."""
+
+    place: Placement
+    layout: cctdb.CctLayout
+    pms_path: str
+    aside_path: str
+    cct_path: str
+    profile_path: str
+    profile_offsets: np.ndarray  # where each profile's thread blob goes in profile.db (canonical order)
+    trace_elements: int
+    rank_profiles: list[int]     # profiles each rank processed in phase 2
+    #: phase 3's tasks: groups of consecutive context ranges, as bounds (decided once, by rank 0)
+    groups: list[list[int]] = field(default_factory=list)
+
+
+#: Phase 3's summary values, by group of context ranges: each range's (context, statMetricId, value).
+SummaryParts = dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]

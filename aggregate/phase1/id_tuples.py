@@ -1,0 +1,93 @@
+"""Phase 1's class 2 for profiles: their identifier tuples finalized, and profile.db's order of them.
+
+hpcrun writes each profile's identity (node, rank, thread, GPU context and stream...) as a tuple of
+(kind, physical id, logical id); where the logical ids were left for the aggregation to generate, hpcprof
+numbers them. profile.db lists the profiles in the order of their finalized tuples, the same for any number
+of workers or ranks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hpcsa.aggregate.profile_table import ProfileTable
+from hpcsa.core.arrays import run_starts
+from hpcsa.core.ragged import Ragged
+from hpcsa.formats.db import profiledb
+from hpcsa.formats.measurement.hpcrun import BOTH_VALID, ID_KIND_MASK, LOGIC_GLOBAL, LOGIC_LOCAL
+
+
+def finalize_id_tuples(raw: Ragged) -> Ragged:
+    """profile.db identifier tuples: generated logical ids (LOCAL per prefix, GLOBAL per kind) are dense
+    ranks of the physical ids in sorted order (hpcprof numbers them first-come), and marked physical.
+
+    Vectorized over all profiles' rows: a LOCAL id's group is its kind and the (kind, physical id) path of
+    the levels above it, numbered level by level (a loop over levels, not profiles)."""
+    rows = raw.rows
+    kind = rows["kind"].astype(np.int64)
+    k, interp = kind & ID_KIND_MASK, kind >> 14
+    phys = rows["physical"].astype(np.uint64)
+    logical = rows["logical"].astype(np.uint64)
+    owner = np.repeat(np.arange(len(raw.lengths)), raw.lengths)
+    level = np.arange(len(rows)) - raw.offsets[owner]
+    prefix = np.zeros(len(rows), np.int64)  # an id of the path above each row (0: none)
+    next_id = 1
+    for j in range(1, int(raw.lengths.max()) if len(rows) else 0):
+        at = np.flatnonzero(level == j)
+        ids, inverse = _distinct_rows(prefix[at - 1], k[at - 1], phys[at - 1])
+        prefix[at] = next_id + inverse
+        next_id += ids
+    out_logical = logical.copy()
+    for mode, group in ((LOGIC_GLOBAL, k), (LOGIC_LOCAL, prefix * (ID_KIND_MASK + 1) + k)):
+        at = np.flatnonzero(interp == mode)
+        out_logical[at] = _dense_ranks(group[at], phys[at])
+    generated = (interp == LOGIC_GLOBAL) | (interp == LOGIC_LOCAL)
+    out = np.zeros(len(rows), profiledb.IDENTIFIER)
+    out["kind"] = k
+    out["flags"] = np.where(generated | (interp == BOTH_VALID), profiledb.IS_PHYSICAL, 0)
+    out["logicalId"] = out_logical & np.uint64(0xFFFFFFFF)
+    out["physicalId"] = phys
+    return Ragged(out, raw.offsets)
+
+
+def _distinct_rows(*cols: np.ndarray) -> tuple[int, np.ndarray]:
+    """(number of distinct rows of the columns, each row's number in sorted order of the distinct rows)."""
+    order = np.lexsort(cols[::-1])
+    new = run_starts(*(c[order] for c in cols))
+    number = np.empty(len(order), np.int64)
+    number[order] = np.cumsum(new) - 1
+    return int(new.sum()), number
+
+
+def _dense_ranks(group: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """Each value's rank among the distinct values of its group, in ascending order."""
+    order = np.lexsort((value, group))
+    g, v = group[order], value[order]
+    new_group, new_value = run_starts(g), run_starts(g, v)
+    distinct = np.cumsum(new_value) - 1
+    first = np.maximum.accumulate(np.where(new_group, distinct, 0))  # the group's first distinct value
+    ranks = np.empty(len(order), np.uint64)
+    ranks[order] = (distinct - first).astype(np.uint64)
+    return ranks
+
+
+def canonical_order(profiles: ProfileTable, tuples: Ragged) -> tuple[ProfileTable, Ragged]:
+    """Profiles and their finalized tuples in profile.db's order: by identifier tuple, compared as Python
+    compares tuples of (kind, logical id, physical id) per level (a tuple before those it is a prefix of),
+    then by path; sorted by columns (one key per level and field), then one ``take`` per column."""
+    n = len(tuples)
+    owner = np.repeat(np.arange(n), tuples.lengths)
+    level = np.arange(len(tuples.rows)) - tuples.offsets[owner]
+    keys: list[np.ndarray] = []  # most significant first
+    for j in range(int(tuples.lengths.max()) if n else 0):
+        at = level == j
+        present = np.zeros(n, np.int8)
+        present[owner[at]] = 1  # a missing level sorts first
+        keys.append(present)
+        for name in ("kind", "logicalId", "physicalId"):
+            column = np.zeros(n, tuples.rows.dtype[name])
+            column[owner[at]] = tuples.rows[name][at]
+            keys.append(column)
+    keys.append(profiles.inputs.path_order())
+    order = np.lexsort(keys[::-1])
+    return profiles.take(order), tuples.take(order)

@@ -1,0 +1,133 @@
+"""Phase 2 of ``hpcsa prof`` scheduled on this rank: its share of the profiles, in batches largest first,
+each propagated by :func:`values.process_batch`; the batches' facts summed into this rank's
+:class:`handoff.Phase2State`, which the driver reduces up the ranks (see :mod:`driver`).
+
+One process at ``-j N`` is N processes that take batches from shared tickets (:func:`_forked`); an MPI rank's
+batches come from the ranks' counter, which only the rank's own process may use, to its pool of workers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from hpcsa.aggregate.handoff import BatchOutput, ClassTwo, Phase2State, Phase2Targets
+from hpcsa.aggregate.phase2 import values
+from hpcsa.aggregate.profile_table import ProfileTable
+from hpcsa.aggregate.transport import Transport, run_shared, tasks_ahead
+from hpcsa.core.progress import Progress
+from hpcsa.core.workers import ForkedWorker, LocalPool, Tickets, can_fork, trim_heap
+
+#: Most input bytes (.hpcrun and .hpctrace) in one phase-2 batch: a batch's arrays take some tens of times
+#: its input, so this bounds phase 2's memory whatever the number of profiles.
+BATCH_BYTES = 128 << 10
+
+
+def phase2_costs(profiles: ProfileTable) -> np.ndarray:
+    """What a profile costs phase 2, in bytes: what phase 1 kept of it (its tree, values and node hashes)
+    and its trace; its files' bytes where nothing was kept. (An .hpcrun file is mostly the alignment of its
+    sections when its thread did little: a thousand threads waiting at a barrier are 6 KB each on disk and a
+    few hundred bytes of tree and values.)"""
+    kept = profiles.kept_file >= 0
+    return np.where(kept, profiles.kept_size + profiles.inputs.trace_size, profiles.inputs.cost)
+
+
+def phase2_batches(costs: list[int], workers: int) -> list[list[int]]:
+    """Profiles largest first, cut into batches of about equal cost, a dozen per worker of all ranks (few
+    enough to keep the hand-offs cheap, enough to balance the load by size), none over BATCH_BYTES unless
+    a single profile is."""
+    order = sorted(range(len(costs)), key=lambda i: (-costs[i], i))
+    if not order:
+        return []
+    target = min(BATCH_BYTES, max(1.0, sum(costs) / (12 * max(1, workers))))
+    batches: list[list[int]] = [[]]
+    acc = 0.0
+    for i in order:
+        if batches[-1] and acc + costs[i] > target:
+            batches.append([])
+            acc = 0.0
+        batches[-1].append(i)
+        acc += costs[i]
+    return batches
+
+
+def phase2_task(shared: tuple[ClassTwo, Phase2Targets, bool], batch: list[int]) -> BatchOutput:
+    """Class 1 for a batch of profiles, propagated together (one small message per batch, not per profile:
+    with per-profile tasks the hand-offs between a pool's workers and its parent cost as much as the
+    profiles). Blobs a worker could not place come back pending, for its rank to store."""
+    c2, targets, traces = shared
+    return values.process_batch(c2, batch, targets, traces=traces)
+
+
+def run(c2: ClassTwo, targets: Phase2Targets, jobs: int, traces: bool, progress: Progress | None,
+        transport: Transport, aside: Callable[[], None] | None = None) -> Phase2State:
+    """Class 1 for this rank's share of the profiles (batches handed out largest first), with ``jobs``
+    workers; and ``aside()``, other work of this rank, while its workers run (see :func:`run_shared`). One
+    process's workers take batches by themselves (:func:`_forked`); an MPI rank's go through a pool
+    (the batches come from the ranks' counter, which only the rank's own process may use)."""
+    allocate, in_workers = transport.counter(("pms", "aside"))
+    targets = replace(targets, allocate=allocate if in_workers or jobs == 1 else None)
+    batches = phase2_batches(phase2_costs(c2.profiles).tolist(), jobs * transport.size)
+    if jobs > 1 and transport.size == 1 and targets.allocate is not None and can_fork():
+        return _forked(c2, targets, batches, jobs, traces, progress, aside)
+    state = Phase2State.empty(c2)
+    done = 0
+    # This process works beside jobs - 1 forked workers (as in phase 3): -j N keeps N processes busy, where
+    # N workers and a parent handing them batches of a few milliseconds each would share N CPUs.
+    helpers = min(jobs, len(batches)) - 1
+    with LocalPool(max(1, helpers), shared=(c2, targets, traces), fork=helpers > 0) as pool:
+        for k, part in run_shared(pool, phase2_task, transport.tasks("phase 2", len(batches)),
+                                  lambda k: (batches[k],), 2 * helpers if helpers > 0 else tasks_ahead(1),
+                                  meanwhile=aside, parent_works=True):
+            # blobs a worker could not place (an MPI rank's workers)
+            values.store(part, targets, allocate)
+            state.add(part)
+            done += len(batches[k])
+            if progress is not None:
+                progress.advance(len(batches[k]))
+    state.done_by[transport.rank] = done
+    return state
+
+
+def _forked(c2: ClassTwo, targets: Phase2Targets, batches: list[list[int]], jobs: int, traces: bool,
+            progress: Progress | None, aside: Callable[[], None] | None) -> Phase2State:
+    """One process's ``-j N`` phase 2 as N processes that take batches from shared tickets and keep their own
+    state, sent once at the end (as MPI ranks do): no batch or result passes through a pool, whose hand-offs
+    cost a worker about a millisecond per batch while the parent was busy with its own. Blobs go to the
+    scratch files at offsets from the counter the processes share."""
+    tickets = Tickets()
+    ends = np.cumsum([len(b) for b in batches])
+    trim_heap()  # as before any fork: what phase 1 and class 2 freed is not inherited as resident
+    with contextlib.ExitStack() as stack:
+        workers = [stack.enter_context(ForkedWorker(_worker, c2, targets, batches, traces, tickets,
+                                                    what="hpcsa prof")) for _ in range(jobs - 1)]
+        if aside is not None:
+            aside()
+        state = Phase2State.empty(c2)
+        while (i := tickets.take()) < len(batches):
+            state.add(values.process_batch(c2, batches[i], targets, traces=traces))
+            if progress is not None:  # the batches taken so far, by any process
+                progress.advance(int(ends[min(tickets.taken(), len(batches)) - 1]) - progress.done)
+        for worker in workers:
+            state.merge(worker.receive("phase 2"))
+    state.done_by = {0: int(ends[-1]) if len(ends) else 0}
+    return state
+
+
+def _worker(conn: Any, c2: ClassTwo, targets: Phase2Targets, batches: list[list[int]], traces: bool,
+            tickets: Tickets) -> None:
+    state = Phase2State.empty(c2)
+    while (i := tickets.take()) < len(batches):
+        state.add(values.process_batch(c2, batches[i], targets, traces=traces))
+    conn.send(("phase 2", state))
+
+
+def merge_states(parts: list[Phase2State]) -> Phase2State:
+    state = parts[0]
+    for other in parts[1:]:
+        state.merge(other)
+    return state

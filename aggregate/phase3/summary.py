@@ -1,0 +1,165 @@
+"""Phase 3's class 3: the summary statistics of a context range, reduced from every profile's values.
+
+A range task of the transposition (:mod:`phase3.transpose`) holds, for each (context, metric, scope), the
+values of all profiles in canonical order; they are reduced here into the partials of the statistics the
+run asked for (sum, count, sum of squares, min, max → Sum, Mean, StdDev, CfVar, Min, Max;
+:func:`hpcsa.formats.db.summary.combine_runs`). The order is fixed by the data (profile order within each
+context), never by how work was split, so the summary is bit-for-bit the same for any number of workers or
+ranks. The values set aside in phase 2 (:data:`handoff.ASIDE`: loop-free sums of loops without a value of
+their own, presence without a stored value) are merged in.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hpcsa.aggregate.handoff import ASIDE_NOLOOPS
+from hpcsa.aggregate.metrictable import SCOPE_ORDER, MetricTable
+from hpcsa.core.arrays import run_starts, sorted_unique, sorted_unique_rows
+from hpcsa.core.dataclass import dataclass
+from hpcsa.formats.db import cctdb, summary
+
+
+@dataclass(frozen=True)
+class StatPlan:
+    """What the reduction needs of the metric table: per propMetricId its metric and scope; the stat ids."""
+
+    prop_metric: np.ndarray  # [n_prop_ids] global metric, -1 for unused ids
+    prop_scope: np.ndarray   # [n_prop_ids] scope index (0 point .. 3 execution)
+    lex_prop: np.ndarray     # [metrics] propMetricId of lex_aware (-1)
+    stat: np.ndarray         # [metrics, partials, 4] statMetricId, -1 where absent
+    partials: tuple[tuple[str, str], ...]  # (formula, combine) of the partial columns
+
+    @classmethod
+    def build(cls, table: MetricTable) -> StatPlan:
+        n_ids = table.n_ids
+        pm = np.full(n_ids + 1, -1, np.int64)
+        ps = np.full(n_ids + 1, -1, np.int64)
+        lexp = np.full(len(table), -1, np.int64)
+        kinds: list[tuple[str, str]] = []
+        for m in range(len(table)):
+            for f, c in table.partials(table.specs[m]):
+                if (f, c) not in kinds:
+                    kinds.append((f, c))
+        stat = np.full((len(table), len(kinds), 4), -1, np.int64)
+        for m in range(len(table)):
+            for s, pid in table.prop_ids(m).items():
+                pm[pid], ps[pid] = m, SCOPE_ORDER.index(s)
+                if s == "lex_aware":
+                    lexp[m] = pid
+            for (f, c, s), sid in table.stat_ids(m).items():
+                stat[m, kinds.index((f, c)), SCOPE_ORDER.index(s)] = sid
+        return cls(pm, ps, lexp, stat, tuple(kinds))
+
+
+def summarize(vals: cctdb.RangeValues, aside: tuple[np.ndarray, ...], plan: StatPlan
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Summary (context, statMetricId, value) for the gathered values of a context range.
+
+    ``vals`` is sorted by (context, metric id, profile) and a metric's ids are consecutive
+    (scope order), so each (context, metric, scope) series is a run, in profile order.
+    """
+    ctx = vals.ctx_ids.astype(np.int64)
+    mid = vals.metric_ids.astype(np.int64)
+    prof = vals.prof_indices.astype(np.int64)
+    v = vals.values.copy()
+    a_ctx, a_key, a_prof, a_val = aside
+    a_metric, a_kind = a_key >> 1, a_key & 1
+    series = np.flatnonzero(run_starts(ctx, mid))
+    n_series = len(series)
+    sid = np.repeat(np.arange(n_series), np.diff(np.append(series, len(ctx))))
+    # The lex_aware series take the loop-free sums set aside, where a profile has one.
+    nl = np.flatnonzero(a_kind == ASIDE_NOLOOPS)
+    extra = None
+    if len(nl):
+        lex_mid = plan.lex_prop[a_metric[nl]]
+        skey = (ctx[series] << 16) | mid[series]
+        want = (a_ctx[nl] << 16) | lex_mid
+        pos = np.searchsorted(skey, want)
+        hit = (pos < n_series) & (skey[np.minimum(pos, n_series - 1)] == want) if n_series else pos < 0
+        width = prof.max() + 1 if len(prof) else 1
+        gkey = sid * width + prof
+        at = np.searchsorted(gkey, np.minimum(pos, max(n_series - 1, 0)) * width + a_prof[nl])
+        found = hit & (at < len(gkey)) & (gkey[np.minimum(at, max(len(gkey) - 1, 0))] ==
+                                           np.minimum(pos, max(n_series - 1, 0)) * width + a_prof[nl])
+        v[at[found]] = a_val[nl][found]
+        if (~found).any():  # a profile whose stored lex_aware was 0 (absent): new elements of the series
+            miss = nl[~found]
+            extra = (a_ctx[miss], plan.lex_prop[a_metric[miss]], a_prof[miss], a_val[miss])
+    if extra is not None and len(extra[0]):
+        ctx = np.concatenate([ctx, extra[0]])
+        mid = np.concatenate([mid, extra[1]])
+        prof = np.concatenate([prof, extra[2]])
+        v = np.concatenate([v, extra[3]])
+        order = np.lexsort((prof, mid, ctx))
+        ctx, mid, prof, v = ctx[order], mid[order], prof[order], v[order]
+        series = np.flatnonzero(run_starts(ctx, mid))
+    gc, gm = ctx[series], mid[series]
+
+    # Presence per (ctx, metric): profiles with any stored value of the metric there, or an aside entry.
+    metric = plan.prop_metric[mid]
+    block = np.flatnonzero(run_starts(ctx, metric))
+    bid = np.repeat(np.arange(len(block)), np.diff(np.append(block, len(ctx))))
+    width = int(max(prof.max() if len(prof) else 0, a_prof.max() if len(a_prof) else 0)) + 1
+    bkey = sorted_unique(np.concatenate([bid * width + prof,  # sorted runs (one per scope), then the asides
+                                         _aside_blocks(ctx[block], metric[block], a_ctx, a_metric) * width + a_prof]),
+                         kind="stable")
+    bkey = bkey[bkey >= 0]
+    cnt = np.bincount(bkey // width, minlength=len(block)).astype(np.float64)
+    extra_blocks = _aside_only(ctx[block], metric[block], a_ctx, a_metric, a_prof)
+    cnt_ctx = np.concatenate([ctx[block], extra_blocks[0]])
+    cnt_m = np.concatenate([metric[block], extra_blocks[1]])
+    cnt = np.concatenate([cnt, extra_blocks[2]])
+    ok = cnt > 0
+    cnt_ctx, cnt_m, cnt = cnt_ctx[ok], cnt_m[ok], cnt[ok]
+
+    out_c, out_id, out_v = [], [], []
+    g_metric = plan.prop_metric[gm]
+    g_scope = plan.prop_scope[gm]
+    for k, (f, comb) in enumerate(plan.partials):
+        if f == "1":
+            for s in range(4):
+                sidk = plan.stat[cnt_m, k, s]
+                good = sidk >= 0
+                out_c.append(cnt_ctx[good])
+                out_id.append(sidk[good])
+                out_v.append(cnt[good])
+            continue
+        if not len(series):
+            continue
+        red = summary.combine_runs(v, series, f, comb)
+        sidk = plan.stat[g_metric, k, g_scope]
+        good = (sidk >= 0) & (red != 0)
+        out_c.append(gc[good])
+        out_id.append(sidk[good])
+        out_v.append(red[good])
+    if not out_c:
+        z = np.zeros(0, np.int64)
+        return z, z, np.zeros(0)
+    return np.concatenate(out_c), np.concatenate(out_id), np.concatenate(out_v)
+
+
+def _aside_blocks(b_ctx: np.ndarray, b_metric: np.ndarray, a_ctx: np.ndarray, a_metric: np.ndarray
+                  ) -> np.ndarray:
+    """Block index (position in the (ctx, metric) runs) of each aside entry, -1 where it has none."""
+    if not len(b_ctx):
+        return np.full(len(a_ctx), -1, np.int64)
+    bkey = (b_ctx << 20) | b_metric
+    akey = (a_ctx << 20) | a_metric
+    pos = np.minimum(np.searchsorted(bkey, akey), len(bkey) - 1)
+    return np.where(bkey[pos] == akey, pos, -1)
+
+
+def _aside_only(b_ctx: np.ndarray, b_metric: np.ndarray, a_ctx: np.ndarray, a_metric: np.ndarray,
+                a_prof: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ctx, metric, count) of pairs present only through aside entries (no stored value in any profile)."""
+    none = _aside_blocks(b_ctx, b_metric, a_ctx, a_metric) < 0
+    if not none.any():
+        z = np.zeros(0, np.int64)
+        return z, z, np.zeros(0)
+    dtype = np.result_type(a_ctx, a_metric, a_prof)
+    ctx, metric, _ = sorted_unique_rows(a_ctx[none].astype(dtype), a_metric[none].astype(dtype),
+                                        a_prof[none].astype(dtype))
+    first = run_starts(ctx, metric)
+    counts = np.diff(np.append(np.flatnonzero(first), len(ctx)))  # profiles per (ctx, metric)
+    return ctx[first], metric[first], counts.astype(np.float64)

@@ -1,0 +1,226 @@
+"""The database's files, one sink each, as hpcprof's sinks: told when the run begins, when the layout is
+known, and when to finish (HPCToolkit's sources: ``src/lib/profile/sinks/``).
+
+Rank 0 owns every file; the driver calls the sinks (:class:`DatabaseSinks`) through the transport's
+broadcasts, so only rank 0 ever runs them, and what the other ranks need of them (the partial files'
+paths, the regions and offsets where they write) is what those calls return (:mod:`handoff`):
+
+======================  ==========================  ===========================  ===========================
+file                    begin (phase 2 starts)      layout (phase 2's counts)    finish (phase 3 done)
+======================  ==========================  ===========================  ===========================
+meta.db, metrics yaml,  written whole, beside rank 0's share of phase 2 (class 2 settled all of it)
+src/
+trace.db                every profile's region      each line's length, the      headers
+                        reserved                    time range
+cct.db                                              opened with its layout       footer (blocks: every rank)
+profile.db                                          the thread blobs' offsets    the blobs recorded, the
+                                                    (copied by every rank)       summary profile written
+======================  ==========================  ===========================  ===========================
+
+Everything is written inside a partial directory that becomes the database when complete
+(:func:`hpcsa.core.outputs.atomic_dir`); on an error each partial file and the directory are removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from types import TracebackType
+
+import numpy as np
+
+from hpcsa.aggregate import copy_sources, metadb_tables
+from hpcsa.aggregate.handoff import ClassTwo, Phase2State, Phase2Targets, Phase3Plan, Placement, SummaryParts
+from hpcsa.core.fileio import copy_range
+from hpcsa.core.outputs import atomic_dir
+from hpcsa.formats.db import cctdb, database, metadb, metricsyaml, profiledb, tracedb
+
+
+class SourcesSink:
+    """``src/``: the source files meta.db names that can be read here, copied for viewers' source panes
+    (:mod:`copy_sources`); meta.db then names the copies."""
+
+    def __init__(self, wanted: bool, replace_paths: tuple[tuple[str, str], ...]) -> None:
+        self.wanted = wanted
+        self.replace_paths = replace_paths
+
+    def write(self, db_dir: str, meta: metadb.MetaDB) -> metadb.MetaDB:
+        """Copy the sources into ``db_dir/src``; ``meta`` naming the copies."""
+        if not self.wanted:
+            return meta
+        return copy_sources.copy_sources(meta, db_dir, self.replace_paths)[0]
+
+
+class MetaSink:
+    """meta.db and ``metrics/default.yaml`` (the metric taxonomy), with ``src/``: written whole, since class 2
+    settled all they hold, by rank 0 beside its share of phase 2 (while its workers run, or between its
+    tasks), as nothing else needs them; the other ranks do not wait."""
+
+    def __init__(self, c2: ClassTwo, sources: SourcesSink) -> None:
+        self.c2 = c2
+        self.sources = sources
+
+    def write(self, db_dir: str) -> None:
+        meta = self.sources.write(db_dir, metadb_tables.meta_db(self.c2.take_meta()))
+        metadb.write_metadb(os.path.join(db_dir, database.META), meta)
+        os.makedirs(os.path.join(db_dir, "metrics"))
+        metricsyaml.write_metrics_yaml(os.path.join(db_dir, database.METRICS_YAML),
+                                       self.c2.metrics.taxonomy())
+
+
+class TraceSink:
+    """trace.db: every profile's region reserved when phase 2 begins (its records in the measurement bound the
+    line), filled by the process that propagates the profile (:mod:`phase2.traces`); each line's length and
+    the time range recorded once phase 2's counts are in; the headers written at the end."""
+
+    def __init__(self, c2: ClassTwo, wanted: bool) -> None:
+        self.c2 = c2
+        self.wanted = wanted and bool(c2.trace_reserve.any())
+        self._writer: tracedb.TraceDBWriter | None = None
+
+    def begin(self, files: contextlib.ExitStack[bool | None], db_dir: str
+              ) -> tuple[str | None, np.ndarray | None]:
+        """(the partial file, each profile's region in it); (None, None) without traces."""
+        if not self.wanted:
+            return None, None
+        n = len(self.c2.profiles)
+        writer = tracedb.TraceDBWriter(os.path.join(db_dir, database.TRACE), range(1, n + 1),
+                                       reserve=self.c2.trace_reserve.tolist())
+        self._writer = files.enter_context(writer)
+        return self._writer.temp_path, self._writer.heads["pStart"].astype(np.int64)
+
+    def layout(self, state: Phase2State) -> None:
+        tw = self._writer
+        if tw is not None:
+            for i in range(len(self.c2.profiles)):
+                tw.record(i, tw.region(i)[0], int(state.trace_count[i]))
+            tw.time_range = (state.t_lo or 0, state.t_hi or 0)
+
+
+class CctSink:
+    """cct.db: opened once its layout is known (values and metrics per context, counted in phase 2); every
+    rank's phase 3 writes its context ranges' blocks into it (:mod:`phase3.transpose`); the footer last."""
+
+    def layout(self, files: contextlib.ExitStack[bool | None], db_dir: str, layout: cctdb.CctLayout) -> str:
+        """The partial file, laid out."""
+        return files.enter_context(cctdb.CctDBWriter(os.path.join(db_dir, database.CCT), layout)).temp_path
+
+
+class ProfileSink:
+    """profile.db: the thread blobs' places in canonical order allocated once their sizes are known, the blobs
+    copied there by every rank from phase 2's scratch file (:func:`copy_thread_blobs`) and recorded by rank 0
+    at the end, with the summary profile from phase 3's parts."""
+
+    def __init__(self, c2: ClassTwo) -> None:
+        self.c2 = c2
+        self._writer: profiledb.ProfileDBWriter | None = None
+        self._place: Placement | None = None
+        self._offsets = np.zeros(0, np.int64)
+
+    def layout(self, files: contextlib.ExitStack[bool | None], db_dir: str, place: Placement
+               ) -> tuple[str, np.ndarray]:
+        """(the partial file, where each profile's thread blob goes)."""
+        self._writer = files.enter_context(profiledb.ProfileDBWriter(os.path.join(db_dir, database.PROFILE),
+                                                                     self.c2.id_tuples))
+        self._place, self._offsets = place, self._writer.allocate_many(place.pms_size)
+        return self._writer.temp_path, self._offsets
+
+    def finish(self, parts: SummaryParts) -> int:
+        """Record the copied blobs and write the summary profile; the summary's values."""
+        assert self._writer is not None and self._place is not None
+        place = self._place
+        summary = summary_values([part for i in sorted(parts) for part in parts[i]])
+        self._writer.record_many(np.arange(1, len(place.n_values) + 1), place.n_values, place.n_ctxs,
+                                 self._offsets, place.pms_size)
+        self._writer.write_summary(summary)
+        return len(summary.values)
+
+
+def summary_values(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> profiledb.ProfileValues:
+    """The summary profile from the ranges' parts (in range order)."""
+    if not parts:
+        z = np.zeros(0, np.int64)
+        return profiledb.ProfileValues.from_triples(z, z, np.zeros(0))
+    return profiledb.ProfileValues.from_triples(np.concatenate([p[0] for p in parts]),
+                                                np.concatenate([p[1] for p in parts]),
+                                                np.concatenate([p[2] for p in parts]))
+
+
+def copy_thread_blobs(plan: Phase3Plan, rows: range) -> None:
+    """Profiles ``rows``' thread blobs (0-based, canonical order), copied from the scratch file to their
+    offsets in the partial profile.db, file to file in the kernel (:func:`copy_range`); every rank copies
+    its share, rank 0 records them all (:meth:`ProfileSink.finish`)."""
+    place = plan.place
+    src = os.open(plan.pms_path, os.O_RDONLY)
+    try:
+        dst = os.open(plan.profile_path, os.O_WRONLY)
+        try:
+            for at, to, size in zip(place.pms_offset[rows].tolist(), plan.profile_offsets[rows].tolist(),
+                                    place.pms_size[rows].tolist(), strict=True):
+                copy_range(src, dst, at, to, size)
+        finally:
+            os.close(dst)
+    finally:
+        os.close(src)
+
+
+class DatabaseSinks:
+    """The sinks of one database, owned by the driver (every rank holds one; only rank 0's is called).
+
+    A context manager: leaving it with an error removes the partial files and directory; leaving it after
+    :meth:`finish` renames the directory into place.
+    """
+
+    def __init__(self, output: str, c2: ClassTwo, *, traces: bool, sources: bool,
+                 replace_paths: tuple[tuple[str, str], ...]) -> None:
+        self.output = output
+        self.meta = MetaSink(c2, SourcesSink(sources, replace_paths))
+        self.trace = TraceSink(c2, traces)
+        self.cct = CctSink()
+        self.profile = ProfileSink(c2)
+        self._directory = contextlib.ExitStack()  # the partial directory, then (inside) the open files
+        self._files = contextlib.ExitStack()
+        self._dir = ""
+        self._scratch = ("", "")  # phase 2's scratch files: thread blobs, aside blobs
+
+    def __enter__(self) -> DatabaseSinks:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> bool | None:
+        return self._directory.__exit__(exc_type, exc, tb)
+
+    def begin(self) -> Phase2Targets:
+        """The partial directory, phase 2's scratch files and trace.db's regions."""
+        self._dir = self._directory.enter_context(atomic_dir(self.output))
+        self._directory.enter_context(self._files)
+        pms_path, aside_path = self._scratch = (os.path.join(self._dir, ".profile.scratch"),
+                                                os.path.join(self._dir, ".aside.scratch"))
+        for p in self._scratch:
+            open(p, "wb").close()
+        trace_path, trace_offsets = self.trace.begin(self._files, self._dir)
+        return Phase2Targets(pms_path, aside_path, trace_path, trace_offsets)
+
+    def write_meta(self) -> None:
+        """meta.db, the metric taxonomy and src/ (see :class:`MetaSink`)."""
+        self.meta.write(self._dir)
+
+    def layout(self, state: Phase2State, ranks: int) -> Phase3Plan:
+        """Phase 2's counts in (those of all ``ranks``): trace.db's lines recorded, cct.db and profile.db laid
+        out."""
+        self.trace.layout(state)
+        layout = state.cct_layout()
+        cct_path = self.cct.layout(self._files, self._dir, layout)
+        profile_path, offsets = self.profile.layout(self._files, self._dir, state.place)
+        pms_path, aside_path = self._scratch
+        return Phase3Plan(state.place, layout, pms_path, aside_path, cct_path, profile_path, offsets,
+                          int(state.trace_count.sum()), [state.done_by.get(r, 0) for r in range(ranks)])
+
+    def finish(self, parts: SummaryParts) -> int:
+        """profile.db's blobs recorded and its summary written; every file closed (cct.db's footer, trace.db's
+        headers, profile.db's metadata: all complete), the scratch files removed. The summary's values."""
+        n_summary = self.profile.finish(parts)
+        self._files.close()
+        for p in self._scratch:
+            os.unlink(p)
+        return n_summary
