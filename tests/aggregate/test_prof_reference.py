@@ -20,8 +20,8 @@ import pytest
 
 from hpcsa.formats.db.compare import compare_databases, iter_report
 from hpcsa.formats.db.database import open_database
-from tests.aggregate.dbcheck import HATCHET_LOADS
 from tests.aggregate.profcheck import MEASUREMENTS, build, measurement, read_sums, reference, root_execution
+from tests.formats.dbcheck import HATCHET_LOADS
 
 VARIANTS = [(m, v) for m in MEASUREMENTS for v in ("", ".nostruct")]
 RECURSION = "recursion-cuda-nvidiapc-t"

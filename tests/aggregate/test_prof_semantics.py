@@ -19,6 +19,7 @@ from hpcsa.formats.db.propagate import TreeArrays, propagate
 from hpcsa.formats.measurement.hpcrun import read_hpcrun, write_hpcrun
 from tests.aggregate.profcheck import build, read_sums, root_execution
 from tests.conftest import assert_one_line_error, run_cli
+from tests.formats.trees import preorder
 
 # -- propagation on a hand-made tree ---------------------------------------------------------------------
 #
@@ -72,25 +73,7 @@ def test_duplicate_values_are_summed_and_metrics_kept_apart() -> None:
 def _random_tree(n: int, seed: int) -> tuple[TreeArrays, np.ndarray, np.ndarray, np.ndarray]:
     """A random tree with pre-order ids, and its parent / call / loop columns."""
     rng = np.random.default_rng(seed)
-    parent = np.array([-1] + [int(rng.integers(max(0, i - 40), i)) for i in range(1, n)])
-    kids: list[list[int]] = [[] for _ in range(n)]
-    for i in range(1, n):
-        kids[parent[i]].append(i)
-    order, stack = [], [0]
-    while stack:
-        x = stack.pop()
-        order.append(x)
-        stack.extend(reversed(kids[x]))
-    new = np.empty(n, np.int64)
-    new[order] = np.arange(n)
-    par = np.full(n, -1)
-    par[new[1:]] = new[parent[1:]]
-    depth = np.zeros(n, np.int64)
-    for i in range(1, n):
-        depth[i] = depth[par[i]] + 1
-    end = np.arange(n) + 1
-    for c in range(n - 1, 0, -1):
-        end[par[c]] = max(end[par[c]], end[c])
+    _order, par, depth, end = preorder(np.array([-1] + [int(rng.integers(max(0, i - 40), i)) for i in range(1, n)]))
     call = rng.random(n) < 0.3
     loop = (rng.random(n) < 0.2) & ~call
     call[0] = loop[0] = False

@@ -15,6 +15,7 @@ from hpcsa.formats.db.propagate import (
     propagate,
     propagate_scopes,
 )
+from tests.formats.trees import preorder
 from tests.views import synthetic
 
 # A tree with every case, ids in pre-order, and the point value measured at each context:
@@ -138,29 +139,10 @@ def test_every_loop_rule_matches_an_independent_oracle(seed: int) -> None:
     the oracle of tests/views/synthetic.py walks up level by level and gives every loop its loop-free sum."""
     rng = np.random.default_rng(seed)
     n = 300
-    parent = np.r_[-1, [int(rng.integers(0, k)) for k in range(1, n)]]
-    depth = np.zeros(n, np.int64)
-    for c in range(1, n):
-        depth[c] = depth[parent[c]] + 1
-    # pre-order ids: a depth-first walk (children in id order), then renumber
-    kids: list[list[int]] = [[] for _ in range(n)]
-    for c in range(1, n):
-        kids[parent[c]].append(c)
-    order, stack = [], [0]
-    while stack:
-        c = stack.pop()
-        order.append(c)
-        stack.extend(reversed(kids[c]))
-    new = np.empty(n, np.int64)
-    new[order] = np.arange(n)
-    parent = np.where(parent[order] >= 0, new[np.maximum(parent[order], 0)], -1)
-    depth = depth[order]
+    _order, parent, depth, end = preorder(np.r_[-1, [int(rng.integers(0, k)) for k in range(1, n)]])
     relation = rng.choice([metadb.LEXICAL, metadb.LEXICAL, metadb.CALL, metadb.INLINED_CALL], n)
     kind = rng.choice([metadb.LOOP, metadb.LINE, metadb.FUNCTION], n)
     relation[0] = metadb.LEXICAL
-    end = np.arange(n) + 1
-    for c in range(n - 1, 0, -1):
-        end[parent[c]] = max(end[parent[c]], end[c])
     tree = TreeArrays.build(parent, depth, relation != metadb.LEXICAL, kind == metadb.LOOP, end)
     point = np.where(rng.random(n) < 0.4, rng.integers(1, 1000, n), 0).astype(np.float64)
     want = synthetic.propagate(parent, depth, relation, kind, point)

@@ -19,8 +19,8 @@ import pytest
 
 from hpcsa.core.errors import UnsupportedError
 from hpcsa.formats.db import cctdb, database, metadb, metricsyaml, profiledb
-from tests.aggregate.dbcheck import HATCHET_LOADS, PRE_RELEASE, database_dirs, same_cct, same_database
 from tests.conftest import SHARED_DATA, assert_one_line_error, run_cli
+from tests.formats.dbcheck import HATCHET_LOADS, PRE_RELEASE, database_dirs, same_cct, same_database
 
 ALL = database_dirs(SHARED_DATA) if SHARED_DATA.is_dir() else {}
 RELEASED = sorted(n for n in ALL if n not in PRE_RELEASE) or ["(no data)"]

@@ -6,7 +6,7 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
-from tests.aggregate.dbcheck import PRE_RELEASE, database_dirs
+from tests.formats.dbcheck import PRE_RELEASE, database_dirs
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures" / "views"

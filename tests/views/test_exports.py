@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from hpcsa.views import open_experiment
-from tests.aggregate.dbcheck import HATCHET_LOADS
 from tests.conftest import SHARED_DATA
+from tests.formats.dbcheck import HATCHET_LOADS
 from tests.views.helpers import SEED003, v4_databases
 
 ALL = v4_databases(SHARED_DATA) if SHARED_DATA.is_dir() else {}

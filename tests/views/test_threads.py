@@ -201,7 +201,7 @@ def test_real_databases(shared_data: Path, tmp_path: Path, name: str, strategy: 
 @pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="shared data absent")
 def test_aggregated_database_round_trips_and_hatchet_reads_it(shared_data: Path, tmp_path: Path) -> None:
     from hpcsa.formats.db.database import write_database
-    from tests.aggregate.dbcheck import same_database
+    from tests.formats.dbcheck import same_database
 
     src = v4_databases(shared_data)["loops-cputime-t.d"]
     out = tmp_path / "sum.d"
