@@ -16,6 +16,7 @@ import shutil
 
 import numpy as np
 
+from hpcsa.core.dataclass import dataclass
 from hpcsa.core.errors import HpcsaError
 from hpcsa.formats.db import metadb
 from hpcsa.formats.db.database import SOURCES
@@ -41,13 +42,23 @@ def remap(path: str, replacements: tuple[tuple[str, str], ...]) -> str:
     return path
 
 
-def copy_sources(meta: metadb.MetaDB, db_dir: str, replacements: tuple[tuple[str, str], ...] = ()
-                 ) -> tuple[metadb.MetaDB, int]:
-    """A copy of ``meta`` naming the copied sources, and how many were copied into ``db_dir/src``."""
+@dataclass
+class Copied:
+    """What copying the sources did: meta.db naming the copies, how many were copied, and the absolute source
+    paths that could not be read here (as meta.db names them)."""
+
+    meta: metadb.MetaDB
+    count: int
+    missing: list[str]
+
+
+def copy_sources(meta: metadb.MetaDB, db_dir: str, replacements: tuple[tuple[str, str], ...] = ()) -> Copied:
+    """Copy into ``db_dir/src`` every source file of ``meta`` that can be read here."""
     files = list(meta.files)
     flags = (meta.file_flags.copy() if len(meta.file_flags) == len(files)
              else np.zeros(len(files), np.uint32))
     copied = 0
+    missing = []
     for i, path in enumerate(files):
         if flags[i] & FILE_COPIED or not path.startswith("/"):
             continue
@@ -56,16 +67,34 @@ def copy_sources(meta: metadb.MetaDB, db_dir: str, replacements: tuple[tuple[str
             continue
         found = remap(path, replacements)
         if not os.path.isfile(found) or not os.access(found, os.R_OK):
+            missing.append(path)
             continue
         dest = os.path.join(db_dir, SOURCES, name)
         try:
             os.makedirs(os.path.dirname(dest), exist_ok=True)
             shutil.copyfile(found, dest)
         except OSError:
+            missing.append(path)
             continue
         files[i] = f"{SOURCES}/{name}"
         flags[i] |= FILE_COPIED
         copied += 1
     if not copied:
-        return meta, 0
-    return dataclasses.replace(meta, files=files, file_flags=flags), copied
+        return Copied(meta, 0, missing)
+    return Copied(dataclasses.replace(meta, files=files, file_flags=flags), copied, missing)
+
+
+def missing_note(missing: list[str], total: int) -> str | None:
+    """The one line naming the sources not found here, by the folders that hold most of them, with the hint
+    that finds them (``-R``); None where all were found."""
+    if not missing:
+        return None
+    folders: dict[str, int] = {}
+    for path in missing:
+        folder = os.path.dirname(path)
+        folders[folder] = folders.get(folder, 0) + 1
+    top = sorted(folders.items(), key=lambda fc: (-fc[1], fc[0]))[:2]
+    where = ", ".join(f"{count} in {folder}" for folder, count in top)
+    more = ", ..." if len(folders) > len(top) else ""
+    return (f"{len(missing)} of {total} source files the database names were not found here ({where}{more}), "
+            "so viewers cannot show them: -R OLD=NEW says where a folder of them is now")

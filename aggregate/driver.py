@@ -3,25 +3,25 @@
 The scheme is hpcprof-mpi's ("Preparing for Performance Analysis at Exascale", ICS 2022, §3.2):
 
 0. GPU structure files are parsed and their call graphs built (small; every
-   reader of phase 1 needs them; :mod:`phase0.gpu_graphs`).
-1. **Class 2.** Every profile is read once (:func:`phase1.survey.survey_profiles`) and
+   reader of phase 1 needs them; :mod:`.phase0.gpu_graphs`).
+1. **Class 2.** Every profile is read once (:func:`.phase1.survey.survey_profiles`) and
    reported as raw nodes + metric table + identity; reports merge
    associatively (per worker, then at the coordinator; over MPI up a t-ary
-   tree to rank 0; :mod:`phase1.share`). CPU structure files are parsed in parallel with this, each
-   once (:mod:`phase1.structs`). The coordinator expands the union into the unified tree, assigns
+   tree to rank 0; :mod:`.phase1.share`). CPU structure files are parsed in parallel with this, each
+   once (:mod:`.phase1.structs`). The coordinator expands the union into the unified tree, assigns
    canonical ids, metric ids, profile order and trace layout
-   (:func:`phase1.class2.class_two`), and writes meta.db and metrics/default.yaml (:class:`sinks.MetaSink`,
+   (:func:`.phase1.class2.class_two`), and writes meta.db and metrics/default.yaml (:class:`.sinks.MetaSink`,
    beside its share of phase 2). The result is shared with every worker (fork; over MPI a broadcast).
 2. **Class 1.** Profiles are processed in batches from what phase 1 kept of
-   them in a scratch directory (:mod:`kept`: the .hpcrun file is not read
-   again), propagated together (:func:`phase2.values.process_batch`): their
+   them in a scratch directory (:mod:`.kept`: the .hpcrun file is not read
+   again), propagated together (:func:`.phase2.values.process_batch`): their
    PMS blobs go to a scratch file at an offset from a shared counter, their
    trace lines into their reserved regions of trace.db; a batch returns the
    counts cct.db's layout needs (summed/ORed: an associative reduction;
-   :mod:`phase2.share`).
+   :mod:`.phase2.share`).
 3. **CMS and class 3.** Context ranges are transposed into cct.db and reduced
    into the summary statistics in canonical profile order
-   (:func:`phase3.transpose.transpose_ranges`, :mod:`phase3.share`). profile.db is assembled from the
+   (:func:`.phase3.transpose.transpose_ranges`, :mod:`.phase3.share`). profile.db is assembled from the
    scratch blobs in canonical profile order, the summary last.
 
 Everything is written inside a temporary directory renamed into place when
@@ -29,9 +29,9 @@ complete (:func:`hpcsa.core.outputs.atomic_dir`). Ids, profile order and layout 
 canonical, so the database is byte-identical for any number of workers or
 ranks.
 
-Transports (:mod:`transport`): :func:`aggregate` is the one driver, written against a
-:class:`transport.Transport`. With :class:`transport.Single` (one process and its ``-j`` workers) every
-collective is the identity; with :class:`mpi.MpiTransport` every rank runs the
+Transports (:mod:`.transport`): :func:`aggregate` is the one driver, written against a
+:class:`.transport.Transport`. With :class:`.transport.Single` (one process and its ``-j`` workers) every
+collective is the identity; with :class:`.mpi.MpiTransport` every rank runs the
 same code: its share of each phase's tasks (profile batches, profiles, context
 range groups: largest first, taken from a counter shared by the ranks), the
 phase-1 reports and phase-2 states reduced up a t-ary tree to rank 0, class 2
@@ -40,9 +40,9 @@ classifies, and writes meta.db, the taxonomy, trace headers, the summary and
 profile.db; class-1 blobs, trace lines and cct.db blocks are written by every
 rank into the files rank 0 opened.
 
-The driver is a straight sequence of steps (:func:`_run`): a step every rank runs is a reduction's
+The driver is a straight sequence of steps (``_run()``): a step every rank runs is a reduction's
 (``transport.reduce``), a step rank 0 alone runs a broadcast's (``transport.bcast``). What one step hands
-the next is declared in :mod:`handoff`; each file of the database is owned by one sink (:mod:`sinks`).
+the next is declared in :mod:`.handoff`; each file of the database is owned by one sink (:mod:`.sinks`).
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ from collections.abc import Callable
 from dataclasses import field, replace
 from functools import partial
 
-from hpcsa.aggregate import kept, rawtree
+from hpcsa.aggregate import kept, lexical, rawtree
+from hpcsa.aggregate.coverage import coverage_warnings
 from hpcsa.aggregate.handoff import (
     ClassTwo,
     GpuStructures,
@@ -190,9 +191,16 @@ def _run(inputs: Inputs, options: Options, transport: Transport, laps: Laps, scr
         n_summary = transport.bcast(partial(_finish, parts, sinks, laps))
     path = transport.bcast(partial(_in_place, output))  # every rank returns once the database is in place
     n_values = int(plan.place.n_values.sum()) + n_summary
-    result = Result(os.path.abspath(path), len(c2.profiles), c2.n_ctx, n_values, plan.trace_elements,
-                    progress.elapsed(), c2.warnings, laps.timings, c2.binaries, plan.rank_profiles)
+    warnings = list(c2.warnings)
     if transport.is_root:
+        if c2.unknown_modules:
+            warnings += coverage_warnings(path, c2.unknown_modules)
+        if sinks.meta.sources.note:
+            warnings.append(sinks.meta.sources.note)
+    result = Result(os.path.abspath(path), len(c2.profiles), c2.n_ctx, n_values, plan.trace_elements,
+                    progress.elapsed(), warnings, laps.timings, c2.binaries, plan.rank_profiles)
+    if transport.is_root:
+        lexical.warn(result.warnings)  # before the summary, which is the last line
         n_trace, shares = result.trace_elements, result.rank_profiles
         ranks = f" ({transport.size} ranks: {'+'.join(map(str, shares))} profiles)" if transport.size > 1 else ""
         traced = f", {n_trace} trace elements" if n_trace else ""

@@ -1,6 +1,6 @@
 """What crosses between the phases of ``hpcsa prof``: every object one step hands to the next, declared here.
 
-The steps, in the driver's order (:mod:`driver`), and what each hands on:
+The steps, in the driver's order (:mod:`.driver`), and what each hands on:
 
 - phase 0 → phase 1: :class:`GpuStructures`, the GPU call graphs (each reader gets them as a
   :class:`Phase1Env`, with the hash seed and the scratch directory);
@@ -14,10 +14,10 @@ The steps, in the driver's order (:mod:`driver`), and what each hands on:
 - the layout → phase 3: :class:`Phase3Plan`, with phase 2's :class:`Placement` of every profile's blobs;
 - phase 3 → the sinks: :data:`SummaryParts`, the summary values of the context ranges.
 
-Besides these objects, files cross: what phase 1 keeps of each profile for phase 2 (:mod:`kept`), and the
+Besides these objects, files cross: what phase 1 keeps of each profile for phase 2 (:mod:`.kept`), and the
 scratch files of phase 2, one of thread blobs in profile.db's format and one of :data:`ASIDE` records, which
 phase 3 transposes and which profile.db is assembled from. The per-profile columns these objects hold are
-:mod:`profile_table`'s.
+:mod:`.profile_table`'s.
 """
 
 from __future__ import annotations
@@ -157,7 +157,7 @@ class UnifiedTree:
 
 @dataclass
 class MetaSource:
-    """What meta.db is made of, before its tables are built (:func:`metadb_tables.meta_db`)."""
+    """What meta.db is made of, before its tables are built (:func:`.metadb_tables.meta_db`)."""
 
     tree: UnifiedTree
     title: str
@@ -169,7 +169,7 @@ class MetaSource:
 class ClassTwo:
     """The correlated state every process shares after phase 1: the unified tree and its ids.
 
-    Assembled once from the merged phase-1 reports and the parsed structure files (:mod:`phase1.class2`):
+    Assembled once from the merged phase-1 reports and the parsed structure files (:mod:`.phase1.class2`):
     the expanded context tree with canonical ids, for every raw node its contexts, the metric table and ids,
     the canonical profile order with finalized identifier tuples, the trace.db layout, and the meta.db
     contents. It is plain data (numpy arrays, lists), cheap to share with worker processes (fork) or to
@@ -195,6 +195,8 @@ class ClassTwo:
     n_ctx: int
     warnings: list[str] = field(default_factory=list)
     binaries: list[str] = field(default_factory=list)  # binaries read in place of structure files
+    #: load modules (as the database names them) with no structure file, binary or symbols to classify by
+    unknown_modules: list[str] = field(default_factory=list)
     #: per distinct .hpcrun metric table: (global metric index, period, move2proc) of each of its metrics
     metric_inputs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
     title: str | None = None  # the program measured (names the database by default)
@@ -227,9 +229,9 @@ class Phase2Targets:
     kind ("pms" or "aside"); locally a counter shared by the worker processes,
     over MPI an atomic counter shared by the ranks. Where the process that
     computes a profile cannot use the counter (an MPI rank's forked workers),
-    ``allocate`` is None: the blobs come back in :attr:`BatchOutput.pending`
-    and the rank stores them (:func:`phase2.values.store`). Rank 0's sinks make the files
-    (:meth:`sinks.DatabaseSinks.begin`); each rank adds its allocator.
+    ``allocate`` is None: the blobs come back in ``pending`` of :class:`.BatchOutput`
+    and the rank stores them (:func:`.phase2.values.store`). Rank 0's sinks make the files
+    (:meth:`.sinks.DatabaseSinks.begin`); each rank adds its allocator.
     """
 
     pms_path: str
@@ -291,7 +293,7 @@ class Placement:
 class Phase2State:
     """What phase 2 hands to phase 3: where each profile's blobs are, and the counts cct.db's layout needs.
 
-    :meth:`add` takes one batch's output; :meth:`merge` combines the states of several workers or
+    :meth:`add` takes one batch's output; :func:`.merge` combines the states of several workers or
     ranks (sums, ORs, min/max and disjoint placements: associative and exact, so any grouping gives the
     same result — an MPI transport reduces it up its tree).
     """
@@ -356,7 +358,7 @@ def _popcount(bits: np.ndarray) -> np.ndarray:
 @dataclass
 class Phase3Plan:
     """What every rank needs for phase 3 once rank 0 has laid the files out
-    (:meth:`sinks.DatabaseSinks.layout`): where each profile's blobs are in the scratch files, cct.db's
+    (:meth:`.sinks.DatabaseSinks.layout`): where each profile's blobs are in the scratch files, cct.db's
     layout, the partial cct.db and profile.db that every rank writes into (its cct.db blocks; its share of
     the thread blobs, at ``profile_offsets``) and phase 3's tasks; and phase 2's totals, which every rank
     reports."""

@@ -20,11 +20,8 @@ from hpcsa.aggregate.profile_table import HPCRUN, HPCTRACE, ProfileInputs
 from hpcsa.core.dataclass import dataclass
 from hpcsa.core.digests import blake2b
 from hpcsa.core.errors import HpcsaError
-from hpcsa.core.fileio import input_error, read_input
-
-_LM_TAG = re.compile(rb'<LM\b[^>]*?\bn="([^"]*)"')
-_HAS_CALLS = re.compile(rb'<LM\b[^>]*?\bhas-calls="([^"]*)"')
-HEAD_BYTES = 1 << 18  # the LM tag follows the inline DTD, a few KB into the file
+from hpcsa.core.fileio import input_error
+from hpcsa.formats.hpcstruct.peek import first_module_path
 
 
 @dataclass(frozen=True)
@@ -52,6 +49,9 @@ class Inputs:
     #: for attribution, only to check that a binary read in their place is the measured one.
     witnesses: list[StructInput] = field(default_factory=list)
     measdirs: list[str] = field(default_factory=list)
+    #: Folders where binaries moved from the paths the measurement recorded are looked for by file name
+    #: (``--binaries``).
+    binary_folders: list[str] = field(default_factory=list)
 
     @property
     def total_bytes(self) -> int:
@@ -63,18 +63,8 @@ class Inputs:
         return [s for s in self.structs if not s.is_gpu]
 
 
-def peek_struct_module(path: str) -> str | None:
-    """The ``n`` of the first ``<LM>`` of a structure file, from the head of the file (no XML parse)."""
-    head = read_input(path, HEAD_BYTES, "a structure file")
-    m = _LM_TAG.search(head)
-    if not m:
-        return None
-    text = m.group(1).decode("utf-8", "replace")
-    return text.replace("&quot;", '"').replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
-
-
 def find_inputs(paths: list[str], structs: list[str] | None = None, *, ignore_structs: bool = False,
-                share: tuple[int, int] = (0, 1)) -> Inputs:
+                share: tuple[int, int] = (0, 1), binaries: list[str] | None = None) -> Inputs:
     """Profiles of every measurement directory or ``.hpcrun`` file in ``paths``, plus structure files.
 
     Structure files come from ``structs`` (``-S``: files or directories) and,
@@ -84,6 +74,10 @@ def find_inputs(paths: list[str], structs: list[str] | None = None, *, ignore_st
     parts that other MPI ranks measured.
     """
     out = Inputs()
+    for folder in binaries or []:
+        if not os.path.isdir(folder):
+            raise HpcsaError(folder, "--binaries: not a folder")
+        out.binary_folders.append(os.path.abspath(folder))
     folders: list[str] = []     # per profile, with the separator
     measdirs: list[str] = []
     names: list[str] = []
@@ -136,7 +130,7 @@ def find_inputs(paths: list[str], structs: list[str] | None = None, *, ignore_st
         if os.path.isdir(sdir):
             found = [(os.path.join(sdir, n), d) for n in sorted(os.listdir(sdir)) if n.endswith(".hpcstruct")]
             if ignore_structs:
-                out.witnesses += [StructInput(p, peek_struct_module(p), m) for p, m in found]
+                out.witnesses += [StructInput(p, first_module_path(p), m) for p, m in found]
             else:
                 struct_paths += found
     done: set[str] = set()
@@ -144,7 +138,7 @@ def find_inputs(paths: list[str], structs: list[str] | None = None, *, ignore_st
         if p in done:
             continue
         done.add(p)
-        out.structs.append(StructInput(p, peek_struct_module(p), measdir))
+        out.structs.append(StructInput(p, first_module_path(p), measdir))
     return out
 
 

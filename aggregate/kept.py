@@ -3,7 +3,7 @@ once.
 
 Phase 1 appends, per profile, the arrays phase 2 needs (its CCT rows, its raw nodes' path hashes and flags,
 its sparse values and index, the GPU part of its reconstruction) to a scratch file of its process, in the
-run's private scratch directory (:func:`keep`); the profile's row of :class:`profile_table.ProfileTable`
+run's private scratch directory (:func:`keep`); the profile's row of :class:`.profile_table.ProfileTable`
 says where (``kept_file``, ``kept_offset``, ``kept_size``). Phase 2 reads them back, a batch's blobs with as
 few ``pread`` as they allow (:func:`kept_many`). A profile with nothing kept (no scratch directory could be
 made) is read again.
@@ -108,7 +108,7 @@ def kept_one(kept: tuple[str, int, int]) -> KeptProfile:
 
 
 def kept_many(table: ProfileTable, indexes: Sequence[int]) -> list[KeptProfile] | None:
-    """What phase 1 kept of these profiles, as :func:`_kept_arrays` gives it, or None if one was not kept. The
+    """What phase 1 kept of these profiles, as ``_kept_arrays()`` gives it, or None if one was not kept. The
     blobs that follow one another in a scratch file (a phase-1 group's) are read with one ``pread``."""
     sel = np.asarray(indexes, np.int64)
     file = table.kept_file[sel]
@@ -119,7 +119,7 @@ def kept_many(table: ProfileTable, indexes: Sequence[int]) -> list[KeptProfile] 
 
 def kept_blobs(files: Sequence[str], file: np.ndarray, offset: np.ndarray, size: np.ndarray
                ) -> list[KeptProfile]:
-    """The kept blobs ``size`` bytes at ``offset`` of ``files[file]``, as :func:`_kept_arrays` gives them;
+    """The kept blobs ``size`` bytes at ``offset`` of ``files[file]``, as ``_kept_arrays()`` gives them;
     consecutive ones of a file with one ``pread``."""
     n = len(file)
     order = np.lexsort((offset, file))

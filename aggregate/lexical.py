@@ -35,7 +35,7 @@ import lzma
 import os
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import field
 from typing import TYPE_CHECKING
 
@@ -45,6 +45,7 @@ from hpcsa.core.arrays import sorted_unique
 from hpcsa.core.dataclass import dataclass
 from hpcsa.core.digests import file_digest, md5
 from hpcsa.core.errors import HpcsaError
+from hpcsa.core.fileio import find_by_name
 from hpcsa.formats.db.metadb_model import INLINED_CALL, LEXICAL  # relations, as meta.db codes them
 from hpcsa.formats.hpcstruct.model import LexStep, Module
 
@@ -145,7 +146,7 @@ class StructExpander:
         return got
 
     def ensure(self, leaves: list[int]) -> None:
-        """Work out the chains of these statement rows not known yet, together (:meth:`Module.lexical_paths`),
+        """Work out the chains of these statement rows not known yet, together (:meth:`.Module.lexical_paths`),
         CHAIN_BATCH at a time (what a batch holds of its rows' ancestors stays small)."""
         todo = [leaf for leaf in leaves if leaf not in self._chains]
         for at in range(0, len(todo), CHAIN_BATCH):
@@ -442,16 +443,22 @@ def agrees_with_structure(file: str, witness: Module) -> Agreement:
     return out
 
 
-def trusted_binary(info: ModuleInfo, warn: list[str], witness: Module | None = None) -> str | None:
+def trusted_binary(info: ModuleInfo, warn: list[str], witness: Module | None = None,
+                   search: Sequence[str] = ()) -> str | None:
     """The local file to read for a module without structure, or None when it cannot be trusted.
 
-    Identity is checked where the inputs record one: content-addressed names
+    A binary that is not where the measurement says is looked for by its file name in the folders of
+    ``search`` (``--binaries``). Identity is checked where the inputs record one: content-addressed names
     (``vdso/<md5>.vdso``, ``gpubins/<md5>.gpubin``) against the content; a
     structure file made from the measured binary (``witness``, used even
     under ``--ignore-structs``) against the binary's symbols. Without either,
     the binary is used with a warning.
     """
     file = local_copy(info)
+    by_name = False
+    if not os.path.isfile(file) and search:
+        found = find_by_name(file, search)
+        file, by_name = (found, True) if found is not None else (file, False)
     if not os.path.isfile(file):
         return None
     named = hashed_name(info.key)
@@ -469,6 +476,11 @@ def trusted_binary(info: ModuleInfo, warn: list[str], witness: Module | None = N
         if agreement.named:
             warn.append(f"{file}: not the measured binary: {agreement.describe()}; its contexts stay instructions")
             return None
+    if by_name:
+        warn.append(f"{file} stands for {info.path} (found by its file name in --binaries): no structure file "
+                    "for this load module, so its symbols are read from this file, and the measurement records "
+                    "no identity to check that it is the measured build")
+        return file
     warn.append(f"{file}: no structure file for this load module; its symbols are read from the binary at "
                 "the recorded path, which may not be the measured build (run hpcstruct on the measurement "
                 "to be sure)")

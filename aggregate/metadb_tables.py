@@ -1,7 +1,7 @@
 """meta.db's tables made from class 2's unified tree: its context tree, functions, modules and files.
 
-Rank 0's meta.db sink (:class:`sinks.MetaSink`) builds them beside its share of phase 2, from the
-:class:`handoff.MetaSource` that class 2 left it: in canonical order, names sorted (real functions before
+Rank 0's meta.db sink (:class:`.sinks.MetaSink`) builds them beside its share of phase 2, from the
+:class:`.handoff.MetaSource` that class 2 left it: in canonical order, names sorted (real functions before
 placeholders, hpcprof's order of the two groups), every context below an entry point (hpcprof's "main
 thread", "application thread" or "unknown entry") in meta.db's pre-order.
 """

@@ -4,7 +4,7 @@ Metrics are the union, by name, of the profiles' ``.hpcrun`` metric tables,
 in hpcrun's order (its 1-based position is hpcprof's order id). A metric with
 a formula is a derived metric: it gets no values, only a formula in
 ``metrics/default.yaml`` over the others' Sum partials
-(:func:`metricsyaml.specs_from_hpcrun` follows hpcprof). Ids follow hpcprof's
+(:func:`.metricsyaml_taxonomy.specs_from_hpcrun` follows hpcprof). Ids follow hpcprof's
 dense scheme: each metric gets a base id and a block of
 ``max(#partials, 1) * #scopes`` ids, ``propMetricId = base + scope`` and
 ``statMetricId = base + partial * #scopes + scope`` (scopes in the order point,

@@ -1,7 +1,7 @@
 """The MPI transport: ``mpiexec -n R hpcsa prof ...`` with mpi4py (MPICH from PyPI: ``pip install hpcsa[mpi]``).
 
 hpcprof-mpi's two-phase scheme ("Preparing for Performance Analysis at
-Exascale", ICS 2022, §3.2) over :class:`transport.Transport`'s operations:
+Exascale", ICS 2022, §3.2) over :class:`.transport.Transport`'s operations:
 
 - reductions go up a t-ary tree of ranks (t = max(workers per rank, 2), as
   hpcprof-mpi's ``RankTree``): a rank merges its own value with its
@@ -13,7 +13,7 @@ Exascale", ICS 2022, §3.2) over :class:`transport.Transport`'s operations:
   are handed out dynamically, largest first).
 
 Only a rank's main process calls MPI; its forked workers do not (their blobs
-are placed by the rank, :func:`phase2.values.store`). Every rank needs the output
+are placed by the rank, :func:`.phase2.values.store`). Every rank needs the output
 directory on a file system they share.
 
 A run is an MPI run when an MPI launcher started the process (its

@@ -1,6 +1,6 @@
 """A profile's calling contexts as nodes of the union: checked, GPU samples reconstructed, hashed.
 
-The same for the first reading of a profile (phase 1, :mod:`phase1.survey`) and for a second one where
+The same for the first reading of a profile (phase 1, :mod:`.phase1.survey`) and for a second one where
 phase 1 kept nothing of it (phase 2): a pure function of the profile, the GPU call graphs and the hash seed,
 so both readings find the same nodes. Trees that hpcprof refuses are refused
 (:mod:`hpcsa.formats.measurement.cct_rules`), naming the file; a group of profiles read as one batch is
@@ -134,7 +134,7 @@ def batch_fields(batch: HpcrunBatch, group: Sequence[ProfileInput]
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, rawtree.ModuleRef]]:
     """:func:`profile_fields` of a batch of profiles without GPU parts, as one forest: (parent row in the
     batch, kind, flag, module, ip) per CCT row, and the modules by hash; checked once over the batch. Raises
-    :class:`HpcsaError` without naming the profile if one breaks a rule (:func:`profile_fields`, one by one,
+    :class:`.HpcsaError` without naming the profile if one breaks a rule (:func:`profile_fields`, one by one,
     names it)."""
     cct = batch.cct
     parent = batch.parent

@@ -3,19 +3,19 @@ known, and when to finish (HPCToolkit's sources: ``src/lib/profile/sinks/``).
 
 Rank 0 owns every file; the driver calls the sinks (:class:`DatabaseSinks`) through the transport's
 broadcasts, so only rank 0 ever runs them, and what the other ranks need of them (the partial files'
-paths, the regions and offsets where they write) is what those calls return (:mod:`handoff`):
+paths, the regions and offsets where they write) is what those calls return (:mod:`.handoff`):
 
-======================  ==========================  ===========================  ===========================
-file                    begin (phase 2 starts)      layout (phase 2's counts)    finish (phase 3 done)
-======================  ==========================  ===========================  ===========================
-meta.db, metrics yaml,  written whole, beside rank 0's share of phase 2 (class 2 settled all of it)
-src/
-trace.db                every profile's region      each line's length, the      headers
-                        reserved                    time range
-cct.db                                              opened with its layout       footer (blocks: every rank)
-profile.db                                          the thread blobs' offsets    the blobs recorded, the
-                                                    (copied by every rank)       summary profile written
-======================  ==========================  ===========================  ===========================
+===========================  ==========================  ===========================  ===========================
+file                         begin (phase 2 starts)      layout (phase 2's counts)    finish (phase 3 done)
+===========================  ==========================  ===========================  ===========================
+meta.db, metrics yaml, src/  written whole, beside rank 0's share of phase 2 (class 2 settled all of it)
+---------------------------  ------------------------------------------------------------------------------------
+trace.db                     every profile's region      each line's length, the      headers
+                             reserved                    time range
+cct.db                                                   opened with its layout       footer (blocks: every rank)
+profile.db                                               the thread blobs' offsets    the blobs recorded, the
+                                                         (copied by every rank)       summary profile written
+===========================  ==========================  ===========================  ===========================
 
 Everything is written inside a partial directory that becomes the database when complete
 (:func:`hpcsa.core.outputs.atomic_dir`); on an error each partial file and the directory are removed.
@@ -38,17 +38,20 @@ from hpcsa.formats.db import cctdb, database, metadb, metricsyaml, profiledb, tr
 
 class SourcesSink:
     """``src/``: the source files meta.db names that can be read here, copied for viewers' source panes
-    (:mod:`copy_sources`); meta.db then names the copies."""
+    (:mod:`.copy_sources`); meta.db then names the copies."""
 
     def __init__(self, wanted: bool, replace_paths: tuple[tuple[str, str], ...]) -> None:
         self.wanted = wanted
         self.replace_paths = replace_paths
+        self.note: str | None = None  # the sources that could not be copied, in one line
 
     def write(self, db_dir: str, meta: metadb.MetaDB) -> metadb.MetaDB:
         """Copy the sources into ``db_dir/src``; ``meta`` naming the copies."""
         if not self.wanted:
             return meta
-        return copy_sources.copy_sources(meta, db_dir, self.replace_paths)[0]
+        done = copy_sources.copy_sources(meta, db_dir, self.replace_paths)
+        self.note = copy_sources.missing_note(done.missing, done.count + len(done.missing))
+        return done.meta
 
 
 class MetaSink:
@@ -70,7 +73,7 @@ class MetaSink:
 
 class TraceSink:
     """trace.db: every profile's region reserved when phase 2 begins (its records in the measurement bound the
-    line), filled by the process that propagates the profile (:mod:`phase2.traces`); each line's length and
+    line), filled by the process that propagates the profile (:mod:`.phase2.traces`); each line's length and
     the time range recorded once phase 2's counts are in; the headers written at the end."""
 
     def __init__(self, c2: ClassTwo, wanted: bool) -> None:
@@ -99,7 +102,7 @@ class TraceSink:
 
 class CctSink:
     """cct.db: opened once its layout is known (values and metrics per context, counted in phase 2); every
-    rank's phase 3 writes its context ranges' blocks into it (:mod:`phase3.transpose`); the footer last."""
+    rank's phase 3 writes its context ranges' blocks into it (:mod:`.phase3.transpose`); the footer last."""
 
     def layout(self, files: contextlib.ExitStack[bool | None], db_dir: str, layout: cctdb.CctLayout) -> str:
         """The partial file, laid out."""
@@ -148,7 +151,7 @@ def summary_values(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> pr
 
 def copy_thread_blobs(plan: Phase3Plan, rows: range) -> None:
     """Profiles ``rows``' thread blobs (0-based, canonical order), copied from the scratch file to their
-    offsets in the partial profile.db, file to file in the kernel (:func:`copy_range`); every rank copies
+    offsets in the partial profile.db, file to file in the kernel (:func:`.copy_range`); every rank copies
     its share, rank 0 records them all (:meth:`ProfileSink.finish`)."""
     place = plan.place
     src = os.open(plan.pms_path, os.O_RDONLY)

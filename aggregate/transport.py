@@ -1,6 +1,6 @@
 """Where the phases of ``hpcsa prof`` run: one process (with its workers), or the ranks of an MPI job.
 
-The driver (:func:`driver.aggregate`) is written once, against the few
+The driver (:func:`.driver.aggregate`) is written once, against the few
 operations hpcprof-mpi's two-phase scheme needs ("Preparing for Performance
 Analysis at Exascale", ICS 2022, §3.2):
 
@@ -14,7 +14,7 @@ Analysis at Exascale", ICS 2022, §3.2):
 - :meth:`Transport.counter`: byte offsets in a scratch file, from a counter
   shared by everything that writes into it.
 
-Errors are collective. Bad input found by any rank (:class:`HpcsaError`) or
+Errors are collective. Bad input found by any rank (:class:`.HpcsaError`) or
 a hash collision travels up the next reduction as a :class:`Failure`; rank 0
 broadcasts it and every rank raises the same exception at the same point, so
 nothing waits for a rank that gave up. Anything else (a bug, a killed rank)
@@ -76,25 +76,39 @@ class Counter(Protocol):
 
 
 class Transport(Protocol):
+    """What the driver asks of where it runs: :class:`Single`, or :class:`.mpi.MpiTransport` (see above)."""
+
     rank: int
     size: int
 
     @property
-    def is_root(self) -> bool: ...
+    def is_root(self) -> bool:
+        """Whether this is rank 0."""
+        ...
 
-    def tasks(self, name: str, n: int) -> Iterator[int]: ...
+    def tasks(self, name: str, n: int) -> Iterator[int]:
+        """Which of ``n`` tasks (in canonical priority order, largest first) this rank runs."""
+        ...
 
-    def reduce(self, local: Callable[[], T], merge: Callable[[list[T]], T]) -> T | Failure | None: ...
+    def reduce(self, local: Callable[[], T], merge: Callable[[list[T]], T]) -> T | Failure | None:
+        """``local()`` on every rank, merged up a t-ary tree to rank 0."""
+        ...
 
-    def bcast(self, make: Callable[[], T]) -> T: ...
+    def bcast(self, make: Callable[[], T]) -> T:
+        """``make()`` on rank 0, its result on every rank."""
+        ...
 
-    def counter(self, kinds: tuple[str, ...]) -> tuple[Counter, bool]: ...
+    def counter(self, kinds: tuple[str, ...]) -> tuple[Counter, bool]:
+        """A counter shared by every writer of a scratch file, per kind."""
+        ...
 
-    def abort(self, code: int) -> None: ...
+    def abort(self, code: int) -> None:
+        """End the whole job (a bug or a killed rank: not a collective error)."""
+        ...
 
 
 class Single:
-    """One process: the identity transport (the single-machine path of :func:`driver.aggregate`)."""
+    """One process: the identity transport (the single-machine path of :func:`.driver.aggregate`)."""
 
     rank = 0
     size = 1
@@ -146,7 +160,7 @@ def run_shared(pool: LocalPool, fn: Callable[..., Any], share: Iterator[int], ar
     result on, and after each gives every worker that has sent a result back its next task (``ahead``:
     the tasks the workers hold, running or waiting; two each keep them busy while this process runs one);
     once ``share`` is exhausted it takes back the queued tasks no worker has started instead of waiting.
-    ``tasks``: the caller's :class:`DynamicRun` on ``pool``, to which it may submit tasks of its own while
+    ``tasks``: the caller's :class:`.DynamicRun` on ``pool``, to which it may submit tasks of its own while
     iterating (keys other than the share's numbers); they are handed on like the others."""
     tasks = tasks or DynamicRun(pool)
 

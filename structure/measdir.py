@@ -23,7 +23,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import field
 from typing import Any
 
@@ -31,10 +31,12 @@ from hpcsa import __version__
 from hpcsa.core import digests
 from hpcsa.core.dataclass import dataclass
 from hpcsa.core.errors import HpcsaError
+from hpcsa.core.fileio import find_by_name
 from hpcsa.core.forking import wait
 from hpcsa.core.outputs import directory_problem, write_file
 from hpcsa.core.progress import Progress
 from hpcsa.core.workers import ForkedWorker, can_fork
+from hpcsa.formats.hpcstruct.peek import first_module_path
 from hpcsa.formats.hpcstruct.reader import read_hpcstruct
 from hpcsa.formats.hpcstruct.writer import write_hpcstruct
 
@@ -48,6 +50,7 @@ class Target:
     path: str              # where the binary is on this machine
     output: str            # structs/<name>.hpcstruct
     expected_md5: str | None = None
+    by_name: bool = False  # found by its file name in a --binaries folder, not at the recorded path
 
 
 @dataclass
@@ -55,6 +58,8 @@ class MeasdirReport:
     written: list[str] = field(default_factory=list)
     cached: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    #: structure files the measurement had that were replaced, with why they were not kept
+    replaced: list[tuple[str, str]] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)   # identity problems
     notes: list[str] = field(default_factory=list)      # what a binary lacks (debug information...)
@@ -78,9 +83,11 @@ def _original_path(measdir: str) -> str | None:
         return None
 
 
-def find_targets(measdir: str, load_modules: Iterable[str]) -> tuple[list[Target], list[str]]:
+def find_targets(measdir: str, load_modules: Iterable[str], search: Sequence[str] = ()
+                 ) -> tuple[list[Target], list[str]]:
     """The binaries of a measurement directory's recorded load-module paths (found ones, and the recorded
-    paths that are missing on this machine)."""
+    paths that are missing on this machine). A binary not at its recorded path is looked for by its file
+    name in the folders of ``search`` (``--binaries``), in order."""
     measdir = os.path.abspath(measdir)
     original = _original_path(measdir)
     targets: list[Target] = []
@@ -88,6 +95,9 @@ def find_targets(measdir: str, load_modules: Iterable[str]) -> tuple[list[Target
     used_names: set[str] = set()
     for rec in sorted(set(load_modules)):
         local = locate(measdir, original, rec)
+        moved = local is None and search
+        if moved:
+            local = find_by_name(rec, search)
         if local is None:
             missing.append(rec)
             continue
@@ -102,8 +112,23 @@ def find_targets(measdir: str, load_modules: Iterable[str]) -> tuple[list[Target
         # hpcstruct's names: <binary>.hpcstruct, and <md5>.gpubin-gpucfg-yes.hpcstruct for GPU binaries
         suffix = "-gpucfg-yes.hpcstruct" if name.endswith(".gpubin") else ".hpcstruct"
         targets.append(Target(rec, local, os.path.join(measdir, "structs", name + suffix),
-                              m.group(1) if m else None))
+                              m.group(1) if m else None, by_name=bool(moved)))
     return targets, missing
+
+
+def structure_files_by_module(measdir: str) -> dict[str, str]:
+    """The structure files a measurement directory holds (``structs/*.hpcstruct``) by the load-module path
+    each names: those that cover a binary not found here."""
+    structs = os.path.join(os.path.abspath(measdir), "structs")
+    found: dict[str, str] = {}
+    for name in sorted(os.listdir(structs)) if os.path.isdir(structs) else []:
+        if name.endswith(".hpcstruct"):
+            path = os.path.join(structs, name)
+            with _suppress_os_errors():
+                module = first_module_path(path)
+                if module:
+                    found.setdefault(module, path)
+    return found
 
 
 def locate(measdir: str, original: str | None, recorded: str) -> str | None:
@@ -202,12 +227,14 @@ def _from_cache(cached: str, recorded: str, output: str) -> bool:
 
 
 def struct_measdir(measdir: str, load_modules: Iterable[str], jobs: int = 1, cache_dir: str | None = None,
-                   force: bool = False, progress: Progress | None = None) -> MeasdirReport:
+                   force: bool = False, progress: Progress | None = None, search: Sequence[str] = ()
+                   ) -> MeasdirReport:
     """Write structs/ for the recorded load-module paths of a measurement directory (the measurement's
-    reader lists them: ``hpcsa.formats.measurement.loadmodules``); the caller prints the report (warnings, then
+    reader lists them: ``hpcsa.formats.measurement.loadmodules``); binaries moved from their recorded paths
+    are looked for by name in ``search`` (``--binaries``). The caller prints the report (warnings, then
     ``report.summary``)."""
     measdir = os.path.abspath(measdir)
-    targets, missing = find_targets(measdir, load_modules)
+    targets, missing = find_targets(measdir, load_modules, search)
     report = MeasdirReport(missing=missing)
     structs = os.path.join(measdir, "structs")
     try:
@@ -238,6 +265,9 @@ def struct_measdir(measdir: str, load_modules: Iterable[str], jobs: int = 1, cac
             if md5 != t.expected_md5:
                 report.warnings.append(f"{t.path}: its content (MD5 {md5}) is not the binary the measurement "
                                        f"recorded (MD5 {t.expected_md5}); analysed anyway")
+        elif t.by_name:  # a copy's time says nothing: name what stands for what, and that nothing vouches for it
+            report.warnings.append(f"{t.path} stands for {t.recorded} (found by its file name in --binaries): "
+                                   "the measurement records no identity to check that it is the measured build")
         elif os.path.getmtime(t.path) > measured_at:
             report.warnings.append(f"{t.path}: modified after the measurement was taken; its structure may "
                                    "not match the measured binary")
@@ -254,6 +284,12 @@ def struct_measdir(measdir: str, load_modules: Iterable[str], jobs: int = 1, cac
             report.cached.append(t.output)
             index[os.path.basename(t.output)] = {"md5": md5, "key": key, "binary": t.recorded}
             continue
+        if os.path.isfile(t.output):
+            why = ("--force" if force and entry and entry.get("md5") == md5 and entry.get("key") == key
+                   else "not made by hpcsa struct from this binary" if not entry
+                   else "the binary changed since" if entry.get("md5") != md5
+                   else "made by another version of hpcsa")
+            report.replaced.append((t.output, why))
         work.append((t, md5, key))
     if unverified:
         report.warnings.append(f"{unverified} binar{'y' if unverified == 1 else 'ies'} read from the paths the "

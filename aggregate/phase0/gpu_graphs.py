@@ -1,7 +1,7 @@
 """Phase 0 of ``hpcsa prof``: the GPU structure files, parsed and their call graphs built, on every rank.
 
 Small, and needed by every reader of phase 1: a profile's GPU PC samples are reconstructed into calling
-contexts as it is read (:mod:`gpu_contexts`), with the call graph of the binary they lie in.
+contexts as it is read (:mod:`.gpu_contexts`), with the call graph of the binary they lie in.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Parsed-structure cache lookups on a thread beside phase 1's own work, where a CPU is left over.
 
-A lookup (:func:`parsedcache.read_cached`) is mostly hashing the structure file and checking its entry's
+A lookup (:func:`.parsedcache.read_cached`) is mostly hashing the structure file and checking its entry's
 CRC-32: 50-70 ms for the 18 MB of structure files of a real 1,024-thread run, in calls that release the
 GIL. Made by the reading process between its batches, they leave a CPU idle when the run has fewer
 processes than the machine has CPUs (``-j 1`` on two). On a thread they overlap the profiles being

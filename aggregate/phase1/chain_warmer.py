@@ -3,7 +3,7 @@
 Class 2 expands every sampled (load module, offset) into its chain of lexical contexts (procedure, inlined
 calls, loops, line) from the module's structure file. hpcprof does this as profiles stream in; hpcsa's
 class 2 does it once over the union, on rank 0, while every other rank waits for the ids. The warmer moves
-the costly part, the chain of each statement (:meth:`lexical.StructExpander.chain`, memoized per
+the costly part, the chain of each statement (:meth:`.lexical.StructExpander.chain`, memoized per
 statement), into phase 1: the reading process computes the chains of the offsets each batch of profiles
 brings, as soon as a structure file describes their module, while the workers (or the other MPI ranks)
 read on. Class 2 then uses the same expanders and finds most chains done. The chains are the same

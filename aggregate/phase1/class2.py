@@ -1,10 +1,10 @@
 """Phase 1's class 2: the tables every process needs before class 1 can run, assembled once by rank 0.
 
-From the merged phase-1 reports (:class:`handoff.Discovery`) and the parsed
-structure files this builds :class:`handoff.ClassTwo`: one source of information per load module
-(:func:`build_classifier`), the expanded context tree with canonical ids (:mod:`phase1.unify`), for
-every raw node its contexts, the metric table and ids (:mod:`metrictable`), the canonical profile order
-with finalized identifier tuples (:mod:`phase1.id_tuples`), the trace.db layout, and what meta.db is
+From the merged phase-1 reports (:class:`.handoff.Discovery`) and the parsed
+structure files this builds :class:`.handoff.ClassTwo`: one source of information per load module
+(:func:`build_classifier`), the expanded context tree with canonical ids (:mod:`.phase1.unify`), for
+every raw node its contexts, the metric table and ids (:mod:`.metrictable`), the canonical profile order
+with finalized identifier tuples (:mod:`.phase1.id_tuples`), the trace.db layout, and what meta.db is
 made of.
 """
 
@@ -39,19 +39,31 @@ def class_two(found: Discovery, structs: StructModules, inputs: Inputs, gpu: Gpu
     every load module, then the tables."""
     witnesses = [(w.measdir, w.path, w.module) for w in inputs.witnesses]
     classifier, warnings = build_classifier(found.raw, gpu.modules + structs, fallback=fallback,
-                                            witnesses=witnesses, warmed=warmer)
+                                            witnesses=witnesses, warmed=warmer, search=inputs.binary_folders)
     return assemble(found, classifier, env, statistics=statistics, title=found.program_name, warnings=warnings)
+
+
+#: A structure file matched to a load module by file name alone is used when at least this share of the
+#: addresses sampled in the module fall in its statements (a structure file of another build of the same
+#: program leaves most of them out).
+MIN_FIT = 0.9
 
 
 def build_classifier(raw: rawtree.RawNodes, structs: list[tuple[str | None, Module]], *,
                      kernel_symbols: bool = True, fallback: bool = True,
                      witnesses: list[tuple[str | None, str, str | None]] | None = None,
-                     warmed: ChainWarmer | None = None) -> tuple[lx.Classifier, list[str]]:
+                     warmed: ChainWarmer | None = None, search: list[str] | None = None
+                     ) -> tuple[lx.Classifier, list[str]]:
     """One source of information per load module that the union uses: structure, kernel symbols, binary.
 
-    ``witnesses`` are structure files not used for attribution (``--ignore-structs``): (measurement
-    directory, path, load module named in it); they only vouch for the binaries read in their place.
-    ``warmed``: the expanders whose chains phase 1 computed already.
+    A structure file names the load module it describes; one the user gave (``-S``, no measurement
+    directory) that names none of the measured paths is used for the module with its file name, where that
+    is one module and the addresses sampled there fall in its statements (:data:`MIN_FIT`): a binary moved
+    after the measurement, analysed where it is now. ``witnesses`` are structure files not used for
+    attribution (``--ignore-structs``): (measurement directory, path, load module named in it); they only
+    vouch for the binaries read in their place. ``warmed``: the expanders whose chains phase 1 computed
+    already. ``search``: folders where binaries moved from their recorded paths are looked for by name
+    (``--binaries``).
     """
     warnings: list[str] = []
     used = {int(h) for h in sorted_unique(raw.nodes["module"]).tolist() if h}
@@ -59,6 +71,7 @@ def build_classifier(raw: rawtree.RawNodes, structs: list[tuple[str | None, Modu
             if h in raw.modules}
     cls = lx.Classifier(display={r.key: r.path for r in refs.values()})
     by_key = {r.key: r for r in refs.values()}
+    unmatched: list[Module] = []
     for struct_measdir, module in structs:
         for key in lx.struct_keys(module, struct_measdir):
             ref = by_key.get(key)
@@ -71,6 +84,11 @@ def build_classifier(raw: rawtree.RawNodes, structs: list[tuple[str | None, Modu
                 cls.structs[ref.key] = (warmed.expander(module, ref.path) if warmed is not None
                                         else lx.StructExpander(module, ref.path))
                 break
+        else:
+            if struct_measdir is None and not any(k in by_key for k in lx.struct_keys(module, None)):
+                unmatched.append(module)
+    for module in unmatched:
+        _match_by_name(raw, refs, module, cls, warnings, warmed)
     for ref in refs.values():
         if ref.key in cls.structs:
             continue
@@ -82,13 +100,40 @@ def build_classifier(raw: rawtree.RawNodes, structs: list[tuple[str | None, Modu
             continue
         if fallback:
             witness = _witness(ref, witnesses or [])
-            binary = lx.trusted_binary(lx.ModuleInfo(ref.key, ref.path, ref.measdir), warnings, witness)
+            binary = lx.trusted_binary(lx.ModuleInfo(ref.key, ref.path, ref.measdir), warnings, witness,
+                                       search or ())
             if binary is not None:
                 syms = lx.read_binary(binary, ref.path, warnings)
                 if syms is not None:
                     cls.binaries[ref.key] = syms
                     cls.read_from.append(binary)
     return cls, warnings
+
+
+def _match_by_name(raw: rawtree.RawNodes, refs: dict[int, rawtree.ModuleRef], module: Module,
+                   cls: lx.Classifier, warnings: list[str], warmed: ChainWarmer | None) -> None:
+    """Use a structure file (``-S``) that names no measured load module for the one module with its file
+    name, where the addresses sampled in that module fall in its statements; say so either way."""
+    name = os.path.basename(module.path)
+    same = [(h, r) for h, r in refs.items() if os.path.basename(r.path) == name and r.key not in cls.structs]
+    if len(same) != 1:
+        why = "no load module of the measurement has its file name" if not same else \
+            f"{len(same)} load modules have its file name ({', '.join(sorted(r.path for _, r in same))})"
+        warnings.append(f"the structure file made from {module.path} (-S) is not used: {why}")
+        return
+    h, ref = same[0]
+    sampled = np.unique(raw.nodes["ip"][raw.nodes["module"] == np.uint64(h)])
+    fit = float(np.mean(module.lookup(sampled) >= 0)) if len(sampled) else 1.0
+    if fit < MIN_FIT:
+        warnings.append(f"the structure file made from {module.path} (-S) is not used for {ref.path}: only "
+                        f"{100 * fit:.1f} % of the addresses sampled in it fall in its statements, so it was "
+                        "made from another build")
+        return
+    cls.structs[ref.key] = (warmed.expander(module, ref.path) if warmed is not None
+                            else lx.StructExpander(module, ref.path))
+    warnings.append(f"the structure file made from {module.path} (-S) is used for {ref.path} by their file name: "
+                    f"{100 * fit:.1f} % of the addresses sampled there fall in its statements (neither records "
+                    "an identity that could confirm the build)")
 
 
 def _witness(ref: rawtree.ModuleRef, witnesses: list[tuple[str | None, str, str | None]]) -> Module | None:
@@ -145,4 +190,7 @@ def assemble(disc: Discovery, classifier: lx.Classifier, env: Phase1Env, *, stat
                   trace_id, metrics, prop, env, profiles, disc.metric_tables, disc.loadmaps, tuples,
                   profiles.trace_records, meta, len(tree), list(warnings or []), binaries, title=title)
     c2.metric_inputs = [metrics.input_arrays(t) for t in disc.metric_tables]
+    c2.unknown_modules = sorted(path for key, path in classifier.display.items()
+                                if key not in classifier.structs and key not in classifier.binaries
+                                and key not in classifier.kernels)
     return c2

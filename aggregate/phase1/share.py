@@ -1,10 +1,10 @@
 """Phase 1 of ``hpcsa prof`` scheduled on this rank: its share of the profiles surveyed in batches, the CPU
-structure files they need parsed beside them, the reports merged associatively (see :mod:`driver`); and, on
+structure files they need parsed beside them, the reports merged associatively (see :mod:`.driver`); and, on
 rank 0, the structure files that only other ranks' profiles need.
 
-The work itself is :mod:`phase1.survey`'s (a batch of profiles) and :mod:`phase1.structs`'s (a structure
+The work itself is :mod:`.phase1.survey`'s (a batch of profiles) and :mod:`.phase1.structs`'s (a structure
 file); this module hands it out: to this process and its forked workers (:mod:`hpcsa.core.workers`), the
-batches from this rank's share of the transport's tasks (:mod:`transport`).
+batches from this rank's share of the transport's tasks (:mod:`.transport`).
 """
 
 from __future__ import annotations
@@ -81,10 +81,10 @@ def run(inputs: Inputs, env: Phase1Env, jobs: int, progress: Progress | None = N
     """Read this rank's share of the profiles once (batches of similar size, largest first, handed out by
     the transport); parse each structure file a profile needs, once, as soon as it is known to be needed
     (ahead of the profiles still waiting), like hpcprof's lazy loading. Cache entries are looked up on a thread
-    where a CPU is spare (:mod:`phase1.cache_lookups`). Over MPI only rank 0 parses
+    where a CPU is spare (:mod:`.phase1.cache_lookups`). Over MPI only rank 0 parses
     (only it classifies); :func:`complete_structs` adds what other ranks' profiles need.
     ``warmer`` computes the lexical chains of the sampled offsets between tasks (see
-    :mod:`phase1.chain_warmer`)."""
+    :mod:`.phase1.chain_warmer`)."""
     transport = transport or Single()
     cpu_structs = inputs.cpu_structs if parse_structs else []
     parts: list[Discovery] = []

@@ -3,7 +3,7 @@ cache entry mapped) once, like hpcprof's lazy loading.
 
 A structure file is parsed as soon as a profile is known to sample a module it may describe
 (:func:`structs_for`), by a worker (:func:`parse_struct`), ahead of the profiles still waiting; rank 0
-parses what the other ranks' profiles need at the end (:func:`phase1.share.complete_structs`).
+parses what the other ranks' profiles need at the end (:func:`.phase1.share.complete_structs`).
 """
 
 from __future__ import annotations
@@ -49,9 +49,11 @@ def struct_result(result: Parsed | tuple[StructInput, str]) -> Parsed:
 
 def structs_for(refs: list[rawtree.ModuleRef], structs: list[StructInput]) -> list[StructInput]:
     """The structure files that may describe any of these load modules (by recorded or resolved path, or by
-    the content hash in a gpubin's name); files whose LM was not found in their head always qualify."""
+    the content hash in a gpubin's name, or, for a file given with ``-S``, by file name); files whose LM was
+    not found in their head always qualify."""
     keys = {r.key for r in refs} | {os.path.normpath(r.path) for r in refs}
     names = {lexical.hashed_name(r.key) for r in refs} - {None}
+    basenames = {os.path.basename(r.path) for r in refs}
     out = []
     for s in structs:
         if s.module is None:
@@ -59,6 +61,8 @@ def structs_for(refs: list[rawtree.ModuleRef], structs: list[StructInput]) -> li
             continue
         key = lexical.module_key(s.module, s.measdir) if s.measdir else os.path.normpath(s.module)
         if key in keys or os.path.normpath(s.module) in keys or lexical.hashed_name(s.module) in names:
+            out.append(s)
+        elif s.measdir is None and os.path.basename(s.module) in basenames:  # -S: a binary moved since
             out.append(s)
     return out
 

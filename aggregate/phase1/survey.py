@@ -3,13 +3,13 @@
 A profile's reading (through the ``.hpcrun`` and ``.hpctrace`` readers of
 :mod:`hpcsa.formats.measurement`, with their checks; a group of profiles at once, as one
 batch, :mod:`hpcsa.formats.measurement.hpcrun_batch`) reports its calling-context tree as raw
-nodes (:mod:`profile_nodes`, :mod:`rawtree`; GPU samples of binaries with a call graph are
-reconstructed first, :mod:`gpu_contexts`), its metric table, identity
+nodes (:mod:`.profile_nodes`, :mod:`.rawtree`; GPU samples of binaries with a call graph are
+reconstructed first, :mod:`.gpu_contexts`), its metric table, identity
 (identifier tuple), header and trace size. Reports merge associatively
 (:func:`merge`), so they can be combined in any grouping — per worker, per
 rank, up a reduction tree — with the same union as the result. Bad input is
 refused here, naming the file. What phase 2 needs of a profile is kept in a
-scratch directory (:mod:`kept`), so each file is read once.
+scratch directory (:mod:`.kept`), so each file is read once.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ HASH_TOGETHER_BYTES = 4 << 20  # (the group's files are held until it is hashed)
 
 def survey_profiles(batch: Sequence[ProfileInput], env: Phase1Env) -> Discovery:
     """Phase 1 for a batch of profiles: each profile's only reading. Nodes are hashed a group of profiles at
-    a time; what phase 2 needs of each is kept in the scratch directory when there is one (:mod:`kept`)."""
+    a time; what phase 2 needs of each is kept in the scratch directory when there is one (:mod:`.kept`)."""
     parts: list[Discovery] = []
     group: list[ProfileInput] = []
     size = 0

@@ -1,6 +1,6 @@
 """Phase 1's class 2: the unified calling-context tree and its canonical ids.
 
-The union of the measured trees (:mod:`rawtree`) is expanded once, node by
+The union of the measured trees (:mod:`.rawtree`) is expanded once, node by
 node, into source-level contexts the way hpcprof creates them
 (``src/lib/profile/sources/hpcrun4.cpp`` and ``finalizers/struct.cpp`` in the HPCToolkit sources;
 the placeholders and partial call paths as the HPCToolkit User's Manual presents them):
@@ -10,7 +10,7 @@ the placeholders and partial call paths as the HPCToolkit User's Manual presents
   become the "main thread" and "application thread" entry points; any other
   context found directly below the global context is demoted below an
   ``(unknown)`` entry ("partial call paths");
-- every instruction is expanded through the classifier (:mod:`lexical`)
+- every instruction is expanded through the classifier (:mod:`.lexical`)
   under its caller with the ``call`` relation: function, loops, inlined
   calls, lines, then the instruction itself (lexically nested, so meta.db
   elides it). The first context of the chain is where ``move2proc`` metrics
@@ -205,7 +205,7 @@ def canonical_ids(b: ContextBuilder) -> tuple[UnifiedTree, np.ndarray]:
 
     The distinct scopes are sorted once (the only comparisons of Python tuples); the contexts are then put in
     sibling order by one stable sort of (parent, relation, scope rank), and numbered in pre-order level by
-    level (:func:`treeorder.preorder`, which keeps siblings in that order)."""
+    level (:func:`.treeorder.preorder`, which keeps siblings in that order)."""
     nb = len(b)
     parent_of = np.array(b.parent, np.int64)
     relation_of = np.array(b.relation, np.int64)

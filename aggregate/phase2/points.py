@@ -1,6 +1,6 @@
 """Phase 2's second reading of a batch of profiles: every value located in the unified tree.
 
-A profile's second reading takes what phase 1 kept of it (:mod:`kept`; its ``.hpcrun`` file is read again
+A profile's second reading takes what phase 1 kept of it (:mod:`.kept`; its ``.hpcrun`` file is read again
 only where nothing was kept) and finds its nodes in the union by their path hashes (the same as in phase 1),
 so each value (x period) gets its context: the "relation" context for ``move2proc`` metrics; reconstructed
 GPU samples are redistributed over their reconstructed contexts. A batch's profiles are worked out

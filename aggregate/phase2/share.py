@@ -1,8 +1,8 @@
 """Phase 2 of ``hpcsa prof`` scheduled on this rank: its share of the profiles, in batches largest first,
-each propagated by :func:`values.process_batch`; the batches' facts summed into this rank's
-:class:`handoff.Phase2State`, which the driver reduces up the ranks (see :mod:`driver`).
+each propagated by :func:`.values.process_batch`; the batches' facts summed into this rank's
+:class:`.handoff.Phase2State`, which the driver reduces up the ranks (see :mod:`.driver`).
 
-One process at ``-j N`` is N processes that take batches from shared tickets (:func:`_forked`); an MPI rank's
+One process at ``-j N`` is N processes that take batches from shared tickets (``_forked()``); an MPI rank's
 batches come from the ranks' counter, which only the rank's own process may use, to its pool of workers.
 """
 
@@ -66,8 +66,8 @@ def phase2_task(shared: tuple[ClassTwo, Phase2Targets, bool], batch: list[int]) 
 def run(c2: ClassTwo, targets: Phase2Targets, jobs: int, traces: bool, progress: Progress | None,
         transport: Transport, aside: Callable[[], None] | None = None) -> Phase2State:
     """Class 1 for this rank's share of the profiles (batches handed out largest first), with ``jobs``
-    workers; and ``aside()``, other work of this rank, while its workers run (see :func:`run_shared`). One
-    process's workers take batches by themselves (:func:`_forked`); an MPI rank's go through a pool
+    workers; and ``aside()``, other work of this rank, while its workers run (see :func:`.run_shared`). One
+    process's workers take batches by themselves (``_forked()``); an MPI rank's go through a pool
     (the batches come from the ranks' counter, which only the rank's own process may use)."""
     allocate, in_workers = transport.counter(("pms", "aside"))
     targets = replace(targets, allocate=allocate if in_workers or jobs == 1 else None)

@@ -1,7 +1,7 @@
 """Phase 2's trace lines: a batch's ``.hpctrace`` files mapped onto the unified tree, for trace.db.
 
 Each profile's trace line goes straight into its region of trace.db, which rank 0's trace.db sink reserved
-for it (:meth:`sinks.TraceSink.begin`): node ids mapped to the context (the call context for call traces),
+for it (:meth:`.sinks.TraceSink.begin`): node ids mapped to the context (the call context for call traces),
 elided instructions to their line, sorted by time when the measurement announced disorder, repeated blanks
 dropped.
 """

@@ -9,7 +9,7 @@ reconstructed GPU samples; for the batch's profiles at once
 as alone), and each profile gets:
 
 - its PMS blob (profile.db format) in a scratch file, the batch's blobs one
-  after the other at an offset from a shared counter (:class:`handoff.Phase2Targets`),
+  after the other at an offset from a shared counter (:class:`.handoff.Phase2Targets`),
   where the transposition reads it back and from which the final profile.db
   is assembled in canonical order;
 - an "aside" blob with what the summary needs beyond the PMS values (loop-free

@@ -1,5 +1,5 @@
 """Phase 3 of ``hpcsa prof`` scheduled on this rank: cct.db by groups of context ranges, handed out across
-ranks, the summary values on the way (:func:`transpose.transpose_ranges`); and this rank's share of
+ranks, the summary values on the way (:func:`.transpose.transpose_ranges`); and this rank's share of
 the thread blobs copied into profile.db meanwhile (while its workers transpose, or after its first group).
 """
 
@@ -34,7 +34,7 @@ def range_groups(ranges: list[tuple[int, int]], jobs: int) -> list[list[int]]:
 
 
 def groups_for(layout: cctdb.CctLayout, processes: int) -> list[list[int]]:
-    """cct.db's context ranges (:data:`transpose.RANGE_BYTES` each) in as many groups as processes (of
+    """cct.db's context ranges (:data:`.transpose.RANGE_BYTES` each) in as many groups as processes (of
     all ranks); one when cct.db is too small to pay for a worker (POOL_MIN_BYTES). Rank 0 decides, once."""
     parallel = processes if layout.end - layout.data_start >= pool_min_bytes() else 1
     return range_groups(layout.ranges(transpose.RANGE_BYTES) if layout.n_ctxs else [], parallel)
@@ -48,7 +48,7 @@ def run(plan: Phase3Plan, metrics: MetricTable, jobs: int, transport: Transport,
         aside: Callable[[], None] | None = None) -> SummaryParts:
     """cct.db's blocks and the summary values of this rank's share of the range groups (``plan.groups``,
     :func:`groups_for`; largest first); and ``aside()``, other work of this rank, while its workers run (see
-    :func:`run_shared`)."""
+    :func:`.run_shared`)."""
     groups = plan.groups
     shared = (plan.pms_path, plan.aside_path, plan.cct_path, plan.place, plan.layout, StatPlan.build(metrics))
     order = sorted(range(len(groups)), key=lambda g: (-(groups[g][-1] - groups[g][0]), g))

@@ -1,11 +1,11 @@
 """Phase 3's class 3: the summary statistics of a context range, reduced from every profile's values.
 
-A range task of the transposition (:mod:`phase3.transpose`) holds, for each (context, metric, scope), the
+A range task of the transposition (:mod:`.phase3.transpose`) holds, for each (context, metric, scope), the
 values of all profiles in canonical order; they are reduced here into the partials of the statistics the
 run asked for (sum, count, sum of squares, min, max → Sum, Mean, StdDev, CfVar, Min, Max;
 :func:`hpcsa.formats.db.summary.combine_runs`). The order is fixed by the data (profile order within each
 context), never by how work was split, so the summary is bit-for-bit the same for any number of workers or
-ranks. The values set aside in phase 2 (:data:`handoff.ASIDE`: loop-free sums of loops without a value of
+ranks. The values set aside in phase 2 (:data:`.handoff.ASIDE`: loop-free sums of loops without a value of
 their own, presence without a stored value) are merged in.
 """
 

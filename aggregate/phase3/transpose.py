@@ -2,12 +2,12 @@
 
 cct.db's layout is known before any of it is written (values and metrics
 per context, counted in phase 2), so contexts are cut into ranges that can be
-written independently (:mod:`cctdb`). A range task gathers every profile's
+written independently (:mod:`.cctdb`). A range task gathers every profile's
 values for its contexts, in profile order, writes the range's blocks, and —
 since it then holds, for each (context, metric, scope), the values of all
 profiles in canonical order — reduces them into the summary statistics
 (sum, count, sum of squares, min, max → Sum, Mean, StdDev, CfVar, Min, Max;
-:mod:`phase3.summary`).
+:mod:`.phase3.summary`).
 The reduction order is fixed by the data (profile order within each
 context), never by how work was split, so the summary is bit-for-bit the same
 for any number of workers or ranks.

@@ -1,7 +1,7 @@
 """``hpcsa prof``: aggregate measurement directories into an HPCToolkit database (like hpcprof).
 
 Started by an MPI launcher (``mpiexec -n R hpcsa prof ...``), it runs as hpcprof-mpi does, every rank
-taking part (:mod:`mpi`); the database is the same, byte for byte, as a single-process run's.
+taking part (:mod:`.mpi`); the database is the same, byte for byte, as a single-process run's.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hpcsa.aggregate import driver, lexical, mpi
+from hpcsa.aggregate import driver, mpi
 from hpcsa.aggregate.copy_sources import parse_replacements
 from hpcsa.aggregate.inputs import (
     Inputs,
@@ -46,6 +46,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-traces", action="store_true", help="do not write trace.db")
     parser.add_argument("--no-binaries", action="store_true",
                         help="never read a binary in place of a missing structure file")
+    parser.add_argument("--binaries", metavar="DIR", action="append", default=[],
+                        help="a folder to look in, by file name, for binaries that are not at the path the "
+                        "measurement recorded (moved, or measured on another machine); repeatable")
     parser.add_argument("-R", "--replace-path", metavar="OLD=NEW", action="append", default=[],
                         help="look for source files named OLD/... at NEW/... (repeatable; first match wins)")
     parser.add_argument("--no-source", action="store_true",
@@ -59,8 +62,7 @@ def run(args: argparse.Namespace) -> int:
     jobs = args.jobs if args.jobs is not None else default_jobs()
     inputs, options = prepare(args, jobs)
     _note_cache(inputs)
-    result = driver.aggregate(inputs, options)
-    lexical.warn(result.warnings)
+    driver.aggregate(inputs, options)
     sys.stdout.flush()
     return 0
 
@@ -79,7 +81,8 @@ def prepare(args: argparse.Namespace, jobs: int, share: tuple[int, int] = (0, 1)
         raise HpcsaError(None, f"-j {jobs}: the number of workers must be at least 1")
     if args.output:
         check_directory_output(args.output)  # before the work: -o ., a file, a missing directory
-    inputs = find_inputs(args.measurements, args.structure, ignore_structs=args.ignore_structs, share=share)
+    inputs = find_inputs(args.measurements, args.structure, ignore_structs=args.ignore_structs, share=share,
+                         binaries=args.binaries)
     options = driver.Options(output=args.output, jobs=jobs, statistics=parse_statistics(args.metric),
                              traces=not args.no_traces, fallback=not args.no_binaries,
                              sources=not args.no_source, replace_paths=parse_replacements(args.replace_path))
@@ -118,7 +121,7 @@ def run_mpi(args: argparse.Namespace, launcher_rank: int) -> int:
         inputs, options = prepare_on_ranks(args, jobs, transport)
         if transport.is_root:
             _note_cache(inputs)
-        result = driver.aggregate(inputs, options, transport)
+        driver.aggregate(inputs, options, transport)
     except HpcsaError:
         transport.close()
         if transport.is_root:
@@ -127,7 +130,5 @@ def run_mpi(args: argparse.Namespace, launcher_rank: int) -> int:
     except BaseException as exc:
         mpi.report_and_abort(transport, exc)
     transport.close()
-    if transport.is_root:
-        lexical.warn(result.warnings)
     sys.stdout.flush()
     return 0

@@ -35,6 +35,9 @@ def register(parser: argparse.ArgumentParser) -> None:
                         ".hip_fatbin; compressed or not): one MD5.gpubin-gpucfg-yes.hpcstruct per code object, "
                         "beside OUT, for <LM gpubins/MD5.gpubin>")
     parser.add_argument("--force", action="store_true", help="MEASDIR: redo binaries whose results are cached")
+    parser.add_argument("--binaries", metavar="DIR", action="append", default=[],
+                        help="MEASDIR: a folder to look in, by file name, for binaries that are not at the path "
+                        "the measurement recorded (moved, or measured on another machine); repeatable")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,16 +51,20 @@ def run(args: argparse.Namespace) -> int:
         from hpcsa.formats.measurement.loadmodules import measurement_load_modules
         from hpcsa.structure.measdir import struct_measdir
 
+        for folder in args.binaries:
+            if not os.path.isdir(folder):
+                raise HpcsaError(folder, "--binaries: not a folder")
         load_modules = measurement_load_modules(os.path.abspath(target), args.all_modules)
         progress = Progress("hpcsa struct: binaries")
         report = struct_measdir(target, load_modules, jobs=args.jobs, cache_dir=args.cache, force=args.force,
-                                progress=progress)
+                                progress=progress, search=args.binaries)
         for w in report.warnings:
             print(f"hpcsa: warning: {w}", file=sys.stderr)
         for n in report.notes:
             print(f"hpcsa: note: {n}", file=sys.stderr)
-        for m in report.missing:
-            print(f"hpcsa: note: {m}: not found on this machine (no structure file)", file=sys.stderr)
+        for path, why in report.replaced:
+            print(f"hpcsa: note: {path}: replaced ({why})", file=sys.stderr)
+        _report_missing(target, report.missing)
         for path, why in report.failed:
             print(f"hpcsa: error: {path}: {why}", file=sys.stderr)
         progress.finish(report.summary(os.path.abspath(target)))
@@ -94,3 +101,28 @@ def run(args: argparse.Namespace) -> int:
     progress.finish(f"hpcsa struct: {'standard output' if out == STDOUT else out}: {counts.get(P, 0)} procedures, "
                     f"{counts.get(L, 0)} loops, {counts.get(S, 0) + counts.get(C, 0)} statements{more}")
     return 0
+
+
+def _report_missing(measdir: str, missing: list[str]) -> None:
+    """One line per binary not found here: what covers it instead (a structure file the measurement holds),
+    or what it costs (the share of the samples that stay raw addresses) and the fix."""
+    if not missing:
+        return
+    from hpcsa.formats.measurement.shares import module_shares
+    from hpcsa.structure.measdir import structure_files_by_module
+
+    covered = structure_files_by_module(measdir)
+    uncovered = [m for m in missing if m not in covered]
+    profiles = sorted(os.path.join(measdir, f) for f in os.listdir(measdir) if f.endswith(".hpcrun"))
+    shares = module_shares(profiles) if uncovered else None
+    for m in missing:
+        if m in covered:
+            print(f"hpcsa: note: {m}: not found here; the measurement's {os.path.relpath(covered[m], measdir)} "
+                  "covers it (kept)", file=sys.stderr)
+        elif shares is None or shares.share(m) == 0:
+            print(f"hpcsa: note: {m}: not found here (no samples fall in it)", file=sys.stderr)
+        else:
+            print(f"hpcsa: warning: {shares.describe(m)} falls in {m}, not found here (its samples stay "
+                  "addresses): give the folder that holds it with --binaries DIR, or its structure file to "
+                  "hpcsa prof with -S", file=sys.stderr)
+

@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import mmap
 import os
+from collections.abc import Sequence
 from typing import BinaryIO
 
 from hpcsa.core.errors import HpcsaError
@@ -105,3 +106,15 @@ def copy_range(src_fd: int, dst_fd: int, src_offset: int, dst_offset: int, size:
 
 #: errno values that mean "copy_file_range cannot copy between these files" (not an I/O error).
 _NO_COPY_RANGE = {errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL, errno.EBADF, errno.EPERM}
+
+
+def find_by_name(path: str, folders: Sequence[str]) -> str | None:
+    """The first file in ``folders`` named as ``path``'s last component (where a user says moved files are
+    now), as an absolute path; None where none holds one."""
+    name = os.path.basename(path)
+    for folder in folders:
+        candidate = os.path.join(folder, name)
+        if name and os.path.isfile(candidate):
+            return os.path.abspath(candidate)
+    return None
+

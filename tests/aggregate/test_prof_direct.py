@@ -221,9 +221,11 @@ def test_a_rebuilt_library_at_the_same_path_is_refused_in_one_line(library, tmp_
         result = build(meas, tmp_path / "db.d", ignore_structs=True)
     finally:
         lib.write_bytes(saved)
-    mine = [w for w in result.warnings if str(lib) in w]
+    mine = [w for w in result.warnings if str(lib) in w and "falls in" not in w]
     assert len(mine) == 1 and "\n" not in mine[0], mine
     assert "not the measured binary" in mine[0] and "of the" in mine[0] and "are at their address" in mine[0]
+    cost = [w for w in result.warnings if f"falls in {lib}, which has no structure file" in w]
+    assert len(cost) == 1 and "--binaries DIR" in cost[0], result.warnings  # what it costs, and the fix
     assert str(lib) not in result.binaries
     chains = leaf_paths(tmp_path / "db.d", keep_loops=True)
     assert chains and all(c == ((None, "instruction", "libsample.so"),) for c in chains)  # stay instructions

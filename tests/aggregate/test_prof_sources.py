@@ -70,3 +70,17 @@ def test_remap_on_component_boundaries() -> None:
     assert remap("/a/b/c.c", pairs) == "/x/c.c"
     assert remap("/a/bc/c.c", pairs) == "/a/bc/c.c"
     assert remap("/a/b", pairs) == "/x"
+
+
+def test_sources_not_found_are_named_once_with_the_hint(small: Path, tmp_path: Path) -> None:
+    """Without the sources here, prof says so in one line (how many, the folder, ``-R``); once ``-R`` finds
+    them, nothing is said."""
+    missing = run_cli("prof", str(small), "-o", str(tmp_path / "a.d"), "-j", "1")
+    notes = [ln for ln in missing.stderr.splitlines() if "source files" in ln]
+    assert notes == [f"hpcsa: warning: 1 of 1 source files the database names were not found here (1 in "
+                     f"{ORIGINAL_DIR}), so viewers cannot show them: -R OLD=NEW says where a folder of them is now"]
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    (moved / "small.c").write_text(SOURCE)
+    found = run_cli("prof", str(small), "-o", str(tmp_path / "b.d"), "-j", "1", "-R", f"{ORIGINAL_DIR}={moved}")
+    assert "source files" not in found.stderr

@@ -26,3 +26,4 @@ def read_hpcstruct(path: str | os.PathLike[str]) -> StructureFile:
 def check_version(sf: StructureFile, path: str) -> None:
     if sf.version not in READABLE_VERSIONS:
         raise UnsupportedError(path, f"structure format version {sf.version} is not supported")
+
