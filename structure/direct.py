@@ -319,11 +319,23 @@ def _claimed(nodes: list[_Node], claims: list[int]) -> tuple[np.ndarray, np.ndar
 def _line_table(rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Address -> (file id, line) over all units. Of several rows at one address, hpcprof keeps a row with
-    a file over one without, then the lower (file, line), comparing files by the memory address of its
-    file objects (a pointer comparison). Here files compare in the order the walk first uses them
-    (declarations and calls of a unit's DIEs, then its line rows), the order in which hpcprof creates
-    them; allocation does not always follow it: of five sampled addresses with rows of two files in a real
-    libc run, one got the other file's line."""
+    a file over one without, then the lower (file, line), and the lower file is the one whose ``File`` object
+    lies at the lower memory address (HPCToolkit develop, ``src/hpcprof/finalizers/directclassification.hpp``:
+    the line map is a ``range_map<uint64_t, std::optional<std::pair<reference_index<const File>, uint64_t>>,
+    range_merge::truthy<void, range_merge::min<>>>``, and ``reference_index::operator<`` in
+    ``src/hpcprof/util/ref_wrappers.hpp`` compares ``&a.get() < &b.get()``; ``Source::file`` in
+    ``src/hpcprof/pipeline.cpp`` makes each File a node of an unordered set, allocated when first named).
+    Here files compare in the order hpcprof first names them (declarations and calls of a unit's DIEs,
+    then its line rows), which is the allocation order as long as the allocator hands out ever higher
+    addresses. It does not always: in the real 1,024-thread run of hpctoolkit-extra, five sampled libc
+    addresses have rows of two files. At three (in vfprintf-internal.c, pthread_create.c, malloc.c) hpcprof
+    keeps the file named first; at the other two it keeps the file named last: fileops.c:1243 over
+    libioP.h:947 at 0x8163d, and genops.c:347 over libioP.h:947 at 0x8309f, fileops.c and genops.c being
+    named one after the other, long after libioP.h (in filedoalloc.c's unit). Their Files lie below
+    libioP.h's in memory though created after it: the allocator reused freed blocks. The same input gives
+    the same heap, so hpcprof repeats its choice run after run, but no rule in its source decides it; hpcsa
+    keeps the order of naming (the two call sites are one difference of the database, the second under the
+    first)."""
     if not rows:
         z = np.zeros(0, np.int64)
         return np.zeros(0, np.uint64), z, z.copy()

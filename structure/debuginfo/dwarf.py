@@ -67,6 +67,7 @@ TAG_MODULE = 0x1E
 # Attributes
 AT_SIBLING = 0x01
 AT_NAME = 0x03
+AT_LANGUAGE = 0x13
 AT_STMT_LIST = 0x10
 AT_LOW_PC = 0x11
 AT_HIGH_PC = 0x12
@@ -246,6 +247,8 @@ class DebugInfo:
                 unit.low_pc = self.address(unit, form, value)
             elif at == AT_STMT_LIST:
                 unit.stmt_list = value
+            elif at == AT_LANGUAGE and isinstance(value, int):
+                unit.language = value
         unit.ranges = self.die_ranges(unit, raw, unit_die=True)
 
     # -- attribute values -------------------------------------------------------------------------

@@ -105,6 +105,7 @@ class Unit:
     comp_dir: str | None = None
     low_pc: int = 0
     stmt_list: int | None = None
+    language: int = 0    # DW_AT_language (0: not given)
     str_offsets_base: int = 8
     addr_base: int = 8
     rnglists_base: int | None = None

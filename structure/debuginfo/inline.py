@@ -31,8 +31,11 @@ from hpcsa.structure.debuginfo.dwarf import (
     walk_unit,
 )
 from hpcsa.structure.debuginfo.forms import F_REF_ADDR, REF_FORMS, Abbrev, DwarfError, Unit
+from hpcsa.structure.debuginfo.subprogram_names import SubprogramNames
 
 UNKNOWN_PROC = "<unknown procedure>"
+_BOTH = frozenset({TAG_SUBPROGRAM, TAG_INLINED_SUBROUTINE})
+_INLINED = frozenset({TAG_INLINED_SUBROUTINE})
 
 
 @dataclass
@@ -99,10 +102,11 @@ class InlineTable:
         return result
 
 
-def read_inlines(dw: DebugInfo, unit_files: dict[int, list[str]], demangle: Callable[[str], str]
-                 ) -> InlineTable:
+def read_inlines(dw: DebugInfo, unit_files: dict[int, list[str]], demangle: Callable[[str], str],
+                 names_of: SubprogramNames | None = None) -> InlineTable:
     """All inlined subroutines of all units. ``unit_files`` maps a unit offset to its line table's file
-    names (DW_AT_call_file indexes them)."""
+    names (DW_AT_call_file indexes them). With ``names_of``, the same walk gives it every subprogram DIE
+    (the names DWARF offers each function: :mod:`hpcsa.structure.debuginfo.subprogram_names`)."""
     parents: list[int] = []
     cfile: list[int] = []
     cline: list[int] = []
@@ -121,6 +125,10 @@ def read_inlines(dw: DebugInfo, unit_files: dict[int, list[str]], demangle: Call
 
         def visit(offset: int, _depth: int, parent: int, ab: Abbrev, attrs: dict[int, tuple[int, int]],
                   unit: Unit = unit, ufiles: list[str] = ufiles) -> None:
+            if ab.tag == TAG_SUBPROGRAM:
+                if names_of is not None:
+                    names_of.add(unit, attrs)
+                return
             ranges = dw.die_ranges(unit, attrs)
             p = node_of.get(parent, -1)
             idx = len(parents)
@@ -139,8 +147,7 @@ def read_inlines(dw: DebugInfo, unit_files: dict[int, list[str]], demangle: Call
                 his.append(hi)
                 rnode.append(idx)
 
-        walk_unit(dw, unit, frozenset({TAG_SUBPROGRAM, TAG_INLINED_SUBROUTINE}), visit,
-                  frozenset({TAG_INLINED_SUBROUTINE}))
+        walk_unit(dw, unit, _BOTH, visit, _BOTH if names_of is not None and names_of.wanted(unit) else _INLINED)
 
     lo = np.array(los, np.uint64)
     hi = np.array(his, np.uint64)

@@ -19,6 +19,7 @@ from hpcsa.structure.debuginfo.dwarf import DebugInfo
 from hpcsa.structure.debuginfo.forms import DwarfError
 from hpcsa.structure.debuginfo.inline import InlineTable, read_inlines
 from hpcsa.structure.debuginfo.lines import LineMap, build_line_map, read_programs
+from hpcsa.structure.debuginfo.subprogram_names import DwarfName, SubprogramNames
 from hpcsa.structure.elf import ElfImage, open_elf
 
 DWARF_SECTIONS = (".debug_info", ".debug_abbrev", ".debug_str", ".debug_line_str", ".debug_str_offsets",
@@ -30,6 +31,8 @@ class SourceInfo:
     lines: LineMap
     inlines: InlineTable
     notes: list[str] = field(default_factory=list)
+    #: function entry -> the name DWARF offers it (:mod:`hpcsa.structure.debuginfo.subprogram_names`)
+    entry_names: dict[int, DwarfName] = field(default_factory=dict)
 
 
 def dwarf_sections(image: ElfImage, notes: list[str]) -> dict[str, bytes]:
@@ -90,10 +93,11 @@ def read_source_info(image: ElfImage, demangle: Callable[[str], str]) -> SourceI
                 break
             programs[-pos - 1] = prog
     lines = build_line_map(list(programs.values()))
+    names = SubprogramNames(dw)
     try:
-        inlines = read_inlines(dw, {k: p.call_site_files or p.files for k, p in programs.items()}, demangle)
+        inlines = read_inlines(dw, {k: p.call_site_files or p.files for k, p in programs.items()}, demangle, names)
     except (DwarfError, IndexError, ValueError) as exc:
         notes.append(f"inlining information unreadable ({exc})")
         inlines = InlineTable.empty()
-    return SourceInfo(lines, inlines, notes)
+    return SourceInfo(lines, inlines, notes, names.by_entry)
 

@@ -46,6 +46,7 @@ from hpcsa.core.workers import ForkedWorker, can_fork
 from hpcsa.formats.hpcstruct.model import F, Module, ModuleBuilder
 from hpcsa.structure.debuginfo.inline import UNKNOWN_PROC
 from hpcsa.structure.debuginfo.source_info import SourceInfo, has_debug_information, read_source_info
+from hpcsa.structure.debuginfo.subprogram_names import procedure_names
 from hpcsa.structure.elf import ElfImage, FunctionSymbol
 from hpcsa.structure.loops import find_loops
 from hpcsa.structure.tree import (
@@ -62,6 +63,7 @@ from hpcsa.structure.tree import (
 from hpcsa.structure.x86.cfg import CodeIndex
 from hpcsa.structure.x86.function_code import FuncCtx, FunctionBatch, GroupCtx, InstructionRuns, Packed
 from hpcsa.structure.x86.functions import Functions, discover_functions
+from hpcsa.structure.x86.stripped import is_stripped
 from hpcsa.structure.x86.sweep import TailShare, sweep_tail, tail_start
 
 #: Extent of a procedure whose entry lies in no code section (a corrupt section or symbol table: none of the
@@ -109,6 +111,8 @@ class StructureBuilder:
         self._realpath: dict[str, str] = {}
         self.file_names = source.lines.files
         self.lo_list: list[int] = source.lines.lo.tolist()
+        self.stripped = is_stripped(image)
+        self._symbol_starts = [f.addr for f in image.structure_functions]
         self.code: CodeIndex | None = None
         self.funcs: Functions | None = None
         self.runs: InstructionRuns | None = None
@@ -149,12 +153,19 @@ class StructureBuilder:
             i += 1
         return None
 
+    def follows_symbol(self, vma: int) -> bool:
+        """Whether a function symbol starts before ``vma`` in its section: Dyninst's Symtab then takes ``vma``
+        for part of that function (``Symtab::getContainingFunction`` returns the function with the greatest
+        start at or below an address, whatever its size), and hpcstruct names a procedure at ``vma`` that
+        has no symbol ``<unknown procedure> 0x...``, else ``targ...`` (``makeSkeleton``, cases 2 and 4)."""
+        i = bisect.bisect_right(self._symbol_starts, vma) - 1
+        region = self.image.code_region(vma)
+        return i >= 0 and region is not None and self.image.structure_functions[i].section == region.index
+
     def pick_names(self, sym: FunctionSymbol) -> tuple[str, str]:
-        link = ""
-        for n in sym.names:
-            if not link or len(n) > len(link) or (len(n) == len(link) and n < link):
-                link = n
-        return link, self.demangle(link)
+        """(link, pretty) name of a function with symbols: the longest of its symbols' names and the name
+        DWARF offers it (:mod:`hpcsa.structure.debuginfo.subprogram_names`), demangled."""
+        return procedure_names(sym.names, self.src.entry_names.get(sym.addr), self.demangle)
 
     # -- skeleton ---------------------------------------------------------------------------------
     def skeleton(self, funcs: Functions, names: dict[int, str], file_runs: bool = True
@@ -200,8 +211,10 @@ class StructureBuilder:
                 if vma == sym.addr:
                     if sym.names:
                         link, pretty = self.pick_names(sym)
-                    else:  # code known only from its FDE
-                        link, pretty = names.get(vma, f"targ{vma:x}"), f"{UNKNOWN_PROC} {vma_str}"
+                    else:  # code known only from its FDE: named as hpcstruct names code without a symbol
+                        link = pretty = names.get(vma, f"targ{vma:x}")
+                        if self.follows_symbol(vma):
+                            pretty = f"{UNKNOWN_PROC} {vma_str}"
                     if self.shared:
                         pretty += f" [{self.base}]"
                     add(ProcInfo(vma, link, pretty, line), filenm, sym, sym.addr, sym_end)
@@ -236,7 +249,9 @@ class StructureBuilder:
                 end = reg_end
             else:
                 end = vma + OUTSIDE_CODE_EXTENT
-            if end - vma <= 32 and not link.lower().endswith("@plt"):
+            if self.stripped and link.startswith("targ") and self.follows_symbol(vma):
+                pretty = f"{UNKNOWN_PROC} {vma_str}"  # hpcstruct's outline function (see follows_symbol)
+            elif end - vma <= 32 and not link.lower().endswith("@plt"):
                 link += "@plt"
                 pretty += "@plt"
             if self.shared:
@@ -246,17 +261,27 @@ class StructureBuilder:
 
     # -- per group --------------------------------------------------------------------------------
     def do_group(self, filenm: str, group: Group, batch: FunctionBatch) -> None:
+        """The procedures of one group, as hpcstruct's ``doFunctionList`` (HPCToolkit ``src/hpcstruct/
+        Struct.cpp``): a function whose entry block is also another function's is parsed no further (its
+        blocks still cover the group, unless that other function was covered here already), the code of
+        the group no function covers becomes the leader's gaps."""
         ctx = GroupCtx(self, group.strtab)
         covered: list[tuple[int, int]] = []
+        done: set[int] = set()
+        containers = self.funcs.containers if self.funcs is not None else {}
         for entry in sorted(group.procs):
             pinfo = group.procs[entry]
             k = batch.number.get(entry)
             if k is None:
                 continue
+            inside = containers.get(entry)
+            if inside and not done.isdisjoint(inside):
+                continue
             first, count = batch.first[k], batch.count[k]
             if not group.alt_file:
                 covered.extend(zip(batch.start[first:first + count], batch.end[first:first + count], strict=True))
-            if pinfo.gap_only:
+                done.add(entry)
+            if pinfo.gap_only or inside:
                 continue
             pinfo.root = self.do_function(filenm, batch, k, ctx)
         if not group.alt_file:

@@ -20,9 +20,10 @@ from collections.abc import Callable
 import numpy as np
 
 from hpcsa.core.arrays import sorted_unique
-from hpcsa.structure.edges import E_CALL_FT, E_DIRECT, E_FALLTHROUGH, E_NOT_TAKEN, E_TAKEN
+from hpcsa.structure.edges import E_CALL_FT, E_CATCH, E_DIRECT, E_FALLTHROUGH, E_NOT_TAKEN, E_TAKEN
 from hpcsa.structure.elf import ElfImage
 from hpcsa.structure.x86.codeptr import register_family, resolve_code_pointer_jump
+from hpcsa.structure.x86.exceptions import TryRegions
 from hpcsa.structure.x86.sweep import (
     _MD,
     CODE_ROW,
@@ -37,6 +38,7 @@ from hpcsa.structure.x86.sweep import (
     sweep,
     sweep_code,
 )
+from hpcsa.structure.x86.tailcalls import tears_frame_down
 
 # Functions that never return (by name; Dyninst keeps a similar list), PLT names included.
 NORETURN_NAMES = frozenset({
@@ -51,6 +53,10 @@ NORETURN_NAMES = frozenset({
     "_ZSt25__throw_bad_function_callv", "_ZSt28__throw_bad_array_new_lengthv",
     "Py_FatalError", "_Py_FatalErrorFunc", "_Py_FatalErrorFormat", "Py_Exit",
 })
+
+#: What a jump out of its function's extent to a target that is no function entry is (see ProgramCFG.set_edges).
+TAIL_NEVER, TAIL_IF_TORN_DOWN, TAIL_ALWAYS = 0, 1, 2
+
 
 class CodeIndex:
     """Every instruction of the code sections as columns, sorted by address."""
@@ -140,7 +146,7 @@ class ProgramCFG:
     """
 
     def __init__(self, code: CodeIndex, extra_leaders: list[int],
-                 extent_of: Callable[[int], tuple[int, int]] | None = None) -> None:
+                 extent_of: Callable[[int], tuple[int, int]] | None = None, tries: TryRegions | None = None) -> None:
         self.code = code
         n = len(code.addr)
         self.n = n
@@ -164,7 +170,14 @@ class ProgramCFG:
                 targets = code.tables[a] = resolve_jump_table(code, a, lo, hi)
             rows = rows_of(code, np.array(targets, np.uint64)) if targets else np.zeros(0, np.int64)
             self.tables[j] = [r for r in rows.tolist() if r >= 0]
+        # Calls inside try regions: the row of their landing pad (-1: none), per control-transfer row.
+        self.pad_row = np.full(len(cf), -1, np.int64)
+        if tries is not None and len(tries.lo) and len(cf):
+            calls = np.flatnonzero((code.kind[cf] == K_CALL) | (code.kind[cf] == K_ICALL))
+            pads = tries.landing_pads(addr[cf[calls]])
+            self.pad_row[calls] = np.where(pads >= 0, rows_of(code, np.maximum(pads, 0).astype(np.uint64)), -1)
         leaders = [np.zeros(1, np.int64), self.trow[self.trow >= 0], self.nrow[self.nrow >= 0],
+                   self.pad_row[self.pad_row >= 0],
                    np.flatnonzero(~contiguous[:-1]) + 1 if n > 1 else np.zeros(0, np.int64),
                    np.array([r for rows in self.tables.values() for r in rows], np.int64)]
         extra = rows_of(code, np.array(extra_leaders, np.uint64)) if extra_leaders else np.zeros(0, np.int64)
@@ -181,6 +194,7 @@ class ProgramCFG:
         self.block_target = np.zeros(0, np.int64)  # per block: direct call or tail-call target, -1 none
         self.run_end: list[int] = []              # per block: end of its straight run (see set_edges)
         self._edge_cache: tuple[np.ndarray, ...] | None = None
+        self._teardown: dict[tuple[int, bool], bool] = {}
 
     def block_of(self, row: int) -> int:
         return int(np.searchsorted(self.starts, row, side="right")) - 1
@@ -210,14 +224,16 @@ class ProgramCFG:
                 self._table_blocks[b] = flat[k:k + len(t)]
                 k += len(t)
             self._edge_cache = (self.blocks_of_rows(self.trow), self.blocks_of_rows(self.nrow), has, ii, fall,
-                                ijump)
+                                ijump, self.blocks_of_rows(self.pad_row))
         return self._edge_cache
 
     def set_edges(self, entries: np.ndarray, noreturn: np.ndarray, owner_start: np.ndarray,
-                  owner_end: np.ndarray, outside_is_tail: np.ndarray) -> None:
+                  owner_end: np.ndarray, outside_is_tail: np.ndarray, internal: np.ndarray | None = None) -> None:
         """Edges of every block. ``entries``/``noreturn``: sorted entry addresses; ``owner_start/end``: the
-        extent of the function each control-transfer row belongs to; ``outside_is_tail``: per row, whether
-        a jump target outside that extent is another function's code (PLT, another symbol)."""
+        extent of the function each control-transfer row belongs to; ``outside_is_tail``: per row, what a
+        jump to a target outside that extent is (``TAIL_*``: always, after a frame teardown, never);
+        ``internal``: sorted addresses of jumps to an entry that are no tail calls (see
+        :func:`hpcsa.structure.x86.functions.discover_functions`)."""
         code, cf = self.code, self.cf
         nb = len(self.starts)
         kind = code.kind[cf]
@@ -226,8 +242,18 @@ class ProgramCFG:
         in_entries = in_sorted(tgt_u, entries) & (tgt >= 0)
         dead_target = in_sorted(tgt_u, noreturn) & (tgt >= 0)
         inside = (tgt_u >= owner_start) & (tgt_u < owner_end)
-        tail = (kind == K_JUMP) & (tgt >= 0) & (tgt_u != owner_start) & (in_entries | (~inside & outside_is_tail))
-        bt, bn, has, ii, fall, ijump = self._edge_rows()
+        branch = ((kind == K_JUMP) | (kind == K_COND)) & (tgt >= 0) & (tgt_u != owner_start)
+        away = branch & (kind == K_JUMP)
+        leaves = away & ~in_entries & ~inside
+        into_other = leaves & (outside_is_tail == TAIL_IF_TORN_DOWN)
+        if into_other.any():  # into the middle of other code: a tail call only after a frame teardown
+            into_other[into_other] = self._tears_down(cf[into_other], entries)
+        # A branch to another function's entry, conditional or not, is a tail call (IA_x86::isTailCall takes
+        # COND_TAKEN edges as DIRECT ones: gcc's `ja f.cold` leaves f for the procedure f.cold).
+        tail = (branch & in_entries) | into_other | (leaves & (outside_is_tail == TAIL_ALWAYS))
+        if internal is not None and len(internal):
+            tail &= ~in_sorted(code.addr[cf], internal)
+        bt, bn, has, ii, fall, ijump, bpad = self._edge_rows()
         # Per control-transfer row: up to two successors and their kinds, and whether it returns.
         s1 = np.full(len(cf), -1, np.int64)
         k1 = np.full(len(cf), -1, np.int64)
@@ -235,11 +261,15 @@ class ProgramCFG:
         k2 = np.full(len(cf), -1, np.int64)
         cond = kind == K_COND
         s1[cond], k1[cond], s2[cond], k2[cond] = bt[cond], E_TAKEN, bn[cond], E_NOT_TAKEN
+        cond_tail = cond & tail
+        s1[cond_tail], k1[cond_tail] = -1, -1
         jump = (kind == K_JUMP) & ~tail
         s1[jump], k1[jump] = bt[jump], E_DIRECT
         call = ((kind == K_CALL) | (kind == K_ICALL)) & ~dead_target
         s1[call], k1[call] = bn[call], E_CALL_FT
-        rets = (kind == K_RET) | ((kind == K_JUMP) & tail & ~dead_target)
+        catch = bpad >= 0  # any call in a try region, returning or not (ParseAPI's IA_IAPI::getNewEdges)
+        s2[catch], k2[catch] = bpad[catch], E_CATCH
+        rets = (kind == K_RET) | (((kind == K_JUMP) | cond) & tail & ~dead_target)
         # Per block: its last row is a control transfer (then its edges) or falls through to the next block.
         succ_a = np.where(has, s1[ii], np.where(fall, np.arange(nb) + 1, -1))
         kind_a = np.where(has, k1[ii], np.where(fall, E_FALLTHROUGH, -1))
@@ -263,6 +293,24 @@ class ProgramCFG:
         # block), so that a walk takes a run in one step.
         simple = (succ_a == np.arange(nb) + 1) & (succ_b < 0) & ~ijump
         self.run_end = np.minimum.accumulate(np.where(simple, nb, np.arange(nb))[::-1])[::-1].tolist()
+
+    def _tears_down(self, rows: np.ndarray, entries: np.ndarray) -> np.ndarray:
+        """Per jump row: :func:`hpcsa.structure.x86.tailcalls.tears_frame_down` (cached per row and entry
+        status of its block)."""
+        code = self.code
+        out = np.zeros(len(rows), bool)
+        blocks = self.blocks_of_rows(rows)
+        first = self.starts[blocks]
+        at_entry = in_sorted(code.addr[first], entries)
+        for i, (row, b0, entry) in enumerate(zip(rows.tolist(), first.tolist(), at_entry.tolist(), strict=True)):
+            key = (row, entry)
+            got = self._teardown.get(key)
+            if got is None:
+                after_call = b0 > 0 and bool(self.contiguous[b0 - 1]) and int(code.kind[b0 - 1]) in (K_CALL, K_ICALL)
+                got = self._teardown[key] = tears_frame_down(code.addr, code.size, code.image.read, b0, row, entry,
+                                                             after_call)
+            out[i] = got
+        return out
 
     def entry_blocks(self, rows: np.ndarray) -> np.ndarray:
         """The block starting at each row (-1 where a row starts no block)."""

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from hpcsa.structure.debuginfo.source_info import SourceInfo
-from hpcsa.structure.edges import E_CALL_FT
+from hpcsa.structure.edges import E_CALL_FT, E_CATCH
 from hpcsa.structure.tree import FLP, Stmt, StrTab, TreeNode, basename
 from hpcsa.structure.x86.cfg import CodeIndex, ProgramCFG, in_sorted
 from hpcsa.structure.x86.functions import Functions
@@ -160,7 +160,8 @@ class FunctionBatch:
         every = np.arange(total, dtype=np.int64)
         succ_a = number(every, cfg._succ_a[bids])
         succ_b = number(every, cfg._succ_b[bids])
-        back = ((succ_a >= 0) & (succ_a <= every)) | ((succ_b >= 0) & (succ_b <= every))
+        back = ((succ_a >= 0) & (succ_a <= every)) | ((succ_b >= 0) & (succ_b <= every)
+                                                        & (cfg._kind_b[bids] != E_CATCH))
         self.succ_a: list[int] = succ_a.tolist()
         self.succ_b: list[int] = succ_b.tolist()
         self.kind_a: list[int] = cfg._kind_a[bids].tolist()
@@ -238,12 +239,13 @@ class FuncCtx:
         before its taken target (work order cond_not_taken < cond_taken), a jump table's targets by address
         (equal order: lower target first); an edge joins its source block's target list only when the
         parser takes it (Parser::relink). The loop search visits them in this order, and the nesting of
-        irreducible loops, hence their lines, depends on it. Blocks are numbered in address order."""
+        irreducible loops, hence their lines, depends on it. Blocks are numbered in address order. Edges to
+        exception landing pads are left out, as ParseAPI's loop search leaves them (``LoopAnalyzer.C``)."""
         b, f = self.batch, self.first
         out = []
         for i in range(f, f + len(self.starts)):
             succs = []
-            if b.succ_b[i] >= 0:              # a conditional branch: not taken, then taken
+            if b.succ_b[i] >= 0 and b.kind_b[i] != E_CATCH:  # a conditional branch: not taken, then taken
                 succs.append(b.succ_b[i] - f)
             if b.succ_a[i] >= 0:
                 succs.append(b.succ_a[i] - f)

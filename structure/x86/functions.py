@@ -12,16 +12,29 @@ import numpy as np
 
 from hpcsa.core.arrays import sorted_unique
 from hpcsa.structure.elf import ElfImage
-from hpcsa.structure.x86.cfg import NORETURN_NAMES, CodeIndex, ProgramCFG, in_sorted, rows_of
+from hpcsa.structure.x86.cfg import (
+    NORETURN_NAMES,
+    TAIL_ALWAYS,
+    TAIL_IF_TORN_DOWN,
+    TAIL_NEVER,
+    CodeIndex,
+    ProgramCFG,
+    in_sorted,
+    rows_of,
+)
+from hpcsa.structure.x86.exceptions import try_regions
+from hpcsa.structure.x86.stripped import is_stripped, loader_entries, unwind_entries
 from hpcsa.structure.x86.sweep import TailShare
 
 
 class Functions(dict[int, list[int]]):
-    """Parsed functions: entry -> its blocks (sorted block numbers of the ProgramCFG ``cfg``)."""
+    """Parsed functions: entry -> its blocks (sorted block numbers of the ProgramCFG ``cfg``);
+    ``containers``: entry -> the entries of the other functions whose blocks include its entry block."""
 
     def __init__(self, cfg: ProgramCFG | None) -> None:
         super().__init__()
         self.cfg = cfg
+        self.containers: dict[int, list[int]] = {}
 
 
 def discover_functions(image: ElfImage, share: TailShare | None = None
@@ -39,35 +52,42 @@ def discover_functions(image: ElfImage, share: TailShare | None = None
         return None, Functions(None), {}
     symbols = image.structure_functions
     extent = {f.addr: f.end for f in symbols}
+    stripped = is_stripped(image)
+    if stripped:  # the unwind table's extents stand in for the symbols' sizes
+        for start, end in unwind_entries(image).items():
+            extent.setdefault(start, end)
     plt = image.plt_names
     names: dict[int, str] = {}
-    entries = _first_entries(image, extent, plt, names)
-    restarts = sorted(entries | set(plt))
+    entries = _first_entries(image, extent, plt, names, stripped)
+    tries = try_regions(image)
+    restarts = sorted(entries | set(plt) | set(tries.pad.tolist()))
     code = CodeIndex(image, restarts, share)
     extent_of = _switch_extents(image, extent)
-    cfg = ProgramCFG(code, restarts, extent_of)
+    cfg = ProgramCFG(code, restarts, extent_of, tries)
     noreturn: set[int] = {f.addr for f in symbols if any(n in NORETURN_NAMES for n in f.names)}
     bound = plt | image.plt_got_targets  # what each stub jumps to (.plt.got's keep their targXXXX names)
     noreturn |= {a for a, n in bound.items() if n in NORETURN_NAMES}
     stub_target = _local_stub_targets(image, bound, extent)
-    outside_is_tail = _tail_targets(image, plt)
+    outside_is_tail = _tail_targets(image, plt, extent, stripped)
     funcs = Functions(cfg)
     outside_code = {a for a in entries if image.code_region(a) is None}
     returns: dict[int, bool] = {}
     todo: set[int] | None = None      # functions to walk again (None: all)
     changed: set[int] = set()         # addresses whose status changed (new entries, never-returning)
+    internal: set[int] = set()        # jumps to an entry that are that entry's function's own edges
     tail_cfg: ProgramCFG | None = None
-    tail_rows = np.zeros(0, bool)
+    tail_rows = np.zeros(0, np.int8)
     for _round in range(64):  # converges in a few rounds; the cap only guards against a defect
         if code.resync(np.array(sorted(entries), np.uint64)):  # entries inside a sweep's instruction
             restarts = code.restarts.tolist()
-            cfg = funcs.cfg = ProgramCFG(code, restarts, extent_of)
+            cfg = funcs.cfg = ProgramCFG(code, restarts, extent_of, tries)
             todo = None
         ent = np.array(sorted(entries), np.uint64)
         owner_start, owner_end = _owners(image, extent, ent, code.addr[cfg.cf])
         if tail_cfg is not cfg:  # depends on the code only: once per ProgramCFG
             tail_cfg, tail_rows = cfg, outside_is_tail(np.maximum(code.target[cfg.cf], 0).astype(np.uint64))
-        cfg.set_edges(ent, np.array(sorted(noreturn), np.uint64), owner_start, owner_end, tail_rows)
+        cfg.set_edges(ent, np.array(sorted(noreturn), np.uint64), owner_start, owner_end, tail_rows,
+                      np.array(sorted(internal), np.uint64))
         if todo is not None and changed:
             # Only functions with a branch, call or tail call to a changed address can change.
             hit = in_sorted(code.target[cfg.cf], np.array(sorted(changed), np.int64))
@@ -97,15 +117,61 @@ def discover_functions(image: ElfImage, share: TailShare | None = None
         dead = {a for a, r in returns.items() if not r and a not in noreturn}
         dead |= {stub for stub, target in stub_target.items()
                  if stub not in noreturn and (target in noreturn or target in dead)}
-        if not dead:
+        if dead:
+            noreturn |= dead
+            changed = dead
+            continue
+        back = _jumps_back_to_own_entry(cfg, funcs)
+        if not back:
             break
-        noreturn |= dead
-        changed = dead
+        internal |= set(back)
+        changed = set(back.values())
     for a in funcs:
         if a in extent or a in names:
             continue
         names[a] = plt.get(a, f"targ{a:x}")
+    funcs.containers = _containers(cfg, funcs)
     return code, funcs, names
+
+
+def _containers(cfg: ProgramCFG, funcs: Functions) -> dict[int, list[int]]:
+    """Entry -> the other functions (entries) whose blocks include its entry block (hpcstruct parses such a
+    function no further: ``containingFuncs`` in HPCToolkit's ``src/hpcstruct/Struct.cpp``)."""
+    if not funcs:
+        return {}
+    entries = sorted(funcs)
+    firsts = cfg.entry_blocks(rows_of(cfg.code, np.array(entries, np.uint64)))
+    counts = [len(funcs[a]) for a in entries]
+    blocks = np.fromiter(itertools.chain.from_iterable(funcs[a] for a in entries), np.int64, sum(counts))
+    owner = np.repeat(np.array(entries, np.uint64), counts)
+    order = np.argsort(firsts, kind="stable")
+    sorted_firsts = firsts[order]
+    hit = in_sorted(blocks, sorted_firsts) & (blocks >= 0)
+    inner = np.array(entries, np.uint64)[order[np.searchsorted(sorted_firsts, blocks[hit])]]
+    keep = inner != owner[hit]  # every function holds its own entry block
+    out: dict[int, list[int]] = {}
+    for e, o in zip(inner[keep].tolist(), owner[hit][keep].tolist(), strict=True):
+        out.setdefault(e, []).append(o)
+    return out
+
+
+def _jumps_back_to_own_entry(cfg: ProgramCFG, funcs: Functions) -> dict[int, int]:
+    """Jump address -> target of the tail calls to a function entry from a block that function reaches
+    itself. ParseAPI decides once per edge, while parsing the first function that reaches its block, and a
+    jump to the entry of the function being parsed is no tail call (``IA_x86::isTailCall``: the callee is
+    the context), so the edge is that function's own: gcc's ``main.cold`` reaches ``main``'s landing pads
+    through ``main`` and returns to its own entry from one of them. Then ``main`` takes the same edge into
+    ``main.cold`` too (which makes ``main.cold``'s entry a block of ``main``)."""
+    code = cfg.code
+    out: dict[int, int] = {}
+    for b, target in cfg.block_tail.items():
+        blocks = funcs.get(target)
+        if blocks is None:
+            continue
+        k = bisect.bisect_left(blocks, b)
+        if k < len(blocks) and blocks[k] == b:
+            out[int(code.addr[cfg.ends[b]])] = target
+    return out
 
 
 def _local_stub_targets(image: ElfImage, bound: dict[int, str], extent: dict[int, int]) -> dict[int, int]:
@@ -123,8 +189,8 @@ def _local_stub_targets(image: ElfImage, bound: dict[int, str], extent: dict[int
     return out
 
 
-def _first_entries(image: ElfImage, extent: dict[int, int], plt: dict[int, str], names: dict[int, str]
-                   ) -> set[int]:
+def _first_entries(image: ElfImage, extent: dict[int, int], plt: dict[int, str], names: dict[int, str],
+                   stripped: bool) -> set[int]:
     """Where parsing starts: symbols, every PLT stub (Dyninst makes one function per JUMP_SLOT relocation:
     also the stubs called only from exception landing pads, _Unwind_Resume, __cxa_begin_catch, which no
     parsed call reaches), the entry point of an executable (named ``_start`` in ``names``) and, in a
@@ -134,13 +200,11 @@ def _first_entries(image: ElfImage, extent: dict[int, int], plt: dict[int, str],
     if e_entry and image.has_interpreter and image.code_region(e_entry) is not None and e_entry not in entries:
         entries.add(e_entry)
         names[e_entry] = "_start"
-    if not image.has_symtab and image.debug_symtab is None:
-        # A stripped binary: its few dynamic symbols leave most code unnamed and unreachable from them;
-        # the unwind table knows where functions start (hpcstruct's Dyninst would see only the called ones).
-        covered = sum(f.size for f in image.structure_functions)
-        code_bytes = sum(s.size for s in image.code_sections)
-        if covered < code_bytes / 5:
-            entries |= {a for a in image.fde_ranges if image.code_region(a) is not None}
+    if stripped:
+        # The dynamic symbols name only the exported functions; the unwind table knows where every function
+        # starts and the dynamic section where the loader enters (hpcstruct's Dyninst sees only the called
+        # ones): hpcsa.structure.x86.stripped.
+        entries |= set(unwind_entries(image)) | loader_entries(image)
     return entries
 
 
@@ -160,23 +224,30 @@ def _switch_extents(image: ElfImage, extent: dict[int, int]) -> Callable[[int], 
     return extent_of
 
 
-def _tail_targets(image: ElfImage, plt: dict[int, str]) -> Callable[[np.ndarray], np.ndarray]:
-    """``outside_is_tail(targets)``: targets in a PLT section or inside some symbol's code (a jump there
-    leaves the function)."""
-    symbols = image.structure_functions
+def _tail_targets(image: ElfImage, plt: dict[int, str], extent: dict[int, int], stripped: bool
+                  ) -> Callable[[np.ndarray], np.ndarray]:
+    """``outside_is_tail(targets)``: what a jump to each target outside its function's extent is, as
+    ``cfg.TAIL_*``: a tail call to a PLT section; a tail call if the frame was torn down before it, into
+    some symbol's code (``extent``: start -> end of the symbols, and of the FDEs of a stripped binary);
+    into code of no known function, a tail call in a stripped binary (in its unstripped twin that code has
+    a symbol and an FDE), else no tail call."""
     plt_sections = [(s.addr, s.end) for s in image.code_sections if s.name.startswith(".plt")]
     plt_addrs = np.array(sorted(plt), np.uint64)
-    sym_starts = np.array([f.addr for f in symbols], np.uint64)
-    sym_ends = np.array([f.end for f in symbols], np.uint64)
+    sym_starts = np.array(sorted(extent), np.uint64)
+    sym_ends = np.array([extent[a] for a in sorted(extent)], np.uint64)
+    unknown = TAIL_ALWAYS if stripped else TAIL_NEVER
 
     def outside_is_tail(targets: np.ndarray) -> np.ndarray:
-        out = in_sorted(targets, plt_addrs)
+        plt_hit = in_sorted(targets, plt_addrs)
         for lo, hi in plt_sections:
-            out |= (targets >= lo) & (targets < hi)
+            plt_hit |= (targets >= lo) & (targets < hi)
+        known = np.zeros(len(targets), bool)
         if len(sym_starts):
             k = np.searchsorted(sym_starts, targets, side="right") - 1
             ok = k >= 0
-            out[ok] |= targets[ok] < sym_ends[k[ok]]
+            known[ok] = targets[ok] < sym_ends[k[ok]]
+        out = np.where(known, TAIL_IF_TORN_DOWN, unknown).astype(np.int8)
+        out[plt_hit] = TAIL_ALWAYS
         return out
 
     return outside_is_tail

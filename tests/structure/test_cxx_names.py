@@ -122,6 +122,8 @@ def test_clone_suffixes_are_kept(built, build):
     for sym in clones:
         suffix = sym[sym.index("."):]
         assert demangle(sym).endswith(f" [clone {suffix}]")
+        if "{lambda(" in demangle(sym):
+            continue  # an instantiation over a lambda may be named by its DWARF name (test_dyninst_rules.py)
         assert demangle(sym) in names
 
 

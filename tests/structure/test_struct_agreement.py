@@ -103,13 +103,15 @@ def test_deterministic(hpctoolkit_data, name):
 
 # hpctoolkit-extra (real hpcstruct on C++ and computed-goto programs): per binary the least share of
 # procedures, statements and loops that must agree (measured: the vm-* outputs are hpcstruct's own text).
-# What still differs on gcc's C++: local template instantiations over a lambda type (no linkage, no
-# DW_AT_linkage_name) that hpcstruct names by their DWARF name (`__sort<...>`) for some and by the symbol
-# for others (no rule found yet), and the attribution of some exception landing-pad code.
+# gcc's C++ needed three of Dyninst's rules (tests/structure/test_dyninst_rules.py): template instantiations
+# over a lambda named by their DWARF name where it is the longer, calls in try regions reaching their landing
+# pads (and through them main.cold, which reaches main's own: main.cold's own procedure keeps what main
+# does not reach), and a jump into another function's middle being no tail call without a frame teardown.
+# What still differs on cxx-gcc-O2 (0.6 % of its instructions): lines of landing-pad code.
 EXTRA_MIN = {
-    "cxx-clang-O2": (1.0, 0.99, 1.0),
-    "cxx-gcc-O0": (0.97, 0.92, 0.73),
-    "cxx-gcc-O2": (0.94, 0.84, 0.78),
+    "cxx-clang-O2": (1.0, 1.0, 1.0),
+    "cxx-gcc-O0": (1.0, 1.0, 1.0),
+    "cxx-gcc-O2": (1.0, 0.99, 1.0),
     "libvm-gcc-O2.so": (1.0, 1.0, 1.0),
     "vm-clang-O2": (1.0, 1.0, 1.0),
     "vm-gcc-O2": (1.0, 1.0, 1.0),

@@ -165,4 +165,52 @@ def compare(ref: Module, ours: Module, read: Callable[[int, int], bytes]) -> Agr
     return Agreement(p_score, s_score, l_score, (len(pr), len(po)), len(addrs), (n_lr, n_lo))
 
 
-__all__ = ["Agreement", "HEADER", "compare", "instruction_addresses"]
+@dataclass
+class AddressAgreement:
+    """What a structure file of a stripped binary finds, judged by address against a structure file of its
+    unstripped twin (stripping removes symbols and debug sections and moves no code): procedure entries, and
+    loops keyed by (entry of their enclosing procedure, their address ``v``: the lowest entry of the loop)."""
+
+    entry_recall: float
+    entry_precision: float
+    loop_recall: float
+    loop_precision: float
+    n_entries: tuple[int, int]   # (twin, ours)
+    n_loops: tuple[int, int]
+    missed_entries: list[int]
+    extra_entries: list[int]
+    missed_loops: list[tuple[int, int]]
+    extra_loops: list[tuple[int, int]]
+
+
+def loop_addresses(module: Module) -> Counter:
+    """(enclosing procedure entry, loop address) of every loop of a module, counted."""
+    sc = module.scopes
+    entry_of = dict(zip(module.procedures["scope"].tolist(), module.procedures["entry"].tolist(), strict=True))
+    out: Counter = Counter()
+    for row in np.flatnonzero(sc["kind"] == L).tolist():
+        ranges = module.ranges_of(row)
+        proc = int(module.procedure_of[row])
+        out[(entry_of.get(proc, -1), ranges[0][0] if ranges else -1)] += 1
+    return out
+
+
+def address_agreement(twin: Module, ours: Module) -> AddressAgreement:
+    """Recall and precision of ``ours`` (a stripped binary's structure) against ``twin`` (its unstripped
+    twin's) by address alone: names, lines and inline scopes are what stripping takes away."""
+    te, oe = set(twin.procedures["entry"].tolist()), set(ours.procedures["entry"].tolist())
+    tl, ol = loop_addresses(twin), loop_addresses(ours)
+    both = sum((tl & ol).values())
+    n_tl, n_ol = sum(tl.values()), sum(ol.values())
+
+    def share(a: int, b: int) -> float:
+        return a / b if b else 1.0
+
+    return AddressAgreement(share(len(te & oe), len(te)), share(len(te & oe), len(oe)),
+                            share(both, n_tl), share(both, n_ol), (len(te), len(oe)), (n_tl, n_ol),
+                            sorted(te - oe), sorted(oe - te), sorted((tl - ol).elements()),
+                            sorted((ol - tl).elements()))
+
+
+__all__ = ["AddressAgreement", "Agreement", "HEADER", "address_agreement", "compare", "instruction_addresses",
+           "loop_addresses"]

@@ -130,6 +130,9 @@ def _python3_11d() -> Path:
     path = Path("/usr/bin/python3.11d")
     if path.exists():
         return path
+    if os.environ.get("HPCSA_CI_INSTALL") != "1":  # system packages are installed only where CI asks (.ci/run)
+        pytest.skip("python3.11d is not installed (run `apt-get install python3.11-dbg` as root; the tests "
+                    "install it only where HPCSA_CI_INSTALL=1, as CI sets)")
     if shutil.which("apt-get") is None or os.geteuid() != 0:
         pytest.skip("python3.11d is absent and cannot be installed here (needs apt-get as root: "
                     "apt-get install python3.11-dbg)")

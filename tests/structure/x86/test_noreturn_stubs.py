@@ -26,4 +26,7 @@ def test_functions_end_at_calls_through_never_returning_stubs(shared_data, libra
         pytest.skip(f"{ref.path} is another build than the measured one")
     theirs, mine = set(claimed_by_another(ref)), set(claimed_by_another(ours))
     assert entry not in mine and entry not in theirs
+    # (of the procedures hpcstruct has: in a stripped library hpcsa finds more, hpcsa.structure.x86.stripped,
+    # and the .cold parts among them are their parents' code, as in hpcstruct: test_dyninst_rules.py)
+    mine &= set(procedures_of(ref))
     assert len(mine) <= len(theirs) + 1, sorted(names[a] for a in mine - theirs)
