@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint imports typecheck bench install clean
+.PHONY: demo test lint imports typecheck docs bench install clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,7 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(MAKE) --no-print-directory imports
 	$(MAKE) --no-print-directory typecheck
+	$(MAKE) --no-print-directory docs
 	$(PY) -m pytest -q -n 2 $(PYTEST_ARGS)
 
 lint: $(STAMP)
@@ -41,6 +42,12 @@ typecheck: $(STAMP)
 	$(PY) .ci/import_graph.py $(IMPORT_GRAPH) >/dev/null
 	cd $(IMPORT_GRAPH) && $(abspath $(VENV))/bin/mypy --config-file $(CURDIR)/pyproject.toml \
 		--cache-dir $(CURDIR)/$(MYPY_CACHE) -p hpcsa
+
+# The documentation (docs/, Sphinx with MyST): warnings are errors, every cross-reference and internal link must
+# resolve (-n), and every problem is listed before it fails (--keep-going). The HTML lands in build/docs/html.
+DOCS_OUT := build/docs
+docs: $(STAMP)
+	$(VENV)/bin/sphinx-build -j 2 -b html -W -n --keep-going -q docs $(DOCS_OUT)/html
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py

@@ -1,8 +1,10 @@
-"""``hpcsa demo``: the whole pipeline on the project's own fixtures, end to end, in seconds.
+"""``hpcsa demo``: the whole pipeline on a small CUDA application installed with hpcsa, in seconds.
 
-The application is ``fixtures/demo/particles.cu`` (kernels calling device functions from loops, and a
-recursion), its cubin, and the nvprof records of a PC-sampling run of it (see
-``fixtures/demo/make_records.py``). The demo runs the documented subcommands in this process, each
+The application is ``particles.cu`` (kernels calling device functions from loops, and a recursion), its
+cubin, and the nvprof records of a PC-sampling run of it: package data of this command in
+``hpcsa/cli/demo_data/`` (a wheel holds them; the scripts that build them are ``fixtures/demo/make_cubin.py``
+and ``fixtures/demo/make_records.py`` of the source tree), with a CPU binary, ``sample.so`` (a copy of
+``fixtures/structure/sample.so``). The demo runs the documented subcommands in this process, each
 after printing its command line, so what it shows can be redone by hand step by step:
 ingest (records + cubin -> measurement), struct (every binary of the measurement), prof (database, GPU
 calling contexts reconstructed from PC samples), view (hot paths of GPU instructions and kernel time),
@@ -25,10 +27,12 @@ import numpy as np
 from hpcsa.core.errors import HpcsaError, output_error
 from hpcsa.core.outputs import STDOUT
 
-FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "fixtures")
-RECORDS = os.path.join(FIXTURES, "demo", "particles.nvprof")
-CUBIN = os.path.join(FIXTURES, "demo", "particles-sm75.cubin")
-CPU_BINARY = os.path.join(FIXTURES, "structure", "sample.so")
+#: The demo's inputs, installed with the package (``[tool.setuptools.package-data]`` in pyproject.toml).
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "demo_data")
+RECORDS = os.path.join(DATA, "particles.nvprof")
+CUBIN = os.path.join(DATA, "particles-sm75.cubin")
+SOURCE = os.path.join(DATA, "particles.cu")
+CPU_BINARY = os.path.join(DATA, "sample.so")
 MARKER = ".hpcsa-demo"  # written into the output directory: only such a directory is replaced
 
 
@@ -76,9 +80,9 @@ def prepare_output(out: str) -> None:
 
 
 def check_inputs() -> None:
-    for path in (RECORDS, CUBIN, CPU_BINARY):
+    for path in (RECORDS, CUBIN, SOURCE, CPU_BINARY):
         if not os.path.isfile(path):
-            raise HpcsaError(path, "demo input missing (the fixtures folder of the source tree is needed)")
+            raise HpcsaError(path, "demo input missing: this installation of hpcsa is incomplete (reinstall it)")
 
 
 class Steps:
@@ -110,10 +114,10 @@ class Steps:
 
 def source_remap(meas: str) -> list[str]:
     """``-R`` for prof, so the database gets a copy of particles.cu for viewers' source panes: the cubin names
-    the source where it was compiled; the copy bundled with the fixtures is found through the remapping."""
+    the source where it was compiled; the copy installed with the demo's inputs is found through the remapping."""
     import re
 
-    here = os.path.join(FIXTURES, "demo")
+    here = DATA
     structs = os.path.join(meas, "structs")
     for name in sorted(os.listdir(structs)) if os.path.isdir(structs) else []:
         with open(os.path.join(structs, name), encoding="utf-8", errors="replace") as fh:

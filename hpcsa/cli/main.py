@@ -3,13 +3,15 @@
 Each subcommand lives in its own module that provides ``register(subparsers)``
 and ``run(args) -> int``; modules are imported only when their subcommand runs,
 so ``hpcsa --help`` stays fast. Any :class:`~hpcsa.core.errors.HpcsaError` becomes
-one line ``hpcsa: error: <path>: <problem>`` and exit status 2.
+one line ``hpcsa: error: <path>: <problem>`` and exit status 2; a usage error is argparse's (usage, one error
+line, status 2), with a "did you mean" for a misspelt subcommand, option or choice (:class:`Parser`).
 """
 
 from __future__ import annotations
 
 import argparse
 import atexit
+import difflib
 import gc
 import importlib
 import sys
@@ -31,7 +33,8 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
                "hpcsa ingest report.sqlite -o report.m"),
     "synth": ("hpcsa.cli.synth", "write a synthetic measurement directory of any size (CPU threads, GPU streams)",
               "hpcsa synth big.m -n 4096 --gpu -j 2"),
-    "demo": ("hpcsa.cli.demo", "run the whole pipeline on the bundled fixtures", "hpcsa demo -o demo-out"),
+    "demo": ("hpcsa.cli.demo", "run the whole pipeline on a small CUDA application installed with hpcsa",
+             "hpcsa demo -o demo-out"),
     "prof": ("hpcsa.cli.prof", "aggregate measurement directories into a database (like hpcprof)",
              "hpcsa prof prog.m -o prog.d"),
     "diff": ("hpcsa.cli.diff", "compare two databases (contexts by path, values within 16 ULP)",
@@ -46,6 +49,8 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
                   "hpcsa imbalance app.d --plot imbalance.png"),
     "scaling": ("hpcsa.cli.scaling", "scaling loss per context between runs on p and q units",
                 "hpcsa scaling run-64.d run-128.d --mode weak"),
+    "compare": ("hpcsa.cli.compare", "N databases on one aligned tree: statistics, catalog, scaling, CI gate",
+                "hpcsa compare before.d after.d --fail-if 'CPUTIME (sec):I > 5%'"),
     "stats": ("hpcsa.cli.stats", "context/metric density and dense vs sparse size of databases",
               "hpcsa stats app.d"),
     "export-trace": ("hpcsa.cli.export_trace", "write trace.db as Perfetto/Chrome trace JSON",
@@ -59,12 +64,43 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
 EPILOG_HEAD = "examples:\n"
 
 
-def build_parser(only: str | None = None) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+def did_you_mean(word: str, candidates: Sequence[str]) -> str:
+    """``; did you mean 'prof'?`` for the candidate closest to a misspelt ``word`` (:mod:`difflib`'s ratio
+    of at least 0.6), or an empty string."""
+    close = difflib.get_close_matches(word, list(candidates), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser with a suggestion for a misspelt subcommand or choice (Python 3.11's argparse has
+    none) and for a misspelt option (:meth:`unrecognized`); argparse's own suggestion, where a later Python
+    gives one, is kept instead."""
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError as exc:
+            if action.choices is None or "did you mean" in str(exc.message):
+                raise
+            hint = did_you_mean(str(value), [str(c) for c in action.choices])
+            if not hint:
+                raise
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r}{hint} (choose from "
+                                         f"{', '.join(repr(str(c)) for c in action.choices)})") from None
+
+    def unrecognized(self, extras: Sequence[str]) -> NoReturn:
+        """argparse's error for arguments no option or positional took, with a suggestion per option."""
+        options = [s for action in self._actions for s in action.option_strings]
+        hints = [did_you_mean(word.split("=", 1)[0], options)[2:] for word in extras if word.startswith("-")]
+        self.error(f"unrecognized arguments: {' '.join(extras)}" + "".join(f"; {h}" for h in hints if h))
+
+
+def build_parser(only: str | None = None) -> tuple[Parser, dict[str, Parser]]:
     """The command's parser and its subcommands' parsers; with ``only`` (a subcommand's name), that one alone:
     each parser looks its strings up in gettext's catalogs, 5 ms for all of them, and a command parses with
     the one it runs."""
     epilog = EPILOG_HEAD + "".join(f"  {ex:<48} # {summary}\n" for _, summary, ex in SUBCOMMANDS.values())
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="hpcsa",
         description="Postmortem performance analysis of GPU-accelerated HPC programs "
         "(HPCToolkit-compatible files throughout).",
@@ -73,7 +109,7 @@ def build_parser(only: str | None = None) -> tuple[argparse.ArgumentParser, dict
     )
     parser.add_argument("--version", action="version", version=f"hpcsa {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    parsers = {}
+    parsers: dict[str, Parser] = {}
     for name, (_module, summary, example) in SUBCOMMANDS.items():
         if only is not None and name != only:
             continue
@@ -85,7 +121,7 @@ def build_parser(only: str | None = None) -> tuple[argparse.ArgumentParser, dict
 
 def main(argv: Sequence[str] | None = None, settle_gc: bool = False) -> int:
     """Run one command; ``settle_gc``: this process ends with it (the ``hpcsa`` command itself), so the
-    subcommand's module is imported as :func:`_import_settled` does."""
+    subcommand's module is imported as ``_import_settled()`` does."""
     argv = list(sys.argv[1:] if argv is None else argv)
     libdefaults.set_defaults(libdefaults.BLAS_THREADS)  # before a subcommand's module loads numpy
     escape_streams()  # names that are not UTF-8 are printed escaped, never as a traceback
@@ -99,7 +135,9 @@ def main(argv: Sequence[str] | None = None, settle_gc: bool = False) -> int:
             module = _import_settled(name) if settle_gc else importlib.import_module(name)
             module.register(parsers[command])
         try:
-            args = parser.parse_args(argv)
+            args, extras = parser.parse_known_args(argv)  # what parse_args does, with a suggestion for extras
+            if extras:
+                (parsers.get(args.command) or parser).unrecognized(extras)
         except SystemExit:  # --help, --version or a usage error, printed: out with it, or say it cannot be
             _flush_stdout()
             raise

@@ -91,7 +91,7 @@ class _StdoutFile(io.FileIO):
 
 
 def guard_std_streams() -> None:
-    """For a process that runs one command: standard output through :class:`_StdoutFile`, and each of
+    """For a process that runs one command: standard output through ``_StdoutFile``, and each of
     descriptors 0-2 that the caller closed (``>&-``) held by ``/dev/null``, so that no file the command
     opens takes its number and receives what is printed. A closed stdout is held read-only, so that
     writing to it fails (one line), as writing to a closed descriptor does; a closed stderr silently

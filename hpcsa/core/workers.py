@@ -1,6 +1,6 @@
 """The single-machine transport: worker processes for the phase functions.
 
-The phases (:mod:`pipeline`) are written as functions of explicit inputs;
+The phases (:mod:`hpcsa.aggregate`) are written as functions of explicit inputs;
 this module only runs them somewhere. With ``jobs = 1`` everything runs in the
 calling process. Otherwise a pool of forked processes runs tasks largest
 first, handing the next task to whichever worker is free (balance by size,
@@ -477,12 +477,12 @@ class ForkedWorker:
     """One forked process running ``target(conn, *args)`` with its end of a pipe.
 
     ``args`` are inherited by the fork, never pickled (objects of any size cost nothing to hand over).
-    The target sends ``(tag, payload)`` pairs; :meth:`receive` returns the payload of the expected tag. A
+    The target sends ``(tag, payload)`` pairs; ``receive()`` returns the payload of the expected tag. A
     target that returns something other than None (what it built) ends its process at once after it
     returns, with what it returned and its arguments never freed (:func:`hpcsa.core.textout.end_now`). An
-    exception in the target reaches the parent, raised again by :meth:`receive` (an input error as the
-    same :class:`HpcsaError`); a process that ended without sending (killed, out of memory) is one
-    :class:`HpcsaError` naming ``what``."""
+    exception in the target reaches the parent, raised again by ``receive()`` (an input error as the
+    same :class:`.HpcsaError`); a process that ended without sending (killed, out of memory) is one
+    :class:`.HpcsaError` naming ``what``."""
 
     def __init__(self, target: Callable[..., object], *args: Any, what: str = "hpcsa") -> None:
         if not can_fork():  # pragma: no cover - not on Linux

@@ -7,7 +7,7 @@ import re
 
 from hpcsa.core.errors import HpcsaError
 from hpcsa.core.fileio import read_input
-from hpcsa.formats.db import dbformat
+from hpcsa.formats.db import database, dbformat
 from hpcsa.formats.measurement import hpcrun, hpctrace
 
 #: Each format's magic, from the module that reads and writes it (the padding is not compared).
@@ -29,11 +29,13 @@ def identify(path: str | os.PathLike[str]) -> str:
     measurement-dir, database-dir."""
     path = os.fspath(path)
     if os.path.isdir(path):
-        names = set(os.listdir(path))
-        if "meta.db" in names or "profile.db" in names:
-            return "database-dir"
-        if any(n.endswith(".hpcrun") for n in names):
+        holds = database.directory_kind(path)  # the one rule for directories, with open_database's messages
+        if holds in ("database", "incomplete-database"):
+            return "database-dir"  # the database reader names what is missing
+        if holds == "measurement":
             return "measurement-dir"
+        if holds == "legacy-database":
+            raise database.not_a_database(path)
         raise HpcsaError(path, "directory is neither a measurement directory (*.hpcrun) nor a database (meta.db)")
     head = read_input(path, 512)
     if head.startswith(HPCRUN_MAGIC):

@@ -8,7 +8,7 @@ DIEs are skipped by form (a fixed stride when the abbreviation allows it) and
 whole uninteresting subtrees are skipped through ``DW_AT_sibling``. Only the
 DIEs the caller asks for are decoded, into plain tuples.
 
-Corrupt DWARF raises :class:`DwarfError`; callers degrade (no lines, no
+Corrupt DWARF raises :class:`~hpcsa.structure.debuginfo.forms.DwarfError`; callers degrade (no lines, no
 inlining) instead of failing.
 """
 
@@ -152,6 +152,7 @@ class DebugInfo:
             pos = end
 
     def abbrevs_at(self, offset: int, address_size: int, offset_size: int, version: int) -> dict[int, Abbrev]:
+        """The abbreviation table at ``offset``, read once per unit shape (units often share one)."""
         key = offset * 64 + address_size * 8 + offset_size + version * 1000000007
         cached = self._abbrev_cache.get(key)
         if cached is not None:

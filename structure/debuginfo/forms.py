@@ -78,7 +78,7 @@ def cstring(data: bytes, pos: int) -> tuple[str, int]:
 
 @dataclass
 class Abbrev:
-    """One abbreviation; tables share equal ones (:meth:`DebugInfo.abbrevs_at`), so ``code`` is its code in
+    """One abbreviation; tables share equal ones (:meth:`~hpcsa.structure.debuginfo.dwarf.DebugInfo.abbrevs_at`), so ``code`` is its code in
     the first table that had it (a table maps each of its codes to it)."""
 
     code: int

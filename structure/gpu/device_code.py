@@ -42,11 +42,12 @@ def is_container(path: str) -> bool:
 
 
 def gpubin_name(data: bytes) -> str:
+    """Where a GPU binary is kept in a measurement directory: named by its MD5, as hpcrun names it."""
     return f"gpubins/{md5(data).hexdigest()}.gpubin"
 
 
 def gpubin_md5(name: str) -> str:
-    """The MD5 in a name made by :func:`gpubin_name`."""
+    """The MD5 in a name made by :func:`~hpcsa.structure.gpu.device_code.gpubin_name`."""
     return os.path.basename(name).removesuffix(".gpubin")
 
 

@@ -99,6 +99,8 @@ class Group:
 
 
 class StructureBuilder:
+    """One binary's structure as it is built: its functions, code, instruction runs and names."""
+
     def __init__(self, image: ElfImage, source: SourceInfo, demangle: Callable[[str], str],
                  lm_name: str | None = None) -> None:
         self.image = image
@@ -170,7 +172,7 @@ class StructureBuilder:
     # -- skeleton ---------------------------------------------------------------------------------
     def skeleton(self, funcs: Functions, names: dict[int, str], file_runs: bool = True
                  ) -> dict[str, dict[int, Group]]:
-        """The procedure groups by file; and the instruction runs (:attr:`runs`) unless ``file_runs`` is
+        """The procedure groups by file; and the instruction runs (``runs``) unless ``file_runs`` is
         false (another process files them meanwhile: :func:`skeleton_in_two`)."""
         files: dict[str, dict[int, Group]] = {}
         symbols = self.image.structure_functions
@@ -401,7 +403,7 @@ def send_source_info(conn: Channel, image: ElfImage, demangle: Callable[[str], s
     address) on and send it (:mod:`hpcsa.structure.x86.sweep`); read the debug information and send it, with
     the function extents of the unwind table (the skeleton needs them; parsed here, beside the parent's
     function discovery, the longer of the two, rather than after it); then file the instructions the
-    parent found into runs (:class:`InstructionRuns`, 70-90 ms for python3.11d) while the parent builds the
+    parent found into runs (:class:`~hpcsa.structure.x86.function_code.InstructionRuns`, 70-90 ms for python3.11d) while the parent builds the
     skeleton, and send them (None received: no code). Returns what it read, so that its process ends
     without freeing it while the parent waits."""
     if tail is not None:

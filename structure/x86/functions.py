@@ -40,7 +40,7 @@ class Functions(dict[int, list[int]]):
 def discover_functions(image: ElfImage, share: TailShare | None = None
                        ) -> tuple[CodeIndex | None, Functions, dict[int, str]]:
     """Every function reachable from symbols, the entry point and direct calls (tail calls included),
-    as block lists of one :class:`ProgramCFG`; returns the decoded code, the functions and the names of
+    as block lists of one :class:`~hpcsa.structure.x86.cfg.ProgramCFG`; returns the decoded code, the functions and the names of
     those without a symbol (PLT names, ``targXXXX``, ``_start``).
 
     Rounds run until nothing changes: edges for the current entries and never-returning functions, a

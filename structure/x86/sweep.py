@@ -3,7 +3,7 @@ process or by two at once.
 
 A linear sweep is a function of where it starts: from any instruction start it decodes what a sweep that
 reached that start decodes. So another process may sweep the code from a point well into it
-(:func:`sweep_tail`) while this one sweeps up to that point (:func:`sweep_code`); this one then goes on past
+(:func:`~hpcsa.structure.x86.sweep.sweep_tail`) while this one sweeps up to that point (:func:`sweep_code`); this one then goes on past
 the point until it lands on an instruction start of the other's sweep (x86 encodings resynchronise within a
 few instructions) and takes the other's rows from there on. The rows are those of one sweep, exactly.
 """
@@ -150,6 +150,7 @@ def _rows(raw: np.ndarray, texts: dict[int, str], operands: dict[int, str]) -> n
 #: task there; measured on Debian's python3.11d: sweep 0.75 s, the rest of function discovery 1.0 s, the
 #: debug information 1.2 s, so that both finish together at about a third); half where it has nothing else.
 TAIL_SHARE_WITH_DEBUG = 0.35
+#: The share of the code the other process sweeps where it has nothing else to do.
 TAIL_SHARE_ALONE = 0.5
 SYNC_WINDOW = 64   # bytes decoded at a time while looking for the other sweep's instructions
 
@@ -181,7 +182,7 @@ class TailShare:
 
 def tail_start(image: ElfImage, with_debug_information: bool) -> tuple[int, int] | None:
     """(code section, address) from which another process is to sweep: about :data:`TAIL_SHARE_WITH_DEBUG`
-    or :data:`TAIL_SHARE_ALONE` of the code. None where there is no code."""
+    or :data:`~hpcsa.structure.x86.sweep.TAIL_SHARE_ALONE` of the code. None where there is no code."""
     secs = image.code_sections
     total = sum(sec.size for sec in secs)
     if not total:
@@ -196,6 +197,7 @@ def tail_start(image: ElfImage, with_debug_information: bool) -> tuple[int, int]
 
 
 def sweep_tail(image: ElfImage, section: int, start: int) -> SweptTail:
+    """The other process's part: the code from ``start`` in code section ``section`` to the end."""
     operands: dict[int, str] = {}
     secs = image.code_sections
     rows = [sweep(image, start, secs[section].end, operands)]

@@ -20,13 +20,15 @@ from pathlib import Path
 
 import pytest
 
+from hpcsa.cli import demo as demo_module
 from hpcsa.structure.gpu import nvdisasm
 from hpcsa.views import open_experiment
 from hpcsa.views import tree as T
 from tests.conftest import FIXTURES, assert_one_line_error, run_cli
 
-DEMO = FIXTURES / "demo"
-RECORDS = DEMO / "particles.nvprof"
+DEMO = FIXTURES / "demo"  # the scripts that build the demo's inputs
+DATA = Path(demo_module.DATA)  # the inputs: package data, what a wheel installs
+RECORDS = DATA / "particles.nvprof"
 PERIOD = 4096
 PAIR_FORCE = "$_Z14compute_forcesPfPKfS1_i$_Z10pair_forcefff"
 SOFTEN = "$_Z14compute_forcesPfPKfS1_i$_Z6softenf"
@@ -69,7 +71,7 @@ def test_every_step_runs_and_reports(demo: tuple[Path, str]) -> None:
     for name in ("app.m", "app.d/meta.db", "app.d/profile.db", "app.d/cct.db", "app.d/trace.db", "sample.hpcstruct"):
         assert (out / name).exists(), name
     [gpubin] = (out / "app.m" / "gpubins").iterdir()
-    assert gpubin.read_bytes() == (DEMO / "particles-sm75.cubin").read_bytes()
+    assert gpubin.read_bytes() == (DATA / "particles-sm75.cubin").read_bytes()
 
 
 def test_database_conserves_the_records(demo: tuple[Path, str]) -> None:
@@ -109,7 +111,7 @@ def test_hot_path_goes_through_the_hot_call_site(demo: tuple[Path, str]) -> None
     exp = open_experiment(demo[0] / "app.d")
     forest = exp.top_down()
     labels = [forest.label(n) for n in forest.hot_path("GINS")]
-    kernel = labels.index("→ compute_forces(float*, float const*, float const*, int)")
+    kernel = labels.index("→ compute_forces")  # the short name (views show C++ names without parameters)
     assert labels[kernel + 1:kernel + 4] == ["loop at particles.cu:50", f"particles.cu:51 → {PAIR_FORCE}",
                                              f"particles.cu:23 → {SOFTEN}"]
     assert labels[-1] == "particles.cu:18"  # soften's one statement
@@ -152,7 +154,8 @@ def test_records_are_what_the_script_builds(tmp_path: Path) -> None:
     """Same tables, schemas and rows (SQLite's file bytes depend on the library version, the content does not)."""
     make_records = _load(DEMO / "make_records.py")
     rebuilt = tmp_path / "particles.nvprof"
-    make_records.build(str(DEMO / "particles-sm75.cubin"), str(rebuilt))
+    assert Path(make_records.OUTPUT) == RECORDS  # the script writes the package data
+    make_records.build(str(DATA / "particles-sm75.cubin"), str(rebuilt))
     assert _content(rebuilt) == _content(RECORDS)
     # The design's totals are what the records hold, per kernel.
     design = {k: sum(row[-1] for row in rows) for k, rows in make_records.DESIGN.items()}
@@ -171,4 +174,4 @@ def test_ends_with_serve_and_source_copy(demo: tuple[Path, str]) -> None:
     meta = open_experiment(out / "app.d").meta
     copied = [(f, int(flag)) for f, flag in zip(meta.files, meta.file_flags, strict=True) if f.endswith("particles.cu")]
     assert len(copied) == 1 and copied[0][0].startswith("src/") and copied[0][1] & 1
-    assert (out / "app.d" / copied[0][0]).read_bytes() == (DEMO / "particles.cu").read_bytes()
+    assert (out / "app.d" / copied[0][0]).read_bytes() == (DATA / "particles.cu").read_bytes()

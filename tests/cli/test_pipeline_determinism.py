@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, run_cli
+from hpcsa.cli.demo import DATA
+from tests.conftest import run_cli
 
-DEMO = FIXTURES / "demo"
+DEMO = Path(DATA)  # the demo's inputs (package data)
 
 
 def _files(root: Path) -> dict[str, bytes]:

@@ -361,7 +361,7 @@ class CctDBWriter(dbf.StreamedWriter):
     """A cct.db being written: header and context infos first, blocks by range, footer last.
 
     Use as a context manager; the file appears under ``path`` only when the
-    block completes. :attr:`temp_path` is the file workers write ranges into.
+    block completes. :attr:`.temp_path` is the file workers write ranges into.
     """
 
     def __init__(self, path: str | os.PathLike[str], layout: CctLayout) -> None:

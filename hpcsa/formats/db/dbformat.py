@@ -252,10 +252,10 @@ class SparseRuns:
 class StreamedWriter:
     """A ``*.db`` file written in place, by this process and by workers, under a temporary name.
 
-    Use as a context manager: on entry the file is created and :meth:`_start` lays
-    out what comes first (reserved headers); on a normal exit :meth:`_finish`
+    Use as a context manager: on entry the file is created and ``_start()`` lays
+    out what comes first (reserved headers); on a normal exit ``_finish()``
     writes what comes last (headers, footer) and the file appears under ``path``;
-    on an error, in the block or in :meth:`_finish`, the partial file is removed.
+    on an error, in the block or in ``_finish()``, the partial file is removed.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:

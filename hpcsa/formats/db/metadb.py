@@ -5,9 +5,9 @@ the format lives in three modules with one job each:
 
 - :mod:`.metadb_model`: the record layouts (``*_FIELDS`` tables, declared once
   and used by both directions), the enumerations and the model
-  (:class:`MetaDB`, :class:`ContextTree` in pre-order);
-- :mod:`.metadb_read`: :func:`read_metadb`;
-- :mod:`.metadb_write`: :func:`write_metadb` / :func:`encode_metadb`.
+  (:class:`.MetaDB`, :class:`.ContextTree` in pre-order);
+- :mod:`.metadb_read`: :func:`.metadb_read.read_metadb`;
+- :mod:`.metadb_write`: :func:`.write_metadb` / :func:`.encode_metadb`.
 
 The tree algorithms over parent arrays are in :mod:`.treeorder`.
 """

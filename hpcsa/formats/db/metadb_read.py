@@ -2,7 +2,7 @@
 
 The variable-size ``{Ctx}`` records are parsed level by level without a
 per-record loop: within one level every child array is walked at once by
-pointer jumping over ``nFlexWords`` (see :func:`_records_in_arrays`).
+pointer jumping over ``nFlexWords`` (see ``_records_in_arrays()``).
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ def _table_index(blob: Blob, ptrs: np.ndarray, base: int, stride: int, count: in
 
 
 def read_metadb(path: str | os.PathLike[str]) -> M.MetaDB:
+    """A whole meta.db: its general properties, id names, metrics, modules, files, functions and context tree."""
     path = os.fspath(path)
     blob, head = dbf.open_db(path, M.TAG, M.SECTIONS)
     sec = dict(zip(M.SECTIONS, head.sections, strict=True))

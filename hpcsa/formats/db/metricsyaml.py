@@ -6,15 +6,15 @@ propagation scope and summary partial: ``metric``, ``scope``, ``formula``,
 ``variants`` such as ``Sum`` with ``render`` and ``formula`` whose leaves are
 aliases of inputs, numbers, or operator maps like ``{/: [*a, *b]}``).
 
-Reading (:func:`read_metrics_yaml`) keeps the document as plain data in which
-every input is an :class:`Input` object and every alias is that same object,
-so the structure survives a round trip; :func:`dumps` writes a document in
+Reading (:func:`.metricsyaml_read.read_metrics_yaml`) keeps the document as plain data in which
+every input is an :class:`.Input` object and every alias is that same object,
+so the structure survives a round trip; :func:`.dumps` writes a document in
 hpcprof's (yaml-cpp's) layout: block style, flow style for ``render`` lists and
 formula expressions, anchors named as hpcprof names them, no final newline.
 
-:func:`standard_taxonomy` builds hpcprof's "standard" taxonomy from metric
-descriptions (:class:`MetricSpec`, :class:`ExtraStatSpec`);
-:func:`specs_from_hpcrun` derives those from an ``.hpcrun`` metric table,
+:func:`.standard_taxonomy` builds hpcprof's "standard" taxonomy from metric
+descriptions (:class:`.MetricSpec`, :class:`.ExtraStatSpec`);
+:func:`.specs_from_hpcrun` derives those from an ``.hpcrun`` metric table,
 parsing hpcrun's derived-metric formulas (``100*(#76/#77)``).
 
 The one name the rest of hpcsa imports (``from hpcsa.formats.db import

@@ -162,6 +162,7 @@ def _check_roots(items: Any, path: str | None, where: str) -> None:
 
 
 def read_metrics_yaml(path: str | os.PathLike[str]) -> MetricsTaxonomy:
+    """A database's ``metrics/default.yaml``, as plain data that writes back byte for byte."""
     path = os.fspath(path)
     raw = read_input(path, expected="a metrics YAML file", error=FormatError)
     try:

@@ -14,7 +14,7 @@ from hpcsa.formats.db.metricsyaml_model import OPERATORS, Input, MetricsTaxonomy
 
 
 def sanitize(text: str) -> str:
-    """hpcprof's anchor spelling: keep [A-Za-z0-9_-], write other bytes as ``x<hex>_``."""
+    """hpcprof's anchor spelling: keep ``[A-Za-z0-9_-]``, write other bytes as ``x<hex>_``."""
     out = []
     for b in text.encode("utf-8", errors="surrogateescape"):
         c = chr(b)

@@ -321,7 +321,7 @@ class ProfileDBWriter(dbf.StreamedWriter):
     ``id_tuples[i]`` is the identifier tuple of profile ``i + 1`` (profile 0 is
     the summary). Use as a context manager; the file appears under ``path`` only
     when the block completes. Blobs go where :meth:`allocate` says (an internal
-    counter) unless the caller gives an offset; workers can open :attr:`temp_path`
+    counter) unless the caller gives an offset; workers can open :attr:`.temp_path`
     and place blobs with :func:`write_blob_at`, then the owner calls
     :meth:`record` with what they placed.
     """

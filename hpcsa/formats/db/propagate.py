@@ -13,7 +13,7 @@ hpcprof has a quirk this reproduces: its per-thread accumulator for a metric
 is flagged as a loop only when the loop context had a value of its own, so a
 loop without one reports ``function`` as its thread ``lex_aware`` value, while
 the summary statistics use the loop-free sum. The loop-free sum of such loops
-is kept aside (:attr:`Propagated.aside`) for the summary.
+is kept aside (``aside`` of :class:`Propagated`) for the summary.
 
 Ids are pre-order, so the subtree of context ``c`` is the id range
 ``c .. end[c]``: with the points sorted by (profile, metric, context), each
@@ -92,7 +92,7 @@ class ScopeRule:
     had a value of its own (``PerThreadTemporary::finalize`` sets ``isLoop`` on the metrics a context holds
     before it pulls in its children's), so a loop without one reports its function value as its thread
     lex_aware value, and its databases hold exactly that; its summary statistics take the loop-free sum
-    (:attr:`Propagated.aside`). False: every loop reports its loop-free sum, the definition of lex_aware.
+    (``aside`` of :class:`Propagated`). False: every loop reports its loop-free sum, the definition of lex_aware.
 
     ``execution_only``: a bool per context, or None: those contexts keep point and execution only, with
     function and lex_aware zero (``hpcsa blame`` keeps the global root and the entry points so).

@@ -191,7 +191,7 @@ class Module:
         return None if index < 0 else self.strings[index]
 
     def texts(self, indexes: Iterable[int]) -> dict[int, str]:
-        """The strings at these indexes (negative ones left out, as :meth:`text` gives them None), looked up
+        """The strings at these indexes (negative ones left out, as :meth:`.text` gives them None), looked up
         together."""
         wanted = [i for i in set(indexes) if i >= 0]
         strings = self.strings

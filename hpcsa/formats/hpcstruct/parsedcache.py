@@ -3,7 +3,7 @@
 hpcprof parses every structure file on every run; for the large files of real
 runs (a C library with its debug info gives a 7-8 MB ``.hpcstruct``) that XML
 parse is most of a small aggregation's time. :func:`read_structure` returns
-the same :class:`StructureFile` as :func:`hpcstruct.read_hpcstruct`, through a
+the same :class:`.StructureFile` as :func:`.hpcstruct.reader.read_hpcstruct`, through a
 cache entry named by the BLAKE3-256 hash of the structure file's bytes: the columns of
 every module (``scopes``, ``ranges``), its strings, and its statement address
 map (``leaf_map``, the costliest query to derive) as raw numpy arrays.

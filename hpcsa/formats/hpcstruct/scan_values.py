@@ -167,7 +167,7 @@ def ranges(seg: np.ndarray, digits: np.ndarray, marks: tuple[np.ndarray, np.ndar
 
 def values(seg: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[str]:
     """The values ``seg[start:end]`` (in order, not overlapping) decoded from UTF-8 once, end to end, each
-    followed by its closing '"' (no value holds one); entities are left for :meth:`_Module.intern`."""
+    followed by its closing '"' (no value holds one); entities are left for ``_Module.intern()``."""
     if not len(start):
         return []
     runs = np.empty(2 * len(start) + 1, np.int64)  # bytes skipped, kept, skipped, ...

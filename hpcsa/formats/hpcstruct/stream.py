@@ -3,7 +3,7 @@
 and element names are the model's, shared with the writer).
 
 Reading streams the file through the standard library's expat parser, one
-``LM`` at a time, straight into the columns of a :class:`ModuleBuilder` (no
+``LM`` at a time, straight into the columns of a :class:`.ModuleBuilder` (no
 DOM). Every real file carries its DTD inline; it is accepted, but any entity
 declaration (internal, external or parameter entity) is refused before it can
 be expanded, nothing external is ever fetched, and undefined entity
@@ -431,7 +431,7 @@ def _expat_problem(exc: expat.ExpatError, total: int) -> str:
 
 
 def iter_modules(path: str | os.PathLike[str], header: StructureFile | None = None) -> Iterator[Module]:
-    """Stream the load modules of a structure file, one finished :class:`Module` at a time.
+    """Stream the load modules of a structure file, one finished :class:`.Module` at a time.
 
     ``header``, when given, receives the root's version, id and name.
     """

@@ -243,6 +243,7 @@ def document_tail() -> str:
 
 
 def render(sf: StructureFile) -> Iterator[str]:
+    """The structure file's XML text, in pieces, in document order."""
     yield from document_head(sf.name, sf.id)
     for m in sf.modules:
         yield from render_module(m)
