@@ -59,10 +59,11 @@ def _m(name: str, desc: str, fmt: int, show: int = SHOW, move2proc: int = 0, for
                       show=show, show_percent=show_percent, formula=formula, format=format)
 
 
-def metric_table(pc_sampling: bool, implicit_copies: bool) -> list[MetricDesc]:
-    """The metric table for one measurement directory (the same in every file, as with hpcrun)."""
+def metric_table(pc_sampling: bool, implicit_copies: bool, instruction_trace: bool = False) -> list[MetricDesc]:
+    """The metric table for one measurement directory (the same in every file, as with hpcrun); an
+    instruction trace (AMD thread trace) adds the cycles its instructions stalled and idled."""
     out: list[MetricDesc] = []
-    if pc_sampling:
+    if pc_sampling or instruction_trace:
         out += [_m("GINS:BLK_EXEC_CNT", "GPU basic block execution count", VAL_FMT_INT, INVISIBLE),
                 _m("GINS:BLK_LAT", "GPU basic block latency", VAL_FMT_INT, INVISIBLE),
                 _m("GINS:BLK_SIMD_ACT", "GPU basic block active SIMD lanes", VAL_FMT_INT, INVISIBLE),
@@ -80,6 +81,9 @@ def metric_table(pc_sampling: bool, implicit_copies: bool) -> list[MetricDesc]:
         for key in ("ANY",) + STALL_CLASSES:
             out.append(_m(f"GINS:STL_{key}", f"GPU instruction stalls: {_STALL_TEXT[key]}", VAL_FMT_INT,
                           SHOW if key == "ANY" else HIDE))
+        if instruction_trace:
+            out += [_m("GINS:STALL_CYC", "GPU instruction stall cycles (instruction trace)", VAL_FMT_INT),
+                    _m("GINS:IDLE_CYC", "GPU instruction idle cycles (instruction trace)", VAL_FMT_INT)]
         base = len(out)
         out += [_m("GSAMP:DRP", "GPU PC samples: dropped", VAL_FMT_INT, HIDE, 1),
                 _m("GSAMP:EXP", "GPU PC samples: expected", VAL_FMT_INT, HIDE, 1),

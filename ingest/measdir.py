@@ -48,8 +48,10 @@ from hpcsa.formats.measurement.hpcrun import THREAD_ELEMENT as THREAD
 from hpcsa.formats.measurement.hpctrace import FLAG_CALL_TRACE, HpctraceFile, make_records, write_hpctrace
 from hpcsa.formats.measurement.placeholders import PH
 from hpcsa.ingest import model as M
+from hpcsa.ingest.cputrace import call_line
 from hpcsa.ingest.gpumetrics import metric_ids, metric_table, operation_values, sum_values
 from hpcsa.ingest.names import safe_name, write_names_files
+from hpcsa.ingest.samplemetrics import has_instruction_trace, sample_values
 
 KERNEL_SPAN = 1 << 32  # address space given to each kernel of a synthetic kernel module
 UNKNOWN_CTX = -1
@@ -64,17 +66,28 @@ class Summary:
     streams: int = 0
     ops: dict[str, int] = field(default_factory=dict)
     samples: int = 0
+    instructions: int = 0  # instruction-trace records (AMD thread trace), counted apart from PC samples
     unattributed: int = 0  # ops with a correlation id whose API call is not in the source
     gpubins: int = 0
     api_calls: int = 0  # calls written as CPU contexts of a source with no GPU operations
     ranged_calls: int = 0  # API calls placed below user ranges
     range_contexts: int = 0  # range paths written as contexts of a source with no GPU operations
+    graph_ops: int = 0  # operations a CUDA/HIP graph ran, placed under <graph> frames
+    graph_captured: int = 0  # of those, the ones whose node's creation context is known
+    cpu_trace_records: int = 0  # records of the CPU threads' trace lines (their API calls over time)
 
     def line(self) -> str:
         ops = ", ".join(f"{n} {k}" for k, n in self.ops.items() if n)
         extra = f", {self.samples} PC-sample records" if self.samples else ""
+        if self.instructions:
+            extra += f", {self.instructions} instruction-trace records"
         if self.ranged_calls:
             extra += f", {self.ranged_calls} API call(s) inside user ranges"
+        if self.graph_ops:
+            extra += (f", {self.graph_ops} graph operation(s) under <graph> frames ({self.graph_captured} with the "
+                      "context that built them)")
+        if self.cpu_trace_records:
+            extra += f", {self.cpu_trace_records} CPU trace records (the API calls over time)"
         if self.api_calls or self.range_contexts:
             parts = [f"{n} {what}" for n, what in ((self.api_calls, "API call(s)"), (self.range_contexts,
                                                                                       "range context(s)")) if n]
@@ -181,21 +194,21 @@ class ProcessWriter:
             frames = []
             for fr in tr.stacks[stack]:
                 if fr.module == M.API_FRAME:  # the call itself, below frames a stack got (e.g. ranges)
-                    frames.append(self._api_node(fr.symbol))
+                    frames.append(self.api_node(fr.symbol))
                     continue
                 lm = self.modules.id(fr.module)
                 self.modules.name(fr.module, fr.ip, fr.symbol)
                 frames.append((lm, fr.ip))
             return tuple(frames)
-        return (self._api_node(name),)
+        return (self.api_node(name),)
 
-    def _api_node(self, name: str) -> tuple[int, int]:
+    def api_node(self, name: str) -> tuple[int, int]:
         lm = self.modules.id(self.api_module)
         addr = 16 * (1 + int(md5(name.encode()).hexdigest()[:12], 16))
         self.modules.name(self.api_module, addr, name, 16)
         return (lm, addr)
 
-    def _symbol_point(self, code: int, name: str) -> tuple[int, int]:
+    def symbol_point(self, code: int, name: str) -> tuple[int, int]:
         tr = self.trace
         if code >= 0:
             sym = tr.symbols[code]
@@ -228,6 +241,7 @@ class ProcessWriter:
         # the source go under "<untraced API call>", ops without a call (correlation 0) under the thread root.
         a = np.maximum(api, 0)
         stack = np.where(has_api, apis["stack"][a], -1) if len(apis) else np.full(len(ops), -1)
+        stack = np.where(ops["launch_stack"] >= 0, ops["launch_stack"], stack)  # a graph's node: its own context
         api_name = np.where(has_api, apis["name"][a], -1) if len(apis) else np.full(len(ops), -1)
         untraced = ~has_api & (ops["corr"] != 0)
         ctx_key = np.stack([thread, stack, api_name, untraced], axis=1).astype(np.int64)
@@ -242,11 +256,14 @@ class ProcessWriter:
             if nm >= 0:
                 ctx_frames.append(self._api_frames(stk, nm))
             elif untr:
-                ctx_frames.append((self._api_node("<untraced API call>"),))
+                ctx_frames.append((self.api_node("<untraced API call>"),))
             else:
                 ctx_frames.append(())
 
-        threads = sorted(set(int(t) for t in thread) | {main_tid})
+        # every API call of the process: each thread's CPU trace line (:mod:`hpcsa.ingest.cputrace`)
+        calls = apis[apis["process"] == self.pid] if len(apis) else apis
+        call_tid = np.where(calls["thread"] >= 0, calls["thread"], main_tid) if len(calls) else np.zeros(0, np.int64)
+        threads = sorted(set(int(t) for t in thread) | {main_tid} | set(call_tid.tolist()))
         thread_index = {main_tid: 0}
         first_seen: dict[int, int] = {}
         if len(ops):
@@ -254,14 +271,15 @@ class ProcessWriter:
             earliest = np.full(len(t_uniq), np.iinfo(np.int64).max)
             np.minimum.at(earliest, t_inv.reshape(-1), ops["start"])
             first_seen = dict(zip(t_uniq.tolist(), earliest.tolist(), strict=True))
-        for t in sorted((t for t in threads if t != main_tid), key=lambda t: (first_seen.get(t, 0), t)):
+        late = np.iinfo(np.int64).max  # threads that launched nothing (only API calls) come last
+        for t in sorted((t for t in threads if t != main_tid), key=lambda t: (first_seen.get(t, late), t)):
             thread_index[t] = len(thread_index)
 
         placeholder = self._placeholders(ops)
         kernel_pt = {}
         kern = ops["kind"] == M.KERNEL
         for code, name_id in _groups(ops["code"][kern], ops["name"][kern])[0]:
-            kernel_pt[(code, name_id)] = self._symbol_point(code, tr.strings[name_id])
+            kernel_pt[(code, name_id)] = self.symbol_point(code, tr.strings[name_id])
 
         # -- per CPU thread profile ------------------------------------------------------------------
         samples = tr.samples[tr.samples["process"] == self.pid] if len(tr.samples) else tr.samples
@@ -273,7 +291,7 @@ class ProcessWriter:
         for t in threads:
             mine = sample_thread == t
             self._write_thread(t, thread_index[t], ops, thread, ctx_of, ctx_frames, placeholder, kernel_pt,
-                               samples[mine], local[mine], summary)
+                               samples[mine], local[mine], summary, calls[call_tid == t] if len(calls) else calls)
         # -- per GPU stream pseudo-thread ----------------------------------------------------------
         traced = np.isin(ops["kind"], (M.KERNEL, M.MEMCPY, M.MEMSET)) & (ops["count"] == 1) & (ops["end"] >= ops["start"]) & (ops["start"] > 0)
         skey = np.stack([ops["device"], ops["context"], ops["stream"]], axis=1)[traced]
@@ -289,7 +307,10 @@ class ProcessWriter:
         for kind, name in M.KIND_NAMES.items():
             n = int(ops["count"][ops["kind"] == kind].sum())
             summary.ops[name] = summary.ops.get(name, 0) + n
-        summary.samples += len(samples)
+        traced = int(np.count_nonzero(samples["latency"] | samples["stall_cycles"] | samples["idle_cycles"])) \
+            if len(samples) else 0
+        summary.samples += len(samples) - traced
+        summary.instructions += traced
         self._write_names()
 
     def write_calls_only(self, summary: Summary) -> None:
@@ -308,14 +329,23 @@ class ProcessWriter:
             mine = apis[tids == tid]
             for stk, nm in _groups(mine["stack"], mine["name"])[0]:
                 cct.path(root, self._api_frames(stk, nm))
+            def node_of(stk: int, nm: int, root: int = root, cct: Cct = cct) -> int:
+                return cct.path(root, self._api_frames(stk, nm))
+
+            times, trace_nodes = call_line(mine, node_of, root)
             mine_paths = paths.get(tid, set()) | (paths.get(-1, set()) if tid == main_tid else set())
             summary.range_contexts += len(mine_paths)
             for path in sorted(mine_paths, key=lambda p: [(f.module, f.ip) for f in p]):
                 cct.path(root, [(self.modules.id(f.module), f.ip) for f in path])
                 for f in path:
                     self.modules.name(f.module, f.ip, f.symbol)
+            trace = HpctraceFile(flags=FLAG_CALL_TRACE, records=make_records(times, trace_nodes)) \
+                if len(times) else None
             self._emit(cct, index, np.zeros(0, np.uint32), np.zeros(0, np.uint16), np.zeros(0),
-                       self._id_tuple([(THREAD, index)]), 0, 0, tid, trace_flags=0, trace=None, summary=summary)
+                       self._id_tuple([(THREAD, index)]), int(times[0]) if len(times) else 0,
+                       int(times[-1]) if len(times) else 0, tid, trace_flags=FLAG_CALL_TRACE if len(times) else 0,
+                       trace=trace, summary=summary)
+            summary.cpu_trace_records += len(times)
         summary.threads += len(order)
         summary.api_calls += len(apis)
         self._write_names()
@@ -346,7 +376,7 @@ class ProcessWriter:
 
     def _write_thread(self, tid: int, index: int, ops: np.ndarray, thread: np.ndarray, ctx_of: np.ndarray,
                       ctx_frames: list, placeholder: np.ndarray, kernel_pt: dict, samples: np.ndarray,
-                      sample_op: np.ndarray, summary: Summary) -> None:
+                      sample_op: np.ndarray, summary: Summary, calls: np.ndarray | None = None) -> None:
         cct = Cct()
         root = self._thread_root(cct, index)
         mine = np.flatnonzero(thread == tid)
@@ -375,72 +405,18 @@ class ProcessWriter:
         nodes, mets, vals = operation_values(ops[mine], leaf[mine], self.mid, devices)
         # PC samples: children of <gpu kernel> at the sampled pc, unwound = 0 (merged into the entry node).
         if "GINS" in self.mid:
-            sn, sm, sv = self._sample_metrics(cct, root, ops, samples, sample_op, leaf, mine)
+            sn, sm, sv = sample_values(self, cct, root, ops, samples, sample_op, leaf, mine)
             nodes += sn
             mets += sm
             vals += sv
         n, m, v = sum_values(nodes, mets, vals)
-        self._emit(cct, index, n, m, v, self._id_tuple([(THREAD, index)]), 0, 0, tid, trace_flags=0,
-                   trace=None, summary=summary)
-
-    def _sample_metrics(self, cct: Cct, root: int, ops: np.ndarray, smp: np.ndarray, opi: np.ndarray,
-                        leaf: np.ndarray, mine: np.ndarray) -> tuple[list, list, list]:
-        tr = self.trace
-        mid = self.mid
-        info = tr.sample_info[tr.sample_info["process"] == self.pid] if len(tr.sample_info) else tr.sample_info
-        period_of: dict[int, int] = {int(c): int(p) for c, p in zip(info["corr"], info["period"], strict=True)}
-        nodes, mets, vals = [], [], []
-        if len(smp):
-            # One node per distinct (launch placeholder, symbol, pc); Python runs over those only.
-            ph = np.zeros(len(smp), np.int64)
-            launched = opi >= 0
-            kernel_node = np.where(launched, leaf[np.maximum(opi, 0)] if len(leaf) else 0, 0)
-            parents = np.array([r[1] for r in cct.rows] + [0], np.int64)
-            ph[launched] = parents[kernel_node[launched] - 1]
-            if np.any(~launched):
-                ctx = cct.path(root, (self._api_node("<untraced API call>"),))
-                ph[~launched] = cct.child(ctx, 0, PH["kernel"])
-            keys, inv = _groups(ph, smp["symbol"], smp["pc"].view(np.int64), np.where(launched, kernel_node, 0))
-            made = []
-            for parent, sym, pc, knode in keys:
-                name = tr.symbols[sym].name if sym >= 0 else ""
-                lm, base = self._symbol_point(sym, name)
-                entry = tuple(cct.rows[knode - 1][2:4]) if knode else None
-                flags = UNWOUND if entry == (lm, base + pc) else 0
-                made.append(cct.child(parent, lm, base + pc, flags))
-            snode = np.array(made, np.int64)[inv]
-            period = np.ones(len(smp))
-            if period_of:
-                corr_u, corr_inv = np.unique(smp["corr"], return_inverse=True)
-                period = np.array([period_of.get(int(c), 1) or 1 for c in corr_u], np.float64)[corr_inv.reshape(-1)]
-            stall = smp["stall"].astype(np.int64)
-            has_cls = stall < len(M.STALL_CLASSES)
-            nodes += [snode, snode[has_cls], snode[has_cls & (stall != M.ST_NONE)]]
-            mets += [np.full(len(smp), mid["GINS"]),
-                     np.array([mid[f"GINS:STL_{c}"] for c in M.STALL_CLASSES])[stall[has_cls]],
-                     np.full(int((has_cls & (stall != M.ST_NONE)).sum()), mid["GINS:STL_ANY"])]
-            vals += [smp["samples"] * period, (smp["stall_samples"] * period)[has_cls],
-                     (smp["stall_samples"] * period)[has_cls & (stall != M.ST_NONE)]]
-        # Per-launch sampling summaries on the kernel node.
-        if len(info):
-            kern = mine[ops["kind"][mine] == M.KERNEL]
-            k_i, k_k = M.pair_keys(np.zeros(len(info)), info["corr"], np.zeros(len(kern)), ops["corr"][kern])
-            hit = M.lookup(k_i, k_k)
-            ok = hit >= 0
-            if np.any(ok):
-                kn = leaf[kern[hit[ok]]]
-                known = kn > 0
-                kn = kn[known]
-                inf = info[ok][known]
-                nodes += [kn, kn]
-                mets += [np.full(len(kn), mid["GSAMP:TOT"]), np.full(len(kn), mid["GSAMP:DRP"])]
-                vals += [inf["total"].astype(np.float64), inf["dropped"].astype(np.float64)]
-                # The period is a property, not a count: one value per kernel node.
-                first = np.unique(kn, return_index=True)[1]
-                nodes.append(kn[first])
-                mets.append(np.full(len(first), mid["GSAMP:PER (cyc)"]))
-                vals.append(inf["period"][first].astype(np.float64))
-        return nodes, mets, vals
+        times, trace_nodes = call_line(calls if calls is not None else M.empty(M.API_DTYPE),
+                                       lambda stk, nm: cct.path(root, self._api_frames(stk, nm)), root)
+        trace = HpctraceFile(flags=FLAG_CALL_TRACE, records=make_records(times, trace_nodes)) if len(times) else None
+        self._emit(cct, index, n, m, v, self._id_tuple([(THREAD, index)]), int(times[0]) if len(times) else 0,
+                   int(times[-1]) if len(times) else 0, tid, trace_flags=FLAG_CALL_TRACE if len(times) else 0,
+                   trace=trace, summary=summary)
+        summary.cpu_trace_records += len(times)
 
     def _write_stream(self, number: int, dev: int, ctx: int, stream: int, mine: np.ndarray, ops: np.ndarray,
                       thread: np.ndarray, thread_index: dict, ctx_of: np.ndarray, ctx_frames: list,
@@ -542,19 +518,24 @@ def write_gpubins(trace: M.GpuTrace, outdir: str) -> dict[int, tuple[str, dict[s
 
 def write_measurement(traces: list[M.GpuTrace], outdir: str, ranges: bool = True) -> Summary:
     """Write all traces into ``outdir`` (an existing, empty directory); with ``ranges``, the user ranges
-    (NVTX, roctx, ``record_function``) become ``<range>`` frames above the calls made inside them."""
+    (NVTX, roctx, ``record_function``) become ``<range>`` frames above the calls made inside them. The
+    operations CUDA/HIP graphs ran get ``<graph>`` frames and the contexts that built them (from any of the
+    traces: a capture may be recorded apart from its replay)."""
+    from hpcsa.ingest.graphs import attach_graph_contexts
     from hpcsa.ingest.ranges import apply_ranges
 
     summary = Summary()
     pc = any(len(t.samples) or len(t.sample_info) for t in traces)
     implicit = any(bool(np.any(t.ops["implicit"])) for t in traces)
-    metrics = metric_table(pc, implicit)
+    metrics = metric_table(pc, implicit, any(has_instruction_trace(t.samples) for t in traces))
     used: set[str] = set()
     names: dict[str, dict[str, tuple[set[int], int]]] = {}
     for tr in traces:
         if ranges:
             summary.ranged_calls += apply_ranges(tr)
         M.join_launches(tr)
+    summary.graph_ops, summary.graph_captured = attach_graph_contexts(traces)
+    for tr in traces:
         bins = write_gpubins(tr, outdir)
         summary.gpubins += len(bins)
         pids = sorted(set(tr.ops["process"].tolist()) | set(tr.samples["process"].tolist()))

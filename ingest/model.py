@@ -51,7 +51,7 @@ API_DTYPE = np.dtype([
     ("process", "i8"), ("thread", "i8"), ("name", "i4"), ("start", "i8"), ("end", "i8"),
     ("corr", "u8"), ("stack", "i8"),
 ])
-"""One host API call: the launch point of GPU work (``stack`` indexes :attr:`GpuTrace.stacks`, -1 none)."""
+"""One host API call: the launch point of GPU work (``stack`` indexes ``GpuTrace.stacks``, -1 none)."""
 
 OP_DTYPE = np.dtype([
     ("kind", "u1"), ("process", "i8"), ("thread", "i8"), ("device", "i8"), ("context", "i8"),
@@ -59,21 +59,29 @@ OP_DTYPE = np.dtype([
     ("name", "i4"), ("bytes", "u8"), ("sub", "u1"), ("implicit", "u1"),
     ("blocks", "i8"), ("block_threads", "i8"), ("regs", "i8"), ("smem_static", "i8"),
     ("smem_dynamic", "i8"), ("local_total", "i8"), ("code", "i8"), ("api", "i8"),
+    ("graph", "i8"), ("graph_node", "i8"), ("launch_stack", "i8"),
 ])
 """One GPU operation. ``thread`` is the launching thread when the record itself names it (-1 otherwise);
 ``sub`` is the copy direction / memory kind / sync kind; ``blocks`` is the grid in blocks (work-groups),
 ``block_threads`` the threads (work-items) per block; ``code`` a kernel symbol (index into
-:attr:`GpuTrace.symbols`, -1 none); ``api`` is filled by :func:`join_launches`. ``count`` is 1 except for
-summary sources (e.g. a unitrace device-timing table) where one row stands for several operations."""
+``GpuTrace.symbols``, -1 none); ``api`` is filled by :func:`join_launches`. ``count`` is 1 except for
+summary sources (e.g. a unitrace device-timing table) where one row stands for several operations.
+``graph`` and ``graph_node`` name the CUDA/HIP graph and node an operation ran as, where the records say
+(-1 otherwise); ``launch_stack`` (index into ``GpuTrace.stacks``) is the operation's own launch context
+where it differs from its API call's: a graph's operation gets the launch, a ``<graph>`` frame and the
+context that created its node (filled by :mod:`hpcsa.ingest.graphs`)."""
 
 SAMPLE_DTYPE = np.dtype([
     ("process", "i8"), ("corr", "u8"), ("symbol", "i8"), ("pc", "u8"), ("stall", "u1"),
     ("samples", "u8"), ("stall_samples", "u8"), ("op", "i8"),
+    ("latency", "u8"), ("stall_cycles", "u8"), ("idle_cycles", "u8"),
 ])
-"""One aggregated PC-sample record: ``symbol`` indexes :attr:`GpuTrace.symbols`, ``pc`` is the offset from
-that symbol's entry, ``stall`` a class index of :data:`STALL_CLASSES` (or :data:`NO_STALL_INFO`);
+"""One aggregated PC-sample record: ``symbol`` indexes ``GpuTrace.symbols``, ``pc`` is the offset from
+that symbol's entry, ``stall`` a class index of :data:`STALL_CLASSES` (or ``NO_STALL_INFO``);
 ``samples`` counts all samples and ``stall_samples`` those stalled for that reason. ``op`` (the kernel
-launch, index into ops) is filled by :func:`join_launches`."""
+launch, index into ops) is filled by :func:`join_launches`. Instruction traces (AMD thread trace) count
+every execution instead of sampling: ``samples`` is the hit count and ``latency``, ``stall_cycles`` and
+``idle_cycles`` the cycles the instruction took, stalled and idled (0 for PC samples)."""
 
 RANGE_DTYPE = np.dtype([("process", "i8"), ("thread", "i8"), ("start", "i8"), ("end", "i8"), ("name", "i4")])
 """One user range (NVTX push/pop or start/end, roctx, PyTorch ``record_function``): ``thread`` -1 for a
@@ -140,7 +148,23 @@ class ProcessInfo:
     name: str = ""
     path: str = ""
     host: int = 0  # hpcrun's host id (32 bits)
-    rank: int | None = None
+    rank: int | None = None  # the MPI rank (as the records name it; :mod:`hpcsa.ingest.ranks` completes it)
+    world: int | None = None  # the number of ranks of the run, where the records name it
+    rank_hint: int | None = None  # a rank the records imply (a launcher's variable), used for several processes
+    hostname: str = ""
+
+
+@dataclass
+class GraphCapture:
+    """One CUDA/HIP stream capture: the calls that created the graph's nodes, in capture order (indices into
+    ``GpuTrace.apis``), the kind of operation each made (``KERNEL``, ...) and its kernel's name where
+    the records give it ("" where not)."""
+
+    process: int
+    thread: int
+    calls: list[int] = field(default_factory=list)
+    kinds: list[int] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -163,10 +187,14 @@ class GpuTrace:
     devices: dict[tuple[int, int], dict[str, float]] = field(default_factory=dict)  # (pid, device) -> props
     ranges: np.ndarray = field(default_factory=lambda: empty(RANGE_DTYPE))
     range_domain: str = "ranges"  # module name of range frames, e.g. "NVTX"
+    utc: bool = False  # times are ns since the Unix epoch (the records tie their clock to UTC)
+    captures: list[GraphCapture] = field(default_factory=list)
+    graph_nodes: dict[tuple[int, int], int] = field(default_factory=dict)  # (pid, node) -> creating API call
+    graph_origin: dict[tuple[int, int], int] = field(default_factory=dict)  # (pid, node) -> node it was cloned from
     _index: dict[str, int] = field(default_factory=dict, repr=False)
 
     def intern(self, text: str) -> int:
-        """The id of ``text`` in :attr:`strings` (added if new)."""
+        """The id of ``text`` in ``strings`` (added if new)."""
         return intern(self.strings, self._index, text)
 
     def intern_many(self, texts: list[str] | np.ndarray) -> np.ndarray:

@@ -10,11 +10,10 @@ reader recognises (a tool's stats, system info...) are skipped.
 
 from __future__ import annotations
 
-import os
-
 from hpcsa.core.errors import FormatError, HpcsaError
 from hpcsa.core.fileio import read_input
 from hpcsa.ingest import model as M
+from hpcsa.ingest.inputs import Inputs
 from hpcsa.ingest.sqlsrc import SQLITE_MAGIC, Db
 from hpcsa.ingest.vendors import HEAD_BYTES, NoRecords, Probe, Reader, accepted, read_group, readers
 
@@ -44,42 +43,45 @@ def classify(path: str) -> str:
     return recognise(path).name
 
 
-def expand(paths: list[str]) -> list[str]:
-    out = []
-    for p in paths:
-        if os.path.isdir(p):
-            found = sorted(os.path.join(p, n) for n in os.listdir(p) if os.path.isfile(os.path.join(p, n)))
-            if not found:
-                raise HpcsaError(p, "directory has no files")
-            out += found
-        else:
-            out.append(p)
-    return out
-
-
 def read_sources(paths: list[str], skip_unknown_in_dirs: bool = True) -> list[M.GpuTrace]:
-    """Read every source: single-file sources in the order given, then each multi-file tool's files
-    together as one trace, tools in recognition order."""
-    dir_files = {f for p in paths if os.path.isdir(p) for f in expand([p])}
-    traces: list[M.GpuTrace] = []
-    groups: dict[str, tuple[Reader, list[str]]] = {}
-    for f in expand(paths):
-        try:
-            reader = recognise(f)
-        except FormatError:
-            if f in dir_files and skip_unknown_in_dirs:
-                continue  # other files of a tool's output directory (stats, sysinfo...)
-            raise
-        if reader.multi_file:
-            groups.setdefault(reader.name, (reader, []))[1].append(f)
-        else:
-            traces.append(read_group(reader, [f]))
-    for reader, files in sorted(groups.values(), key=lambda g: (g[0].rank, g[0].name)):
-        try:
-            traces.append(read_group(reader, files))
-        except NoRecords:
-            if not traces:
-                raise
+    """Read every source: single-file sources in the order given (a directory's or an archive's files in
+    name order), then each multi-file tool's files together as one trace, tools in recognition order. Each
+    trace's ``path`` is the file as the user knows it (``ARCHIVE:MEMBER`` for a member of an archive)."""
+    with Inputs(paths) as inputs:
+        traces: list[M.GpuTrace] = []
+        groups: dict[str, tuple[Reader, list[str]]] = {}
+        for f in inputs.files:
+            try:
+                reader = recognise(f.path)
+            except FormatError as exc:
+                if f.listed and skip_unknown_in_dirs:
+                    continue  # other files of a tool's output directory (stats, sysinfo...)
+                raise _shown(exc, inputs) from None
+            if reader.multi_file:
+                groups.setdefault(reader.name, (reader, []))[1].append(f.path)
+            else:
+                traces.append(_read(reader, [f.path], inputs))
+        for reader, files in sorted(groups.values(), key=lambda g: (g[0].rank, g[0].name)):
+            try:
+                traces.append(_read(reader, files, inputs))
+            except NoRecords:
+                if not traces:
+                    raise
     if not traces:
         raise HpcsaError(paths[0] if paths else None, "no GPU-record source found")
     return traces
+
+
+def _shown(exc: HpcsaError, inputs: Inputs) -> HpcsaError:
+    if exc.path is not None:
+        exc.path = inputs.shown(exc.path)
+    return exc
+
+
+def _read(reader: Reader, files: list[str], inputs: Inputs) -> M.GpuTrace:
+    try:
+        trace = read_group(reader, files)
+    except HpcsaError as exc:
+        raise _shown(exc, inputs) from None
+    trace.path = inputs.shown(trace.path)
+    return trace

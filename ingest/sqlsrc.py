@@ -20,6 +20,8 @@ SQLITE_MAGIC = b"SQLite format 3\0"
 
 
 class Db:
+    """A vendor's SQLite export opened read-only, with one clear error for a file that is not one."""
+
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
         if not os.path.isfile(self.path):

@@ -15,7 +15,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     from hpcsa.ingest.vendors import accepted
 
     parser.add_argument("sources", metavar="SOURCE", nargs="*",
-                        help=f"GPU records: {accepted()}; or a directory of them (recognised by content)")
+                        help=f"GPU records: {accepted()}; or a directory or archive (tar, tar.gz, zip) of them "
+                        "(recognised by content). Several sources are one run: each process gets its MPI rank (from "
+                        "the records, else the file names, else the order given) and all go on one timeline")
     parser.add_argument("-o", "--output", metavar="MEASDIR", help="measurement directory to write")
     parser.add_argument("--binary", metavar="FILE", action="append", default=[],
                         help="executable, library, fatbin, offload bundle or cubin/code object holding the GPU code "
@@ -43,17 +45,20 @@ def run(args: argparse.Namespace) -> int:
     from hpcsa.ingest.binaries import attach_binaries
     from hpcsa.ingest.measdir import write_measurement
     from hpcsa.ingest.sources import read_sources
+    from hpcsa.ingest.timeline import one_run
 
     progress = Progress("ingest", len(args.sources))
     traces = read_sources(args.sources)
     progress.advance(len(args.sources))
     if args.binary:
         attach_binaries(traces, args.binary)
+    ranks = one_run(traces)
     out = os.path.abspath(args.output)
     with atomic_dir(out, kind=MEASUREMENT) as tmp:
         summary = write_measurement(traces, tmp, ranges=not args.no_ranges)
     sources = ", ".join(dict.fromkeys(t.source for t in traces))
     note = f"; {summary.unattributed} operation(s) whose API call is not in the source" if summary.unattributed \
         else ""
+    note += f"; {ranks}" if ranks else ""
     progress.finish(f"hpcsa ingest: {args.output}: {summary.line()} from {sources}{note}")
     return 0

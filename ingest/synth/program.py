@@ -17,7 +17,7 @@ template tree; each profile takes its part of the template, vectorized:
   under their launch contexts, as hpcrun places them (``<gpu kernel>`` with
   the kernel's entry below it, ``<gpu copyin>``, ``<gpu copyout>``,
   ``<gpu sync>``, and the ``<gpu kernel>`` trace contexts), with hpcrun's GPU
-  metrics (:func:`gpumetrics.metric_table`: 1 CPU + 63 GPU metrics, the
+  metrics (:func:`hpcsa.ingest.gpumetrics.metric_table`: 1 CPU + 63 GPU metrics, the
   table of current hpcrun; the hpcrun measured in
   "Preparing for Performance Analysis at Exascale" had 62). Each GPU stream is a
   pseudo-thread (numbered from 500) whose call-trace ``.hpctrace`` shows

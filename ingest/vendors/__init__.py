@@ -27,7 +27,7 @@ from hpcsa.core.errors import HpcsaError, corrupt_input
 from hpcsa.ingest import model as M
 from hpcsa.ingest.sqlsrc import Db
 
-#: How much of a file recognition sees as :attr:`Probe.head` (a reader may read further itself).
+#: How much of a file recognition sees as ``Probe.head`` (a reader may read further itself).
 HEAD_BYTES = 4096
 
 

@@ -31,11 +31,15 @@ import numpy as np
 
 from hpcsa.core.errors import FormatError, UnsupportedError
 from hpcsa.ingest import model as M
+from hpcsa.ingest.graphs import find_captures
 from hpcsa.ingest.ranges import open_sets
 from hpcsa.ingest.vendors import Probe, VendorReader, register
 from hpcsa.ingest.vendors.rocpd import waits_as_sync_ops
 
 SUPPORTED_SCHEMAS = (1,)
+#: Times (ns) that read as the Unix epoch (2001-09 .. 2096-10): CUPTI's default clock is CLOCK_REALTIME, and
+#: ROCm traces give ``baseTimeNanoseconds`` to add; anything else is a clock of its own.
+EPOCH_NS_RANGE = (10**18, 4 * 10**18)
 _MAX_US = Decimal(2) ** 62 / 1000  # times stay int64 ns
 GZIP_MAGIC = b"\x1f\x8b"
 API_CATS = {"cuda_runtime", "cuda_driver", "runtime", "driver"}
@@ -61,8 +65,12 @@ def _open_head(path: str, head: bytes) -> bytes:
 def recognise(probe: Probe) -> bool:
     """A Kineto trace: a JSON object with ``traceEvents`` and Kineto's ``schemaVersion`` or device table."""
     text = _open_head(probe.path, probe.head).lstrip()[:4096].decode("utf-8", errors="replace")
-    if not text.startswith("{") or '"traceEvents"' not in text:
+    if not text.startswith("{"):
         return False
+    if '"traceEvents"' not in text:
+        # Kineto writes its metadata first: a long device table or process-group list (distributedInfo)
+        # can push the events past the head.
+        return '"schemaVersion"' in text and ('"deviceProperties"' in text or '"distributedInfo"' in text)
     return any(mark in text for mark in ('"schemaVersion"', '"deviceProperties"', '"cuda_runtime"', '"cpu_op"'))
 
 
@@ -190,6 +198,7 @@ def read(path: str) -> M.GpuTrace:
                       name=tr.intern_many(list(cols[2])) if n else 0, start=np.array(cols[3], np.int64),
                       end=np.array(cols[4], np.int64), corr=np.array(cols[5], np.int64).astype(np.uint64))
     _stacks(tr, ev)
+    tr.captures = find_captures(tr, [str(a[6].get("kernel", "")) for a in ev.apis])
     cpu_pids = sorted({a[0] for a in ev.apis} | {f[0] for f in ev.frames})
     main_pid = cpu_pids[0] if cpu_pids else 0
     api_of = {int(c): i for i, c in enumerate(cols[5]) if c}
@@ -205,11 +214,15 @@ def read(path: str) -> M.GpuTrace:
         tr.ranges = M.table(M.RANGE_DTYPE, len(ev.ranges), process=np.array(r[0], np.int64),
                             thread=np.array(r[1], np.int64), start=np.array(r[3], np.int64),
                             end=np.array(r[4], np.int64), name=tr.intern_many(list(r[2])))
-    rank = doc.get("distributedInfo", {}).get("rank") if isinstance(doc.get("distributedInfo"), dict) else None
+    raw_dist = doc.get("distributedInfo")
+    dist: dict = raw_dist if isinstance(raw_dist, dict) else {}
+    rank, world = _int(dist.get("rank"), -1), _int(dist.get("world_size"), -1)
     for pid in sorted(set(cpu_pids) | set(tr.ops["process"].tolist())):
         name = ev.process_names.get(pid, "")
-        tr.processes[pid] = M.ProcessInfo(pid, name=name, path=name,
-                                          rank=rank if isinstance(rank, int) and not isinstance(rank, bool) else None)
+        tr.processes[pid] = M.ProcessInfo(pid, name=name, path=name, rank=rank if rank >= 0 else None,
+                                          world=world if world > 0 else None)
+    times = tr.ops["start"] if len(tr.ops) else tr.apis["start"]
+    tr.utc = bool(len(times)) and EPOCH_NS_RANGE[0] <= int(times.min()) < EPOCH_NS_RANGE[1]
     _devices(tr, doc)
     return tr
 

@@ -1,5 +1,5 @@
 """Nsight Systems SQLite exports (``nsys export --type sqlite``), every schema from the legacy
-pre-metadata exports through 3.24.
+pre-metadata exports through 3.25 (Nsight Systems 2026.2).
 
 Times are ns from the session start; ``TARGET_INFO_SESSION_START_TIME.utcEpochNs``
 moves them to the Unix epoch when present. Runtime and driver API calls are both
@@ -10,6 +10,13 @@ shift is detected by matching each chain's runtime-library frame to the API name
 Where an API call has no chain, the CPU sample taken on the same thread during
 the call (COMPOSITE_EVENTS/SAMPLING_CALLCHAINS) gives its call stack. Memory-kind
 and copy enums are decoded with the export's own ENUM tables where present.
+
+Several processes of one report stay several processes. A report of one process made under an MPI or
+torchrun launcher names its rank in the recorded environment (``TARGET_INFO_SYSTEM_ENV``; only the
+launcher's rank and size variables are read from it, never printed). CUDA graphs: kernels, copies and
+memsets carry ``graphId``/``graphNodeId``; ``CUDA_GRAPH_NODE_EVENTS`` (``--cuda-graph-trace=node``) holds
+each node's creation, in the API call that made it (by correlation id, else the call on that thread
+around it), and the node an instantiated graph's node was cloned from (``originalGraphNodeId``).
 """
 
 from __future__ import annotations
@@ -21,11 +28,13 @@ import numpy as np
 
 from hpcsa.core.errors import FormatError, UnsupportedError
 from hpcsa.ingest import model as M
+from hpcsa.ingest.ranks import RANK_VARIABLES, WORLD_VARIABLES, rank_from_environment
 from hpcsa.ingest.sqlsrc import OPERATION_COLUMNS, Db, activity, cupti_sync_kinds, kernel_columns
 from hpcsa.ingest.vendors import Probe, VendorReader, register, sqlite_read
+from hpcsa.ingest.vendors.nsys_graphs import graph_nodes
 
 #: Newest export schema whose tables this reader knows (columns are looked up, never assumed).
-NEWEST_SCHEMA = (3, 24)
+NEWEST_SCHEMA = (3, 25)
 OLDEST_SCHEMA = (2, 0)
 
 RUNTIME, DRIVER, BACKTRACE = 0, 1, 67
@@ -85,7 +94,7 @@ def read(db: Db) -> M.GpuTrace:
         epoch = int(rows[0][0] or 0) if rows else 0
     tr = M.GpuTrace(source=f"nsys-sqlite schema {version}" + (f" (Nsight Systems {product})" if product else ""),
                     path=db.path, clock="session-relative ns + utcEpochNs" if epoch else "session-relative ns",
-                    api_domain="CUDA", range_domain="NVTX")
+                    api_domain="CUDA", range_domain="NVTX", utc=bool(epoch))
     strings = _strings(db)
     _processes(db, tr)
     _apis(db, tr, strings, epoch)
@@ -95,8 +104,28 @@ def read(db: Db) -> M.GpuTrace:
     _nvtx_ranges(db, tr, strings, epoch)
     template = tr.processes.pop(-1)
     for pid in set(tr.ops["process"].tolist()) - set(tr.processes):
-        tr.processes[pid] = M.ProcessInfo(pid, host=template.host)
+        tr.processes[pid] = M.ProcessInfo(pid, host=template.host, hostname=template.hostname)
+    graph_nodes(db, tr, epoch)
+    _launcher_rank(db, tr)
     return tr
+
+
+def _launcher_rank(db: Db, tr: M.GpuTrace) -> None:
+    """The rank a launcher gave the one process of a single-process report, from its recorded environment
+    (only the launcher's rank and size variables are looked at; the environment is never printed)."""
+    pids = set(tr.ops["process"].tolist())
+    t = "TARGET_INFO_SYSTEM_ENV"
+    if len(pids) != 1 or not db.has(t) or "name" not in db.columns(t):
+        return
+    rows = db.execute(f"SELECT value FROM {t} WHERE name = 'DeviceEnvironment' LIMIT 1")
+    if not rows or not rows[0][0]:
+        return
+    wanted = set(RANK_VARIABLES) | set(WORLD_VARIABLES)
+    found = dict(item.split("=", 1) for item in str(rows[0][0]).split(";")
+                 if "=" in item and item.split("=", 1)[0] in wanted)
+    rank, world = rank_from_environment(found)
+    info = tr.processes[pids.pop()]
+    info.rank_hint, info.world = rank, world
 
 
 def _strings(db: Db) -> np.ndarray:
@@ -120,18 +149,20 @@ def _str(strings: np.ndarray, ids: np.ndarray) -> np.ndarray:
 
 
 def _processes(db: Db, tr: M.GpuTrace) -> None:
-    host = 0
+    host, hostname = 0, ""
     if db.has("TARGET_INFO_SYSTEM_ENV") and "name" in db.columns("TARGET_INFO_SYSTEM_ENV"):
         # Only the host name is read from this table: it also holds the program's environment.
         rows = db.execute("SELECT value FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'Hostname' LIMIT 1")
         if rows and rows[0][0]:
-            host = zlib.crc32(str(rows[0][0]).encode())
+            hostname = str(rows[0][0])
+            host = zlib.crc32(hostname.encode())
     tr.processes = {}
     if db.has("PROCESSES"):
         for _gpid, pid, name in db.execute("SELECT globalPid, pid, name FROM PROCESSES"):
             tr.processes[int(pid)] = M.ProcessInfo(int(pid), name=str(name or "").split("/")[-1],
-                                                   path=str(name or ""), host=host)
-    tr.processes[-1] = M.ProcessInfo(-1, host=host)  # the template for processes PROCESSES does not list
+                                                   path=str(name or ""), host=host, hostname=hostname)
+    # The template for processes PROCESSES does not list.
+    tr.processes[-1] = M.ProcessInfo(-1, host=host, hostname=hostname)
 
 
 def _apis(db: Db, tr: M.GpuTrace, strings: np.ndarray, epoch: int) -> None:
@@ -244,7 +275,8 @@ def _chain_offset(tr: M.GpuTrace, chain_of_api: np.ndarray, chains: dict) -> int
 def _kernels(db: Db, tr: M.GpuTrace, strings: np.ndarray, epoch: int) -> np.ndarray | None:
     t = "CUPTI_ACTIVITY_KIND_KERNEL"
     name_col = "mangledName" if "mangledName" in db.columns(t) else "demangledName"
-    c = activity(db, t, {**OPERATION_COLUMNS, "gpid": "globalPid", "name": name_col, **kernel_columns(db, t)})
+    c = activity(db, t, {**OPERATION_COLUMNS, "gpid": "globalPid", "name": name_col, **kernel_columns(db, t),
+                         **_graph_columns(db, t)})
     if c is None:
         return None
     n = len(c["start"])
@@ -253,7 +285,17 @@ def _kernels(db: Db, tr: M.GpuTrace, strings: np.ndarray, epoch: int) -> np.ndar
                    context=c["ctx"], stream=c["stream"], corr=c["corr"], start=c["start"] + epoch,
                    end=c["end"] + epoch, name=tr.intern_many(names) if n else 0, blocks=c["blocks"],
                    block_threads=c["threads"], regs=c["regs"], smem_static=c["sst"], smem_dynamic=c["sdy"],
-                   local_total=c["lmem"])
+                   local_total=c["lmem"], **_graph_ids(c))
+
+
+def _graph_columns(db: Db, table: str) -> dict[str, str]:
+    """The graph and node an operation ran as (CUPTI: 0 when not launched by a graph; older exports lack
+    the columns)."""
+    return {"graph": db.col(table, "graphId"), "node": db.col(table, "graphNodeId")}
+
+
+def _graph_ids(c: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {"graph": np.where(c["graph"] > 0, c["graph"], -1), "graph_node": np.where(c["node"] > 0, c["node"], -1)}
 
 
 def _mem_kinds(db: Db) -> np.ndarray:
@@ -273,7 +315,8 @@ def _mem_kinds(db: Db) -> np.ndarray:
 
 def _memcpys(db: Db, epoch: int) -> np.ndarray | None:
     c = activity(db, "CUPTI_ACTIVITY_KIND_MEMCPY",
-                 {**OPERATION_COLUMNS, "gpid": "globalPid", "bytes": "bytes", "kind": "copyKind"})
+                 {**OPERATION_COLUMNS, "gpid": "globalPid", "bytes": "bytes", "kind": "copyKind",
+                  **_graph_columns(db, "CUPTI_ACTIVITY_KIND_MEMCPY")})
     if c is None:
         return None
     kind = c["kind"]
@@ -282,19 +325,20 @@ def _memcpys(db: Db, epoch: int) -> np.ndarray | None:
                    np.where((kind >= 0) & (kind <= 10), kind, M.CP_UNK))
     return M.table(M.OP_DTYPE, len(kind), kind=M.MEMCPY, process=(c["gpid"] >> 24) & 0xFFFFFF, device=c["dev"],
                    context=c["ctx"], stream=c["stream"], corr=c["corr"], start=c["start"] + epoch,
-                   end=c["end"] + epoch, bytes=c["bytes"], sub=sub, implicit=implicit)
+                   end=c["end"] + epoch, bytes=c["bytes"], sub=sub, implicit=implicit, **_graph_ids(c))
 
 
 def _memsets(db: Db, epoch: int) -> np.ndarray | None:
     t = "CUPTI_ACTIVITY_KIND_MEMSET"
-    c = activity(db, t, {**OPERATION_COLUMNS, "gpid": "globalPid", "bytes": "bytes", "mk": db.col(t, "memKind", "7")})
+    c = activity(db, t, {**OPERATION_COLUMNS, "gpid": "globalPid", "bytes": "bytes", "mk": db.col(t, "memKind", "7"),
+                         **_graph_columns(db, t)})
     if c is None:
         return None
     kinds = _mem_kinds(db)
     return M.table(M.OP_DTYPE, len(c["start"]), kind=M.MEMSET, process=(c["gpid"] >> 24) & 0xFFFFFF,
                    device=c["dev"], context=c["ctx"], stream=c["stream"], corr=c["corr"],
                    start=c["start"] + epoch, end=c["end"] + epoch, bytes=c["bytes"],
-                   sub=kinds[np.clip(c["mk"], 0, len(kinds) - 1)])
+                   sub=kinds[np.clip(c["mk"], 0, len(kinds) - 1)], **_graph_ids(c))
 
 
 def _syncs(db: Db, tr: M.GpuTrace, epoch: int) -> np.ndarray | None:

@@ -8,15 +8,19 @@ work (kernel dispatches, copies, allocations) links to its API call through
 Grid sizes are work-items (HSA), converted to work-groups for the block counts.
 Synchronization is taken from the HIP calls that wait (``hip*Synchronize``,
 ``hipStreamWaitEvent``): the host-side interval, as CUPTI reports it on NVIDIA.
-The process environment (``rocpd_info_process.environment``) is never read.
+Of the process environment (``rocpd_info_process.environment``) only the launcher's rank and size variables
+are read (for the rank of a multi-process measurement); nothing of it is printed or kept.
 """
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 
 from hpcsa.core.errors import UnsupportedError
 from hpcsa.ingest import model as M
+from hpcsa.ingest.ranks import RANK_VARIABLES, WORLD_VARIABLES, rank_from_environment
 from hpcsa.ingest.sqlsrc import Db
 from hpcsa.ingest.vendors import Probe, VendorReader, register, sqlite_read
 
@@ -91,11 +95,26 @@ def read(db: Db) -> M.GpuTrace:
     tables = [p for p in parts if p is not None and len(p)]
     if tables:
         tr.ops = np.concatenate(tables)
-    for pid, nid, command in db.execute("SELECT pid, nid, command FROM rocpd_info_process"):
+    env = "environment" if "environment" in db.columns("rocpd_info_process") else "NULL"
+    for pid, nid, command, environment in db.execute(f"SELECT pid, nid, command, {env} FROM rocpd_info_process"):
         cmd = str(command or "").split(" ")[0]
+        rank, world = _launcher_rank(environment)
         tr.processes[int(pid)] = M.ProcessInfo(int(pid), name=cmd.rsplit("/", 1)[-1], path=cmd,
-                                               host=int(nid or 0) & 0xFFFFFFFF)
+                                               host=int(nid or 0) & 0xFFFFFFFF, rank_hint=rank, world=world)
     return tr
+
+
+def _launcher_rank(environment: object) -> tuple[int | None, int | None]:
+    """(rank, world size) from the launcher's variables in a process's recorded environment (a JSON object);
+    nothing else of the environment is looked at or kept."""
+    try:
+        variables = json.loads(str(environment)) if environment else {}
+    except (ValueError, RecursionError):
+        return None, None
+    if not isinstance(variables, dict):
+        return None, None
+    wanted = set(RANK_VARIABLES) | set(WORLD_VARIABLES)
+    return rank_from_environment({k: str(v) for k, v in variables.items() if k in wanted})
 
 
 def _device(agent: dict, ids: np.ndarray) -> np.ndarray:

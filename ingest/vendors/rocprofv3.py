@@ -86,7 +86,7 @@ def _load(path: str) -> dict[str, list[str]]:
 
 
 def read(paths: list[str]) -> M.GpuTrace:
-    """One trace from the CSV files of one run; :class:`NoRecords` when they hold only summaries (stats,
+    """One trace from the CSV files of one run; :class:`~hpcsa.ingest.vendors.NoRecords` when they hold only summaries (stats,
     agents...)."""
     tr = M.GpuTrace(source="rocprofv3 csv", path=paths[0], clock="CLOCK_BOOTTIME ns", api_domain="HIP",
                     range_domain="roctx")
