@@ -185,10 +185,10 @@ def _run(inputs: Inputs, options: Options, transport: Transport, laps: Laps, scr
                                  phase2_share.merge_states)
         plan = transport.bcast(partial(_lay_out, state, sinks, transport.size, jobs, laps))
         del state  # rank 0 keeps only what the plan holds
-        copy_blobs = partial(copy_thread_blobs, plan, phase3_share.blob_share(len(c2.profiles), transport))
+        copy_blobs = partial(copy_thread_blobs, plan, phase3_share.blob_share(len(plan.place.batches) - 1, transport))
         parts = transport.reduce(partial(phase3_share.run, plan, c2.metrics, jobs, transport, copy_blobs),
                                  phase3_share.merge_parts)
-        n_summary = transport.bcast(partial(_finish, parts, sinks, laps))
+        n_summary, contexts = transport.bcast(partial(_finish, parts, sinks, laps))
     path = transport.bcast(partial(_in_place, output))  # every rank returns once the database is in place
     n_values = int(plan.place.n_values.sum()) + n_summary
     warnings = list(c2.warnings)
@@ -197,7 +197,7 @@ def _run(inputs: Inputs, options: Options, transport: Transport, laps: Laps, scr
             warnings += coverage_warnings(path, c2.unknown_modules)
         if sinks.meta.sources.note:
             warnings.append(sinks.meta.sources.note)
-    result = Result(os.path.abspath(path), len(c2.profiles), c2.n_ctx, n_values, plan.trace_elements,
+    result = Result(os.path.abspath(path), len(c2.profiles), contexts, n_values, plan.trace_elements,
                     progress.elapsed(), warnings, laps.timings, c2.binaries, plan.rank_profiles)
     if transport.is_root:
         lexical.warn(result.warnings)  # before the summary, which is the last line
@@ -249,13 +249,14 @@ def _lay_out(found: Phase2State | Failure | None, sinks: DatabaseSinks, ranks: i
     return replace(plan, groups=phase3_share.groups_for(plan.layout, jobs * ranks))
 
 
-def _finish(found: SummaryParts | Failure | None, sinks: DatabaseSinks, laps: Laps) -> int:
-    """Rank 0: the sinks finish with phase 3's summary values; how many the summary has."""
+def _finish(found: SummaryParts | Failure | None, sinks: DatabaseSinks, laps: Laps) -> tuple[int, int]:
+    """Rank 0: the sinks finish with phase 3's summary values; how many values the summary has, and the
+    database's contexts as every command counts them (:func:`hpcsa.formats.db.database.context_count`)."""
     parts = unwrap(found)
     laps.lap("phase 3: cct.db transpose, summary statistics; profile.db's thread blobs")
     n_summary = sinks.finish(parts)
     laps.lap("profile.db's summary")
-    return n_summary
+    return n_summary, sinks.meta.contexts
 
 
 def _in_place(path: str) -> str:

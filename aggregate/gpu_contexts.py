@@ -126,6 +126,69 @@ def reconstruct_profile(prof: HpcrunProfile, rows_of: Callable[[np.ndarray], np.
                    sorted_unique(np.concatenate(recon_rows)), np.concatenate(point_nodes), values, cols)
 
 
+#: A value of a reconstructed GPU calling context as phase 1 keeps it: its node (among the profile's nodes: CCT
+#: rows first), its metric (the profile's own metric id) and the value (period applied).
+GPU_VALUE = np.dtype([("node", "<u4"), ("metric", "<u2"), ("value", "<f8")])
+
+
+def gpu_values(gpu: GpuPart, n_cct: int) -> np.ndarray:
+    """The non-zero values of a profile's reconstructed points (``n_cct``: its CCT rows, which come first
+    among its nodes), point by point, each point's by metric: the order phase 2 attributes them in."""
+    rows, cols = np.nonzero(gpu.values)
+    out = np.empty(len(rows), GPU_VALUE)
+    out["node"] = n_cct + gpu.point_nodes[rows]
+    out["metric"] = gpu.metrics[cols]
+    out["value"] = gpu.values[rows, cols]
+    return out
+
+
+@dataclass
+class GroupGpu:
+    """The reconstructed GPU calling contexts of a group's profiles, as columns: profile ``k``'s new nodes are
+    rows ``ncut[k]:ncut[k + 1]`` of the node columns (``parent``: an index among the profile's nodes, its CCT
+    rows first, as :class:`GpuPart`'s ``parent``), the CCT rows of its placed samples ``rows[rcut[k]:rcut[k + 1]]``
+    (within the profile), its points' non-zero values ``values[vcut[k]:vcut[k + 1]]`` (:data:`GPU_VALUE`)."""
+
+    ncut: np.ndarray
+    parent: np.ndarray
+    kind: np.ndarray
+    flag: np.ndarray
+    module: np.ndarray
+    ip: np.ndarray
+    rcut: np.ndarray
+    rows: np.ndarray
+    vcut: np.ndarray
+    values: np.ndarray
+
+    @classmethod
+    def of_parts(cls, parts: list[GpuPart], n_cct: np.ndarray) -> GroupGpu:
+        """The columns of per-profile parts (``n_cct``: each profile's CCT rows)."""
+        values = [gpu_values(p, int(m)) for p, m in zip(parts, n_cct.tolist(), strict=True)]
+
+        def joined(name: str, dtype: type | np.dtype) -> np.ndarray:
+            got = [getattr(p, name) for p in parts]
+            return np.concatenate(got).astype(dtype) if got else np.zeros(0, dtype)
+
+        return cls(_cuts([len(p.parent) for p in parts]), joined("parent", np.int64), joined("kind", np.uint8),
+                   joined("flag", np.uint8), joined("module", np.uint64), joined("ip", np.uint64),
+                   _cuts([len(p.reconstructed_rows) for p in parts]), joined("reconstructed_rows", np.int64),
+                   _cuts([len(v) for v in values]),
+                   np.concatenate(values) if values else np.zeros(0, GPU_VALUE))
+
+    @classmethod
+    def empty(cls, n: int) -> GroupGpu:
+        z = np.zeros(n + 1, np.int64)
+        e = np.zeros(0, np.int64)
+        return cls(z, e, e.astype(np.uint8), e.astype(np.uint8), e.astype(np.uint64), e.astype(np.uint64), z, e, z,
+                   np.zeros(0, GPU_VALUE))
+
+
+def _cuts(lengths: list[int]) -> np.ndarray:
+    out = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=out[1:])
+    return out
+
+
 def frame_name(graph: CallGraph | None, kind: int, pc: int) -> str:
     """The function name shown for a RECURSION or TRUNCATED frame."""
     from hpcsa.gpucct.model import TRUNCATED_NAME, StepKind, recursion_name

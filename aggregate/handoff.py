@@ -9,22 +9,24 @@ The steps, in the driver's order (:mod:`.driver`), and what each hands on:
 - class 2 → every later step: :class:`ClassTwo`, plain data shared with workers (fork) and ranks (pickle);
   rank 0's copy also carries :class:`MetaSource` for meta.db's sink;
 - the sinks → phase 2: :class:`Phase2Targets`, the scratch files and trace.db's regions;
-- phase 2 → the layout: a batch's :class:`BatchOutput` (a :class:`ProfileOutput` per profile), summed into a
-  :class:`Phase2State` per rank and reduced up the ranks;
-- the layout → phase 3: :class:`Phase3Plan`, with phase 2's :class:`Placement` of every profile's blobs;
+- phase 2 → the layout: a batch's :class:`BatchOutput` (a batch is a run of consecutive profiles of the
+  canonical order, :func:`batch_bounds`; its profiles' counts as columns), summed into a :class:`Phase2State`
+  per rank and reduced up the ranks;
+- the layout → phase 3: :class:`Phase3Plan`, with phase 2's :class:`Placement` of every batch's blobs;
 - phase 3 → the sinks: :data:`SummaryParts`, the summary values of the context ranges.
 
 Besides these objects, files cross: what phase 1 keeps of each profile for phase 2 (:mod:`.kept`), and the
-scratch files of phase 2, one of thread blobs in profile.db's format and one of :data:`ASIDE` records, which
-phase 3 transposes and which profile.db is assembled from. The per-profile columns these objects hold are
-:mod:`.profile_table`'s.
+scratch files of phase 2: the thread blobs in profile.db's format (a batch's one after the other, copied into
+profile.db a batch at a time), and per batch a run of its values in cct.db's order (:data:`RUN_VALUE`) and
+one of :data:`ASIDE` records, which phase 3 transposes a batch at a time. The per-profile columns these
+objects hold are :mod:`.profile_table`'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,10 +34,12 @@ from hpcsa.aggregate import lexical as lx
 from hpcsa.aggregate import rawtree
 from hpcsa.aggregate.metrictable import MetricTable
 from hpcsa.aggregate.profile_table import ProfileTable
+from hpcsa.core.binfmt import align
 from hpcsa.core.dataclass import dataclass
 from hpcsa.core.ragged import Ragged
 from hpcsa.formats.db import cctdb, metadb
 from hpcsa.formats.db.metadb_model import CALL, INLINED_CALL, LEXICAL
+from hpcsa.formats.db.profiledb import SZ_CTX_INDEX, ctx_indices_at
 from hpcsa.formats.db.propagate import TreeArrays
 from hpcsa.formats.hpcstruct.model import Module
 from hpcsa.formats.measurement.hpcrun import LoadModule, MetricDesc
@@ -215,7 +219,8 @@ class ClassTwo:
         return source
 
     def __getstate__(self) -> dict[str, object]:
-        return dict(self.__dict__, meta_source=None)  # another rank never writes meta.db
+        # another rank never writes meta.db, nor profile.db's identifier tuples (rank 0's sinks do)
+        return dict(self.__dict__, meta_source=None, id_tuples=Ragged(self.id_tuples.rows[:0], self.id_tuples.offsets[:1]))
 
 
 # -- the sinks -> phase 2 ----------------------------------------------------------------------------------
@@ -226,7 +231,7 @@ class Phase2Targets:
     """Where class 1 results go: scratch files with their allocators, and the trace file.
 
     ``allocate(kind, nbytes)`` returns an offset in the scratch file of that
-    kind ("pms" or "aside"); locally a counter shared by the worker processes,
+    kind ("pms", "run" or "aside"); locally a counter shared by the worker processes,
     over MPI an atomic counter shared by the ranks. Where the process that
     computes a profile cannot use the counter (an MPI rank's forked workers),
     ``allocate`` is None: the blobs come back in ``pending`` of :class:`.BatchOutput`
@@ -235,63 +240,132 @@ class Phase2Targets:
     """
 
     pms_path: str
+    run_path: str
     aside_path: str
     trace_path: str | None
     trace_offsets: np.ndarray | None  # int64 offset of each profile's region of trace.db
     allocate: Callable[[str, int], int] | None = None
 
 
-#: The aside blob: per context, per metric, what kind of number (0: loop-free sum, 1: present) and it.
-ASIDE = np.dtype([("ctx", "<u4"), ("key", "<u4"), ("value", "<f8")])
+#: An aside entry: per context, per metric, what kind of number (0: loop-free sum, 1: present) and it, with
+#: the profile's index in profile.db (canonical order + 1). A batch's entries are one run, sorted by (context,
+#: key, profile).
+ASIDE = np.dtype([("ctx", "<u4"), ("key", "<u4"), ("prof", "<u4"), ("value", "<f8")])
 ASIDE_NOLOOPS, ASIDE_PRESENT = 0, 1
+#: A batch's stored values in cct.db's order, (context, propMetricId, profile): each value with its metric id
+#: and its profile's index in profile.db; the run's values come first, then (8-aligned, :func:`run_index_at`)
+#: one :data:`RUN_INDEX` entry per context, where its values start in the run. Phase 3 transposes runs, a
+#: batch's profiles at once, not profile by profile (:mod:`.phase3.transpose`).
+RUN_VALUE = np.dtype([("mid", "<u2"), ("prof", "<u4"), ("value", "<f8")])
+#: A run's context index entry: a context of the run, and where its values start among the run's values.
+RUN_INDEX = np.dtype([("ctx", "<u4"), ("start", "<u8")])
+
+
+def run_index_at(n_values: Any) -> Any:
+    """Where a run's context index begins, from the run's start (one count or an array of them)."""
+    return align(n_values * RUN_VALUE.itemsize, 8)
+
+
+def pms_sizes(n_values: np.ndarray, n_ctxs: np.ndarray) -> np.ndarray:
+    """The bytes of PMS blobs (profile.db's thread blobs) with these counts: values, padded to 4, then the
+    context index; always a multiple of 4, so blobs of consecutive profiles lie one after the other."""
+    return ctx_indices_at(np.asarray(n_values, np.int64)) + SZ_CTX_INDEX * np.asarray(n_ctxs, np.int64)
+
+
+def batch_bounds(costs: np.ndarray, workers: int) -> np.ndarray:
+    """Phase 2's batches: runs of consecutive profiles of the canonical order, cut where their costs (bytes)
+    add up to about 1/12 of a worker's share (a dozen batches per worker of all ranks balance the load;
+    few enough keep the hand-offs cheap), at most :data:`BATCH_BYTES` unless one profile is more; as bounds
+    ``[0, b1, ..., n]``. The same for every rank of a run (the costs are class 2's); the database does
+    not depend on them."""
+    costs = np.asarray(costs, np.int64)
+    n = len(costs)
+    if not n:
+        return np.zeros(1, np.int64)
+    target = int(min(BATCH_BYTES, max(1, int(costs.sum()) // (12 * max(1, workers)))))
+    ends = np.cumsum(costs)
+    cuts = [0]
+    while cuts[-1] < n:
+        k = cuts[-1]
+        base = int(ends[k - 1]) if k else 0
+        # through the profile that reaches the target (at least one profile)
+        cuts.append(min(n, max(k + 1, int(np.searchsorted(ends, base + target, side="left")))))
+    return np.array(cuts, np.int64)
+
+
+#: Most input bytes (.hpcrun and .hpctrace, or what phase 1 kept of them) in one phase-2 batch: a batch's
+#: arrays take some tens of times its input, so this bounds phase 2's memory whatever the number of profiles.
+BATCH_BYTES = 128 << 10
 
 
 # -- phase 2 -> the layout ---------------------------------------------------------------------------------
 
 
 @dataclass
-class ProfileOutput:
-    """Where phase 2 put one profile's values (its PMS blob, the values set aside) and its trace."""
+class BatchOutput:
+    """A batch's class 1 facts: where its blobs are (its profiles' PMS blobs one after the other, its run,
+    its aside run), each of its profiles' counts, and what cct.db's layout needs of them together (each
+    context and each (context, word) once)."""
 
-    index: int            # canonical profile number (0-based; profile.db index - 1)
-    pms_offset: int       # in the scratch file (relative to its batch's blobs until they are stored)
-    n_values: int
-    n_ctxs: int
-    pms_size: int
+    batch: int
+    n_values: np.ndarray      # per profile of the batch: values of its PMS blob
+    n_ctxs: np.ndarray        # its contexts
+    trace_count: np.ndarray   # trace elements written
+    pms_offset: int           # in the scratch file (0 until stored, see ``pending``)
+    run_offset: int
+    run_values: int
+    run_ctxs: int
     aside_offset: int
     n_aside: int
-    trace_count: int = 0
-    trace_min: int | None = None
-    trace_max: int | None = None
-
-
-@dataclass
-class BatchOutput:
-    """A batch of profiles' class 1 facts: each profile's placement, and what cct.db's layout needs of
-    them together (each context and each (context, word) once)."""
-
-    profiles: list[ProfileOutput]
     ctx: np.ndarray           # contexts with values
     n_ctx_values: np.ndarray  # values per such context, over the batch
     ctx_metric_bits: tuple[np.ndarray, np.ndarray, np.ndarray]  # (context, word, bits) of the propMetricIds
-    pending: tuple[bytes, bytes] | None = None  # the batch's (PMS blobs, aside blobs) not yet written
+    trace_min: int | None = None
+    trace_max: int | None = None
+    pending: tuple[bytes, bytes, bytes] | None = None  # the batch's (PMS blobs, run, aside run) not yet written
 
 
 @dataclass
 class Placement:
-    """Where phase 2 put each profile's blobs (canonical order)."""
+    """Where phase 2 put the profiles' values: each profile's counts (canonical order), and per batch (the
+    profiles ``batches[b]`` to ``batches[b + 1] - 1``) its PMS blobs, its run and its aside run."""
 
-    pms_offset: np.ndarray
-    n_values: np.ndarray
-    n_ctxs: np.ndarray
-    pms_size: np.ndarray
+    n_values: np.ndarray      # int64 per profile
+    n_ctxs: np.ndarray        # int64 per profile
+    batches: np.ndarray       # int64 bounds, len = batches + 1
+    pms_offset: np.ndarray    # int64 per batch
+    run_offset: np.ndarray
+    run_values: np.ndarray
+    run_ctxs: np.ndarray
     aside_offset: np.ndarray
     n_aside: np.ndarray
+
+    @classmethod
+    def empty(cls, n_profiles: int, batches: np.ndarray) -> Placement:
+        nb = max(0, len(batches) - 1)
+        return cls(np.zeros(n_profiles, np.int64), np.zeros(n_profiles, np.int64), np.asarray(batches, np.int64),
+                   *(np.zeros(nb, np.int64) for _ in range(6)))
+
+    @property
+    def pms_size(self) -> np.ndarray:
+        """Each profile's PMS blob bytes."""
+        return pms_sizes(self.n_values, self.n_ctxs)
+
+    def batch_pms_size(self) -> np.ndarray:
+        """Each batch's PMS blobs' bytes (its profiles', one after the other)."""
+        ends = np.concatenate([[0], np.cumsum(self.pms_size)])
+        return ends[self.batches[1:]] - ends[self.batches[:-1]]
+
+    def merge(self, other: Placement) -> None:
+        """Add another state's placements (each profile and batch is set in exactly one)."""
+        for name in ("n_values", "n_ctxs", "pms_offset", "run_offset", "run_values", "run_ctxs", "aside_offset",
+                     "n_aside"):
+            getattr(self, name)[:] += getattr(other, name)
 
 
 @dataclass
 class Phase2State:
-    """What phase 2 hands to phase 3: where each profile's blobs are, and the counts cct.db's layout needs.
+    """What phase 2 hands to phase 3: where each batch's blobs are, and the counts cct.db's layout needs.
 
     :meth:`add` takes one batch's output; :func:`.merge` combines the states of several workers or
     ranks (sums, ORs, min/max and disjoint placements: associative and exact, so any grouping gives the
@@ -307,39 +381,37 @@ class Phase2State:
     done_by: dict[int, int] = field(default_factory=dict)  # profiles processed, per rank
 
     @classmethod
-    def empty(cls, c2: ClassTwo) -> Phase2State:
+    def empty(cls, c2: ClassTwo, batches: np.ndarray) -> Phase2State:
         n = len(c2.profiles)
         words = max(1, (c2.n_prop_ids + 63) // 64)
-        return cls(Placement(*(np.zeros(n, np.int64) for _ in range(6))), np.zeros(c2.n_ctx, np.int64),
-                   np.zeros((c2.n_ctx, words), np.uint64), np.zeros(n, np.int64))
+        return cls(Placement.empty(n, batches), np.zeros(c2.n_ctx, np.int64), np.zeros((c2.n_ctx, words), np.uint64),
+                   np.zeros(n, np.int64))
 
     def add(self, batch: BatchOutput) -> None:
         """Take a batch's facts (its blobs stored)."""
-        p = self.place
-        for o in batch.profiles:
-            i = o.index
-            p.pms_offset[i], p.n_values[i], p.n_ctxs[i] = o.pms_offset, o.n_values, o.n_ctxs
-            p.pms_size[i], p.aside_offset[i], p.n_aside[i] = o.pms_size, o.aside_offset, o.n_aside
-            self.trace_count[i] = o.trace_count
-            if o.trace_min is not None and o.trace_max is not None:
-                self.t_lo = o.trace_min if self.t_lo is None else min(self.t_lo, o.trace_min)
-                self.t_hi = o.trace_max if self.t_hi is None else max(self.t_hi, o.trace_max)
+        p, b = self.place, batch.batch
+        lo, hi = int(p.batches[b]), int(p.batches[b + 1])
+        p.n_values[lo:hi], p.n_ctxs[lo:hi], self.trace_count[lo:hi] = batch.n_values, batch.n_ctxs, batch.trace_count
+        p.pms_offset[b], p.run_offset[b], p.run_values[b] = batch.pms_offset, batch.run_offset, batch.run_values
+        p.run_ctxs[b], p.aside_offset[b], p.n_aside[b] = batch.run_ctxs, batch.aside_offset, batch.n_aside
+        self._time_range(batch.trace_min, batch.trace_max)
         self.ctx_values[batch.ctx] += batch.n_ctx_values  # contexts are distinct within a batch
         bc, bw, bb = batch.ctx_metric_bits
         self.ctx_bits[bc, bw] |= bb  # so are (context, word) pairs
 
+    def _time_range(self, lo: int | None, hi: int | None) -> None:
+        if lo is not None and hi is not None:
+            self.t_lo = lo if self.t_lo is None else min(self.t_lo, lo)
+            self.t_hi = hi if self.t_hi is None else max(self.t_hi, hi)
+
     def merge(self, other: Phase2State) -> None:
-        for name in ("pms_offset", "n_values", "n_ctxs", "pms_size", "aside_offset", "n_aside"):
-            getattr(self.place, name)[:] += getattr(other.place, name)  # each profile is set in one state
+        self.place.merge(other.place)
         self.ctx_values += other.ctx_values
         self.ctx_bits |= other.ctx_bits
         self.trace_count += other.trace_count
         for rank, count in other.done_by.items():
             self.done_by[rank] = self.done_by.get(rank, 0) + count
-        for lo, hi in ((other.t_lo, other.t_hi),):
-            if lo is not None and hi is not None:
-                self.t_lo = lo if self.t_lo is None else min(self.t_lo, lo)
-                self.t_hi = hi if self.t_hi is None else max(self.t_hi, hi)
+        self._time_range(other.t_lo, other.t_hi)
 
     def cct_layout(self) -> cctdb.CctLayout:
         return cctdb.CctLayout.from_counts(self.ctx_values, _popcount(self.ctx_bits))
@@ -366,6 +438,7 @@ class Phase3Plan:
     place: Placement
     layout: cctdb.CctLayout
     pms_path: str
+    run_path: str
     aside_path: str
     cct_path: str
     profile_path: str

@@ -78,43 +78,34 @@ def find_inputs(paths: list[str], structs: list[str] | None = None, *, ignore_st
         if not os.path.isdir(folder):
             raise HpcsaError(folder, "--binaries: not a folder")
         out.binary_folders.append(os.path.abspath(folder))
-    folders: list[str] = []     # per profile, with the separator
-    measdirs: list[str] = []
-    names: list[str] = []
-    trace_listed: list[bool] = []
-    seen: set[str] = set()
     if not paths:
         raise HpcsaError(None, "no measurement directory given")
+    # per directory (or loose file): its folder, measurement directory, names (sorted) and which have a trace
+    listings: list[tuple[str, str, np.ndarray, np.ndarray]] = []
+    seen_dirs: set[str] = set()
+    loose: dict[str, None] = {}
     for given in paths:
         path = os.path.abspath(given)
         if os.path.isdir(path):
             out.measdirs.append(path)
-            listed = os.listdir(path)
-            runs = sorted(n for n in listed if n.endswith(HPCRUN))
-            if not runs:
+            if path in seen_dirs:  # (its profiles are listed once)
+                continue
+            seen_dirs.add(path)
+            runs, traced = _listing(path)
+            if not len(runs):
                 raise HpcsaError(given, "no .hpcrun profiles in this directory (is it a measurement directory?)")
-            traces = {n for n in listed if n.endswith(HPCTRACE)}
-            folder = os.path.join(path, "")
-            for n in runs:
-                if folder + n not in seen:
-                    seen.add(folder + n)
-                    folders.append(folder)
-                    measdirs.append(path)
-                    names.append(n)
-                    trace_listed.append(n[: -len(HPCRUN)] + HPCTRACE in traces)
+            listings.append((os.path.join(path, ""), path, runs, traced))
         elif os.path.isfile(path) and path.endswith(HPCRUN):
-            if path not in seen:
-                seen.add(path)
-                folder, n = os.path.split(path)
-                folders.append(os.path.join(folder, ""))
-                measdirs.append(folder)
-                names.append(n)
-                trace_listed.append(True)  # (a stat says)
+            loose[path] = None
         elif not os.path.exists(path):
             raise HpcsaError(given, "no such file or directory")
         else:
             raise HpcsaError(given, "neither a measurement directory nor an .hpcrun profile")
-    out.profiles = _measure(folders, measdirs, names, trace_listed, share)
+    for path in loose:  # a loose file of a directory also given is listed with it, once
+        folder, n = os.path.split(path)
+        if folder not in seen_dirs:
+            listings.append((os.path.join(folder, ""), folder, np.array([os.fsencode(n)]), np.ones(1, bool)))
+    out.profiles = _measure(listings, share)
     struct_paths: list[tuple[str, str | None]] = []
     for s in structs or []:
         full = os.path.abspath(s)
@@ -142,30 +133,62 @@ def find_inputs(paths: list[str], structs: list[str] | None = None, *, ignore_st
     return out
 
 
-def _measure(folders: list[str], measdirs: list[str], names: list[str], trace_listed: list[bool],
-             share: tuple[int, int]) -> ProfileInputs:
+def _listing(path: str) -> tuple[np.ndarray, np.ndarray]:
+    """A measurement directory's profiles (file names as bytes, sorted), and which may have a trace (all: a
+    stat says, as for any profile): one pass over the directory, the names gathered into arrays a chunk at a
+    time, not kept as a Python object each (a run's hundreds of thousands of profiles)."""
+    chunks: list[np.ndarray] = []
+    part: list[bytes] = []
+    with os.scandir(os.fsencode(path)) as entries:
+        for entry in entries:
+            if entry.name.endswith(_HPCRUN_B):
+                part.append(entry.name)
+                if len(part) >= LISTING_CHUNK:
+                    chunks.append(np.array(part, dtype=bytes))
+                    part = []
+    chunks.append(np.array(part, dtype=bytes))
+    width = max(c.dtype.itemsize for c in chunks)
+    names = np.concatenate([c.astype(f"S{width}") for c in chunks])
+    names.sort()
+    return names, np.ones(len(names), bool)
+
+
+#: Names of a directory's listing gathered at once into an array.
+LISTING_CHUNK = 1 << 14
+_HPCRUN_B, _HPCTRACE_B = os.fsencode(HPCRUN), os.fsencode(HPCTRACE)
+
+
+def _measure(listings: list[tuple[str, str, np.ndarray, np.ndarray]], share: tuple[int, int]) -> ProfileInputs:
     """The listed profiles as columns, with the sizes of this share of them (a profile's trace counts when it
     is a file, as ``os.path.isfile`` says)."""
     first, step = share
+    dirs: dict[str, int] = {}
+    folder = np.concatenate([np.full(len(n), dirs.setdefault(f, len(dirs)), np.int32) for f, _, n, _ in listings])
+    measdir = np.concatenate([np.full(len(n), dirs.setdefault(m, len(dirs)), np.int32) for _, m, n, _ in listings])
+    width = max(n.dtype.itemsize for _, _, n, _ in listings)
+    names = np.concatenate([n.astype(f"S{width}") for _, _, n, _ in listings])
+    trace_listed = np.concatenate([t for _, _, _, t in listings])
     count = len(names)
     size = np.zeros(count, np.int64)
     trace_size = np.zeros(count, np.int64)
     has_trace = np.zeros(count, bool)
+    folders = [os.fsencode(d) for d in dirs]
+    stat_ = os.stat
     for i in range(first, count, step):
-        path = folders[i] + names[i]
+        path = folders[folder[i]] + names[i]
         try:
-            size[i] = os.stat(path).st_size
+            size[i] = stat_(path).st_size
         except OSError as exc:
-            raise input_error(path, exc) from None
+            raise input_error(os.fsdecode(path), exc) from None
         if trace_listed[i]:
             try:
-                st = os.stat(path[: -len(HPCRUN)] + HPCTRACE)
+                st = stat_(path[: -len(_HPCRUN_B)] + _HPCTRACE_B)
             except (OSError, ValueError):
                 continue
             if stat.S_ISREG(st.st_mode):
                 has_trace[i] = True
                 trace_size[i] = st.st_size
-    return ProfileInputs.from_columns(folders, measdirs, names, size, trace_size, has_trace)
+    return ProfileInputs(tuple(dirs), folder, measdir, names, size, trace_size, has_trace)
 
 
 #: What one MPI rank measured of the inputs: (fingerprint of the listing, size, trace_size, has_trace).

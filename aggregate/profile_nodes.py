@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from hpcsa.aggregate import rawtree
-from hpcsa.aggregate.gpu_contexts import RECONSTRUCTED, GpuPart, reconstruct_profile
+from hpcsa.aggregate.gpu_contexts import RECONSTRUCTED, GpuPart, GroupGpu, reconstruct_profile
+from hpcsa.aggregate.gpu_group import reconstruct_group
 from hpcsa.aggregate.handoff import Phase1Env
 from hpcsa.aggregate.lexical import module_key
 from hpcsa.aggregate.profile_table import ProfileInput
@@ -24,7 +26,10 @@ from hpcsa.core.dataclass import dataclass
 from hpcsa.core.errors import FormatError
 from hpcsa.formats.measurement.cct_rules import check_load_modules, check_placeholders
 from hpcsa.formats.measurement.hpcrun import UNWOUND, HpcrunProfile, LoadModule, tree_rows
-from hpcsa.formats.measurement.hpcrun_batch import HpcrunBatch
+from hpcsa.formats.measurement.hpcrun_batch import HpcrunBatch, HpcrunGroup
+
+if TYPE_CHECKING:
+    from hpcsa.gpucct import CallGraph
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -93,6 +98,22 @@ def _loadmap_table(loadmap: tuple[LoadModule, ...], measdir: str
     return table, known, lm_hash, modules
 
 
+def _graphs(env: Phase1Env, loadmap: tuple[LoadModule, ...], measdir: str) -> dict[int, CallGraph]:
+    """The call graphs of a load map's modules, by module hash (once per distinct load map and environment)."""
+    key = (id(env), loadmap, measdir)
+    got = _GRAPHS.get(key)
+    if got is None or got[0] is not env:
+        _, _, lm_hash, modules = _loadmap_table(loadmap, measdir)
+        graphs = {h: g for h in set(lm_hash.values()) if (g := env.graph_for(modules[h].key)) is not None}
+        if len(_GRAPHS) >= 256:
+            _GRAPHS.clear()
+        got = _GRAPHS[key] = (env, graphs)
+    return got[1]
+
+
+_GRAPHS: dict[tuple[int, tuple[LoadModule, ...], str], tuple[Phase1Env, dict[int, CallGraph]]] = {}
+
+
 def profile_fields(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env,
                    rows: tuple[np.ndarray, np.ndarray] | None = None) -> ProfileFields:
     """A profile's nodes, checked (refuses trees hpcprof refuses, and ones it would misread). ``rows``: the
@@ -111,9 +132,7 @@ def profile_fields(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env,
     check_load_modules(path, lm, known)
     module = table[lm]
     check_placeholders(path, parent, lm, ip, unwound)
-    graphs = {}
-    if env.has_graphs:
-        graphs = {h: g for h in set(lm_hash.values()) if (g := env.graph_for(modules[h].key)) is not None}
+    graphs = _graphs(env, tuple(prof.loadmap), inp.measdir) if env.has_graphs else {}
     gpu = reconstruct_profile(prof, index.rows, lm_hash, graphs) if graphs else GpuPart.empty()
     flag = unwound.astype(np.uint8)
     kind = np.zeros(n, np.uint8)
@@ -184,3 +203,53 @@ def hash_nodes(profiles: list[ProfileFields], seed: int) -> tuple[np.ndarray, np
                                np.concatenate([f.flag for f in profiles]), np.concatenate([f.module for f in profiles]),
                                np.concatenate([f.ip for f in profiles]), seed)
     return nodes, base
+
+
+def group_fields(g: HpcrunGroup, measdirs: Sequence[str]
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, rawtree.ModuleRef]]:
+    """:func:`batch_fields` of a group read as columns (``measdirs``: each profile's measurement directory):
+    (parent row in the group, kind, flag, module, ip) per CCT row, and the modules by hash; checked once over
+    the group. Raises :class:`.HpcsaError` without naming the profile if one breaks a rule."""
+    cct = g.cct
+    n = len(g)
+    lm = cct["lm_id"].astype(np.int64)
+    ip = cct["lm_ip"].astype(np.uint64)
+    unwound = (cct["flags"] & UNWOUND) != 0
+    tables: dict[tuple[str, int], int] = {}  # one load-map table per distinct load map and directory
+    firsts: list[int] = []
+    which = np.empty(n, np.int64)
+    for k, key in enumerate(zip(measdirs, g.loadmap.tolist(), strict=True)):
+        which[k] = t = tables.setdefault(key, len(tables))
+        if t == len(firsts):
+            firsts.append(k)
+    module = np.zeros(len(cct), np.uint64)
+    modules: dict[int, rawtree.ModuleRef] = {}
+    of_row = np.repeat(which, np.diff(g.cut)) if len(tables) > 1 else None
+    for t, k in enumerate(firsts):
+        table, known, _, refs = _loadmap_table(g.loadmaps[int(g.loadmap[k])], measdirs[k])
+        modules.update(refs)
+        rows = slice(None) if of_row is None else of_row == t
+        mine = lm[rows]
+        check_load_modules(None, mine, known)
+        module[rows] = table[mine]
+    check_placeholders(None, g.parent, lm, ip, unwound)
+    return g.parent, np.zeros(len(cct), np.uint8), unwound.astype(np.uint8), module, ip, modules
+
+
+def group_gpu(g: HpcrunGroup, measdirs: Sequence[str], env: Phase1Env, module: np.ndarray) -> GroupGpu:
+    """The profiles' reconstructed GPU calling contexts (:func:`.gpu_group.reconstruct_group`: what
+    :func:`.gpu_contexts.reconstruct_profile` gives each), for a group read as columns (``module``: each CCT
+    row's module hash). Raises :class:`.HpcsaError` without naming the profile if one breaks a rule."""
+    graphs: dict[int, CallGraph] = {}
+    for key in set(zip(measdirs, g.loadmap.tolist(), strict=True)):
+        graphs.update(_graphs(env, g.loadmaps[key[1]], key[0]))
+    got = reconstruct_group(g, module, graphs) if graphs else None
+    if got is None:
+        return GroupGpu.empty(len(g))
+    if len(got.rows):
+        has_kids = np.zeros(len(g.cct), bool)
+        has_kids[g.parent[g.parent >= 0]] = True
+        rprof = np.repeat(np.arange(len(g)), np.diff(got.rcut))
+        if has_kids[g.cut[:-1][rprof] + got.rows].any():
+            raise FormatError(None, "a GPU PC-sample node has children")
+    return got

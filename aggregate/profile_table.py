@@ -143,7 +143,10 @@ class ProfileInputs(Sequence[ProfileInput]):
         bytes when every path is ASCII (the same order), else by the strings themselves."""
         n = len(self)
         folders = [os.fsencode(d) for d in self.dirs]
-        if all(b.isascii() for b in folders) and not (self.names.view(np.uint8) >= 0x80).any():
+        ascii_names = not (self.names.view(np.uint8) >= 0x80).any()
+        if ascii_names and (n == 0 or not (self.folder != self.folder[0]).any()):  # one folder: the names' order (no joined copy)
+            order = np.argsort(self.names, kind="stable")
+        elif all(b.isascii() for b in folders) and ascii_names:
             order = np.argsort(np.char.add(np.array(folders, dtype=bytes)[self.folder], self.names), kind="stable")
         else:
             paths = [self.path(i) for i in range(n)]
@@ -215,6 +218,11 @@ class ProfileTable(Sequence[ProfileFacts]):
         """The same profiles with their metric-table and load-map indexes mapped through these tables."""
         return replace(self, metrics=np.asarray(metrics, np.int32).reshape(-1)[self.metrics],
                        loadmap=np.asarray(loadmaps, np.int32).reshape(-1)[self.loadmap])
+
+    def without_id_tuples(self) -> ProfileTable:
+        """The same profiles with empty identifier tuples: once class 2 has finalized them (profile.db's), the
+        raw ones are not kept through the phases (a few dozen bytes a profile)."""
+        return replace(self, id_tuple=Ragged(self.id_tuple.rows[:0], np.zeros(len(self) + 1, np.int64)))
 
     def take(self, index: np.ndarray) -> ProfileTable:
         """Profiles ``index``, in that order (one vectorized selection per column)."""

@@ -34,6 +34,7 @@ from hpcsa.aggregate.handoff import ClassTwo, Phase2State, Phase2Targets, Phase3
 from hpcsa.core.fileio import copy_range
 from hpcsa.core.outputs import atomic_dir
 from hpcsa.formats.db import cctdb, database, metadb, metricsyaml, profiledb, tracedb
+from hpcsa.formats.db import dbformat as dbf
 
 
 class SourcesSink:
@@ -62,9 +63,11 @@ class MetaSink:
     def __init__(self, c2: ClassTwo, sources: SourcesSink) -> None:
         self.c2 = c2
         self.sources = sources
+        self.contexts = 0  # the database's contexts, as every command counts them (database.context_count)
 
     def write(self, db_dir: str) -> None:
         meta = self.sources.write(db_dir, metadb_tables.meta_db(self.c2.take_meta()))
+        self.contexts = database.context_count(meta)
         metadb.write_metadb(os.path.join(db_dir, database.META), meta)
         os.makedirs(os.path.join(db_dir, "metrics"))
         metricsyaml.write_metrics_yaml(os.path.join(db_dir, database.METRICS_YAML),
@@ -93,10 +96,15 @@ class TraceSink:
         return self._writer.temp_path, self._writer.heads["pStart"].astype(np.int64)
 
     def layout(self, state: Phase2State) -> None:
+        """Each line's length (its region's start is its own, reserved), and the time range."""
         tw = self._writer
         if tw is not None:
-            for i in range(len(self.c2.profiles)):
-                tw.record(i, tw.region(i)[0], int(state.trace_count[i]))
+            count = state.trace_count
+            reserve = self.c2.trace_reserve
+            if (count > reserve).any():  # what TraceDBWriter.record checks, for all lines at once
+                i = int(np.flatnonzero(count > reserve)[0])
+                raise ValueError(f"trace slot {i}: {int(count[i])} elements do not fit its region")
+            tw.heads["pEnd"] = tw.heads["pStart"] + tracedb.SZ_ELEMENT * count
             tw.time_range = (state.t_lo or 0, state.t_hi or 0)
 
 
@@ -107,6 +115,34 @@ class CctSink:
     def layout(self, files: contextlib.ExitStack[bool | None], db_dir: str, layout: cctdb.CctLayout) -> str:
         """The partial file, laid out."""
         return files.enter_context(cctdb.CctDBWriter(os.path.join(db_dir, database.CCT), layout)).temp_path
+
+
+class _ProfileDBWriter(profiledb.ProfileDBWriter):
+    """:class:`hpcsa.formats.db.profiledb.ProfileDBWriter` whose identifier-tuple section is laid out record by
+    record, a block of tuples at a time (the same bytes): its own layout indexes every byte of the section at
+    once, some 500 bytes of index per profile, which at a quarter of a million profiles was the run's peak."""
+
+    #: Tuples laid out at once.
+    BLOCK = 1 << 15
+
+    def _id_tuple_section(self) -> bytes:
+        lengths = self.tuples.lengths
+        offsets = self.tuples.offsets
+        area = np.zeros(self.ids_size, np.uint8)
+        at_all = self.infos["pIdTuple"][1:].astype(np.int64) - self.ids_at
+        head_type = dbf.record_dtype(profiledb.ID_TUPLE_HDR_FIELDS, profiledb.SZ_ID_TUPLE_HDR)
+        for a in range(0, len(lengths), self.BLOCK):
+            b = min(len(lengths), a + self.BLOCK)
+            at = at_all[a:b]
+            head = np.zeros(b - a, head_type)
+            head["nIds"] = lengths[a:b]
+            dbf.scatter_records(area, at, head)
+            lo, hi = int(offsets[a]), int(offsets[b])
+            owner = np.repeat(np.arange(b - a), lengths[a:b])
+            k = np.arange(lo, hi) - offsets[a:b][owner]
+            dbf.scatter_records(area, at[owner] + profiledb.SZ_ID_TUPLE_HDR + profiledb.SZ_IDENTIFIER * k,
+                                          self.tuples.rows[lo:hi])
+        return area.tobytes()
 
 
 class ProfileSink:
@@ -122,8 +158,9 @@ class ProfileSink:
 
     def layout(self, files: contextlib.ExitStack[bool | None], db_dir: str, place: Placement
                ) -> tuple[str, np.ndarray]:
-        """(the partial file, where each profile's thread blob goes)."""
-        self._writer = files.enter_context(profiledb.ProfileDBWriter(os.path.join(db_dir, database.PROFILE),
+        """(the partial file, where each profile's thread blob goes: one after the other in canonical order,
+        so a batch's blobs, consecutive in the scratch file, are one copy)."""
+        self._writer = files.enter_context(_ProfileDBWriter(os.path.join(db_dir, database.PROFILE),
                                                                      self.c2.id_tuples))
         self._place, self._offsets = place, self._writer.allocate_many(place.pms_size)
         return self._writer.temp_path, self._offsets
@@ -150,16 +187,18 @@ def summary_values(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> pr
 
 
 def copy_thread_blobs(plan: Phase3Plan, rows: range) -> None:
-    """Profiles ``rows``' thread blobs (0-based, canonical order), copied from the scratch file to their
-    offsets in the partial profile.db, file to file in the kernel (:func:`.copy_range`); every rank copies
-    its share, rank 0 records them all (:meth:`ProfileSink.finish`)."""
+    """Batches ``rows``' thread blobs, copied from the scratch file to their profiles' offsets in the partial
+    profile.db, a batch at a time (its profiles are consecutive in both), file to file in the kernel
+    (:func:`.copy_range`); every rank copies its share, rank 0 records them all (:meth:`ProfileSink.finish`)."""
     place = plan.place
+    first = place.batches[:-1][rows]
+    sizes = place.batch_pms_size()[rows]
     src = os.open(plan.pms_path, os.O_RDONLY)
     try:
         dst = os.open(plan.profile_path, os.O_WRONLY)
         try:
-            for at, to, size in zip(place.pms_offset[rows].tolist(), plan.profile_offsets[rows].tolist(),
-                                    place.pms_size[rows].tolist(), strict=True):
+            for at, to, size in zip(place.pms_offset[rows].tolist(), plan.profile_offsets[first].tolist(),
+                                    sizes.tolist(), strict=True):
                 copy_range(src, dst, at, to, size)
         finally:
             os.close(dst)
@@ -184,7 +223,7 @@ class DatabaseSinks:
         self._directory = contextlib.ExitStack()  # the partial directory, then (inside) the open files
         self._files = contextlib.ExitStack()
         self._dir = ""
-        self._scratch = ("", "")  # phase 2's scratch files: thread blobs, aside blobs
+        self._scratch = ("", "", "")  # phase 2's scratch files: thread blobs, runs, aside runs
 
     def __enter__(self) -> DatabaseSinks:
         return self
@@ -197,12 +236,13 @@ class DatabaseSinks:
         """The partial directory, phase 2's scratch files and trace.db's regions."""
         self._dir = self._directory.enter_context(atomic_dir(self.output))
         self._directory.enter_context(self._files)
-        pms_path, aside_path = self._scratch = (os.path.join(self._dir, ".profile.scratch"),
-                                                os.path.join(self._dir, ".aside.scratch"))
+        pms_path, run_path, aside_path = self._scratch = (os.path.join(self._dir, ".profile.scratch"),
+                                                          os.path.join(self._dir, ".run.scratch"),
+                                                          os.path.join(self._dir, ".aside.scratch"))
         for p in self._scratch:
             open(p, "wb").close()
         trace_path, trace_offsets = self.trace.begin(self._files, self._dir)
-        return Phase2Targets(pms_path, aside_path, trace_path, trace_offsets)
+        return Phase2Targets(pms_path, run_path, aside_path, trace_path, trace_offsets)
 
     def write_meta(self) -> None:
         """meta.db, the metric taxonomy and src/ (see :class:`MetaSink`)."""
@@ -215,8 +255,8 @@ class DatabaseSinks:
         layout = state.cct_layout()
         cct_path = self.cct.layout(self._files, self._dir, layout)
         profile_path, offsets = self.profile.layout(self._files, self._dir, state.place)
-        pms_path, aside_path = self._scratch
-        return Phase3Plan(state.place, layout, pms_path, aside_path, cct_path, profile_path, offsets,
+        pms_path, run_path, aside_path = self._scratch
+        return Phase3Plan(state.place, layout, pms_path, run_path, aside_path, cct_path, profile_path, offsets,
                           int(state.trace_count.sum()), [state.done_by.get(r, 0) for r in range(ranks)])
 
     def finish(self, parts: SummaryParts) -> int:

@@ -10,8 +10,8 @@ call instructions, recursion collapsed, the DAG split into a tree.
 The core (``model.py``, ``reconstruct.py``, ``scc.py``) takes plain records
 and numpy arrays, knows no file format and does no I/O; ``fromstruct.py``
 (structure files) and ``launches.py``/``cmd.py`` (measurements) adapt the
-readers' models to it. Build a :class:`CallGraph` once per GPU binary, then
-call :func:`reconstruct` per launch context (and :func:`reconstruct_unlaunched`
+readers' models to it. Build a :class:`.CallGraph` once per GPU binary, then
+call :func:`reconstruct` per launch context (and :func:`.reconstruct_unlaunched`
 for samples that carry no launch). See ``reconstruct.py`` for the algorithm and
 where it differs from HPCToolkit by design, ``model.py`` for the data model.
 """

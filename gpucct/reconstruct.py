@@ -290,14 +290,19 @@ class _Reconstructor:
         for c in unknown_roots:
             is_root[c] = True
 
+        self.measured_weights = weights
         needed, weights = self._zero_weight_rule(has_cost, is_root, incoming, launched_part, weights)  # step 2
         fraction = np.zeros(len(src))
         for c in range(ncomp):  # step 4's ratios (step 3 is the graph's component DAG)
             ins = incoming[c]
             if needed[c] and ins:
-                tot = sum(float(weights[e]) for e in ins)
+                tot = 0.0
+                for e in ins:  # one after the other, in call-pc order (what a reuse repeats: shared.py)
+                    tot += float(weights[e])
                 for e in ins:
                     fraction[e] = float(weights[e]) / tot
+        self.weights = weights
+        self.incoming = incoming
         self.fraction = fraction
         self.fraction_list = fraction.tolist()
         self.needed = needed

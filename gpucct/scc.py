@@ -9,7 +9,7 @@ graph algorithms", SIAM J. Computing 1972, written iteratively so that deep
 call chains cannot hit Python's recursion limit): on the largest benchmark
 graph the networkx path (building the ``DiGraph``, its condensation and a
 topological order) costs about 10% of one reconstruction or more, the hand-written
-pass 1-2% (benchmarks/bench_gpucct.py, README "GPU calling contexts").
+pass 1-2% (benchmarks/bench_gpucct.py; docs/design/gpucct.md).
 ``call_digraph`` and ``components`` are the networkx path: ``CallGraph.digraph``
 offers the call graph as a networkx ``DiGraph`` for analyses that want one, and
 the tests check that both paths give the same components in the same order.

@@ -179,7 +179,7 @@ def assemble(disc: Discovery, classifier: lx.Classifier, env: Phase1Env, *, stat
             prop[m, SCOPE_ORDER.index(s)] = pid
 
     tuples = finalize_id_tuples(disc.profiles.id_tuple)
-    profiles, tuples = canonical_order(disc.profiles, tuples)
+    profiles, tuples = canonical_order(disc.profiles.without_id_tuples(), tuples)  # (the raw ones are done)
     if len(profiles) >= 0xFFFFFFFF:
         raise HpcsaError(None, "too many profiles for one database")
 

@@ -16,13 +16,11 @@ from hpcsa.aggregate.gpu_contexts import RECONSTRUCTED, GpuPart
 from hpcsa.aggregate.handoff import ClassTwo, Phase1Env
 from hpcsa.aggregate.profile_nodes import NodeIndex, profile_nodes
 from hpcsa.aggregate.profile_table import ProfileFacts, ProfileInput
-from hpcsa.core.arrays import concat_records, offsets
+from hpcsa.core.arrays import offsets
 from hpcsa.core.dataclass import dataclass
 from hpcsa.core.errors import HpcsaError
 from hpcsa.formats.measurement.hpcrun import (
     CCT_NODE,
-    SPARSE_INDEX,
-    SPARSE_VALUE,
     HpcrunProfile,
     LoadModule,
     MetricDesc,
@@ -61,16 +59,37 @@ def second_reading(facts: ProfileFacts, metrics: tuple[MetricDesc, ...], loadmap
         raw, index, gpu = profile_nodes(prof, facts.input, env, (order, parent))
         cct, values, sparse = prof.cct, prof.values, prof.index
     else:
-        (cct, kept_nodes, values, sparse), gpu = kept.kept_one(facts.kept)
-        nodes = np.zeros(len(kept_nodes), rawtree.RAW)
+        file, offset, size = facts.kept
+        cols = kept.kept_blobs((file,), np.zeros(1, np.int64), np.array([offset]), np.array([size]))
+        a = cols.arrays
+        nodes = np.zeros(len(a["nodes"]), rawtree.RAW)
         for name in kept.KEPT_NODE_FIELDS:
-            nodes[name] = kept_nodes[name]
+            nodes[name] = a["nodes"][name]
         raw = rawtree.RawNodes(nodes)
+        cct = np.zeros(len(a["ids"]), CCT_NODE)
+        cct["id"] = a["ids"]
         ids = cct["id"].astype(np.int64)
         index = NodeIndex(ids, np.argsort(ids, kind="stable"))
+        values, sparse = a["values"], a["index"]
+        gpu = _gpu_part(a["gpu"], len(cct))
     prof = HpcrunProfile(header={}, loadmap=list(loadmap), cct=cct, metrics=list(metrics), id_names=[],
                          id_tuple=facts.id_tuple, values=values, index=sparse, path=path)
     return prof, raw, index, gpu
+
+
+def _gpu_part(gpu: np.ndarray, n_cct: int) -> GpuPart:
+    """The part of a :class:`.GpuPart` phase 2 uses (its points' values), from the values phase 1 kept (point
+    by point, each point's by metric: the order of the dense matrix's non-zero entries)."""
+    if not len(gpu):
+        return GpuPart.empty()
+    node = gpu["node"].astype(np.int64) - n_cct
+    points, row = np.unique(node, return_inverse=True)
+    metrics, col = np.unique(gpu["metric"].astype(np.int64), return_inverse=True)
+    values = np.zeros((len(points), len(metrics)))
+    values[row, col] = gpu["value"]
+    part = GpuPart.empty()
+    part.point_nodes, part.values, part.metrics = points, values, metrics
+    return part
 
 
 def point_values(prof: HpcrunProfile, raw: rawtree.RawNodes, index: NodeIndex, gpu: GpuPart, inp: ProfileInput,
@@ -122,7 +141,8 @@ def point_values(prof: HpcrunProfile, raw: rawtree.RawNodes, index: NodeIndex, g
 class BatchPoints:
     """A batch's point values, profile by profile in the batch's order (``prof``: the profile's place in the
     batch), and each CCT node of its profiles (profile ``k``'s are rows ``cut[k]:cut[k + 1]``): its id and
-    contexts, for the traces."""
+    contexts, for the traces; with what phase 1 kept of the profiles' traces (``traces``: profile ``k``'s
+    records are ``trace_cut[k]:trace_cut[k + 1]``, its flags ``trace_flags[k]``, -1 where not kept)."""
 
     prof: np.ndarray
     ctx: np.ndarray
@@ -132,6 +152,9 @@ class BatchPoints:
     ids: np.ndarray
     full: np.ndarray
     rel: np.ndarray
+    traces: np.ndarray | None = None
+    trace_cut: np.ndarray | None = None
+    trace_flags: np.ndarray | None = None
 
     @classmethod
     def of(cls, points: list[Points]) -> BatchPoints:
@@ -156,36 +179,34 @@ def batch_points(c2: ClassTwo, indexes: list[int]) -> BatchPoints:
     """:func:`profile_points` of profiles ``indexes`` of the canonical order, worked out for the batch at once
     from what phase 1 kept (a thousand threads' small profiles: numpy's per-call cost once per batch, not
     per profile). Where something is amiss the profiles are taken one by one, which names the profile."""
-    blobs = kept.kept_many(c2.profiles, indexes)
-    got = _batch_points(c2, indexes, blobs) if blobs is not None else None
+    cols = kept.kept_batch(c2.profiles, indexes)
+    got = _batch_points(c2, indexes, cols) if cols is not None else None
     return got if got is not None else BatchPoints.of([profile_points(c2, i) for i in indexes])
 
 
-def _batch_points(c2: ClassTwo, indexes: list[int], blobs: list[kept.KeptProfile]) -> BatchPoints | None:
-    """:func:`batch_points` from the kept arrays, or None where a check of :func:`point_values` fails for
+def _batch_points(c2: ClassTwo, indexes: list[int], cols: kept.KeptColumns) -> BatchPoints | None:
+    """:func:`batch_points` from the kept columns, or None where a check of :func:`point_values` fails for
     some profile."""
     n = len(indexes)
-    parts = list(zip(*(arrays for arrays, _ in blobs), strict=True)) if n else [()] * 4
-    ccts, nodes, values, sparse = parts
-    gpus = [gpu for _, gpu in blobs]
-    n_cct, n_node, n_val, n_idx = (np.fromiter(map(len, col), np.int64, n) for col in parts)
-    ccut, kcut = offsets(n_cct), offsets(n_node)
-    node = concat_records(list(nodes), kept.KEPT_NODE)
+    a, cut = cols.arrays, cols.cuts
+    n_cct, n_val, n_idx = (np.diff(cut[name]) for name in ("ids", "values", "index"))
+    ccut, kcut = cut["ids"], cut["nodes"]
+    node = a["nodes"]
     rows = rawtree.find(c2.raw_h1, node["h1"], c2.raw_h2, node["h2"])
     if (rows < 0).any():
         return None
     full_k, rel_k = c2.raw_full[rows], c2.raw_rel[rows]
     cct_prof = np.repeat(np.arange(n), n_cct)
     cct_row = np.arange(int(ccut[-1])) - ccut[cct_prof] + kcut[cct_prof]  # each CCT row's kept row
-    ids = concat_records(list(ccts), CCT_NODE)["id"].astype(np.int64)
+    ids = a["ids"].astype(np.int64)
     full, rel = full_k[cct_row], rel_k[cct_row]
     # The values: each one's node (through its profile's sparse index), then its CCT row.
-    index = concat_records(list(sparse), SPARSE_INDEX)  # (each starts at value 0: the reader's rule)
+    index = a["index"]  # (each starts at value 0: the reader's rule)
     starts = index["start"].astype(np.int64)
-    vals = concat_records(list(values), SPARSE_VALUE)
+    vals = a["values"]
     val_prof = np.repeat(np.arange(n), n_val)
     idx_prof = np.repeat(np.arange(n), n_idx)
-    counts = np.diff(np.append(starts + offsets(n_val)[idx_prof], len(vals)))
+    counts = np.diff(np.append(starts + cut["values"][:-1][idx_prof], len(vals)))
     value_node = np.repeat(index["node"].astype(np.int64), counts)
     if len(vals) and not len(ids):
         return None
@@ -216,21 +237,20 @@ def _batch_points(c2: ClassTwo, indexes: list[int], blobs: list[kept.KeptProfile
     gl = glob[g]
     ctx = np.where(m2p[g], rel_k[vrow], full_k[vrow])
     keep = (gl >= 0) & ((node["flag"][vrow] & RECONSTRUCTED) == 0) & (ctx >= 0)
-    prof_parts, ctx_parts, met_parts, val_parts = [val_prof[keep]], [ctx[keep]], [gl[keep]], [value[keep]]
-    for k, gpu in enumerate(gpus):  # reconstructed GPU samples: after the profile's own values
-        if len(gpu.point_nodes):
-            if len(gpu.metrics) and int(gpu.metrics.max()) >= base[slot[k] + 1] - base[slot[k]]:
-                return None
-            pctx = full_k[kcut[k] + n_cct[k] + gpu.point_nodes]
-            cols = glob[base[slot[k]] + gpu.metrics]
-            rr, cc = np.nonzero(gpu.values)
-            ok = cols[cc] >= 0
-            prof_parts.append(np.full(int(ok.sum()), k))
-            ctx_parts.append(pctx[rr][ok])
-            met_parts.append(cols[cc][ok])
-            val_parts.append(gpu.values[rr, cc][ok])
-    prof, ctx, metric, value = (np.concatenate(p) for p in (prof_parts, ctx_parts, met_parts, val_parts))
-    if len(prof_parts) > 1:
+    prof, ctx, metric, value = val_prof[keep], ctx[keep], gl[keep], value[keep]
+    gpu = a["gpu"]
+    if len(gpu):  # reconstructed GPU samples: after the profile's own values
+        gpu_prof = np.repeat(np.arange(n), np.diff(cut["gpu"]))
+        gm = gpu["metric"].astype(np.int64)
+        if (gm >= n_metrics[slot[gpu_prof]]).any() or (gpu["node"] >= np.diff(kcut)[gpu_prof]).any():
+            return None
+        cols_g = glob[base[slot[gpu_prof]] + gm]
+        ok = cols_g >= 0
+        pctx = full_k[kcut[:-1][gpu_prof] + gpu["node"].astype(np.int64)]
+        prof = np.concatenate([prof, gpu_prof[ok]])
+        ctx = np.concatenate([ctx, pctx[ok]])
+        metric = np.concatenate([metric, cols_g[ok]])
+        value = np.concatenate([value, gpu["value"][ok].astype(np.float64)])
         order = np.argsort(prof, kind="stable")
         prof, ctx, metric, value = prof[order], ctx[order], metric[order], value[order]
-    return BatchPoints(prof, ctx, metric, value, ccut, ids, full, rel)
+    return BatchPoints(prof, ctx, metric, value, ccut, ids, full, rel, a["trace"], cut["trace"], cols.trace_flags)

@@ -1,5 +1,5 @@
-"""Phase 2 of ``hpcsa prof`` scheduled on this rank: its share of the profiles, in batches largest first,
-each propagated by :func:`.values.process_batch`; the batches' facts summed into this rank's
+"""Phase 2 of ``hpcsa prof`` scheduled on this rank: its share of the profiles, in batches of consecutive
+profiles (:func:`.handoff.batch_bounds`), each propagated by :func:`.values.process_batch`; the batches' facts summed into this rank's
 :class:`.handoff.Phase2State`, which the driver reduces up the ranks (see :mod:`.driver`).
 
 One process at ``-j N`` is N processes that take batches from shared tickets (``_forked()``); an MPI rank's
@@ -15,16 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from hpcsa.aggregate.handoff import BatchOutput, ClassTwo, Phase2State, Phase2Targets
+from hpcsa.aggregate.handoff import BatchOutput, ClassTwo, Phase2State, Phase2Targets, batch_bounds
 from hpcsa.aggregate.phase2 import values
 from hpcsa.aggregate.profile_table import ProfileTable
 from hpcsa.aggregate.transport import Transport, run_shared, tasks_ahead
 from hpcsa.core.progress import Progress
 from hpcsa.core.workers import ForkedWorker, LocalPool, Tickets, can_fork, trim_heap
-
-#: Most input bytes (.hpcrun and .hpctrace) in one phase-2 batch: a batch's arrays take some tens of times
-#: its input, so this bounds phase 2's memory whatever the number of profiles.
-BATCH_BYTES = 128 << 10
 
 
 def phase2_costs(profiles: ProfileTable) -> np.ndarray:
@@ -36,93 +32,76 @@ def phase2_costs(profiles: ProfileTable) -> np.ndarray:
     return np.where(kept, profiles.kept_size + profiles.inputs.trace_size, profiles.inputs.cost)
 
 
-def phase2_batches(costs: list[int], workers: int) -> list[list[int]]:
-    """Profiles largest first, cut into batches of about equal cost, a dozen per worker of all ranks (few
-    enough to keep the hand-offs cheap, enough to balance the load by size), none over BATCH_BYTES unless
-    a single profile is."""
-    order = sorted(range(len(costs)), key=lambda i: (-costs[i], i))
-    if not order:
-        return []
-    target = min(BATCH_BYTES, max(1.0, sum(costs) / (12 * max(1, workers))))
-    batches: list[list[int]] = [[]]
-    acc = 0.0
-    for i in order:
-        if batches[-1] and acc + costs[i] > target:
-            batches.append([])
-            acc = 0.0
-        batches[-1].append(i)
-        acc += costs[i]
-    return batches
-
-
-def phase2_task(shared: tuple[ClassTwo, Phase2Targets, bool], batch: list[int]) -> BatchOutput:
+def phase2_task(shared: tuple[ClassTwo, Phase2Targets, bool, np.ndarray], batch: int) -> BatchOutput:
     """Class 1 for a batch of profiles, propagated together (one small message per batch, not per profile:
     with per-profile tasks the hand-offs between a pool's workers and its parent cost as much as the
     profiles). Blobs a worker could not place come back pending, for its rank to store."""
-    c2, targets, traces = shared
-    return values.process_batch(c2, batch, targets, traces=traces)
+    c2, targets, traces, bounds = shared
+    return values.process_batch(c2, batch, int(bounds[batch]), int(bounds[batch + 1]), targets, traces=traces)
 
 
 def run(c2: ClassTwo, targets: Phase2Targets, jobs: int, traces: bool, progress: Progress | None,
         transport: Transport, aside: Callable[[], None] | None = None) -> Phase2State:
-    """Class 1 for this rank's share of the profiles (batches handed out largest first), with ``jobs``
-    workers; and ``aside()``, other work of this rank, while its workers run (see :func:`.run_shared`). One
-    process's workers take batches by themselves (``_forked()``); an MPI rank's go through a pool
-    (the batches come from the ranks' counter, which only the rank's own process may use)."""
-    allocate, in_workers = transport.counter(("pms", "aside"))
+    """Class 1 for this rank's share of the batches (:func:`.handoff.batch_bounds`: runs of consecutive
+    profiles), with ``jobs`` workers; and ``aside()``, other work of this rank, while its workers run (see
+    :func:`.run_shared`). One process's workers take batches by themselves (``_forked()``); an MPI rank's go
+    through a pool (the batches come from the ranks' counter, which only the rank's own process may use)."""
+    allocate, in_workers = transport.counter(values.SCRATCH_KINDS)
     targets = replace(targets, allocate=allocate if in_workers or jobs == 1 else None)
-    batches = phase2_batches(phase2_costs(c2.profiles).tolist(), jobs * transport.size)
+    bounds = batch_bounds(phase2_costs(c2.profiles), jobs * transport.size)
+    n_batches = len(bounds) - 1
     if jobs > 1 and transport.size == 1 and targets.allocate is not None and can_fork():
-        return _forked(c2, targets, batches, jobs, traces, progress, aside)
-    state = Phase2State.empty(c2)
+        return _forked(c2, targets, bounds, jobs, traces, progress, aside)
+    state = Phase2State.empty(c2, bounds)
     done = 0
     # This process works beside jobs - 1 forked workers (as in phase 3): -j N keeps N processes busy, where
     # N workers and a parent handing them batches of a few milliseconds each would share N CPUs.
-    helpers = min(jobs, len(batches)) - 1
-    with LocalPool(max(1, helpers), shared=(c2, targets, traces), fork=helpers > 0) as pool:
-        for k, part in run_shared(pool, phase2_task, transport.tasks("phase 2", len(batches)),
-                                  lambda k: (batches[k],), 2 * helpers if helpers > 0 else tasks_ahead(1),
-                                  meanwhile=aside, parent_works=True):
+    helpers = min(jobs, n_batches) - 1
+    with LocalPool(max(1, helpers), shared=(c2, targets, traces, bounds), fork=helpers > 0) as pool:
+        for k, part in run_shared(pool, phase2_task, transport.tasks("phase 2", n_batches), lambda k: (k,),
+                                  2 * helpers if helpers > 0 else tasks_ahead(1), meanwhile=aside,
+                                  parent_works=True):
             # blobs a worker could not place (an MPI rank's workers)
             values.store(part, targets, allocate)
             state.add(part)
-            done += len(batches[k])
+            size = int(bounds[k + 1] - bounds[k])
+            done += size
             if progress is not None:
-                progress.advance(len(batches[k]))
+                progress.advance(size)
     state.done_by[transport.rank] = done
     return state
 
 
-def _forked(c2: ClassTwo, targets: Phase2Targets, batches: list[list[int]], jobs: int, traces: bool,
+def _forked(c2: ClassTwo, targets: Phase2Targets, bounds: np.ndarray, jobs: int, traces: bool,
             progress: Progress | None, aside: Callable[[], None] | None) -> Phase2State:
     """One process's ``-j N`` phase 2 as N processes that take batches from shared tickets and keep their own
     state, sent once at the end (as MPI ranks do): no batch or result passes through a pool, whose hand-offs
     cost a worker about a millisecond per batch while the parent was busy with its own. Blobs go to the
     scratch files at offsets from the counter the processes share."""
     tickets = Tickets()
-    ends = np.cumsum([len(b) for b in batches])
+    n_batches = len(bounds) - 1
     trim_heap()  # as before any fork: what phase 1 and class 2 freed is not inherited as resident
     with contextlib.ExitStack() as stack:
-        workers = [stack.enter_context(ForkedWorker(_worker, c2, targets, batches, traces, tickets,
+        workers = [stack.enter_context(ForkedWorker(_worker, c2, targets, bounds, traces, tickets,
                                                     what="hpcsa prof")) for _ in range(jobs - 1)]
         if aside is not None:
             aside()
-        state = Phase2State.empty(c2)
-        while (i := tickets.take()) < len(batches):
-            state.add(values.process_batch(c2, batches[i], targets, traces=traces))
+        state = Phase2State.empty(c2, bounds)
+        while (i := tickets.take()) < n_batches:
+            state.add(values.process_batch(c2, i, int(bounds[i]), int(bounds[i + 1]), targets, traces=traces))
             if progress is not None:  # the batches taken so far, by any process
-                progress.advance(int(ends[min(tickets.taken(), len(batches)) - 1]) - progress.done)
+                progress.advance(int(bounds[min(tickets.taken(), n_batches)]) - progress.done)
         for worker in workers:
             state.merge(worker.receive("phase 2"))
-    state.done_by = {0: int(ends[-1]) if len(ends) else 0}
+    state.done_by = {0: int(bounds[-1])}
     return state
 
 
-def _worker(conn: Any, c2: ClassTwo, targets: Phase2Targets, batches: list[list[int]], traces: bool,
+def _worker(conn: Any, c2: ClassTwo, targets: Phase2Targets, bounds: np.ndarray, traces: bool,
             tickets: Tickets) -> None:
-    state = Phase2State.empty(c2)
-    while (i := tickets.take()) < len(batches):
-        state.add(values.process_batch(c2, batches[i], targets, traces=traces))
+    state = Phase2State.empty(c2, bounds)
+    while (i := tickets.take()) < len(bounds) - 1:
+        state.add(values.process_batch(c2, i, int(bounds[i]), int(bounds[i + 1]), targets, traces=traces))
     conn.send(("phase 2", state))
 
 

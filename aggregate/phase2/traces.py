@@ -1,7 +1,8 @@
 """Phase 2's trace lines: a batch's ``.hpctrace`` files mapped onto the unified tree, for trace.db.
 
 Each profile's trace line goes straight into its region of trace.db, which rank 0's trace.db sink reserved
-for it (:meth:`.sinks.TraceSink.begin`): node ids mapped to the context (the call context for call traces),
+for it (:meth:`.sinks.TraceSink.begin`); its records are those phase 1 kept (:mod:`.kept`), or, for a large
+trace, read from its file: node ids mapped to the context (the call context for call traces),
 elided instructions to their line, sorted by time when the measurement announced disorder, repeated blanks
 dropped.
 """
@@ -24,8 +25,16 @@ def trace_lines(c2: ClassTwo, indexes: list[int], points: BatchPoints
     where the measurement announced disorder, repeated blanks dropped."""
     recs, ks = [], []
     table = c2.profiles
+    kept_flags = points.trace_flags
     for k, index in enumerate(indexes):
-        if table.trace_records[index] and (path := table.inputs.trace(index)) is not None:
+        if not table.trace_records[index]:
+            continue
+        if kept_flags is not None and kept_flags[k] >= 0:  # kept by phase 1
+            assert points.traces is not None and points.trace_cut is not None
+            lo, hi = int(points.trace_cut[k]), int(points.trace_cut[k + 1])
+            recs.append((points.traces[lo:hi], (int(kept_flags[k]) & FLAG_CALL_TRACE) != 0))
+            ks.append(k)
+        elif (path := table.inputs.trace(index)) is not None:
             tr = read_hpctrace(path)
             recs.append((tr.records, (tr.flags & FLAG_CALL_TRACE) != 0))
             ks.append(k)
@@ -55,8 +64,8 @@ def trace_lines(c2: ClassTwo, indexes: list[int], points: BatchPoints
     times, ctx, b = times[keep], ctx[keep], b[keep]
     cut = np.searchsorted(b, np.arange(len(ks) + 1))
     nonempty = np.flatnonzero(np.diff(cut) > 0)
-    lo = np.minimum.reduceat(times, cut[nonempty]) if len(nonempty) else np.zeros(0, np.uint64)
-    hi = np.maximum.reduceat(times, cut[nonempty]) if len(nonempty) else np.zeros(0, np.uint64)
+    first = np.minimum.reduceat(times, cut[nonempty]) if len(nonempty) else np.zeros(0, np.uint64)
+    last = np.maximum.reduceat(times, cut[nonempty]) if len(nonempty) else np.zeros(0, np.uint64)
     disorder = table.trace_disorder[np.asarray(indexes, np.int64)[ks]] > 0
     if disorder.any():  # by time within each such profile (stable); the others keep their order
         within = np.arange(len(times), dtype=np.uint64) - cut[b].astype(np.uint64)
@@ -67,7 +76,7 @@ def trace_lines(c2: ClassTwo, indexes: list[int], points: BatchPoints
     drop = blank & np.r_[False, blank[:-1] & (b[1:] == b[:-1])]
     elem = tracedb.elements(times[~drop], tid[~drop].astype(np.uint32))
     cut = np.searchsorted(b[~drop], np.arange(len(ks) + 1))
-    ranges = dict(zip(nonempty.tolist(), zip(lo.tolist(), hi.tolist(), strict=True), strict=True))
+    ranges = dict(zip(nonempty.tolist(), zip(first.tolist(), last.tolist(), strict=True), strict=True))
     for t, k in enumerate(ks):
         if t in ranges:
             out[k] = (indexes[k], elem[cut[t]:cut[t + 1]], *ranges[t])

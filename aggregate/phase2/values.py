@@ -1,26 +1,27 @@
 """Phase 2 of the aggregation, by batches of profiles: class 1 results, streamed to the output.
 
-The second reading of a profile finds its nodes in the union (the same path
-hashes as in phase 1), attributes every value (x period) to its context —
-the "relation" context for ``move2proc`` metrics — redistributes
-reconstructed GPU samples; for the batch's profiles at once
-(:func:`~hpcsa.aggregate.phase2.points.batch_points`). The profiles of a batch are propagated together
-(:mod:`hpcsa.formats.db.propagate`: numpy's per-call costs once per batch, each profile's sums
-as alone), and each profile gets:
+A batch is a run of consecutive profiles of the canonical order (:func:`.handoff.batch_bounds`). The second
+reading of a profile finds its nodes in the union (the same path hashes as in phase 1), attributes every
+value (x period) to its context — the "relation" context for ``move2proc`` metrics — redistributes
+reconstructed GPU samples; for the batch's profiles at once (:func:`~hpcsa.aggregate.phase2.points.batch_points`).
+The profiles of a batch are propagated together (:mod:`hpcsa.formats.db.propagate`: numpy's per-call costs
+once per batch, each profile's sums as alone; whole-number metrics by exact prefix sums,
+:mod:`.exact_sums`), and the batch gets, at offsets from a shared counter
+(:class:`.handoff.Phase2Targets`):
 
-- its PMS blob (profile.db format) in a scratch file, the batch's blobs one
-  after the other at an offset from a shared counter (:class:`.handoff.Phase2Targets`),
-  where the transposition reads it back and from which the final profile.db
-  is assembled in canonical order;
-- an "aside" blob with what the summary needs beyond the PMS values (loop-free
-  sums of loops without values of their own, presence without values);
-- its trace line, straight into its reserved region of trace.db: contexts
-  mapped to the call context for call traces, elided instructions to their
-  line, sorted by time when the measurement announced disorder, repeated
-  blanks dropped (:mod:`~hpcsa.aggregate.phase2.traces`).
+- its profiles' PMS blobs (profile.db format), one after the other in canonical order: profile.db's thread
+  blobs are the batches' blobs one after the other, copied a batch at a time;
+- its run (:data:`.handoff.RUN_VALUE`): the same values in cct.db's order, (context, propMetricId,
+  profile), with a context index, which phase 3 transposes;
+- its aside run (:data:`.handoff.ASIDE`): what the summary needs beyond the stored values (loop-free
+  sums of loops without values of their own, presence without values), in the same order;
+- its profiles' trace lines, straight into their reserved regions of trace.db (one write: the regions of
+  consecutive profiles follow one another): contexts mapped to the call context for call traces, elided
+  instructions to their line, sorted by time when the measurement announced disorder, repeated blanks
+  dropped (:mod:`~hpcsa.aggregate.phase2.traces`).
 
-A batch returns small facts: where the blobs are, how many values each context
-got (for cct.db's layout), the traces' lengths and time ranges.
+A batch returns small facts: where its blobs are, each profile's counts, how many values each context got
+(for cct.db's layout), the traces' lengths and time range.
 """
 
 from __future__ import annotations
@@ -34,78 +35,101 @@ from hpcsa.aggregate.handoff import (
     ASIDE,
     ASIDE_NOLOOPS,
     ASIDE_PRESENT,
+    RUN_INDEX,
+    RUN_VALUE,
     BatchOutput,
     ClassTwo,
     Phase2Targets,
-    ProfileOutput,
+    pms_sizes,
+    run_index_at,
 )
-from hpcsa.aggregate.phase2.points import batch_points
+from hpcsa.aggregate.phase2.exact_sums import propagate_batch
+from hpcsa.aggregate.phase2.points import BatchPoints, batch_points
 from hpcsa.aggregate.phase2.traces import trace_lines
-from hpcsa.core.binfmt import align
+from hpcsa.core.arrays import offsets as offsets_of
+from hpcsa.core.arrays import run_starts
 from hpcsa.core.errors import HpcsaError
 from hpcsa.core.fileio import pwrite_all
-from hpcsa.formats.db.profiledb import CTX_INDEX, SZ_VALUE, VALUE
-from hpcsa.formats.db.propagate import Propagated, propagate
+from hpcsa.formats.db.dbformat import scatter_records
+from hpcsa.formats.db.profiledb import CTX_INDEX, SZ_CTX_INDEX, SZ_VALUE, VALUE, ctx_indices_at
+from hpcsa.formats.db.propagate import Propagated
+from hpcsa.formats.db.tracedb import SZ_ELEMENT
 
 
-def process_batch(c2: ClassTwo, indexes: list[int], targets: Phase2Targets, *, traces: bool = True
+def process_batch(c2: ClassTwo, batch: int, lo: int, hi: int, targets: Phase2Targets, *, traces: bool = True
                   ) -> BatchOutput:
-    """Class 1 for profiles ``indexes`` of the canonical order (their second reading), propagated together."""
-    outs: list[ProfileOutput] = []
-    if not indexes:
-        z = np.zeros(0, np.int64)
-        return BatchOutput([], z, z, (z, z, np.zeros(0, np.uint64)))
+    """Class 1 for batch ``batch``, profiles ``lo .. hi - 1`` of the canonical order (their second reading),
+    propagated together."""
+    n = hi - lo
+    z = np.zeros(0, np.int64)
+    if not n:
+        return BatchOutput(batch, z, z, z, 0, 0, 0, 0, 0, 0, z, z, (z, z, np.zeros(0, np.uint64)))
+    indexes = list(range(lo, hi))
     points = batch_points(c2, indexes)
-    n = len(indexes)
-    p = propagate(points.ctx, points.metric, points.value, c2.tree, points.prof)
-    pms, offsets, n_values, n_ctxs, (uctx, n_per_ctx, bits) = pms_blobs(p, c2, n)
-    aside, aside_prof = aside_values(p, c2)
-    acut = _cuts(aside_prof, n)
-    sizes = np.diff(np.append(offsets, len(pms)))
-    for k, index in enumerate(indexes):
-        outs.append(ProfileOutput(index, int(offsets[k]), int(n_values[k]), int(n_ctxs[k]), int(sizes[k]),
-                                  int(acut[k]) * ASIDE.itemsize, int(acut[k + 1] - acut[k])))
-    bc, bw, bb = bits
-    # 32-bit contexts, counts and words: a pool worker's result (an MPI rank's workers) pickles to about half the
-    # bytes (a pipe holds 64 KiB)
-    batch = BatchOutput(outs, uctx.astype(np.int32), n_per_ctx.astype(np.int32),
-                        (bc.astype(np.int32), bw.astype(np.int32), bb),
-                        pending=(pms, aside.tobytes() if len(aside) else b""))
+    p = propagate_batch(points.ctx, points.metric, points.value, c2.tree, points.prof)
+    vals, pid, keep = _stored(p, c2)
+    rows, cols = np.nonzero(keep)  # (profile, context, propMetricId) order: a metric's ids are in scope order
+    prof = p.prof[rows]
+    ctx = p.ctx[rows]
+    mids = pid[rows, cols]
+    values = vals[rows, cols]
+    pms, n_values, n_ctxs = pms_region(prof, ctx, mids, values, n)
+    run, run_ctxs, counts = run_blob(prof + (lo + 1), ctx, mids, values, c2.n_prop_ids)
+    aside = aside_run(p, keep, lo + 1)
+    out = BatchOutput(batch, n_values, n_ctxs, np.zeros(n, np.int64), 0, 0, len(values), run_ctxs, 0, len(aside),
+                      *counts, pending=(pms, run, aside.tobytes() if len(aside) else b""))
     if targets.allocate is not None:
-        store(batch, targets, targets.allocate)
+        store(out, targets, targets.allocate)
     if traces and targets.trace_path and targets.trace_offsets is not None and len(targets.trace_offsets):
-        lines = trace_lines(c2, indexes, points)
-        fd = os.open(targets.trace_path, os.O_WRONLY)
-        try:
-            for out, line in zip(outs, lines, strict=True):
-                if line is None:
-                    continue
-                index, elem, lo, hi = line
-                if len(elem) > c2.profiles.trace_records[index]:
-                    raise HpcsaError(c2.profiles.inputs.trace(index), "the trace grew between the two readings")
-                pwrite_all(fd, elem.tobytes(), int(targets.trace_offsets[index]))
-                out.trace_count, out.trace_min, out.trace_max = len(elem), lo, hi
-        finally:
-            os.close(fd)
-    return batch
+        _write_traces(c2, indexes, points, targets, out)
+    return out
+
+
+def _write_traces(c2: ClassTwo, indexes: list[int], points: BatchPoints, targets: Phase2Targets, out: BatchOutput
+                  ) -> None:
+    """The batch's trace lines, in one write: their regions follow one another in trace.db (consecutive
+    profiles), and what lies between two lines is the zeros the file was made with."""
+    assert targets.trace_path is not None and targets.trace_offsets is not None
+    lines = [line for line in trace_lines(c2, indexes, points) if line is not None]
+    if not lines:
+        return
+    lo = indexes[0]
+    at = targets.trace_offsets
+    base = int(at[lines[0][0]])
+    end = max(int(at[index]) + SZ_ELEMENT * len(elem) for index, elem, _, _ in lines)
+    image = np.zeros(end - base, np.uint8)
+    for index, elem, first, last in lines:
+        if len(elem) > c2.profiles.trace_records[index]:
+            raise HpcsaError(c2.profiles.inputs.trace(index), "the trace grew between the two readings")
+        start = int(at[index]) - base
+        image[start:start + elem.nbytes] = elem.view(np.uint8)
+        out.trace_count[index - lo] = len(elem)
+        out.trace_min = first if out.trace_min is None else min(out.trace_min, first)
+        out.trace_max = last if out.trace_max is None else max(out.trace_max, last)
+    fd = os.open(targets.trace_path, os.O_WRONLY)
+    try:
+        pwrite_all(fd, image.data, base)
+    finally:
+        os.close(fd)
+
+
+#: The scratch files a batch writes, in the order of :class:`.BatchOutput`'s ``pending``.
+SCRATCH_KINDS = ("pms", "run", "aside")
 
 
 def store(batch: BatchOutput, targets: Phase2Targets, allocate: Callable[[str, int], int]) -> None:
-    """Write a batch's pending blobs at offsets from ``allocate`` (one allocation per scratch file), and
-    make its profiles' offsets absolute."""
+    """Write a batch's pending blobs at offsets from ``allocate`` (one allocation per scratch file)."""
     if batch.pending is None:
         return
-    pms, aside = batch.pending
+    pms, run, aside = batch.pending
     batch.pending = None
-    pms_base = allocate("pms", len(pms))
-    _pwrite(targets.pms_path, pms_base, pms)
-    aside_base = 0
+    batch.pms_offset = allocate("pms", len(pms))
+    _pwrite(targets.pms_path, batch.pms_offset, pms)
+    batch.run_offset = allocate("run", len(run))
+    _pwrite(targets.run_path, batch.run_offset, run)
     if aside:
-        aside_base = allocate("aside", len(aside))
-        _pwrite(targets.aside_path, aside_base, aside)
-    for o in batch.profiles:
-        o.pms_offset += pms_base
-        o.aside_offset = o.aside_offset + aside_base if o.n_aside else 0
+        batch.aside_offset = allocate("aside", len(aside))
+        _pwrite(targets.aside_path, batch.aside_offset, aside)
 
 
 def _pwrite(path: str, offset: int, data: bytes) -> None:
@@ -128,25 +152,14 @@ def _cuts(sorted_prof: np.ndarray, n: int) -> np.ndarray:
     return np.searchsorted(sorted_prof, np.arange(n + 1))
 
 
-#: Per context with values, how many, and the propMetricIds of each context as bits: (context, word, bits).
-CctCounts = tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]
+def pms_region(prof: np.ndarray, ctx: np.ndarray, mids: np.ndarray, values: np.ndarray, n: int
+               ) -> tuple[bytes, np.ndarray, np.ndarray]:
+    """The PMS blobs (profile.db format) of the ``n`` profiles of a batch, one after the other: their bytes,
+    and each profile's values and contexts. ``prof``, ``ctx``, ``mids``, ``values``: every stored value,
+    sorted by (profile, context, propMetricId), which is the blobs' order.
 
-
-def pms_blobs(p: Propagated, c2: ClassTwo, n: int
-              ) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray, CctCounts]:
-    """The PMS blobs (profile.db format) of the ``n`` profiles of a batch, one after the other: (their bytes,
-    where each starts in them, values and contexts of each), and the batch's values per context and
-    propMetricId bits per (context, word).
-
-    A profile's values are every non-zero scope value of every (context, metric). Rows are sorted by
-    (profile, context, metric) and a metric's ids are a block in scope order, so the row-major order of
-    the kept matrix entries is already (profile, context, propMetricId) order.
-    """
-    vals, pid, keep = _stored(p, c2)
-    rows, cols = np.nonzero(keep)
-    ctx = p.ctx[rows]
-    prof = p.prof[rows]
-    mids = pid[rows, cols]
+    A blob is its values, zeros to a multiple of 4 bytes, then its context index (each context's first
+    value); built for the batch at once, each record scattered to its place."""
     first = np.empty(len(ctx), bool)
     first[:1] = True
     np.not_equal(ctx[1:], ctx[:-1], out=first[1:])
@@ -154,44 +167,70 @@ def pms_blobs(p: Propagated, c2: ClassTwo, n: int
     starts = np.flatnonzero(first)
     vcut = _cuts(prof, n)
     ccut = _cuts(prof[starts], n)
-    value_rec = np.zeros(len(mids), VALUE)
+    n_values, n_ctxs = np.diff(vcut), np.diff(ccut)
+    sizes = pms_sizes(n_values, n_ctxs)
+    blob_at = offsets_of(sizes)
+    image = np.zeros(int(blob_at[-1]), np.uint8)
+    value_rec = np.empty(len(mids), VALUE)
     value_rec["metricId"] = mids
-    value_rec["value"] = vals[rows, cols]
-    index_rec = np.zeros(len(starts), CTX_INDEX)
+    value_rec["value"] = values
+    scatter_records(image, blob_at[prof] + SZ_VALUE * (np.arange(len(prof)) - vcut[prof]), value_rec)
+    sp = prof[starts]
+    index_rec = np.empty(len(starts), CTX_INDEX)
     index_rec["ctxId"] = ctx[starts]
-    index_rec["startIndex"] = starts - vcut[prof[starts]]
-    vbytes, ibytes = value_rec.tobytes(), index_rec.tobytes()
-    blobs, offsets, at = [], np.zeros(n, np.int64), 0
-    for k in range(n):
-        v0, v1, c0, c1 = int(vcut[k]), int(vcut[k + 1]), int(ccut[k]), int(ccut[k + 1])
-        pad = align((v1 - v0) * SZ_VALUE, 4) - (v1 - v0) * SZ_VALUE
-        blobs += [vbytes[v0 * SZ_VALUE:v1 * SZ_VALUE], bytes(pad), ibytes[c0 * CTX_INDEX.itemsize:c1 * CTX_INDEX.itemsize]]
-        offsets[k] = at
-        at += align((v1 - v0) * SZ_VALUE, 4) + (c1 - c0) * CTX_INDEX.itemsize
-    # cct.db layout: values per context, and as bits the propMetricIds each context has.
-    uctx, n_per_ctx = np.unique(ctx, return_counts=True)
+    index_rec["startIndex"] = starts - vcut[sp]
+    index_at = blob_at[:-1] + ctx_indices_at(n_values)
+    scatter_records(image, index_at[sp] + SZ_CTX_INDEX * (np.arange(len(starts)) - ccut[sp]), index_rec)
+    return image.tobytes(), n_values, n_ctxs
+
+
+#: Per context with values, how many, and the propMetricIds of each context as bits: (context, word, bits).
+CctCounts = tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+def run_blob(prof: np.ndarray, ctx: np.ndarray, mids: np.ndarray, values: np.ndarray, n_prop_ids: int
+             ) -> tuple[bytes, int, CctCounts]:
+    """A batch's run (:data:`.handoff.RUN_VALUE` records sorted by (context, propMetricId, profile), then its
+    context index), its contexts, and what cct.db's layout needs of the batch: values per context, and as
+    bits the propMetricIds each context has. ``prof``: profile.db's index of each value's profile; the
+    values come sorted by (profile, context, propMetricId), so a stable sort by (context, metric) keeps
+    each series in profile order (and merges the profiles' sorted runs)."""
     mids = mids.astype(np.int64)
-    words = max(1, (c2.n_prop_ids + 63) // 64)
-    cw = ctx * words + (mids >> 6)
-    order = np.argsort(cw, kind="stable")
-    cw = cw[order]
-    bit = np.left_shift(np.uint64(1), (mids[order] & 63).astype(np.uint64))
-    grp = np.flatnonzero(np.r_[True, cw[1:] != cw[:-1]]) if len(cw) else np.zeros(0, np.int64)
+    order = np.argsort((ctx.astype(np.int64) << 16) | mids, kind="stable")
+    sctx = ctx[order]
+    smid = mids[order]
+    rec = np.empty(len(order), RUN_VALUE)
+    rec["mid"] = smid
+    rec["prof"] = prof[order]
+    rec["value"] = values[order]
+    first = np.flatnonzero(run_starts(sctx)) if len(sctx) else np.zeros(0, np.int64)
+    index = np.empty(len(first), RUN_INDEX)
+    index["ctx"] = sctx[first]
+    index["start"] = first
+    pad = bytes(int(run_index_at(len(rec))) - rec.nbytes)
+    uctx = sctx[first]
+    n_per_ctx = np.diff(np.append(first, len(sctx)))
+    # propMetricIds as bits per (context, word): the sorted (context, metric) order is (context, word) order
+    words = max(1, (n_prop_ids + 63) // 64)
+    cw = sctx.astype(np.int64) * words + (smid >> 6)
+    bit = np.left_shift(np.uint64(1), (smid & 63).astype(np.uint64))
+    grp = np.flatnonzero(run_starts(cw)) if len(cw) else np.zeros(0, np.int64)
     bits = np.bitwise_or.reduceat(bit, grp) if len(grp) else np.zeros(0, np.uint64)
-    return (b"".join(blobs), offsets, np.diff(vcut), np.diff(ccut),
-            (uctx, n_per_ctx.astype(np.int64), (cw[grp] // words, cw[grp] % words, bits)))
+    # 32-bit contexts, counts and words: a pool worker's result (an MPI rank's workers) pickles to about half
+    # the bytes (a pipe holds 64 KiB)
+    counts = (uctx.astype(np.int32), n_per_ctx.astype(np.int32),
+              ((cw[grp] // words).astype(np.int32), (cw[grp] % words).astype(np.int32), bits))
+    return b"".join([rec.tobytes(), pad, index.tobytes()]), len(first), counts
 
 
-def aside_values(p: Propagated, c2: ClassTwo) -> tuple[np.ndarray, np.ndarray]:
-    """Loop-free sums the thread values do not carry, and presence without any stored value, with the
-    profile (of the batch) of each: ASIDE records sorted by (profile, context, key), and the profiles."""
-    _, _, keep = _stored(p, c2)
+def aside_run(p: Propagated, keep: np.ndarray, prof_base: int) -> np.ndarray:
+    """Loop-free sums the thread values do not carry, and presence without any stored value: ASIDE records
+    sorted by (context, key, profile) (``prof_base``: profile.db's index of the batch's first profile)."""
     nl = np.flatnonzero(p.aside)
     pres = np.flatnonzero(~keep.any(axis=1))
-    out = np.zeros(len(nl) + len(pres), ASIDE)
+    out = np.empty(len(nl) + len(pres), ASIDE)
     out["ctx"] = np.concatenate([p.ctx[nl], p.ctx[pres]])
     out["key"] = np.concatenate([p.metric[nl] * 2 + ASIDE_NOLOOPS, p.metric[pres] * 2 + ASIDE_PRESENT])
+    out["prof"] = np.concatenate([p.prof[nl], p.prof[pres]]) + prof_base
     out["value"] = np.concatenate([p.noloops[nl], np.ones(len(pres))])
-    prof = np.concatenate([p.prof[nl], p.prof[pres]])
-    order = np.lexsort((out["key"], out["ctx"], prof))
-    return out[order], prof[order]
+    return out[np.lexsort((out["prof"], out["key"], out["ctx"]))]

@@ -1,6 +1,6 @@
 """Phase 3 of ``hpcsa prof`` scheduled on this rank: cct.db by groups of context ranges, handed out across
 ranks, the summary values on the way (:func:`.transpose.transpose_ranges`); and this rank's share of
-the thread blobs copied into profile.db meanwhile (while its workers transpose, or after its first group).
+the batches' thread blobs copied into profile.db meanwhile (while its workers transpose, or after its first group).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def run(plan: Phase3Plan, metrics: MetricTable, jobs: int, transport: Transport,
     :func:`groups_for`; largest first); and ``aside()``, other work of this rank, while its workers run (see
     :func:`.run_shared`)."""
     groups = plan.groups
-    shared = (plan.pms_path, plan.aside_path, plan.cct_path, plan.place, plan.layout, StatPlan.build(metrics))
+    shared = (plan.run_path, plan.aside_path, plan.cct_path, plan.place, plan.layout, StatPlan.build(metrics))
     order = sorted(range(len(groups)), key=lambda g: (-(groups[g][-1] - groups[g][0]), g))
     out: SummaryParts = {}
     # This process transposes beside jobs - 1 forked workers: -j N keeps N processes busy, and one fewer
@@ -65,7 +65,7 @@ def run(plan: Phase3Plan, metrics: MetricTable, jobs: int, transport: Transport,
 
 
 def blob_share(n: int, transport: Transport) -> range:
-    """The thread blobs this rank copies into profile.db: its slice of the ``n`` profiles."""
+    """The batches whose thread blobs this rank copies into profile.db: its slice of the ``n`` batches."""
     return range(n * transport.rank // transport.size, n * (transport.rank + 1) // transport.size)
 
 

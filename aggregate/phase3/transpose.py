@@ -1,22 +1,26 @@
-"""Phase 3: cct.db by transposition of the profile blobs, and class 3 (summary statistics) on the way.
+"""Phase 3: cct.db by transposition of phase 2's runs, and class 3 (summary statistics) on the way.
 
-cct.db's layout is known before any of it is written (values and metrics
-per context, counted in phase 2), so contexts are cut into ranges that can be
-written independently (:mod:`.cctdb`). A range task gathers every profile's
-values for its contexts, in profile order, writes the range's blocks, and —
-since it then holds, for each (context, metric, scope), the values of all
-profiles in canonical order — reduces them into the summary statistics
-(sum, count, sum of squares, min, max → Sum, Mean, StdDev, CfVar, Min, Max;
-:mod:`.phase3.summary`).
-The reduction order is fixed by the data (profile order within each
-context), never by how work was split, so the summary is bit-for-bit the same
-for any number of workers or ranks.
+cct.db's layout is known before any of it is written (values and metrics per context, counted in phase 2),
+so contexts are cut into ranges that can be written independently (:mod:`.cctdb`). Phase 2 wrote, per batch
+of consecutive profiles, a run of the batch's values in cct.db's order, (context, metric id, profile), with a
+context index (:data:`.handoff.RUN_VALUE`). A range task gathers every run's values for its contexts, in
+batch order (so in profile order), merges them into cct.db's order, writes the range's blocks, and — since
+it then holds, for each (context, metric, scope), the values of all profiles in canonical order — reduces
+them into the summary statistics (sum, count, sum of squares, min, max → Sum, Mean, StdDev, CfVar, Min,
+Max; :mod:`.phase3.summary`). The reduction order is fixed by the data (profile order within each
+context), never by how work was split, so the summary is bit-for-bit the same for any number of workers or
+ranks, and of batches.
+
+Reading runs, not profiles, is what keeps this linear in the profiles: a window of ranges costs two reads
+per batch that has values in it (a batch is many small profiles), and finding where the windows begin in
+the runs' indexes one read per batch and pass (with one read per profile and window, the reads grew as
+profiles x windows: the square of the profiles).
 
 The thread values hpcprof writes are enough for every statistic except two
 things its summary also counts: the loop-free sum of loops without a value of
 their own (hpcprof's thread ``lex_aware`` there is the plain function sum),
 and presence without any stored value (the count of Mean/StdDev). Phase 2
-wrote those in an "aside" blob per profile; they are merged in here, range by range.
+wrote those in an aside run per batch; they are merged in here, range by range.
 """
 
 from __future__ import annotations
@@ -25,13 +29,12 @@ import os
 
 import numpy as np
 
-from hpcsa.aggregate.handoff import ASIDE, Placement
+from hpcsa.aggregate.handoff import ASIDE, RUN_INDEX, RUN_VALUE, Placement, run_index_at
 from hpcsa.aggregate.phase3.summary import StatPlan, summarize
 from hpcsa.core.arrays import ramps
 from hpcsa.core.dataclass import dataclass
 from hpcsa.core.fileio import pwrite_all
 from hpcsa.formats.db import cctdb
-from hpcsa.formats.db.profiledb import CTX_INDEX, SZ_VALUE, VALUE, ctx_indices_at
 
 #: Bytes of cct.db per range: fixed, so ranges do not depend on the number of workers; small, because a
 #: range's gathered values and their sort take about 15 times its size in memory (at 4,096 profiles, 1 MiB
@@ -56,9 +59,9 @@ MIN_READ = 64
 
 
 def position_type(place: Placement) -> np.dtype:
-    """The narrowest type for positions in the profiles' indexes and aside blobs: 16 bits where no profile has
-    65,536 contexts or aside entries (twice the windows per pass in the same POSITIONS_BYTES), else 32."""
-    most = max([int(place.n_ctxs.max(initial=0)), int(place.n_aside.max(initial=0))])
+    """The narrowest type for positions in the runs' indexes and aside runs: 16 bits where no run has 65,536
+    contexts or aside entries (twice the windows per pass in the same POSITIONS_BYTES), else 32."""
+    most = max([int(place.run_ctxs.max(initial=0)), int(place.n_aside.max(initial=0))])
     return np.dtype(np.uint16) if most <= np.iinfo(np.uint16).max else np.dtype(np.uint32)
 
 
@@ -124,41 +127,37 @@ def read_slices(fd: int, at: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
     return out
 
 
-class ScratchProfiles:
-    """The scratch PMS file read like a profile.db (profile 0, the summary, is empty), slice by slice with
-    ``pread`` (never mapped: only what a range needs is in memory)."""
+class ScratchRuns:
+    """Phase 2's runs in their scratch file, read slice by slice with ``pread`` (never mapped: only what a
+    range needs is in memory); run ``r`` is batch ``r``'s."""
 
     def __init__(self, path: str, place: Placement) -> None:
         self.path = path
         self.place = place
         self.fd = os.open(path, os.O_RDONLY)
-        self.n_values = np.concatenate([[0], place.n_values]).astype(np.int64)
 
     def __len__(self) -> int:
-        return len(self.place.n_values) + 1
+        return len(self.place.run_values)
 
     def close(self) -> None:
         os.close(self.fd)
 
     def index_offsets(self, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
-        """Where the context index of each profile's blob starts (after its values, 4-aligned)."""
+        """Where the context index of each run starts (after its values, 8-aligned)."""
         place = self.place
-        return place.pms_offset[rows] + ctx_indices_at(place.n_values[rows])
+        return place.run_offset[rows] + run_index_at(place.run_values[rows])
 
     def positions(self, bounds: np.ndarray, start: np.ndarray | None = None, share: float = 1.0) -> np.ndarray:
-        """[profiles + 1, len(bounds)] index positions of each context bound in each profile's index (row 0,
-        the summary, is empty); see :func:`bound_positions`."""
-        dtype = position_type(self.place)
-        out = np.zeros((len(self), len(bounds)), dtype)
-        out[1:] = bound_positions(self.fd, self.index_offsets(), self.place.n_ctxs, CTX_INDEX, "ctxId", bounds,
-                                  None if start is None else start[1:], share, dtype)
-        return out
+        """[runs, len(bounds)] index positions of each context bound in each run's index; see
+        :func:`bound_positions`."""
+        return bound_positions(self.fd, self.index_offsets(), self.place.run_ctxs, RUN_INDEX, "ctx", bounds, start,
+                               share, position_type(self.place))
 
 
 class AsideBlobs:
-    """The aside scratch file, read by windows of context ranges as the profiles are: where a pass's window
-    bounds fall in each blob is found once per pass (:func:`bound_positions`), then each window reads only
-    its slice of the blobs with entries in it, and its ranges are cut from that in memory."""
+    """The aside runs' scratch file, read by windows of context ranges as the runs are: where a pass's window
+    bounds fall in each aside run is found once per pass (:func:`bound_positions`), then each window reads
+    only its slice of the aside runs with entries in it, and its ranges are cut from that in memory."""
 
     def __init__(self, path: str, place: Placement) -> None:
         self.place = place
@@ -169,37 +168,38 @@ class AsideBlobs:
         os.close(self.fd)
 
     def positions(self, bounds: np.ndarray, start: np.ndarray | None = None, share: float = 1.0) -> np.ndarray:
-        """[blobs with entries, len(bounds)] entry positions of each context bound (:func:`bound_positions`)."""
+        """[aside runs with entries, len(bounds)] entry positions of each context bound (:func:`bound_positions`)."""
         return bound_positions(self.fd, self.place.aside_offset[self.has], self.place.n_aside[self.has], ASIDE,
                                "ctx", bounds, start, share, position_type(self.place))
 
     def window(self, at_lo: np.ndarray, at_hi: np.ndarray, edges: np.ndarray) -> AsideWindow:
-        """Entries at_lo..at_hi of every blob (a window's), cut at the context bounds ``edges``."""
+        """Entries at_lo..at_hi of every aside run (a window's), cut at the context bounds ``edges``."""
         lo = at_lo.astype(np.int64)
         n = at_hi.astype(np.int64) - lo
-        some = np.flatnonzero(n)  # most blobs have no entry in a given window: no empty read for them
+        some = np.flatnonzero(n)  # most runs have no entry in a given window: no empty read for them
         has, lo, n = self.has[some], lo[some], n[some]
         raw = read_slices(self.fd, self.place.aside_offset[has] + lo * ASIDE.itemsize, n * ASIDE.itemsize)
         rec = np.frombuffer(raw, ASIDE)
-        return AsideWindow(has + 1, n, rec, positions_in(rec["ctx"], n, edges))
+        return AsideWindow(n, rec, positions_in(rec["ctx"], n, edges))
 
 
 @dataclass
 class AsideWindow:
-    """A window's aside entries: of each blob with some (profiles ``prof``, 1-based), ``n`` entries, one blob
-    after the other in ``records``; ``at`` [blobs, len(edges)]: where each bound falls among them."""
+    """A window's aside entries: of each aside run with some, ``n`` entries, one run after the other in
+    ``records``; ``at`` [runs, len(edges)]: where each bound falls among them."""
 
-    prof: np.ndarray
     n: np.ndarray
     records: np.ndarray
     at: np.ndarray
 
     def range(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The entries of the window's range ``k``, blob after blob: (ctx, key, profile index, value)."""
+        """The entries of the window's range ``k``, in profile order, each profile's by (context, key):
+        (ctx, key, profile index, value)."""
         lo, hi = self.at[:, k], self.at[:, k + 1]
         rec = self.records[ramps(np.cumsum(self.n) - self.n + lo, hi - lo)]
-        return (rec["ctx"].astype(np.int64), rec["key"].astype(np.int64),
-                np.repeat(self.prof, hi - lo).astype(np.int64), rec["value"].copy())
+        rec = rec[np.argsort(rec["prof"], kind="stable")]  # (a run is sorted by context first)
+        return (rec["ctx"].astype(np.int64), rec["key"].astype(np.int64), rec["prof"].astype(np.int64),
+                rec["value"].copy())
 
 
 def positions_in(keys: np.ndarray, counts: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -215,12 +215,12 @@ def positions_in(keys: np.ndarray, counts: np.ndarray, edges: np.ndarray) -> np.
 
 @dataclass
 class Window:
-    """Every profile's context index entries and values for a run of consecutive context ranges, read with
-    two ``pread`` per profile (:func:`read_window`); the ranges are then cut from it in memory (:func:`gather`).
+    """Every run's context index entries and values for a stretch of consecutive context ranges, read with
+    two ``pread`` per run (:func:`read_window`); the ranges are then cut from it in memory (:func:`gather`).
 
-    Per profile with entries in the window (``ps``, 1-based, ascending): its entries ``i0..i0+count`` (context
-    ids and absolute value positions, concatenated from ``entry_at``) and its values ``v0..v1`` (concatenated
-    from ``value_at``).
+    Per run with entries in the window (``ps``, ascending): its entries ``i0..i0+count`` (context ids and
+    value positions, concatenated from ``entry_at``) and its values ``v0..v1`` (concatenated from
+    ``value_at``: metric id, profile index and value each).
     """
 
     ps: np.ndarray
@@ -232,77 +232,74 @@ class Window:
     v0: np.ndarray
     v1: np.ndarray
     value_at: np.ndarray
-    mids: np.ndarray
-    values: np.ndarray
+    records: np.ndarray
 
     def positions(self, rows: int, edges: np.ndarray) -> np.ndarray:
         """[rows, len(edges)] index positions of the context bounds ``edges`` (inside the window) in the
-        profiles' indexes, found in the window's entries (rows of profiles without any are left 0)."""
+        runs' indexes, found in the window's entries (rows of runs without any are left 0)."""
         out = np.zeros((rows, len(edges)), np.int64)
         out[self.ps] = self.i0[:, None] + positions_in(self.cids, self.count, edges)
         return out
 
 
-def read_window(src: ScratchProfiles, at_lo: np.ndarray, at_hi: np.ndarray) -> Window:
-    """Each profile's index entries at_lo..at_hi (with the next entry, where there is one, to say where the
+def read_window(src: ScratchRuns, at_lo: np.ndarray, at_hi: np.ndarray) -> Window:
+    """Each run's index entries at_lo..at_hi (with the next entry, where there is one, to say where the
     values end) and their values: one ``pread`` for each, all decoded together."""
     place = src.place
     ps = np.flatnonzero(at_hi > at_lo)
     i0, i1 = at_lo[ps].astype(np.int64), at_hi[ps].astype(np.int64)
-    n_ctxs = place.n_ctxs[ps - 1]
+    n_ctxs = place.run_ctxs[ps]
     more = (i1 < n_ctxs).astype(np.int64)  # one entry past the window says where its values end
     n_read = i1 - i0 + more
-    index_at = src.index_offsets(ps - 1)
-    idx = np.frombuffer(read_slices(src.fd, index_at + i0 * CTX_INDEX.itemsize, n_read * CTX_INDEX.itemsize),
-                        CTX_INDEX)
-    cids = idx["ctxId"].astype(np.uint32)
-    starts = idx["startIndex"].astype(np.int64)
-    seg = np.concatenate([[0], np.cumsum(n_read)])[:-1]  # where each profile's entries begin in idx
+    index_at = src.index_offsets(ps)
+    idx = np.frombuffer(read_slices(src.fd, index_at + i0 * RUN_INDEX.itemsize, n_read * RUN_INDEX.itemsize),
+                        RUN_INDEX)
+    cids = idx["ctx"].astype(np.uint32)
+    starts = idx["start"].astype(np.int64)
+    seg = np.concatenate([[0], np.cumsum(n_read)])[:-1]  # where each run's entries begin in idx
     v0 = starts[seg] if len(seg) else np.zeros(0, np.int64)
-    v1 = np.where(more == 1, starts[np.minimum(seg + i1 - i0, max(len(starts) - 1, 0))], place.n_values[ps - 1])
+    v1 = np.where(more == 1, starts[np.minimum(seg + i1 - i0, max(len(starts) - 1, 0))], place.run_values[ps])
     keep = np.ones(len(idx), bool)
     keep[(seg + n_read - 1)[more == 1]] = False  # the extra entries
     n_vals = v1 - v0
-    vals = np.frombuffer(read_slices(src.fd, place.pms_offset[ps - 1] + v0 * SZ_VALUE, n_vals * SZ_VALUE), VALUE)
+    recs = np.frombuffer(read_slices(src.fd, place.run_offset[ps] + v0 * RUN_VALUE.itemsize,
+                                     n_vals * RUN_VALUE.itemsize), RUN_VALUE)
     count = i1 - i0
     return Window(ps, i0, count, np.cumsum(count) - count, cids[keep], starts[keep], v0, v1,
-                  np.cumsum(n_vals) - n_vals, vals["metricId"], vals["value"])  # views of the buffer read
+                  np.cumsum(n_vals) - n_vals, recs)  # views of the buffer read
 
 
 def gather(win: Window, at_lo: np.ndarray, at_hi: np.ndarray) -> cctdb.RangeValues:
-    """Every profile's values for a context range of the window, sorted by (context, metric id, profile).
+    """Every run's values for a context range of the window, sorted by (context, metric id, profile).
 
-    ``at_lo``/``at_hi``: each profile's index positions of the range's bounds. The values are taken in
-    canonical profile order, so a stable sort by (context, metric id) keeps each series in profile order.
+    ``at_lo``/``at_hi``: each run's index positions of the range's bounds. A run is sorted by (context,
+    metric id, profile) and the runs are taken in batch order, i.e. in profile order, so a stable sort by
+    (context, metric id) merges them into cct.db's order.
     """
     a = at_lo[win.ps].astype(np.int64) - win.i0  # the range's entries, relative to the window's
     b = at_hi[win.ps].astype(np.int64) - win.i0
-    n_ent = b - a
-    has = n_ent > 0
-    ps, a, b, n_ent = win.ps[has], a[has], b[has], n_ent[has]
-    e_at, v0, v1, value_at = win.entry_at[has], win.v0[has], win.v1[has], win.value_at[has]
-    count = win.count[has]
-    # the range's entries of all profiles, and where each entry's values end (the next entry, or v1)
-    first = e_at + a
-    ent = ramps(first, n_ent)
-    last_of_prof = np.repeat(b == count, n_ent) & (ent == np.repeat(e_at + b - 1, n_ent))
-    nxt = np.minimum(ent + 1, max(len(win.starts) - 1, 0))
-    start = win.starts[ent]
-    end = np.where(last_of_prof, np.repeat(v1, n_ent), win.starts[nxt] if len(win.starts) else 0)
-    lens = end - start
-    # values: contiguous per profile, from the first entry's start to the last entry's end
-    p_lo = win.starts[first] if len(first) else np.zeros(0, np.int64)
-    p_hi = np.where(b == count, v1, win.starts[np.minimum(e_at + b, max(len(win.starts) - 1, 0))])
+    count = win.count
+    has = b > a
+    v0, v1, value_at, e_at = win.v0[has], win.v1[has], win.value_at[has], win.entry_at[has]
+    a, b, count = a[has], b[has], count[has]
+    # values: contiguous per run, from the range's first entry's start to its last entry's end
+    last = max(len(win.starts) - 1, 0)
+    p_lo = win.starts[e_at + a] if len(a) else np.zeros(0, np.int64)
+    p_hi = np.where(b == count, v1, win.starts[np.minimum(e_at + b, last)] if len(win.starts) else 0)
     n_vals = p_hi - p_lo
     pos = ramps(value_at + p_lo - v0, n_vals)
-    ctx = np.repeat(win.cids[ent], lens)
-    mid = win.mids[pos].astype(np.uint16)
-    val = win.values[pos].astype(np.float64)
-    prof = np.repeat(ps.astype(np.uint32), n_vals)
+    # each value's context: the runs' entries of the range, each repeated over its values
+    ent = ramps(e_at + a, b - a)
+    nxt = np.where(np.repeat(b == count, b - a) & (ent == np.repeat(e_at + b - 1, b - a)),
+                   np.repeat(v1, b - a), win.starts[np.minimum(ent + 1, last)] if len(win.starts) else 0)
+    ctx = np.repeat(win.cids[ent], nxt - win.starts[ent])
+    rec = win.records[pos]
+    mid = rec["mid"].astype(np.uint16)
     key = (ctx.astype(np.int64) << 16) | mid
     order = np.argsort(key, kind="stable")
     del key
-    return cctdb.RangeValues(ctx[order], mid[order], prof[order], val[order])
+    return cctdb.RangeValues(ctx[order], mid[order], rec["prof"][order].astype(np.uint32),
+                             rec["value"][order].astype(np.float64))
 
 
 def window_starts(bounds: np.ndarray, byte_at: np.ndarray) -> np.ndarray:
@@ -316,24 +313,24 @@ def window_starts(bounds: np.ndarray, byte_at: np.ndarray) -> np.ndarray:
     return np.array(starts, np.int64)
 
 
-def transpose_ranges(pms_path: str, aside_path: str, cct_path: str, place: Placement, layout: cctdb.CctLayout,
+def transpose_ranges(run_path: str, aside_path: str, cct_path: str, place: Placement, layout: cctdb.CctLayout,
                      plan: StatPlan, bounds: list[int]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Write cct.db's blocks for the consecutive context ranges ``bounds[i]..bounds[i+1]`` and return
     each range's summary values.
 
     The ranges are read in windows (WINDOW_BYTES of cct.db). Where the windows' bounds fall in each
-    profile's index is found in passes, each reading every index from where the last pass ended to just
-    past its own last bound; a pass covers as many windows as fit 2 (or 4) bytes per profile and bound in
-    POSITIONS_BYTES (all of them, up to many thousand profiles), so that memory does not grow with profiles x
-    windows, the square of the profiles. The ranges' bounds inside a window are found in its entries."""
-    src = ScratchProfiles(pms_path, place)
+    run's index is found in passes, each reading every index from where the last pass ended to just
+    past its own last bound; a pass covers as many windows as fit 2 (or 4) bytes per run and bound in
+    POSITIONS_BYTES (all of them, up to many thousand runs), so that memory does not grow with runs x
+    windows. The ranges' bounds inside a window are found in its entries."""
+    src = ScratchRuns(run_path, place)
     aside = AsideBlobs(aside_path, place)
     fd = os.open(cct_path, os.O_WRONLY)
     n_ctx = layout.n_ctxs
     byte_at = np.append(layout.offsets, layout.offsets[-1] + layout.block_size()[-1] if n_ctx else 0)
     bounds_at = np.asarray(bounds, np.int64)
     starts = window_starts(bounds_at, byte_at) if len(bounds_at) > 1 else np.zeros(0, np.int64)
-    per_pass = max(1, POSITIONS_BYTES // (position_type(place).itemsize * (len(place.n_values) + 1)) - 1)
+    per_pass = max(1, POSITIONS_BYTES // (position_type(place).itemsize * (len(src) + 1)) - 1)
     try:
         out = []
         pos = apos = None

@@ -30,13 +30,15 @@ def test_a_batch_gives_what_profile_by_profile_gives(hpctoolkit_data: Path, tmp_
     n = len(c2.profiles)
     assert n >= 2 and (c2.profiles.kept_file >= 0).all()
     if "cuda" in meas:  # reconstructed GPU samples join the profile's own values
-        gpus = [ga for _, ga in kept.kept_many(c2.profiles, list(range(n)))]
-        assert any(len(g.point_nodes) for g in gpus)
+        cols = kept.kept_batch(c2.profiles, list(range(n)))
+        assert cols is not None and len(cols.arrays["gpu"])
     rng = np.random.default_rng(1)
     batches = [list(range(n)), list(range(n))[::-1], [n - 1], [], rng.permutation(n).tolist()[: max(1, n // 2)]]
     for indexes in batches:
         want = phase2_points.BatchPoints.of([phase2_points.profile_points(c2, i) for i in indexes])
-        got = phase2_points._batch_points(c2, indexes, kept.kept_many(c2.profiles, indexes))
+        cols = kept.kept_batch(c2.profiles, indexes)
+        assert cols is not None
+        got = phase2_points._batch_points(c2, indexes, cols)
         assert got is not None
         _same(got, want)
         for k, i in enumerate(indexes):
@@ -51,12 +53,15 @@ def test_a_profile_changed_between_the_readings_is_named(hpctoolkit_data: Path, 
     # Phase 1 kept the victim's node hashes; change one, as if the file changed between the readings.
     path = c2.profiles.kept_files[int(c2.profiles.kept_file[victim])]
     offset = int(c2.profiles.kept_offset[victim])
-    (cct, nodes, *_), _ = kept.kept_many(c2.profiles, [victim])[0]
-    at = offset + kept.KEPT_HEAD.itemsize + cct.nbytes  # the first kept node's h1
+    one_kept = kept.kept_batch(c2.profiles, [victim])
+    assert one_kept is not None
+    ids, nodes = one_kept.arrays["ids"], one_kept.arrays["nodes"]
+    at = offset + kept.KEPT_HEAD.itemsize + ids.nbytes  # the first kept node's h1
     with open(path, "r+b") as f:
         f.seek(at)
         f.write((int(nodes["h1"][0]) ^ 0x5A5A).to_bytes(8, "little"))
-    assert phase2_points._batch_points(c2, list(range(n)), kept.kept_many(c2.profiles, list(range(n)))) is None
+    cols = kept.kept_batch(c2.profiles, list(range(n)))
+    assert cols is not None and phase2_points._batch_points(c2, list(range(n)), cols) is None
     with pytest.raises(HpcsaError) as one:
         phase2_points.profile_points(c2, victim)
     with pytest.raises(HpcsaError) as batch:

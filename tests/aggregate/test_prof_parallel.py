@@ -89,41 +89,41 @@ def test_reductions_do_not_depend_on_grouping(hpctoolkit_data: Path, tmp_path: P
     assert flat.programs == nested.programs == {"testmeas-loops"}
 
     c2 = class_two(meas, found=flat)
-    for name in ("p", "a"):
+    for name in ("p", "r", "a"):
         (tmp_path / name).write_bytes(b"")
-    targets = Phase2Targets(str(tmp_path / "p"), str(tmp_path / "a"), None, None, SharedCounter(("pms", "aside")))
+    targets = Phase2Targets(str(tmp_path / "p"), str(tmp_path / "r"), str(tmp_path / "a"), None, None,
+                            SharedCounter(phase2_values.SCRATCH_KINDS))
     n = len(c2.profiles)
-    whole = Phase2State.empty(c2)
-    whole.add(phase2_values.process_batch(c2, list(range(n)), targets, traces=False))
-    parts = [Phase2State.empty(c2) for _ in range(2)]
+    whole = Phase2State.empty(c2, np.array([0, n]))
+    whole.add(phase2_values.process_batch(c2, 0, 0, n, targets, traces=False))
+    parts = [Phase2State.empty(c2, np.arange(n + 1)) for _ in range(2)]
     for i in range(n):  # one batch per profile, in two states
-        parts[i % 2].add(phase2_values.process_batch(c2, [i], targets, traces=False))
+        parts[i % 2].add(phase2_values.process_batch(c2, i, i, i + 1, targets, traces=False))
     parts[1].merge(parts[0])
-    for name in ("n_values", "n_ctxs", "pms_size", "n_aside"):
+    for name in ("n_values", "n_ctxs", "pms_size"):
         assert np.array_equal(getattr(whole.place, name), getattr(parts[1].place, name)), name
+    assert whole.place.n_aside.sum() == parts[1].place.n_aside.sum()
+    assert whole.place.run_values.sum() == parts[1].place.run_values.sum() == whole.place.n_values.sum()
     for name in ("ctx_values", "ctx_bits", "trace_count"):
         assert np.array_equal(getattr(whole, name), getattr(parts[1], name)), name
     assert np.array_equal(whole.cct_layout().offsets, parts[1].cct_layout().offsets)
 
 
 @pytest.mark.parametrize("workers", [1, 2, 6])
-def test_phase2_batches_partition_profiles_largest_first(workers: int) -> None:
-    """Phase-2 batches: every profile exactly once, largest first (ties by profile number), each batch at
-    most about 1/12 of a worker's share unless a single profile is larger, and enough batches to balance."""
-    from hpcsa.aggregate.phase2.share import phase2_batches
+def test_phase2_batches_are_runs_of_consecutive_profiles(workers: int) -> None:
+    """Phase-2 batches: runs of consecutive profiles covering each exactly once, each at most about 1/12 of a
+    worker's share (and BATCH_BYTES) unless a single profile is larger, and enough batches to balance."""
+    from hpcsa.aggregate.handoff import BATCH_BYTES, batch_bounds
 
     rng = np.random.default_rng(workers)
-    costs = [int(c) for c in rng.integers(1, 1000, 500)] + [50_000]  # one giant profile
-    batches = phase2_batches(costs, workers)
-    flat = [i for b in batches for i in b]
-    assert sorted(flat) == list(range(len(costs)))
-    assert flat == sorted(range(len(costs)), key=lambda i: (-costs[i], i))
-    target = sum(costs) / (12 * workers)
-    for b in batches:
-        assert len(b) == 1 or sum(costs[i] for i in b) <= target
-    assert batches[0] == [len(costs) - 1]
-    assert len(batches) >= min(len(costs), 12 * workers) // 2
-    assert phase2_batches([], workers) == []
+    costs = np.array([int(c) for c in rng.integers(1, 1000, 500)] + [50_000] + [7] * 30)  # one giant profile
+    bounds = batch_bounds(costs, workers)
+    assert bounds[0] == 0 and bounds[-1] == len(costs) and (np.diff(bounds) > 0).all()
+    target = min(BATCH_BYTES, costs.sum() // (12 * workers))
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        assert b - a == 1 or costs[a:b - 1].sum() < target  # through the profile that reaches the target
+    assert len(bounds) - 1 >= min(len(costs), 12 * workers) // 2
+    assert batch_bounds(np.zeros(0, np.int64), workers).tolist() == [0]
 
 
 def test_phase2_costs_are_what_phase1_kept(tmp_path: Path) -> None:
@@ -199,8 +199,8 @@ def test_transpose_in_many_small_passes_gives_the_same_database(positions: int, 
     if wide:  # the 32-bit positions of profiles with 65,536 contexts or more
         monkeypatch.setattr(phase3_transpose, "position_type", lambda place: np.dtype(np.uint32))
     else:
-        assert phase3_transpose.position_type(Placement(*([np.array([1, 65535])] * 6))) == np.uint16
-        assert phase3_transpose.position_type(Placement(*([np.array([65536])] * 6))) == np.uint32
+        assert phase3_transpose.position_type(Placement(*([np.array([1, 65535])] * 9))) == np.uint16
+        assert phase3_transpose.position_type(Placement(*([np.array([65536])] * 9))) == np.uint32
     real = phase3_transpose.bound_positions
     real_window = phase3_transpose.read_window
     windows = []

@@ -10,14 +10,15 @@ nothing is left beside the output.
 from __future__ import annotations
 
 import filecmp
+import os
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from hpcsa.aggregate import driver
 from hpcsa.aggregate.inputs import find_inputs
-from hpcsa.core import binfmt
 
 MEASUREMENTS = ("loops-cputime-t.m", "loops-cuda-nvidiapc-t.m")
 
@@ -28,16 +29,17 @@ def _run(measdirs: list[Path], out: Path, jobs: int = 1) -> driver.Result:
 
 
 def _opened_profiles(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
-    """Every .hpcrun file opened through the binary reader from now on, with how many times."""
+    """Every .hpcrun file opened from now on (by any reader), with how many times."""
     opened: Counter[str] = Counter()
-    real_init = binfmt.Blob.__init__
+    real_open = os.open
 
-    def counting_init(self: binfmt.Blob, path: object) -> None:
-        real_init(self, path)  # type: ignore[arg-type]
-        if self.path.endswith(".hpcrun"):
-            opened[self.path] += 1
+    def counting_open(path: Any, *args: Any, **kwargs: Any) -> int:
+        fd = real_open(path, *args, **kwargs)
+        if os.fspath(path).endswith(".hpcrun"):
+            opened[os.fspath(path)] += 1
+        return fd
 
-    monkeypatch.setattr(binfmt.Blob, "__init__", counting_init)
+    monkeypatch.setattr(os, "open", counting_open)
     return opened
 
 

@@ -1,4 +1,4 @@
-"""Phase 3's reads of the scratch files: range bounds in the profiles' context indexes
+"""Phase 3's reads of the scratch files: range bounds in the runs' context indexes
 (:func:`phase3.transpose.bound_positions`) and the aside entries of a range (:class:`phase3.transpose.AsideBlobs`)."""
 
 from __future__ import annotations
@@ -61,21 +61,27 @@ def test_bound_positions_are_each_regions_searchsorted(tmp_path: Path, share: fl
 
 
 def test_aside_entries_of_a_range_are_those_of_its_contexts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A range's aside entries are every blob's entries for its contexts, blob by blob, tagged with their
-    profile (1-based); a window reads only the blobs with entries in it, once, and cuts its ranges from
-    that."""
+    """A range's aside entries are every aside run's entries for its contexts, in profile order (each
+    profile's by context and key); a window reads only the runs with entries in it, once, and cuts its ranges
+    from that."""
     rng = np.random.default_rng(11)
     keys = _sorted_keys(rng, 3000, 30)
-    blobs = []
-    for k in keys:
-        rec = np.zeros(len(k), ASIDE)
-        rec["ctx"], rec["key"], rec["value"] = k, rng.integers(0, 8, len(k)), rng.random(len(k))
-        blobs.append(rec)
-    blobs.insert(5, np.zeros(0, ASIDE))  # a profile without aside entries
+    runs = []
+    prof = 1
+    for k in keys:  # a run: a batch of 1-3 consecutive profiles, sorted by (context, key, profile)
+        n_prof = int(rng.integers(1, 4))
+        rec = np.zeros(len(k) * n_prof, ASIDE)
+        rec["ctx"] = np.repeat(k, n_prof)
+        rec["key"] = np.repeat(rng.integers(0, 8, len(k)), n_prof)
+        rec["prof"] = np.tile(np.arange(prof, prof + n_prof), len(k))
+        rec["value"] = rng.random(len(rec))
+        runs.append(rec[np.lexsort((rec["prof"], rec["key"], rec["ctx"]))])
+        prof += n_prof
+    runs.insert(5, np.zeros(0, ASIDE))  # a batch without aside entries
     path = tmp_path / "aside.scratch"
-    offsets, counts = _write(path, blobs)
-    zeros = np.zeros(len(blobs), np.int64)
-    place = Placement(zeros, zeros, zeros, zeros, offsets, counts)
+    offsets, counts = _write(path, runs)
+    zeros = np.zeros(len(runs), np.int64)
+    place = Placement(zeros, zeros, np.arange(len(runs) + 1), zeros, zeros, zeros, zeros, offsets, counts)
     aside = phase3_transpose.AsideBlobs(str(path), place)
     real = phase3_transpose.read_slices
     slices: list[int] = []
@@ -87,20 +93,21 @@ def test_aside_entries_of_a_range_are_those_of_its_contexts(tmp_path: Path, monk
 
     windows = np.array([0, 1000, 3000])  # the bounds the passes search
     ranges = [np.array([0, 7, 1000]), np.array([1000, 1001, 2990, 3000])]  # the ranges of each window
+    everything = np.concatenate(runs)
+    everything = everything[np.lexsort((everything["key"], everything["ctx"], everything["prof"]))]
     try:
         pos = aside.positions(windows)
         monkeypatch.setattr(phase3_transpose, "read_slices", counted)
         for w, inner in enumerate(ranges):
             win = aside.window(pos[:, w], pos[:, w + 1], inner)
-            assert slices[-1] == sum(1 for b in blobs if ((b["ctx"] >= windows[w]) & (b["ctx"] < windows[w + 1])).any())
+            assert slices[-1] == sum(1 for b in runs if ((b["ctx"] >= windows[w]) & (b["ctx"] < windows[w + 1])).any())
             for k in range(len(inner) - 1):
                 ctx, key, prof, value = win.range(k)
-                inside = [b[(b["ctx"] >= inner[k]) & (b["ctx"] < inner[k + 1])] for b in blobs]
-                want = [(i + 1, r) for i, rows in enumerate(inside) for r in rows]
-                assert prof.tolist() == [p for p, _ in want]
-                assert ctx.tolist() == [int(r["ctx"]) for _, r in want]
-                assert key.tolist() == [int(r["key"]) for _, r in want]
-                assert value.tolist() == [float(r["value"]) for _, r in want]
+                want = everything[(everything["ctx"] >= inner[k]) & (everything["ctx"] < inner[k + 1])]
+                assert prof.tolist() == want["prof"].tolist()
+                assert ctx.tolist() == want["ctx"].tolist()
+                assert key.tolist() == want["key"].tolist()
+                assert value.tolist() == want["value"].tolist()
     finally:
         aside.close()
 

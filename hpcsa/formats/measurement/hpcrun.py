@@ -497,6 +497,7 @@ def encode_hpcrun(prof: HpcrunProfile) -> bytes:
 
 
 def write_hpcrun(path: str | os.PathLike[str], prof: HpcrunProfile) -> None:
+    """Write ``prof`` as a ``.hpcrun`` file at ``path`` (:func:`encode_hpcrun`'s bytes, replaced whole)."""
     data = encode_hpcrun(prof)
     with atomic_file(path) as fh:
         fh.write(data)

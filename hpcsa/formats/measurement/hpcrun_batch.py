@@ -33,6 +33,8 @@ from hpcsa.formats.measurement.hpcrun import (
     SPARSE_VALUE,
     VERSION,
     HpcrunProfile,
+    LoadModule,
+    MetricDesc,
     _parse_header,
     _parse_id_names,
     _parse_loadmap,
@@ -213,3 +215,282 @@ def _sparse_ok(profiles: list[HpcrunProfile], indexes: list[np.ndarray], sorted_
         if not (sorted_key[where] == wanted).all():
             return False
     return True
+
+
+# -- a group of profiles as columns (what an aggregation needs of each) -----------------------------------
+
+
+@dataclass
+class HpcrunGroup:
+    """Profiles read together for an aggregation, as columns, with no object per profile: profile ``k``'s
+    CCT rows are ``cut[k]:cut[k + 1]`` of ``cct`` (``order``, ``parent``: as :class:`HpcrunBatch`'s), its
+    values ``vcut[k]:vcut[k + 1]``, its sparse index entries (without the sentinel) ``icut[k]:icut[k + 1]``,
+    its identifier tuple ``tcut[k]:tcut[k + 1]`` of ``id_rows``. The load maps, metric tables and identifier
+    dictionaries are the distinct ones (as parsed once per distinct section), each profile's by index; of
+    the header, the two fields an aggregation uses."""
+
+    cut: np.ndarray
+    cct: np.ndarray
+    order: np.ndarray
+    parent: np.ndarray
+    vcut: np.ndarray
+    values: np.ndarray
+    icut: np.ndarray
+    index: np.ndarray
+    tcut: np.ndarray
+    id_rows: np.ndarray
+    loadmaps: list[tuple[LoadModule, ...]]
+    loadmap: np.ndarray       # int32 per profile
+    metric_tables: list[tuple[MetricDesc, ...]]
+    metrics: np.ndarray       # int32 per profile
+    id_names: list[tuple[tuple[int, str], ...]]
+    names: np.ndarray         # int32 per profile
+    disorder: np.ndarray      # int64 per profile: the header's trace-disorder (0 where absent or empty)
+    programs: list[str]       # per profile: the header's program-name ("" where absent)
+
+    def __len__(self) -> int:
+        return len(self.cut) - 1
+
+
+_FOOTER_AT = -_FOOTER.size
+_QI = struct.Struct(">QI")
+_Q = struct.Struct(">Q")
+_H = struct.Struct(">H")
+_I = struct.Struct(">I")
+_PROGRAM, _DISORDER = b"program-name", b"trace-disorder"
+
+
+def read_hpcrun_group(paths: Sequence[str]) -> HpcrunGroup | None:
+    """``paths`` read as one group (values included), or None where a file is not plainly right or the group
+    breaks a rule of the reader of one file; the caller then reads them with :func:`read_hpcrun_batch` or
+    one by one, which give the refusal. Equal to what :func:`read_hpcrun_batch` gives of the same files."""
+    datas: list[bytes] = []
+    spans: list[tuple[int, ...]] = []
+    disorder: list[int] = []
+    programs: list[str] = []
+    tables: dict[int, int] = {}
+    metric_tables: list[tuple[MetricDesc, ...]] = []
+    loadmaps: list[tuple[LoadModule, ...]] = []
+    lmaps: dict[int, int] = {}
+    names: list[tuple[tuple[int, str], ...]] = []
+    nmaps: dict[int, int] = {}
+    which: list[tuple[int, int, int]] = []
+    base = 0
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            size = os.fstat(fd).st_size
+            data = os.read(fd, size)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        parts = _cut_columns(data, path)
+        if parts is None or len(data) != size:
+            return None
+        at, sizes, loadmap, metrics, id_names, program, dis = parts
+        spans.append(tuple(base + x for x in at) + sizes)
+        base += len(data)
+        datas.append(data)
+        which.append((lmaps.setdefault(id(loadmap), len(lmaps)), tables.setdefault(id(metrics), len(tables)),
+                      nmaps.setdefault(id(id_names), len(nmaps))))
+        if which[-1][0] == len(loadmaps):
+            loadmaps.append(loadmap)
+        if which[-1][1] == len(metric_tables):
+            metric_tables.append(metrics)
+        if which[-1][2] == len(names):
+            names.append(id_names)
+        disorder.append(dis)
+        programs.append(program)
+    n = len(datas)
+    # (cct at, ids at, values at, index at; n cct, n ids, n values, n index entries with the sentinel)
+    cols = np.array(spans, np.int64).reshape(n, 8)
+    buf = np.frombuffer(b"".join(datas), np.uint8)
+    counts = cols[:, 4:]
+    got = [_gather(buf, cols[:, j], counts[:, j], dtype)
+           for j, dtype in enumerate((CCT_NODE, ID_ELEMENT, SPARSE_VALUE, SPARSE_INDEX))]
+    cct, id_rows, values, index = got
+    idx = np.array(which, np.int32).reshape(n, 3)
+    group = _checked_group(cct, counts, values, index, metric_tables, idx[:, 1])
+    if group is None:
+        return None
+    cut, order, parent, icut, inner = group
+    return HpcrunGroup(cut, cct, order, parent, offsets(counts[:, 2]), values, icut, index[inner],
+                       offsets(counts[:, 1]), id_rows, loadmaps, idx[:, 0].copy(), metric_tables, idx[:, 1].copy(),
+                       names, idx[:, 2].copy(), np.array(disorder, np.int64), programs)
+
+
+def _gather(buf: np.ndarray, at: np.ndarray, counts: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """The records of ``dtype``, ``counts`` of them at byte offset ``at`` of ``buf`` for each file, one file's
+    after the other (one fancy index for all)."""
+    size = dtype.itemsize
+    rows = np.repeat(at - np.cumsum(counts * size) + counts * size, counts * size)
+    return buf[rows + np.arange(len(rows))].view(dtype) if len(rows) else np.zeros(0, dtype)
+
+
+def _cut_columns(data: bytes, path: str) -> tuple[tuple[int, ...], tuple[int, ...], tuple[LoadModule, ...],
+                                                  tuple[MetricDesc, ...], tuple[tuple[int, str], ...], str,
+                                                  int] | None:
+    """Where one file's CCT, identifier tuple, values and sparse index are (offsets, then counts), its parsed
+    sections, program name and trace disorder; None where a bound is not plainly right (as :func:`_cut`)."""
+    size = len(data)
+    if size < _MIN_SIZE or data[:24] != _HEAD:
+        return None
+    f = _FOOTER.unpack_from(data, size + _FOOTER_AT)
+    footer_at = f[12]
+    if f[13] != FOOTER_MAGIC or footer_at + _FOOTER.size != size:
+        return None
+    for i in range(0, 12, 2):
+        if not f[i] <= f[i + 1] <= footer_at:
+            return None
+    fields = _header_fields(data, f[1])
+    if fields is None:
+        return None
+    at, end = f[4], f[5]
+    if at + 8 > end:
+        return None
+    (n_cct,) = _Q.unpack_from(data, at)
+    if n_cct * CCT_NODE.itemsize > end - at - 8:
+        return None
+    cct_at = at + 8
+    at, end = f[10], f[11]
+    if at + 2 > end:
+        return None
+    (n_ids,) = _H.unpack_from(data, at)
+    at += 2
+    if at + n_ids * ID_ELEMENT.itemsize + 12 > end:
+        return None
+    ids_at = at
+    at += n_ids * ID_ELEMENT.itemsize
+    n_vals, n_nodes = _QI.unpack_from(data, at)
+    at += 12
+    if at + n_vals * SPARSE_VALUE.itemsize + (n_nodes + 1) * SPARSE_INDEX.itemsize > end:
+        return None
+    loadmap = _parse_loadmap(data[f[2]:f[3]], path)
+    metrics = _parse_metrics(data[f[6]:f[7]], path)
+    id_names = _parse_id_names(data[f[8]:f[9]], path)
+    return ((cct_at, ids_at, at, at + n_vals * SPARSE_VALUE.itemsize), (n_cct, n_ids, n_vals, n_nodes + 1),
+            loadmap, metrics, id_names, *fields)
+
+
+def _header_fields(data: bytes, end: int) -> tuple[str, int] | None:
+    """The header's program name and trace disorder (the last of each key, as a dict of the header keeps),
+    without decoding the other strings; None where a length runs past the header or the disorder is not a
+    number (the reader of one file says which)."""
+    stop = min(end, len(data))
+    if stop < 28:
+        return None
+    (n,) = _I.unpack_from(data, 24)
+    if 8 * n > stop - 28:
+        return None
+    pos = 28
+    program, disorder = b"", b""
+    for _ in range(n):
+        if pos + 4 > stop:
+            return None
+        (size,) = _I.unpack_from(data, pos)
+        key_at = pos + 4
+        pos = key_at + size
+        if pos + 4 > stop:
+            return None
+        (vsize,) = _I.unpack_from(data, pos)
+        value_at = pos + 4
+        pos = value_at + vsize
+        if pos > stop:
+            return None
+        if size == 12 and data[key_at:key_at + 12] == _PROGRAM:
+            program = data[value_at:pos]
+        elif size == 14 and data[key_at:key_at + 14] == _DISORDER:
+            disorder = data[value_at:pos]
+    try:
+        return program.decode("utf-8", "surrogateescape"), int(disorder or b"0")
+    except ValueError:
+        return None
+
+
+def _checked_group(cct: np.ndarray, counts: np.ndarray, values: np.ndarray, index: np.ndarray,
+                   metric_tables: list[tuple[MetricDesc, ...]], table: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`_checked`'s rules over a group's columns: (CCT cuts, order, parent rows, index cuts without the
+    sentinels, which index entries are not sentinels), or None if a file breaks one."""
+    n = len(counts)
+    sizes = counts[:, 0]
+    cut = offsets(sizes)
+    of_row = np.repeat(np.arange(n, dtype=np.int64), sizes)
+    ids = cct["id"].astype(np.int64)
+    key = of_row << 32 | ids
+    order = np.argsort(key, kind="stable")
+    sorted_key = key[order]
+    if (ids == 0).any() or (sorted_key[1:] == sorted_key[:-1]).any():
+        return None
+    parents = cct["parent"].astype(np.int64)
+    inner = np.flatnonzero(parents != 0)
+    wanted = of_row[inner] << 32 | parents[inner]
+    where = np.minimum(np.searchsorted(sorted_key, wanted), max(len(key) - 1, 0))
+    if len(inner) and not (sorted_key[where] == wanted).all():
+        return None
+    parent_row = np.full(len(key), -1, np.int64)
+    if len(inner):
+        parent_pos = order[where]
+        if (parent_pos >= inner).any():
+            return None
+        parent_row[inner] = parent_pos
+    n_index, n_vals = counts[:, 3], counts[:, 2]
+    last = np.cumsum(n_index) - 1
+    starts = index["start"].astype(np.uint64)
+    if (index["node"][last] != END_SENTINEL).any() or (starts[last] != n_vals.astype(np.uint64)).any():
+        return None
+    if (starts[last + 1 - n_index] != 0).any():
+        return None
+    of_entry = np.repeat(np.arange(n, dtype=np.int64), n_index)
+    same = of_entry[1:] == of_entry[:-1]
+    if (np.diff(starts.astype(np.int64))[same] < 0).any():
+        return None
+    if n_vals.any():
+        n_metrics = np.array([len(t) for t in metric_tables], np.int64)[table]
+        if (values["metric"].astype(np.int64) >= np.repeat(n_metrics, n_vals)).any():
+            return None
+    entries = np.ones(len(index), bool)
+    entries[last] = False
+    if entries.any():
+        wanted = of_entry[entries] << 32 | index["node"][entries].astype(np.int64)
+        if not len(sorted_key):
+            return None
+        where = np.minimum(np.searchsorted(sorted_key, wanted), len(sorted_key) - 1)
+        if not (sorted_key[where] == wanted).all():
+            return None
+    return cut, order, parent_row, offsets(n_index - 1), entries
+
+
+def group_of(profiles: Sequence[HpcrunProfile], rows: Sequence[tuple[np.ndarray, np.ndarray]]) -> HpcrunGroup:
+    """The profiles read one by one (with the tree rows :func:`~hpcsa.formats.measurement.hpcrun.read_hpcrun_tree` gave), as a group: the
+    columns :func:`read_hpcrun_group` gives of the same files."""
+    n = len(profiles)
+    cut = offsets([len(p.cct) for p in profiles])
+    order = np.concatenate([o + c for (o, _), c in zip(rows, cut.tolist(), strict=False)]) if n else cut[:0]
+    parent = np.concatenate([np.where(r >= 0, r + c, -1) for (_, r), c in zip(rows, cut.tolist(), strict=False)]
+                            ) if n else cut[:0]
+    loadmaps: list[tuple[LoadModule, ...]] = []
+    tables: list[tuple[MetricDesc, ...]] = []
+    names: list[tuple[tuple[int, str], ...]] = []
+    which = np.zeros((n, 3), np.int32)
+    seen: tuple[dict[tuple[object, ...], int], ...] = ({}, {}, {})
+    outs: tuple[list[tuple[object, ...]], ...] = (loadmaps, tables, names)  # type: ignore[assignment]  # lists are invariant: three element types, one loop
+    for k, p in enumerate(profiles):
+        for j, part in enumerate((tuple(p.loadmap), tuple(p.metrics), tuple(p.id_names))):
+            out = outs[j]
+            key = tuple(map(id, part))
+            which[k, j] = seen[j].setdefault(key, len(out))
+            if which[k, j] == len(out):
+                out.append(part)
+    disorder = np.array([int(p.header.get("trace-disorder", "0") or 0) for p in profiles], np.int64)
+    return HpcrunGroup(cut, concat_records([p.cct for p in profiles], CCT_NODE), order, parent,
+                       offsets([len(p.values) for p in profiles]), concat_records([p.values for p in profiles], SPARSE_VALUE),
+                       offsets([len(p.index) for p in profiles]), concat_records([p.index for p in profiles], SPARSE_INDEX),
+                       offsets([len(p.id_tuple) for p in profiles]),
+                       concat_records([p.id_tuple for p in profiles], ID_ELEMENT), loadmaps, which[:, 0].copy(), tables,
+                       which[:, 1].copy(), names, which[:, 2].copy(), disorder,
+                       [p.header.get("program-name", "") for p in profiles])

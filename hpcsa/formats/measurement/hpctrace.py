@@ -54,6 +54,7 @@ def record_dtype(flags: int) -> np.dtype:
 
 
 def read_hpctrace(path: str | os.PathLike[str]) -> HpctraceFile:
+    """A whole ``.hpctrace`` file: its header's flags and its records, checked against the file's size."""
     blob = Blob(path)
     flags, count = _check_header(blob.fail, blob.bytes(0, min(len(blob), HEADER_SIZE), "header"), len(blob))
     recs = blob.array(record_dtype(flags), HEADER_SIZE, count, "trace records")

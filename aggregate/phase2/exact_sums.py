@@ -1,0 +1,135 @@
+"""Phase 2's propagation (:func:`hpcsa.formats.db.propagate.propagate`), with the sums of metrics whose values are
+whole numbers taken from prefix sums.
+
+hpcprof's propagation sums each context's subtree one value after the other (:mod:`hpcsa.formats.db.propagate`
+does it in id order, and its databases hold exactly those floating-point sums). When every value of a
+metric is a whole number and the magnitudes of a batch's values of it add up to less than 2**53, every
+partial sum of them is a whole number that a double holds exactly, so every order of summing gives the same
+bits; then a subtree's sum is the difference of two prefix sums over the contexts in pre-order (a subtree is
+an id range), and a function's (or a loop-free block's) the difference of two prefix sums over the contexts
+sorted by their nearest call-entered (or call- or loop-entered) ancestor. GPU metrics are counts (samples,
+instructions, bytes), and their values far outnumber a CPU run's: for them the whole batch is a few
+cumulative sums over a dense [series, contexts] matrix instead of a gather of every value for each of its
+ancestors. Every other metric goes through :func:`~hpcsa.formats.db.propagate.propagate`; the rows of both are
+merged in its order, (profile, context, metric), with the same fields.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hpcsa.formats.db.propagate import Propagated, TreeArrays, propagate
+
+#: Largest dense [series, contexts] matrix worked on at once (cells; some 50 bytes each).
+DENSE_CELLS = 1 << 19
+#: Magnitude below which every sum of whole numbers is exact in a double.
+EXACT = float(2**53)
+
+
+def propagate_batch(ctx: np.ndarray, metric: np.ndarray, value: np.ndarray, tree: TreeArrays, prof: np.ndarray
+                    ) -> Propagated:
+    """:func:`~hpcsa.formats.db.propagate.propagate` of a batch's point values, the same rows and bits."""
+    ctx = np.asarray(ctx, np.int64)
+    metric = np.asarray(metric, np.int64)
+    value = np.asarray(value, np.float64)
+    prof = np.asarray(prof, np.int64)
+    n_ctx = len(tree.parent)
+    if not len(value) or n_ctx * 2 > DENSE_CELLS:
+        return propagate(ctx, metric, value, tree, prof)
+    n_met = int(metric.max()) + 1
+    whole = (value == np.rint(value)) & (value != 0)  # (a zero, +0 or -0, is left to the general sums)
+    bad = np.zeros(n_met, bool)
+    np.logical_or.at(bad, metric, ~whole)
+    mass = np.zeros(n_met)
+    np.add.at(mass, metric, np.abs(np.where(whole, value, 0.0)))
+    exact_metric = ~bad & (mass < EXACT)
+    exact = exact_metric[metric]
+    if not exact.any():
+        return propagate(ctx, metric, value, tree, prof)
+    parts = [_dense(ctx[exact], metric[exact], value[exact], prof[exact], tree)]
+    if not exact.all():
+        rest = ~exact
+        parts.append(propagate(ctx[rest], metric[rest], value[rest], tree, prof[rest]))
+    return _merged(parts)
+
+
+def _merged(parts: list[Propagated]) -> Propagated:
+    if len(parts) == 1:
+        return parts[0]
+    fields = Propagated.__dataclass_fields__
+    joined = {name: np.concatenate([getattr(p, name) for p in parts]) for name in fields}
+    order = np.lexsort((joined["metric"], joined["ctx"], joined["prof"]))
+    return Propagated(**{name: a[order] for name, a in joined.items()})
+
+
+_ORDERS: dict[int, tuple[TreeArrays, tuple[np.ndarray, ...]]] = {}
+
+
+def _orders(tree: TreeArrays) -> tuple[np.ndarray, ...]:
+    """Per tree: the contexts sorted by (nearest call-entered ancestor, id) and by (nearest call- or loop-entered
+    ancestor, id), and where each context's function (block) part of its subtree begins and ends in them."""
+    got = _ORDERS.get(id(tree))
+    if got is not None and got[0] is tree:
+        return got[1]
+    n = len(tree.parent)
+    ids = np.arange(n, dtype=np.int64)
+    out: list[np.ndarray] = []
+    for root in (tree.call_root, tree.block_root):
+        perm = np.lexsort((ids, root))
+        key = root[perm] * n + perm
+        out += [perm, np.searchsorted(key, root * n + ids), np.searchsorted(key, root * n + tree.end)]
+    if len(_ORDERS) > 8:
+        _ORDERS.clear()
+    _ORDERS[id(tree)] = (tree, tuple(out))
+    return tuple(out)
+
+
+def _dense(ctx: np.ndarray, metric: np.ndarray, value: np.ndarray, prof: np.ndarray, tree: TreeArrays) -> Propagated:
+    """The propagation of whole-number series (exact sums), a dense [series, contexts] matrix at a time."""
+    n_ctx = len(tree.parent)
+    n_met = int(metric.max()) + 1
+    series, sid = np.unique(prof * n_met + metric, return_inverse=True)
+    step = max(1, DENSE_CELLS // n_ctx)
+    parts = []
+    for a in range(0, len(series), step):
+        pick = (sid >= a) & (sid < a + step)
+        parts.append(_dense_block(sid[pick] - a, ctx[pick], value[pick], series[a:a + step], n_met, tree))
+    if len(parts) == 1:
+        return parts[0]
+    return Propagated(*(np.concatenate([getattr(p, name) for p in parts]) for name in Propagated.__dataclass_fields__))
+
+
+def _dense_block(sid: np.ndarray, ctx: np.ndarray, value: np.ndarray, series: np.ndarray, n_met: int,
+                 tree: TreeArrays) -> Propagated:
+    """Rows of series ``series`` (profile * n_met + metric), sorted by (profile, context, metric)."""
+    n_ctx = len(tree.parent)
+    s = len(series)
+    points = np.zeros((s, n_ctx))
+    np.add.at(points, (sid, ctx), value)  # duplicates summed (whole numbers: in any order)
+    own = np.zeros((s, n_ctx), bool)
+    own[sid, ctx] = True
+    end = tree.end
+    ids = np.arange(n_ctx)
+
+    def subtree(matrix: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        csum = np.zeros((s, n_ctx + 1), matrix.dtype if matrix.dtype != bool else np.int64)
+        np.cumsum(matrix, axis=1, out=csum[:, 1:])
+        return csum[:, hi] - csum[:, lo]
+
+    present = subtree(own, ids, end) > 0
+    execution = subtree(points, ids, end)
+    fperm, flo, fhi, bperm, blo, bhi = _orders(tree)
+    function = subtree(points[:, fperm], flo, fhi)
+    noloops = subtree(points[:, bperm], blo, bhi)
+    rows, cols = np.nonzero(present)  # (series, context): (profile, metric, context)
+    b = series[rows] // n_met
+    m = series[rows] - b * n_met
+    order = np.lexsort((m, cols, b))
+    rows, cols, b, m = rows[order], cols[order], b[order], m[order]
+    is_own = own[rows, cols]
+    point = np.where(is_own, points[rows, cols], 0.0)
+    fn, nl = function[rows, cols], noloops[rows, cols]
+    loop = tree.is_loop[cols]
+    flagged = loop & is_own
+    return Propagated(cols.astype(np.int64), m, point, fn, np.where(flagged, nl, fn), execution[rows, cols], nl,
+                      loop & ~flagged & (nl != fn), b)

@@ -1,0 +1,48 @@
+"""Phase 2's propagation with exact prefix sums for whole-number metrics (:mod:`hpcsa.aggregate.phase2.exact_sums`)
+gives the rows and bits of :func:`hpcsa.formats.db.propagate.propagate`, for any mix of whole-number metrics
+(counts, which take the prefix sums), real ones, zeros and duplicates."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hpcsa.aggregate.phase2 import exact_sums
+from hpcsa.formats.db.propagate import Propagated, TreeArrays, propagate
+from tests.formats.trees import preorder
+
+
+def _tree(rng: np.random.Generator, n: int) -> TreeArrays:
+    parent = np.array([-1] + [int(rng.integers(0, c)) for c in range(1, n)], np.int64)
+    _, par, depth, end = preorder(parent)
+    is_call = rng.random(n) < 0.3
+    is_loop = ~is_call & (rng.random(n) < 0.3)
+    is_call[0] = is_loop[0] = False
+    return TreeArrays.build(par, depth, is_call, is_loop, end)
+
+
+def _same(got: Propagated, want: Propagated) -> None:
+    for name in Propagated.__dataclass_fields__:
+        a, b = getattr(got, name), getattr(want, name)
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_same_rows_and_bits_as_the_general_propagation(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(seed)
+    tree = _tree(rng, int(rng.integers(2, 120)))
+    n_ctx = len(tree.parent)
+    n = int(rng.integers(0, 600))
+    prof = np.sort(rng.integers(0, int(rng.integers(1, 9)), n))
+    ctx = rng.integers(0, n_ctx, n)
+    metric = rng.integers(0, 7, n)
+    value = rng.integers(-50, 10**6, n).astype(np.float64)  # whole numbers, some negative
+    real = metric % 3 == 2
+    value[real] = rng.random(int(real.sum())) * 1e3  # real-valued metrics
+    value[rng.random(n) < 0.02] = 0.0
+    value[rng.random(n) < 0.01] = -0.0
+    if seed % 5 == 0:
+        value[metric == 1] = 2.0**52  # whole numbers too large to add exactly: the general sums
+    if seed % 4 == 1:  # dense blocks of a few series at a time
+        monkeypatch.setattr(exact_sums, "DENSE_CELLS", 3 * n_ctx)
+    _same(exact_sums.propagate_batch(ctx, metric, value, tree, prof), propagate(ctx, metric, value, tree, prof))
