@@ -144,6 +144,8 @@ class CallersForest(Forest):
         rep = int(self.rep[node])
         out: dict[str, Any] = {"level": int(self.level[node]), "name": T.PROGRAM_ROOT if node == 0
                                else exp.scope_name(rep)}
+        if node and (full := exp.full_name_of(rep)) is not None:
+            out["full_name"] = full
         if node and c.kind[rep] == T.FUNCTION and c.function[rep] >= 0:
             f = int(c.function[rep])
             fn = exp.meta.functions

@@ -16,46 +16,24 @@ from typing import Self
 
 import numpy as np
 
-from hpcsa.core.dataclass import dataclass
 from hpcsa.core.errors import HpcsaError
 from hpcsa.formats.db.database import Database, open_database
 from hpcsa.formats.db.metricsyaml import Input
 from hpcsa.formats.db.profiledb import ProfileValues
-from hpcsa.formats.measurement.hpcrun import (
-    ID_CORE,
-    ID_GPUCONTEXT,
-    ID_GPUDEVICE,
-    ID_GPUSTREAM,
-    ID_KINDS,
-    ID_THREAD,
-)
 from hpcsa.views import tree as T
 from hpcsa.views.metrics import Catalog, Column, Partial, catalog_from_database, evaluate
-
-#: Identifier-tuple kind names (hpcrun's id-tuple.h, declared by the measurement reader); GPU_KINDS mark a
-#: GPU profile, THREAD_KINDS are those below a process (a rank's threads and GPU streams).
-KIND_THREAD, KIND_CORE, KIND_GPUDEVICE, KIND_GPUCONTEXT, KIND_GPUSTREAM = (
-    ID_KINDS[k] for k in (ID_THREAD, ID_CORE, ID_GPUDEVICE, ID_GPUCONTEXT, ID_GPUSTREAM))
-GPU_KINDS = (KIND_GPUDEVICE, KIND_GPUCONTEXT, KIND_GPUSTREAM)
-THREAD_KINDS = (KIND_THREAD, KIND_CORE) + GPU_KINDS
-
-
-@dataclass
-class ProfileInfo:
-    """One profile's identity: its id tuple as ``{kind name: logical id}``, and whether it is a GPU stream."""
-
-    index: int
-    ids: dict[str, int]
-    gpu: bool
-
-    @property
-    def process(self) -> tuple[tuple[str, int], ...]:
-        """The process it belongs to: its id tuple without thread, core and GPU identifiers."""
-        return tuple((k, v) for k, v in self.ids.items() if k not in THREAD_KINDS)
-
-    @property
-    def label(self) -> str:
-        return " ".join(f"{k.lower()} {v}" for k, v in self.ids.items()) or "summary"
+from hpcsa.views.names import FULL_NAMES, ShortNames
+from hpcsa.views.processes import (  # noqa: F401 -- the id kinds and ProfileInfo are also read from here
+    GPU_KINDS,
+    KIND_CORE,
+    KIND_GPUCONTEXT,
+    KIND_GPUDEVICE,
+    KIND_GPUSTREAM,
+    KIND_THREAD,
+    THREAD_KINDS,
+    Processes,
+    ProfileInfo,
+)
 
 
 class ExperimentData:
@@ -158,9 +136,10 @@ class ExperimentData:
         return float(self.column(spec, "inclusive")[0])
 
     def derive(self, definition: str) -> Column:
-        """Add a derived metric (``NAME=FORMULA`` over ``$n`` / ``${name}``); see :mod:`hpcsa.views.metrics`."""
+        """Add a derived metric (``NAME=FORMULA`` over ``$n`` / ``@n`` / ``${name}``, hpcviewer's syntax); see
+        :mod:`hpcsa.views.metrics`."""
         try:
-            return self.catalog.add_derived(definition)
+            return self.catalog.add_derived(definition, lambda k: self.total(self.catalog.columns[k]))
         except ValueError as exc:
             raise HpcsaError(None, str(exc)) from None
 
@@ -180,6 +159,21 @@ class ExperimentData:
                     ids[names[kind] if kind < len(names) else f"KIND{kind}"] = logical
             out.append(ProfileInfo(i, ids, any(k in ids for k in GPU_KINDS)))
         return out
+
+    @cached_property
+    def processes(self) -> Processes:
+        """The processes of the profiles (rank, or run where processes share an identity) and the labels the
+        views give profiles (:mod:`hpcsa.views.processes`); runs are told apart by the trace lines' starts."""
+        tdb = self.db.trace
+        starts: dict[int, int] = {}
+        if tdb is not None and len(tdb):
+            first, _ = tdb.line_bounds()
+            starts = {int(p): int(t) for p, t in zip(tdb.prof_index.tolist(), first.tolist(), strict=True) if t >= 0}
+        return Processes(self.profiles, starts)
+
+    def profile_label(self, index: int) -> str:
+        """What the views call a profile: its process (rank or run) and its thread or GPU stream."""
+        return self.processes.label(index)
 
     def prop_metric_id(self, metric: str, scope: str) -> int:
         try:
@@ -249,13 +243,30 @@ class ExperimentData:
 
     # -- names ---------------------------------------------------------------------------------------------
 
-    def function_name(self, f: int) -> str:
+    #: The profiles a thread view chose (:func:`hpcsa.views.threadview.thread_view`); None: all of them.
+    chosen_profiles: np.ndarray | None = None
+
+    #: Show procedures by their full names (``--full-names``) rather than the short ones of
+    #: :mod:`hpcsa.views.names`.
+    full_names = False
+
+    @cached_property
+    def short_names(self) -> ShortNames:
+        """The short form of every procedure name of meta.db, distinct where the full names are."""
+        return ShortNames([n or "" for n in self.meta.functions.names])
+
+    def function_name(self, f: int, full: bool | None = None) -> str:
+        """A procedure's name as the views show it: short (:mod:`hpcsa.views.names`) unless ``full``, the
+        experiment's ``full_names`` or the request's switch (:data:`hpcsa.views.names.FULL_NAMES`) asks for
+        the full one."""
         fn = self.meta.functions
         if f < 0 or f >= len(fn):
             return "<unknown function>"
         name = fn.names[f]
         if name:
-            return name
+            if full is None:
+                full = self.full_names or FULL_NAMES.get()
+            return name if full else self.short_names[f]
         m = int(fn.module[f])
         if m >= 0:
             return f"{short_path(self.meta.modules[m])}+{int(fn.offset[f]):#x}"
@@ -290,6 +301,15 @@ class ExperimentData:
             return f"{self.file_name(int(c.file[row]))}:{int(c.line[row])}"
         return f"{self.module_name(int(c.module[row]))}+{int(c.offset[row]):#x}"
 
+    def full_name_of(self, row: int) -> str | None:
+        """The full name of a procedure row whose shown name is its short form (None for any other row)."""
+        c = self.cct
+        if c.kind[row] != T.FUNCTION or c.function[row] < 0:
+            return None
+        f = int(c.function[row])
+        short, full = self.function_name(f), self.function_name(f, True)
+        return full if full != short else None
+
     def names(self) -> np.ndarray:
         """Every row's :meth:`scope_name` (object array); one Python step per row, for exports."""
         return np.array([self.scope_name(r) for r in range(len(self.cct))], dtype=object)
@@ -301,7 +321,9 @@ class ExperimentData:
             rows = self.cct.row_of(np.array([int(s.lstrip("#"))]))
             return rows[rows >= 0]
         fn = self.meta.functions
-        hits = [i for i, n in enumerate(fn.names) if n == s] or [i for i, n in enumerate(fn.names) if n and s in n]
+        short = self.short_names
+        hits = [i for i, n in enumerate(fn.names) if s in (n, short[i])] or \
+               [i for i, n in enumerate(fn.names) if n and s in n]
         return np.flatnonzero(np.isin(self.cct.function, hits) & (self.cct.kind == T.FUNCTION))
 
 

@@ -90,8 +90,14 @@ def _address_frames(exp: ExperimentData) -> tuple[np.ndarray, list[str]]:
 def shown_names(exp: ExperimentData) -> list[str]:
     """The names filters and search match, as the views show them (hpcviewer matches the names it shows),
     indexed by :func:`frame_ids`: every procedure of meta.db (a nameless one as ``module+0xoffset``), then
-    every frame known only by an address."""
-    return [exp.function_name(i) for i in range(len(exp.meta.functions))] + _address_frames(exp)[1]
+    every frame known only by an address. A procedure whose short name (:mod:`hpcsa.views.names`) differs
+    from its full one has both, one per line: a glob matches either."""
+    fn = exp.meta.functions
+    both = []
+    for i in range(len(fn)):
+        short, full = exp.function_name(i, False), exp.function_name(i, True)
+        both.append(short if short == full else f"{short}\n{full}")
+    return both + _address_frames(exp)[1]
 
 
 def frame_ids(exp: ExperimentData, rows: np.ndarray, frame: np.ndarray) -> np.ndarray:
@@ -136,7 +142,7 @@ def frame_functions(forest: Forest) -> np.ndarray:
 def _named(names: list[str], funcs: np.ndarray, pattern: str) -> np.ndarray:
     """Which of ``funcs`` (function indices, -1 for none) have a name matching the glob."""
     rx = re.compile(fnmatch.translate(pattern))
-    hits = np.array([i for i, n in enumerate(names) if n and rx.match(n)], np.int64)
+    hits = np.array([i for i, n in enumerate(names) if n and any(rx.match(x) for x in n.split("\n"))], np.int64)
     return np.isin(funcs, hits) & (funcs >= 0)
 
 

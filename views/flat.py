@@ -214,6 +214,8 @@ class FlatForest(Forest):
             f = int(c.function[row])
             fn = exp.meta.functions
             out["function"] = exp.function_name(f)
+            if (full := exp.full_name_of(row)) is not None:
+                out["full_name"] = full
             if fn.file[f] >= 0:
                 out["file"], out["line"] = exp.file_name(int(fn.file[f]), True), int(fn.line[f])
             if fn.module[f] >= 0:

@@ -41,6 +41,7 @@ class Forest:
     # -- to implement --
 
     def input_values(self, inp: Input) -> np.ndarray:
+        """The values of one default.yaml input (metric partial and scope), one per node of the forest."""
         raise NotImplementedError
 
     def label(self, node: int) -> str:

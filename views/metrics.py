@@ -1,7 +1,7 @@
 """Metric columns as hpcviewer shows them, and derived metrics.
 
 A column has an inclusive and an exclusive *formula*: an expression tree in
-the shape of ``metrics/default.yaml`` (numbers, :class:`Input` leaves naming a
+the shape of ``metrics/default.yaml`` (numbers, :class:`.Input` leaves naming a
 summary partial of a metric over a propagation scope, and ``{op: [args]}``
 nodes). With a default.yaml the columns are its ``roots`` (derived metrics
 such as ``GSAMP:UTIL`` included); without one they come from meta.db (every
@@ -13,8 +13,9 @@ when there is one, else the ``standard`` (``function``) one.
 
 User-defined derived metrics (§V.D of Adhianto et al.,
 "Effectively Presenting Call Path Profiles of Application Performance", 2010) are spreadsheet
-formulas over columns: ``$n`` is column ``n`` (as numbered by ``hpcsa view --list-metrics``)
-and ``${NAME}`` the column called NAME; ``+ - * / ^ **``, ``min``, ``max``,
+formulas over columns, in hpcviewer's syntax: ``$n`` is column ``n`` (as numbered by ``hpcsa view
+--list-metrics``), ``@n`` its aggregate value (the experiment's total, a constant: ``100*$0/@0`` is a
+percentage) and ``${NAME}`` the column called NAME; ``+ - * / ^ **``, ``min``, ``max``,
 ``sqrt``, ``log`` (base 10), ``ln``, ``abs``, ``floor``, ``ceil``. The
 formula is applied to inclusive values for the inclusive column and to
 exclusive values for the exclusive one, after any aggregation (so ratios are
@@ -24,6 +25,7 @@ ratios of sums in the flat and callers views).
 from __future__ import annotations
 
 import ast
+import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import field
@@ -126,13 +128,14 @@ class Catalog:
         self.columns.append(column)
         return column
 
-    def add_derived(self, definition: str) -> Column:
-        """A user metric from ``NAME=FORMULA`` (or just ``FORMULA``, named after itself)."""
+    def add_derived(self, definition: str, totals: Callable[[int], float] | None = None) -> Column:
+        """A user metric from ``NAME=FORMULA`` (or just ``FORMULA``, named after itself); ``totals(n)`` gives
+        column n's aggregate value for ``@n``."""
         name, _, formula = definition.partition("=")
         if not formula:
             name, formula = definition, definition
         name, formula = name.strip(), formula.strip()
-        refs, tree = parse_formula(formula, self)
+        refs, tree = parse_formula(formula, self, totals)
         inc = _substitute(tree, lambda k: self.columns[k].inclusive)
         exc = _substitute(tree, lambda k: self.columns[k].exclusive)
         percent = all(self.columns[k].percent for k in refs) and _is_linear(tree)
@@ -295,10 +298,21 @@ class _Ref:
 _FUNCS = {"min", "max", "sqrt", "log", "ln", "abs", "floor", "ceil"}
 
 
-def parse_formula(text: str, catalog: Catalog) -> tuple[list[int], Expr]:
-    """(referenced column numbers, expression with :class:`_Ref` leaves) of a ``$n`` formula."""
+def parse_formula(text: str, catalog: Catalog, totals: Callable[[int], float] | None = None
+                  ) -> tuple[list[int], Expr]:
+    """(referenced column numbers, expression with ``_Ref`` leaves) of a ``$n`` formula (``@n``: the
+    constant ``totals(n)``)."""
     refs: list[int] = []
     names: dict[str, int] = {}
+
+    def aggregate(m: re.Match[str]) -> str:
+        col = int(m.group(1))
+        if col >= len(catalog):
+            raise ValueError(f"formula {text!r}: there is no metric @{col} (the database has {len(catalog)})")
+        if totals is None:
+            raise ValueError(f"formula {text!r}: @{col} (an aggregate value) is not available here")
+        value = float(totals(col))
+        return f"({value!r})" if math.isfinite(value) else "(0.0)"
 
     def by_name(m: re.Match[str]) -> str:
         col = catalog.find(m.group(1)).index
@@ -319,8 +333,10 @@ def parse_formula(text: str, catalog: Catalog) -> tuple[list[int], Expr]:
     except KeyError as exc:
         raise ValueError(f"formula {text!r}: {exc.args[0]}") from None
     src = re.sub(r"\$(\d+)", by_number, src)
-    if "$" in src:
-        raise ValueError(f"formula {text!r}: '$' must be followed by a metric number or {{name}}")
+    src = re.sub(r"@(\d+)", aggregate, src)
+    if "$" in src or "@" in src:
+        raise ValueError(f"formula {text!r}: '$' must be followed by a metric number or {{name}}, '@' by a "
+                         "metric number")
     try:
         tree = ast.parse(src, mode="eval").body
     except SyntaxError:

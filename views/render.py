@@ -1,15 +1,16 @@
 """Tree-tables for the terminal (and JSON/CSV): which rows to show, and how values look.
 
 Only the rows that are printed are visited in Python: children come from one
-vectorized sort of the whole forest (:meth:`Forest.children`), the rows are
+vectorized sort of the whole forest (:meth:`.Forest.children`), the rows are
 chosen by depth, ``--top`` and the hot path, and each column is one numpy
 array indexed by the chosen rows.
 
 Presentation follows hpcviewer (§V.A of Adhianto et al.,
 "Effectively Presenting Call Path Profiles of Application Performance", 2010): zeros are blank
-cells, numbers are compact (three significant digits, SI suffix), percentages are of
-the experiment's aggregate value, rows whose every shown value is zero are not
-shown, siblings are sorted by the chosen column.
+cells, every value of a metric column is written in one notation (:func:`notation`: scientific with three
+significant digits, hpcviewer's default, unless the column's values fit a fixed one), percentages are of
+the experiment's aggregate value and aligned, rows whose every shown value is zero are not
+shown, siblings are sorted by the chosen column. JSON and CSV keep every value at full precision.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import csv
 import io
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import field
 from typing import Any
 
@@ -58,8 +60,58 @@ class Table:
         return f"{col.name} {SIDE_MARK[side]}"
 
 
+#: A column is written in fixed notation only when its smallest shown magnitude is at least this, its
+#: largest below ``FIXED_BELOW``, and the two within ``FIXED_SPAN`` of each other (two orders of
+#: magnitude); counts (integral values below ``INTEGERS_BELOW``) are written as integers. Any other column
+#: is scientific, as hpcviewer writes every metric by default (``1.35e+02``).
+FIXED_FROM = 0.01
+FIXED_BELOW = 1e5
+FIXED_SPAN = 100.0
+INTEGERS_BELOW = 1e6
+SIGNIFICANT = 3  # digits of the smallest magnitude in fixed notation, of every value in scientific notation
+
+
+class Notation:
+    """One number notation for every value of a column: ``scientific`` (``1.35e+02``) or fixed with
+    ``decimals`` decimals (``0.0218``, ``135.0000``); calling it writes a value (blank, or ``zero``, for zero
+    and undefined values)."""
+
+    __slots__ = ("decimals", "scientific")
+
+    def __init__(self, scientific: bool, decimals: int) -> None:
+        self.scientific = scientific
+        self.decimals = decimals
+
+    def __call__(self, value: float, zero: str = "") -> str:
+        value = float(value)
+        if not math.isfinite(value) or value == 0:
+            return zero
+        return f"{value:.{self.decimals}{'e' if self.scientific else 'f'}}"
+
+    def __repr__(self) -> str:
+        return f"Notation(scientific={self.scientific}, decimals={self.decimals})"
+
+
+def notation(values: Iterable[float] | np.ndarray) -> Notation:
+    """The one notation of a column, chosen from the values it shows (zeros and undefined values, shown
+    blank, do not count): integers for counts, fixed when every magnitude lies in [:data:`FIXED_FROM`,
+    ``FIXED_BELOW``) within a factor ``FIXED_SPAN`` (with the decimals that give the smallest
+    ``SIGNIFICANT`` significant digits), else scientific with ``SIGNIFICANT`` significant digits."""
+    a = np.abs(np.asarray(values if isinstance(values, np.ndarray) else list(values), dtype=np.float64))
+    a = a[np.isfinite(a) & (a != 0)]
+    if not len(a):
+        return Notation(False, 0)
+    lo, hi = float(a.min()), float(a.max())
+    if hi < INTEGERS_BELOW and bool(np.all(a == np.round(a))):
+        return Notation(False, 0)
+    if lo >= FIXED_FROM and hi < FIXED_BELOW and hi < lo * FIXED_SPAN:
+        return Notation(False, max(0, SIGNIFICANT - 1 - math.floor(math.log10(lo))))
+    return Notation(True, SIGNIFICANT - 1)
+
+
 def compact(value: float) -> str:
-    """``1.21``, ``12.1``, ``1.21k``, ``3.40M``, ``1.23e-05``; blank for zero and undefined values."""
+    """One value on its own (not in a column: :func:`notation` writes columns): ``1.21``, ``12.1``,
+    ``1.21k``, ``3.40M``, ``1.23e-05``; blank for zero and undefined values."""
     if value is None or not math.isfinite(value) or value == 0:
         return ""
     a = abs(value)
@@ -133,9 +185,16 @@ def render_text(table: Table, width: int | None = None) -> str:
     cells: list[list[str]] = []
     vals = [forest.values(c, s) for c, s in table.columns]
     col_width = []
+    # One notation per metric, from the values of its inclusive and exclusive columns together (hpcviewer's
+    # format is the metric's): both columns of a metric read alike.
+    by_metric: dict[int, list[np.ndarray]] = {}
+    for i, (col, _side) in enumerate(table.columns):
+        by_metric.setdefault(id(col), []).append(vals[i][nodes] if len(nodes) else np.zeros(0))
+    writers = {key: notation(np.concatenate(parts)) for key, parts in by_metric.items()}
     for i, (col, _side) in enumerate(table.columns):
         v = vals[i][nodes] if len(nodes) else np.zeros(0)
-        texts = [compact(x) for x in v.tolist()]
+        write = writers[id(col)]
+        texts = [write(x) for x in v.tolist()]
         pcts = [percent(x, table.totals[i]) if col.percent else "" for x in v.tolist()]
         nw = max([len(t) for t in texts] + [1])
         pw = max([len(p) for p in pcts] + [0])
@@ -165,10 +224,12 @@ def render_text(table: Table, width: int | None = None) -> str:
     if table.hot_path and table.hot_column is not None:
         col, side = table.hot_column
         end = table.hot_path[-1]
-        v = forest.values(col, side)[end]
+        values = forest.values(col, side)
+        v = values[end]
+        shown = values[nodes] if (col, side) in table.columns and len(nodes) else values[[end]]
         lines.append("")
         lines.append(f"hot path ({col.name} {SIDE_MARK[side]}, threshold {100 * (table.threshold or 0):g}%): "
-                     f"{len(table.hot_path)} scopes, ends at {forest.label(end)} = {compact(float(v)) or '0'}"
+                     f"{len(table.hot_path)} scopes, ends at {forest.label(end)} = {notation(shown)(v, '0')}"
                      f" ({percent(float(v), forest.exp.total(col)) or '0%'} of the total)")
     return "\n".join(lines) + "\n"
 

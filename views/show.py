@@ -56,15 +56,17 @@ def build_forest(exp: Experiment, view: str, depth: int, flatten: int, deep: boo
 
 
 def list_metrics(exp: Experiment) -> str:
+    from hpcsa.views.render import notation
+
     lines = [f"{'$n':>4}  {'total':>9}  metric"]
-    for col in exp.catalog:
-        total = exp.total(col)
+    totals = [exp.total(col) for col in exp.catalog]
+    write = notation(totals)  # one notation for the column
+    for col, total in zip(exp.catalog, totals, strict=True):
         flags = [] if col.visible else ["hidden"]
         if col.derived:
             flags.append("derived")
         tail = f"  [{', '.join(flags)}]" if flags else ""
-        from hpcsa.views.render import compact
-        lines.append(f"{'$' + str(col.index):>4}  {compact(total) or '-':>9}  {col.name}{tail}")
+        lines.append(f"{'$' + str(col.index):>4}  {write(total, '-'):>9}  {col.name}{tail}")
     return "\n".join(lines) + "\n"
 
 

@@ -9,7 +9,9 @@
   HPCToolkit's earlier dense metric databases stored them);
 - sparse size: profile.db (the paper's PMS), with cct.db and the whole database beside it.
 
-Everything comes from the profile infos (value and context counts), without reading a value.
+Everything comes from the profile infos (value and context counts), without reading a value. "contexts" is
+the count every command prints (:func:`hpcsa.formats.db.database.context_count`: meta.db's entry points and
+contexts), beside the context ids (elided instruction contexts included) that the densities are of.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def database_stats(exp: Experiment) -> dict[str, Any]:
     dense = 8 * (len(threads) * n_ids * len(prop_ids) + n_ids * len(stat_ids))
     gpu = sum(1 for p in exp.profiles if p.gpu)
     return {
-        "database": exp.path, "contexts": len(exp.meta.contexts) if exp.meta.contexts else 0,
+        "database": exp.path, "contexts": db.n_contexts(),
         "context_ids": n_ids, "profiles": len(threads), "cpu_profiles": len(threads) - gpu, "gpu_profiles": gpu,
         "metrics": len(exp.meta.metrics), "metric_columns": len(prop_ids), "summary_columns": len(stat_ids),
         "values": int(n_vals.sum()), "summary_values": int(pdb.n_values[0]) if len(pdb) else 0,

@@ -55,6 +55,7 @@ STRATEGIES = ("sum", "set", "key", "calltree")
 SET_STATS = ("min", "max", "count", "sumsq")
 NUM_THREADS = "num_threads"
 
+#: Names of procedures inside which a context is not work (the ``key`` strategy's classifier, above).
 NOT_WORK = re.compile(
     r"^<omp idle>$|^<omp .*wait.*>$|^GOMP_.*wait|^__kmp.*wait|gomp_.*wait"
     r"|^<gpu sync>$|^cuda.*Synchronize|^hip.*Synchronize"

@@ -89,6 +89,8 @@ class TopDownForest(Forest):
                                "relation": T.RELATION_NAME[int(c.relation[node])]
                                if c.kind[node] not in (T.ROOT, T.ENTRY) else None,
                                "name": exp.scope_name(node)}
+        if (full := exp.full_name_of(node)) is not None:
+            out["full_name"] = full
         if c.file[node] >= 0:
             out["file"], out["line"] = exp.file_name(int(c.file[node]), True), int(c.line[node])
         if c.module[node] >= 0:

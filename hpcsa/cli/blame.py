@@ -9,7 +9,7 @@ from hpcsa.core.errors import HpcsaError
 from hpcsa.core.outputs import atomic_file, check_directory_output
 from hpcsa.core.progress import Progress
 from hpcsa.views.blame.attribute import blame
-from hpcsa.views.blame.report import to_json, to_text
+from hpcsa.views.blame.report import spread_line, to_json, to_text
 from hpcsa.views.blame.rules import load_rules
 from hpcsa.views.experiment import open_experiment
 
@@ -25,6 +25,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu-idle-over", choices=("gpu", "run"), default="gpu",
                         help="GPU idleness within the GPU's first to last operation (gpu, default) or within the "
                         "whole run of its process (run)")
+    parser.add_argument("--full-names", action="store_true", help="show procedures by their full names (default: "
+                        "C++ names without template arguments and parameter lists)")
     parser.add_argument("--chunk", type=int, default=1 << 17, metavar="N",
                         help="trace elements per sweep window (bounds memory; default 131072)")
 
@@ -43,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         check_directory_output(args.output)
     exp = open_experiment(args.database)
+    exp.full_names = args.full_names
     progress = Progress("blame", total=len(exp.profiles))
     result = blame(exp, args.output, rules, chunk=args.chunk, over_run=args.gpu_idle_over == "run",
                    progress=progress)
@@ -52,10 +55,9 @@ def run(args: argparse.Namespace) -> int:
             fh.write(text)
     else:
         sys.stdout.write(text)
-    eff = ", ".join(f"{p.efficiency:.1%}" for p in result.processes[:4]) + (" ..." if len(result.processes) > 4
-                                                                             else "")
-    busy = ", ".join(f"{g.busy_share:.1%}" for g in result.gpus[:4]) + (" ..." if len(result.gpus) > 4 else "")
+    eff = spread_line([p.efficiency for p in result.processes], True)
+    busy = spread_line([g.busy_share for g in result.gpus], True)
     dest = f" -> {args.output}" if args.output else ""
-    progress.finish(f"hpcsa blame: {len(result.processes)} processes (efficiency {eff or '-'}), "
-                    f"{len(result.gpus)} GPUs (busy {busy or '-'}){dest}")
+    progress.finish(f"hpcsa blame: {len(result.processes)} processes (efficiency min / median / max {eff}), "
+                    f"{len(result.gpus)} GPUs (busy {busy}){dest}")
     return 0

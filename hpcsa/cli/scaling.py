@@ -8,7 +8,7 @@ import json
 import sys
 
 from hpcsa.views.experiment import open_experiment
-from hpcsa.views.render import compact
+from hpcsa.views.render import notation
 from hpcsa.views.scaling import MODES, scaling_loss
 from hpcsa.views.show import default_columns
 
@@ -45,10 +45,12 @@ def run(args: argparse.Namespace) -> int:
     out = [f"scaling loss of {res.metric}, {res.mode} scaling, p = {res.p} -> q = {res.q} units "
            f"(per unit; expected = cost at p{' x p/q' if res.mode == 'strong' else ''})", "",
            f"{'loss (I)':>9} {'% of q':>7} {'loss (E)':>9} {'at p':>8} {'at q':>8} {'expected':>9}  context"]
-    for r in rows:
-        out.append(f"{compact(r['loss']):>9} {r['loss_pct']:>6.1f}% {compact(r['loss_exclusive']):>9} "
-                   f"{compact(r['cost_p']) or '0':>8} {compact(r['cost_q']) or '0':>8} "
-                   f"{compact(r['expected']) or '0':>9}  {r['context']}")
+    write = {k: notation(r[k] for r in rows) for k in ("loss", "loss_exclusive", "cost_p", "cost_q", "expected")}
+    for r in rows:  # one notation per column
+        out.append(f"{write['loss'](r['loss']):>9} {r['loss_pct']:>6.1f}% "
+                   f"{write['loss_exclusive'](r['loss_exclusive']):>9} "
+                   f"{write['cost_p'](r['cost_p'], '0'):>8} {write['cost_q'](r['cost_q'], '0'):>8} "
+                   f"{write['expected'](r['expected'], '0'):>9}  {r['context']}")
     if not rows:
         out.append("(no context scales worse than expected)")
     sys.stdout.write("\n".join(out) + "\n")

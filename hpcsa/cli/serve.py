@@ -24,7 +24,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.epilog = (f"{parser.epilog or ''}\n\nfrom a laptop, through the login node:\n"
                      f"  ssh -L {DEFAULT_PORT}:127.0.0.1:{DEFAULT_PORT} login-node   "
                      "# then open the printed URL on the laptop")
-    parser.add_argument("database", help="database directory (meta.db, profile.db, ...)")
+    parser.add_argument("database", nargs="+", help="database directory (meta.db, profile.db, ...); two or more: "
+                        "compare them (hpcsa compare's aligned tree, a column per run; the first is the baseline)")
     parser.add_argument("--port", "-p", type=int, default=DEFAULT_PORT,
                         help=f"port to listen on (default {DEFAULT_PORT}; 0: any free port)")
     parser.add_argument("--host", default="127.0.0.1",
@@ -47,7 +48,12 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.port < 65536:
         raise HpcsaError(None, f"--port {args.port}: not a port number")
     started = time.perf_counter()
-    exp = open_experiment(args.database)
+    databases = list(args.database)
+    compared = None
+    if len(databases) > 1:  # compare mode: the baseline's own views stay at /, the comparison's page beside them
+        from hpcsa.views.compare import compare
+        compared = compare(databases)
+    exp = open_experiment(databases[0])
     for d in args.derive:
         exp.derive(d)
     try:
@@ -59,8 +65,14 @@ def run(args: argparse.Namespace) -> int:
         raise HpcsaError(None, f"cannot listen on {args.host}:{args.port}: {exc.strerror}") from None
     warm(app.model)
     url = url_of(server, app)
+    if compared is not None:
+        from hpcsa.views.compare.serve import PREFIX, CompareApi
+        app.add_mode(PREFIX, CompareApi(compared))
+        url = url.replace("/?token=", f"{PREFIX}page?token=")
+        print(f"hpcsa serve: comparing {len(compared.runs)} runs, {len(compared):,} aligned contexts "
+              f"(baseline {compared.runs[compared.baseline].label})")
     port = server.server_address[1]
-    print(f"hpcsa serve: {exp.path}: {len(exp.cct):,} contexts, {len(exp.profiles):,} profiles, "
+    print(f"hpcsa serve: {exp.path}: {exp.db.n_contexts():,} contexts, {len(exp.profiles):,} profiles, "
           f"ready in {time.perf_counter() - started:.1f} s")
     print(f"  open {url}")
     if args.host in LOOPBACK:
@@ -68,10 +80,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"  listening on {args.host}: anyone who can reach this port and has the URL can read the database",
               file=sys.stderr)
-    print("  Ctrl-C stops the server", flush=True)
-    if args.open:
-        webbrowser.open(url)
-    try:
+    try:  # from the line that tells the user about Ctrl-C on, Ctrl-C is the normal way out
+        print("  Ctrl-C stops the server", flush=True)
+        if args.open:
+            webbrowser.open(url)
         server.serve_forever(poll_interval=0.5)
     except KeyboardInterrupt:
         print("hpcsa serve: stopped")

@@ -46,6 +46,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", "-f", default="text", choices=("text", "json", "csv"))
     parser.add_argument("--list-metrics", action="store_true", help="list the metric columns and their $n numbers")
     parser.add_argument("--width", type=int, default=0, help="cut text lines to this width (0: no limit)")
+    parser.add_argument("--full-names", action="store_true", help="show procedures by their full names (default: "
+                        "C++ names without template arguments and parameter lists)")
 
 
 def parse_threshold(text: str) -> float:
@@ -61,6 +63,7 @@ def parse_threshold(text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     exp = open_experiment(args.database)
+    exp.full_names = args.full_names
     for d in args.derive:
         exp.derive(d)
     if args.list_metrics:

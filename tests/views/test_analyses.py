@@ -30,20 +30,23 @@ def test_imbalance_of_the_worker_loop() -> None:
     assert table.profiles.tolist() == [1, 2, 3, 4, 6, 7, 8, 9]  # the CPU threads (CPUTIME has no GPU data)
     loop = int(exp.find_rows("worker")[0]) + 1
     assert exp.scope_name(loop) == "loop at app.c:82"
-    values = np.array([0, 3, 5, 4, 0, 4, 6, 5], float)  # masters, then workers 1-3, per rank
-    assert table.max[loop] == 6 and table.min[loop] == 0
+    # the workers 1-3 of each rank run the loop; the two masters never do: compared where it is present
+    values = np.array([3, 5, 4, 4, 6, 5], float)
+    assert table.max[loop] == 6 and table.min[loop] == 3 and table.count[loop] == 6 and table.lacking(loop) == 2
     assert table.mean[loop] == pytest.approx(values.mean())
     assert table.std[loop] == pytest.approx(values.std())
-    assert table.imbalance[loop] == pytest.approx(((values.max() - values)).sum())  # = 8 x (6 - 3.375) = 21
+    assert table.imbalance[loop] == pytest.approx(((values.max() - values)).sum())  # = 6 x (6 - 4.5) = 9
     dist = distribution(exp, loop, CPU)
-    assert dist.values.tolist() == values.tolist()
-    assert dist.stats["imbalance"] == pytest.approx(21.0)
+    assert dist.values.tolist() == values.tolist() and (dist.compared, dist.lacking) == (8, 2)
+    assert dist.stats["imbalance"] == pytest.approx(9.0) and dist.stats["lacking"] == 2
     counts, _ = dist.histogram(bins=6)
-    assert counts.sum() == 8 and counts[0] == 2  # the two masters have nothing there
+    assert counts.sum() == 6
     # ranking: contexts by the measure, the heaviest first; a balanced context is not listed
     ranked = table.ranked()
     assert (np.diff(table.imbalance[ranked]) <= 0).all() and loop in ranked
-    assert table.imbalance[exp.find_rows("compute")[0]] == pytest.approx(8 * (6 - 12 / 8))
+    # compute runs on the two masters only, 6 s each: a thread role, not imbalance (was 8 x (6 - 12/8) = 36)
+    compute = exp.find_rows("compute")[0]
+    assert table.count[compute] == 2 and table.imbalance[compute] == 0 and compute not in ranked
     gpu = imbalance_table(exp, "GPUOP (sec)")
     assert gpu.profiles.tolist() == [5, 10]  # GPUOP has data on the streams only
     saxpy = exp.find_rows("saxpy")[0]
@@ -142,12 +145,14 @@ def test_trace_export_nests_call_paths(tmp_path: Path) -> None:
     slices = [e for e in doc["traceEvents"] if e["ph"] == "X"]
     spans = [(e["name"], e["ts"], e["dur"]) for e in slices]
     assert ("main thread", 0.0, 3.0) in spans and ("main", 0.0, 3.0) in spans
-    # f (call site folded in) from 0 to 2 us, g from 2 to 3, f again from 3 (the last sample: zero length)
+    # f (call site folded in) from 0 to 2 us, g from 2 to 3; the last element (at 3 us) is the line's end
     assert ("t.c:2 → f", 0.0, 2.0) in spans and ("t.c:3 → g", 2.0, 1.0) in spans
-    assert ("t.c:2 → f", 3.0, 0.0) in spans
-    assert counts == {"tracks": 1, "samples": 4, "slices": len(slices), "unknown_samples": 0}
+    assert max(t + d for _, t, d in spans) == 3.0
+    assert counts == {"processes": 1, "tracks": 1, "samples": 3, "slices": len(slices), "unknown_samples": 0}
     names = [e for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"]
     assert names[0]["args"]["name"] == "thread 0"
+    procs = [e for e in doc["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"]
+    assert [e["args"]["name"] for e in procs] == [exp.processes.processes[0].label]
 
 
 @pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="shared data absent")
@@ -155,7 +160,8 @@ def test_trace_export_nests_call_paths(tmp_path: Path) -> None:
 def test_trace_export_of_real_databases(shared_data: Path, tmp_path: Path, name: str) -> None:
     exp = open_experiment(v4_databases(shared_data)[name])
     counts = export_trace(exp, tmp_path / "t.json", max_depth=6 if "issue-233" in name else 64)  # 400k slices
-    assert counts["samples"] == int(exp.db.trace.n_elements().sum())
+    assert counts["samples"] == int(np.maximum(exp.db.trace.n_elements() - 1, 0).sum())  # the last: the end
+    assert counts["processes"] == len(exp.processes)
     doc = json.loads((tmp_path / "t.json").read_text())
     by_track: dict[tuple[int, int], list[tuple[float, float, int]]] = {}
     depth = {int(r): int(d) for r, d in zip(exp.cct.ctx_id.tolist(), exp.cct.depth.tolist(), strict=True)}

@@ -45,7 +45,7 @@ from hpcsa.formats.db.propagate import ScopeRule, TreeArrays, propagate_scopes
 from hpcsa.views import tree as T
 from hpcsa.views.blame.rules import CLASS_NAMES, Rules, classify_rows, frame_decisions
 from hpcsa.views.blame.sweep import Acc, Line, ProcessResult, sweep_process
-from hpcsa.views.data import KIND_GPUCONTEXT, KIND_GPUDEVICE, KIND_THREAD
+from hpcsa.views.data import KIND_GPUCONTEXT, KIND_GPUDEVICE
 from hpcsa.views.dbwrite import SummaryInputs, extended_taxonomy, summary_profile, write_from_profiles
 from hpcsa.views.experiment import Experiment
 
@@ -134,60 +134,30 @@ def _line(exp: Experiment, slot: dict[int, int], index: int, step: int = 1 << 20
     return Line(index, line)
 
 
-def _split_runs(members: list, lines: dict[int, Line | None]) -> list[list]:
-    """Split profiles whose identifier tuples repeat (processes without an MPI rank, e.g. several runs into one
-    measurement directory) into processes: each traced thread joins the first thread (lowest THREAD id) that
-    started last before it; untraced profiles join the first process."""
-    keys = [tuple(sorted(p.ids.items())) for p in members]
-    if len(set(keys)) == len(keys):
-        return [members]
-    cpu = [p for p in members if not p.gpu]
-    first_id = min((p.ids.get(KIND_THREAD, 0) for p in cpu), default=0)
-    anchors = []
-    for p in cpu:
-        line = lines.get(p.index)
-        if p.ids.get(KIND_THREAD, 0) == first_id and line is not None:
-            anchors.append((line.span[0], p.index))
-    anchors.sort()
-    if len(anchors) < 2:
-        return [members]
-    starts = np.array([a[0] for a in anchors], np.int64)
-    groups: list[list] = [[] for _ in anchors]
-    for p in members:
-        ln = lines.get(p.index)
-        k = 0 if ln is None else max(0, int(np.searchsorted(starts, ln.span[0], "right")) - 1)
-        groups[k].append(p)
-    return groups
-
-
 def _layout(exp: Experiment) -> list[tuple[str, list[Line], list[int], list[tuple[tuple, list[Line]]]]]:
-    """Per process: (label, CPU lines with elements, all CPU profiles, GPUs with their stream lines)."""
+    """Per process (rank, or run where processes share an identity: :mod:`hpcsa.views.processes`): (label,
+    CPU lines with elements, all CPU profiles, GPUs with their stream lines)."""
     tdb = exp.db.trace
     slot = {} if tdb is None else {int(p): k for k, p in enumerate(tdb.prof_index.tolist())}
     lines = {p.index: _line(exp, slot, p.index) for p in exp.profiles}
-    by: dict[tuple, list] = {}
-    for p in sorted(exp.profiles, key=lambda p: (p.process, tuple(sorted(p.ids.items())), p.index)):
-        by.setdefault(p.process, []).append(p)
+    info = {p.index: p for p in exp.profiles}
     out = []
-    for process, members in sorted(by.items()):
-        label = " ".join(f"{k.lower()} {v}" for k, v in process) or "process"
-        runs = _split_runs(members, lines)
-        for k, group in enumerate(runs):
-            cpu, cpu_all = [], []
-            gpus: dict[tuple[str, int], list[Line]] = {}
-            for p in group:
-                line = lines[p.index]
-                if p.gpu:
-                    dev = ((KIND_GPUDEVICE, p.ids[KIND_GPUDEVICE]) if KIND_GPUDEVICE in p.ids
-                           else (KIND_GPUCONTEXT, p.ids.get(KIND_GPUCONTEXT, 0)))
-                    if line is not None:
-                        gpus.setdefault(dev, []).append(line)
-                else:
-                    cpu_all.append(p.index)
-                    if line is not None:
-                        cpu.append(line)
-            name = f"{label} (run {k + 1} of {len(runs)})" if len(runs) > 1 else label
-            out.append((name, cpu, cpu_all, sorted(gpus.items())))
+    for proc in exp.processes.processes:
+        members = sorted(proc.profiles, key=lambda i: (tuple(sorted(info[i].ids.items())), i))
+        cpu, cpu_all = [], []
+        gpus: dict[tuple[str, int], list[Line]] = {}
+        for i in members:
+            p, line = info[i], lines[i]
+            if p.gpu:
+                dev = ((KIND_GPUDEVICE, p.ids[KIND_GPUDEVICE]) if KIND_GPUDEVICE in p.ids
+                       else (KIND_GPUCONTEXT, p.ids.get(KIND_GPUCONTEXT, 0)))
+                if line is not None:
+                    gpus.setdefault(dev, []).append(line)
+            else:
+                cpu_all.append(i)
+                if line is not None:
+                    cpu.append(line)
+        out.append((proc.label, cpu, cpu_all, sorted(gpus.items())))
     return out
 
 
@@ -316,7 +286,7 @@ def scope_tree(cct: T.CCT) -> tuple[TreeArrays, ScopeRule]:
     """The tree and the rule the new metrics are propagated by (:mod:`hpcsa.formats.db.propagate`).
 
     Entry points are entered by a call, as hpcprof's top-level contexts are. Where the rule departs from
-    hpcprof's (:class:`ScopeRule`): the global root and the entry points keep point and execution only; a
+    hpcprof's (:class:`.ScopeRule`): the global root and the entry points keep point and execution only; a
     loop reports its loop-free sum as lex_aware whether it has a value of its own or not (the summary
     statistics, sums of the thread values, are then hpcprof's loop-free sums); a sum takes its terms nearest
     first (by depth, then context id), the order blame has always summed in."""

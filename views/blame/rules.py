@@ -53,6 +53,7 @@ CLASS_CPU, CLASS_SYNC, CLASS_LAUNCH = 0, 1, 2
 CLASS_NAMES = ("cpu", "sync", "launch")
 RULE_KEYS = ("wait", "gpu_sync", "gpu_launch", "overhead", "overhead_modules", "system_modules")
 
+#: The rules in effect without ``--rules``: regular expressions on procedure (or module) names, per key.
 DEFAULT_RULES: dict[str, list[str]] = {
     "wait": [
         # OpenMP runtimes: libgomp, LLVM libomp / Intel libiomp5, and hpcrun's OpenMP placeholders

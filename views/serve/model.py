@@ -12,6 +12,7 @@ the same numbers ``hpcsa imbalance`` prints.
 from __future__ import annotations
 
 import math
+import re
 import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, cast
@@ -29,6 +30,7 @@ from hpcsa.views.imbalance import Distribution, profile_set
 from hpcsa.views.metrics import Column
 from hpcsa.views.serve.source import source_of
 from hpcsa.views.show import default_columns
+from hpcsa.views.threadview import matching_profiles, thread_view
 
 if TYPE_CHECKING:
     from hpcsa.views.bottomup import CallersForest
@@ -44,6 +46,28 @@ PAGE = 200
 FOREST_CACHE = 8
 
 
+#: The metric menu's groups, in order (:func:`metric_group`).
+GROUPS = ("CPU", "GPU operations", "GPU instructions", "GPU stalls", "Blame", "Derived")
+
+
+def metric_group(name: str, derived: bool = False) -> str:
+    """Which group of the metric menu a column is in, by hpcrun's and hpcsa's metric names: GPU instruction
+    samples and their stall reasons (``GINS``, ``GINS:STL_*``, ``GSAMP:*``), GPU operations (``GKER``,
+    ``GXCOPY``, ``GMEM``, ``GSYNC``, ``GPUOP``, ...), blame's metrics, derived ones, and the CPU's."""
+    if derived:
+        return "Derived"
+    up = name.upper()
+    if up.startswith("GINS:STL") or up.startswith("GSAMP:STL"):
+        return "GPU stalls"
+    if up.startswith(("GINS", "GSAMP")):
+        return "GPU instructions"
+    if up.startswith(("CPU WORK", "CPU IDLENESS", "CPU OVERHEAD", "CPU WAIT", "GPU IDLE")):
+        return "Blame"
+    if re.match(r"^G[A-Z]*[:( ]|^G(KER|MEM|MSET|XCOPY|ICOPY|SYNC|PUOP|TIMES|COPY|KINFO)", up) or up.startswith("GPU"):
+        return "GPU operations"
+    return "CPU"
+
+
 def num(x: Any) -> float | None:
     x = float(x)
     return x if math.isfinite(x) else None
@@ -55,52 +79,70 @@ class Model:
     def __init__(self, exp: Experiment) -> None:
         self.exp = exp
         self._lock = threading.RLock()
-        self._forests: OrderedDict[tuple[str, int, tuple[Filter, ...]], Forest] = OrderedDict()
-        self._filtered: OrderedDict[tuple[Filter, ...], FilteredExperiment] = OrderedDict()
+        self._forests: OrderedDict[tuple[str, int, tuple[Filter, ...], str], Forest] = OrderedDict()
+        self._filtered: OrderedDict[tuple[tuple[Filter, ...], str], FilteredExperiment] = OrderedDict()
+        self._threads: OrderedDict[str, Experiment] = OrderedDict()
         self._fn_lower: list[str] | None = None
         self._profile_sets: dict[tuple[str, str], np.ndarray] = {}
         self._callers_depth = CALLER_LEVELS
 
     # -- forests -------------------------------------------------------------------------------------------
 
-    def forest(self, view: str, flatten: int = 0, filters: tuple[Filter, ...] = ()) -> Forest:
+    def forest(self, view: str, flatten: int = 0, filters: tuple[Filter, ...] = (), threads: str = "") -> Forest:
         if view not in VIEWS:
             raise HpcsaError(None, f"unknown view {view!r}")
         flatten = flatten if view == "flat" else 0
-        key = (view, flatten, filters)
+        threads = " ".join(threads.split())
+        key = (view, flatten, filters, threads)
         with self._lock:
             got = self._forests.get(key)
             if got is not None:
                 self._forests.move_to_end(key)
                 return got
-            exp = self.filtered(filters) if filters else self.exp
+            base = self.threads(threads)
+            exp = self.filtered(filters, threads) if filters else base
             if view == "top-down":
-                got = FilteredForest(self.forest(view), list(filters)) if filters else self.exp.top_down()
+                got = FilteredForest(self.forest(view, 0, (), threads), list(filters)) if filters else base.top_down()
             elif view == "bottom-up":
                 got = exp.bottom_up(self._callers_depth)
             else:
-                flat = cast("FlatForest", self.forest("flat", 0, filters)) if flatten else exp.flat()
+                flat = cast("FlatForest", self.forest("flat", 0, filters, threads)) if flatten else exp.flat()
                 got = flat.flattened(flatten) if flatten else flat
             self._forests[key] = got
             while len(self._forests) > FOREST_CACHE:
                 self._forests.popitem(last=False)
             return got
 
-    def filtered(self, filters: tuple[Filter, ...]) -> FilteredExperiment:
-        """The experiment's tree under these filters (kept: the callers and flat views are built over it)."""
+    def threads(self, pattern: str = "") -> Experiment:
+        """The experiment, or its thread view for an id-tuple pattern (:mod:`hpcsa.views.threadview`)."""
+        pattern = " ".join(pattern.split())
+        if not pattern:
+            return self.exp
         with self._lock:
-            got = self._filtered.get(filters)
+            got = self._threads.get(pattern)
             if got is None:
-                got = self._filtered[filters] = FilteredExperiment(self.exp, filters)
-                while len(self._filtered) > FOREST_CACHE:
-                    self._filtered.popitem(last=False)
-            self._filtered.move_to_end(filters)
+                got = self._threads[pattern] = thread_view(self.exp, matching_profiles(self.exp, pattern))
+                while len(self._threads) > FOREST_CACHE:
+                    self._threads.popitem(last=False)
+            self._threads.move_to_end(pattern)
             return got
 
-    def deepened(self, view: str, flatten: int, filters: tuple[Filter, ...], node: int) -> Forest:
+    def filtered(self, filters: tuple[Filter, ...], threads: str = "") -> FilteredExperiment:
+        """The experiment's tree under these filters (kept: the callers and flat views are built over it)."""
+        key = (filters, " ".join(threads.split()))
+        with self._lock:
+            got = self._filtered.get(key)
+            if got is None:
+                got = self._filtered[key] = FilteredExperiment(self.threads(threads), filters)
+                while len(self._filtered) > FOREST_CACHE:
+                    self._filtered.popitem(last=False)
+            self._filtered.move_to_end(key)
+            return got
+
+    def deepened(self, view: str, flatten: int, filters: tuple[Filter, ...], node: int, threads: str = "") -> Forest:
         """The view's forest, with the callers view built deep enough to tell whether ``node``'s children have
         children."""
-        forest = self.forest(view, flatten, filters)
+        forest = self.forest(view, flatten, filters, threads)
         if view != "bottom-up":
             return forest
         while self._callers_depth < MAX_CALLER_LEVELS:
@@ -114,7 +156,7 @@ class Model:
                 self._callers_depth = min(MAX_CALLER_LEVELS, 2 * self._callers_depth)
                 for key in [k for k in self._forests if k[0] == "bottom-up"]:
                     del self._forests[key]
-            forest = self.forest(view, flatten, filters)
+            forest = self.forest(view, flatten, filters, threads)
         return forest
 
     def column(self, spec: str) -> Column:
@@ -122,6 +164,22 @@ class Model:
             return self.exp.catalog.find(spec)
         except KeyError as exc:
             raise HpcsaError(None, exc.args[0]) from None
+
+    def derive(self, definition: str) -> Column:
+        """A derived column ``NAME=FORMULA`` (hpcviewer's syntax, :mod:`hpcsa.views.metrics`): the existing
+        one if the same definition was given before, else a new column; a name already used for another
+        formula is an error."""
+        name, _, formula = definition.partition("=")
+        name, formula = name.strip(), formula.strip()
+        if not name or not formula:
+            raise HpcsaError(None, f"a derived metric is NAME=FORMULA, not {definition!r}")
+        with self._lock:
+            for col in self.exp.catalog:
+                if col.name == name:
+                    if col.derived and col.description == f"derived: {formula}":
+                        return col
+                    raise HpcsaError(None, f"there is already a metric called {name!r}")
+            return self.exp.derive(f"{name}={formula}")
 
     # -- answers -------------------------------------------------------------------------------------------
 
@@ -131,14 +189,17 @@ class Model:
         for col in exp.catalog:
             cols.append({"index": col.index, "name": col.name, "description": col.description,
                          "visible": col.visible, "percent": col.percent, "derived": col.derived,
+                         "group": metric_group(col.name, col.derived),
                          "sides": [s for s in ("inclusive", "exclusive") if col.formula(s) is not None],
                          "total": num(exp.total(col))})
         profiles = exp.profiles
         tdb = exp.db.trace
-        return {"title": exp.title, "path": exp.path, "contexts": len(exp.cct),
+        measured = [c.index for c in default_columns(exp, True)][:2] or [0]
+        derived = [c.index for c in exp.catalog if c.derived and c.index not in measured]  # -d: shown too
+        return {"title": exp.title, "path": exp.path, "contexts": exp.db.n_contexts(),
                 "profiles": len(profiles), "gpu_profiles": sum(p.gpu for p in profiles),
-                "columns": cols, "default_columns": [c.index for c in default_columns(exp, True)][:2] or [0],
-                "views": list(VIEWS), "trace": tdb is not None and len(tdb) > 0}
+                "processes": len(exp.processes), "columns": cols, "default_columns": measured + derived,
+                "groups": list(GROUPS), "views": list(VIEWS), "trace": tdb is not None and len(tdb) > 0}
 
     def _values(self, forest: Forest, columns: list[Column]) -> list[tuple[Column, str, np.ndarray]]:
         return [(c, s, forest.values(c, s)) for c in columns for s in ("inclusive", "exclusive")
@@ -231,20 +292,24 @@ class Model:
             if key not in self._profile_sets:
                 self._profile_sets[key] = profile_set(self.exp, metric, kind)
         profiles = self._profile_sets[key]
+        chosen = getattr(getattr(forest, "base", forest).exp, "chosen_profiles", None)
+        if chosen is not None:  # a thread view: its profiles only
+            profiles = np.intersect1d(profiles, chosen)
         # as imbalance.distribution(), with the profile set kept
-        dist = Distribution(row, metric, scope, profiles, self.exp.context_values(row, metric, scope)[profiles])
+        dist = Distribution.over(row, metric, scope, profiles, self.exp.context_values(row, metric, scope)[profiles])
         order = np.argsort(dist.values, kind="stable")
         sv, sp = dist.values[order], dist.profiles[order]
         pick = np.unique(np.linspace(0, len(sv) - 1, min(points, len(sv))).round().astype(np.int64)) \
             if len(sv) else np.zeros(0, np.int64)
         counts, edges = dist.histogram(bins)
-        labels = {p.index: p.label for p in self.exp.profiles}
+        labels = self.exp.processes
         ends = [int(i) for i in (list(range(min(3, len(sv)))) + list(range(max(len(sv) - 3, 3), len(sv))))]
         return {"node": node, "ctx_id": int(self.exp.cct.ctx_id[row]), "label": forest.label(node),
                 "metric": dist.metric, "scope": scope, "stats": {k: num(v) for k, v in dist.stats.items()},
+                "compared": dist.compared, "lacking": dist.lacking,
                 "sorted": {"rank": pick.tolist(), "value": [num(v) for v in sv[pick]]},
                 "histogram": {"edges": [num(e) for e in edges], "counts": counts.tolist()},
-                "extremes": [{"rank": i, "profile": int(sp[i]), "label": labels.get(int(sp[i]), str(int(sp[i]))),
+                "extremes": [{"rank": i, "profile": int(sp[i]), "label": labels.label(int(sp[i])),
                               "value": num(sv[i])} for i in ends]}
 
     def source(self, forest: Forest, node: int) -> dict[str, Any]:

@@ -1,82 +1,103 @@
 """The HTTP side of ``hpcsa serve``: a read-only JSON API and the page, behind a random token.
 
 Every request must carry the token (``?token=``, the ``X-Hpcsa-Token`` header, or the cookie the page
-sets); it is compared with :func:`hmac.compare_digest`. Only GET and HEAD are answered. The database is
-opened read-only by the views' API and nothing is ever written. Answers are JSON (``/api/...``), the
-page's own files (``/``, ``/static/...``, from the package), and source copies (``/src/<path>``, only
-files inside the database's ``src/``, see :mod:`hpcsa.views.serve.source`); anything else is a 404.
+sets); it is compared with :func:`hmac.compare_digest`. A request without it gets a page that says how to
+get in (the URL ``hpcsa serve`` printed), or a JSON error for the API. Only GET and HEAD are answered. The
+database is opened read-only by the views' API and nothing is ever written. Answers are JSON (``/api/...``)
+or CSV (``/api/csv``), the page's own files (``/``, ``/static/...``, from the package), and source copies
+(``/src/<path>``, only files inside the database's ``src/``, see :mod:`hpcsa.views.serve.source`); anything
+else is a 404.
+
+The API is a table of *modes*, each answering the paths under its prefix (:class:`ApiMode`): the tree
+views (:mod:`hpcsa.views.serve.tree_api`, ``/api/``) and the trace views (:mod:`hpcsa.views.serve.trace_api`,
+``/api/trace/``). Another mode (a comparison of two databases, say) is one more entry in
+:attr:`App.modes`, with its own prefix and its own page module.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
+import html
 import json
 import secrets
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from hpcsa.core.errors import HpcsaError
 from hpcsa.views.experiment import Experiment
-from hpcsa.views.filters import parse_filters
-from hpcsa.views.forest import DEFAULT_THRESHOLD
-from hpcsa.views.imbalance import KINDS
+from hpcsa.views.names import FULL_NAMES
 from hpcsa.views.serve.model import Model
 from hpcsa.views.serve.source import read_source
-from hpcsa.views.serve.trace import TraceModel
+from hpcsa.views.serve.trace_api import TraceApi
+from hpcsa.views.serve.tree_api import TreeApi
 
-if TYPE_CHECKING:
-    from hpcsa.views.forest import Forest
-    from hpcsa.views.metrics import Column
-
-STATIC = {"app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8",
-          "index.html": "text/html; charset=utf-8"}
+#: The page's files: the page, its style sheet and its script modules.
+STATIC = {"index.html": "text/html; charset=utf-8", "style.css": "text/css; charset=utf-8",
+          **{f"{m}.js": "text/javascript; charset=utf-8"
+             for m in ("app", "util", "tree", "tools", "panes", "trace", "tracedraw")}}
 HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
            "X-Frame-Options": "DENY",
            "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; object-src 'none'; "
                                       "base-uri 'none'; frame-ancestors 'none'"}
+NO_TOKEN = "this server needs its access token: open the URL hpcsa serve printed"
+#: The page for a missing or wrong token: styled by its own <style> block, which its Content-Security-Policy
+#: allows by hash (nothing else: no script, no other source).
+TOKEN_STYLE = ("body { font: 15px/1.5 system-ui, sans-serif; max-width: 40em; margin: 3em auto; color: #1d2329; }"
+               " h1 { font-size: 1.4em; }")
+TOKEN_CSP = (f"default-src 'none'; style-src 'sha256-{base64.b64encode(hashlib.sha256(TOKEN_STYLE.encode()).digest()).decode()}'; "
+             "img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+TOKEN_PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>hpcsa serve: access token needed</title>
+<link rel="icon" href="data:,"><style>{style}</style></head>
+<body>
+<h1>This hpcsa serve page needs its access token</h1>
+<p>{problem}</p>
+<p>Open the URL that <code>hpcsa serve</code> printed when it started: it ends in
+<code>/?token=&hellip;</code>. Each start of the server makes a new token, so a link from an earlier
+start does not work; copy the new one from the terminal where the server runs.</p>
+<p>From another machine, forward the port first (<code>ssh -L PORT:127.0.0.1:PORT host</code>), then open the
+same URL there.</p>
+</body></html>
+"""
 
 
 def new_token() -> str:
     return secrets.token_urlsafe(24)
 
 
+class ApiMode(Protocol):
+    """One mode of the API: answers the paths under its prefix (``name`` is the rest of the path) with
+    JSON-ready data, or (body bytes, content type, extra headers) for another format."""
+
+    def answer(self, name: str, q: dict[str, str]) -> Any: ...
+
+
 class App:
-    """The database, its model, the token; shared by the handler threads."""
+    """The database, its model, the token and the API's modes; shared by the handler threads."""
 
     def __init__(self, exp: Experiment, token: str | None = None) -> None:
         self.exp = exp
         self.model = Model(exp)
         self.token = token or new_token()
-        self._trace: TraceModel | None = None
-        self._trace_error: str | None = None
+        self.trace_api = TraceApi(exp)
+        #: (prefix, mode): the longest prefix that starts a path answers it
+        self.modes: list[tuple[str, ApiMode]] = [("/api/trace/", self.trace_api), ("/api/", TreeApi(self.model))]
         self._lock = threading.Lock()
 
-    def trace(self) -> TraceModel:
+    def add_mode(self, prefix: str, mode: ApiMode) -> None:
+        """Answer the API paths under ``prefix`` (``/api/<name>/``) with another mode."""
         with self._lock:
-            if self._trace is None and self._trace_error is None:
-                try:
-                    self._trace = TraceModel(self.exp)
-                except LookupError as exc:
-                    self._trace_error = str(exc)
-            if self._trace is None:
-                raise LookupError(self._trace_error)
-            return self._trace
+            self.modes.insert(0, (prefix, mode))
+            self.modes.sort(key=lambda pm: -len(pm[0]))
 
     def allowed(self, offered: str | None) -> bool:
         return offered is not None and hmac.compare_digest(offered.encode(), self.token.encode())
-
-
-def _int(q: dict[str, str], name: str, default: int | None = None) -> int:
-    v = q.get(name)
-    if v is None or v == "":
-        if default is None:
-            raise ValueError(f"missing parameter {name!r}")
-        return default
-    return int(v)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -138,9 +159,11 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802
         parts = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
-        if not self.app.allowed(self._offered_token(query)):
-            self._error(403, "this server needs its access token: open the URL hpcsa serve printed")
+        offered = self._offered_token(query)
+        if not self.app.allowed(offered):
+            self._refuse_token(parts.path, offered)
             return
+        token = FULL_NAMES.set(query.get("names") == "full")
         try:
             self._route(parts.path, query)
         except LookupError as exc:
@@ -149,6 +172,18 @@ class Handler(BaseHTTPRequestHandler):
             self._error(400, str(exc))
         except BrokenPipeError:
             pass
+        finally:
+            FULL_NAMES.reset(token)
+
+    def _refuse_token(self, path: str, offered: str | None) -> None:
+        """403: a page that says how to get in where a person looks (the page's paths), JSON elsewhere."""
+        if path.startswith(("/api/", "/src/", "/static/")):
+            self._error(403, NO_TOKEN)
+            return
+        problem = ("The link has no access token." if not offered else
+                   "The access token in the link is not this server's (it may be from an earlier start).")
+        self._send(403, TOKEN_PAGE.format(style=TOKEN_STYLE, problem=html.escape(problem)).encode(),
+                   "text/html; charset=utf-8", {"Content-Security-Policy": TOKEN_CSP})
 
     # -- routes ------------------------------------------------------------------------------------------
 
@@ -163,88 +198,27 @@ class Handler(BaseHTTPRequestHandler):
             if data is None:
                 raise LookupError("no such source file in the database")
             self._send(200, data, "text/plain; charset=utf-8")
-        elif path.startswith("/api/trace/"):
-            self._trace(path[len("/api/trace/"):], q)
         elif path.startswith("/api/"):
-            self._api(path[len("/api/"):], q)
+            for prefix, mode in self.app.modes:
+                if path.startswith(prefix):
+                    self._answer(mode.answer(path[len(prefix):], q))
+                    return
+            raise LookupError("not found")
         else:
             raise LookupError("not found")
+
+    def _answer(self, got: Any) -> None:
+        if isinstance(got, tuple) and len(got) == 3 and isinstance(got[0], bytes):
+            body, ctype, extra = got
+            self._send(200, body, ctype, extra)
+        else:
+            self._json(got)
 
     def _static(self, name: str, extra: dict[str, str] | None = None) -> None:
         if name not in STATIC:
             raise LookupError("not found")
         data = resources.files("hpcsa.views.serve").joinpath("static", name).read_bytes()
         self._send(200, data, STATIC[name], extra)
-
-    def _forest(self, q: dict[str, str]) -> Forest:
-        filters = parse_filters(q.get("filters", "").split("\n"))
-        nodes = [int(x) for x in (q.get("nodes", "") + "," + q.get("node", "")).split(",") if x.strip()]
-        return self.app.model.deepened(q.get("view", "top-down"), _int(q, "flatten", 0), filters,
-                                       max(nodes, default=-1))
-
-    def _columns(self, q: dict[str, str]) -> list[Column]:
-        specs = [s for s in q.get("columns", "").split(",") if s.strip()]
-        m = self.app.model
-        return [m.column(f"${s}" if s.isdigit() else s) for s in specs] or \
-            [m.column(f"${i}") for i in m.info()["default_columns"]]
-
-    def _sort(self, q: dict[str, str], columns: list[Column]) -> tuple[Column, str]:
-        spec = q.get("sort", "")
-        if not spec:
-            return columns[0], "inclusive"
-        name, _, side = spec.partition(":")
-        side = "exclusive" if side.startswith("e") else "inclusive"
-        return self.app.model.column(f"${name}" if name.isdigit() else name), side
-
-    def _api(self, name: str, q: dict[str, str]) -> None:
-        m = self.app.model
-        if name == "info":
-            self._json(m.info())
-            return
-        forest = self._forest(q)
-        columns = self._columns(q)
-        if name == "children":
-            self._json(m.children(forest, _int(q, "node", -1), columns, self._sort(q, columns),
-                                  _int(q, "offset", 0), min(_int(q, "limit", 200), 2000)))
-        elif name == "rows":
-            nodes = [int(x) for x in q.get("nodes", "").split(",") if x.strip()]
-            for n in nodes:
-                m.path(forest, n)  # checks the node
-            self._json({"rows": m.rows(forest, nodes, columns)})
-        elif name == "path":
-            self._json({"path": m.path(forest, _int(q, "node"))})
-        elif name == "hotpath":
-            threshold = float(q.get("threshold", DEFAULT_THRESHOLD))
-            node = _int(q, "node", -1)
-            self._json({"path": m.hot_path(forest, self._sort(q, columns)[0], None if node < 0 else node,
-                                           threshold)})
-        elif name == "search":
-            self._json({"nodes": m.search(forest, q.get("q", ""), columns[0])})
-        elif name == "source":
-            self._json(m.source(forest, _int(q, "node")))
-        elif name == "distribution":
-            kind = q.get("profiles", "auto")
-            if kind not in KINDS:
-                raise ValueError(f"profiles must be one of {', '.join(KINDS)}")
-            col, side = self._sort(q, columns)
-            self._json(m.distribution(forest, _int(q, "node"), col, side, kind, bins=_int(q, "bins", 20)))
-        else:
-            raise LookupError(f"no API {name!r}")
-
-    def _trace(self, name: str, q: dict[str, str]) -> None:
-        tm = self.app.trace()
-        t0, t1 = _int(q, "t0", tm.t_min), _int(q, "t1", tm.t_max)
-        if name == "meta":
-            self._json(tm.meta())
-        elif name == "pixels":
-            self._json(tm.pixels(t0, t1, _int(q, "width", 800), _int(q, "depth", 1), _int(q, "first", 0),
-                                 _int(q, "count", len(tm.order)), _int(q, "height", 400)))
-        elif name == "window":
-            self._json(tm.window(t0, t1, _int(q, "depth", 1), _int(q, "first", 0), _int(q, "count", len(tm.order))))
-        elif name == "callpath":
-            self._json(tm.call_path(_int(q, "row"), _int(q, "t")))
-        else:
-            raise LookupError(f"no trace API {name!r}")
 
 
 def make_server(exp: Experiment, host: str = "127.0.0.1", port: int = 0, token: str | None = None

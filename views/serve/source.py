@@ -68,7 +68,10 @@ def source_of(exp: Experiment, file: int, line: int) -> dict[str, Any]:
     path = meta.files[file]
     flags = int(meta.file_flags[file]) if file < len(meta.file_flags) else 0
     rel = copied_relpath(path, flags)
-    out: dict[str, Any] = {"file": path, "line": line, "available": False}
+    # the path the program was built from: a copy's path without the database's src/ (hpcprof keeps the
+    # absolute path below it)
+    original = "/" + rel if rel is not None else path
+    out: dict[str, Any] = {"file": path, "original": original, "line": line, "available": False}
     if rel is None:
         out["reason"] = ("the database holds no copy of this file (hpcsa prof and hpcprof copy the sources "
                          "they can read; use -R OLD=NEW where they moved)")

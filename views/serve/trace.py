@@ -1,15 +1,20 @@
-"""The trace view's data: per-pixel summaries of trace.db, never whole traces.
+"""The trace view's data: per-pixel summaries of trace.db, never whole traces (hpctraceviewer's main view).
 
-A trace line is a sequence of samples (time, context); a sample lasts until the next one, the last one until
-the database's end time (as ``hpcsa export-trace`` reads them). As in hpctraceviewer, a pixel column of a
-row shows the sample active at the pixel's middle time, coloured by the procedure frame at the chosen
-call-path depth (depth 0 is the entry point, 1 the first procedure, ...; a sample whose call path is
-shallower shows its deepest frame); samples of context 0 (no activity) are blank. When there are more profiles than pixel rows, rows are sampled
-evenly. Rows are the profiles in profile.db order with CPU threads first and GPU streams after.
+A trace line is a sequence of samples (time, context); a sample lasts until the next one, and the line ends
+at its last element (:meth:`hpcsa.formats.db.tracedb.TraceDB.line_bounds`: the profile's own trace end,
+never the database's), as ``hpcsa export-trace`` and ``hpcsa blame`` read it. As in hpctraceviewer, a pixel
+column of a row shows the sample active at the pixel's middle time, coloured either by the procedure frame
+at the chosen call-path depth (depth 0 is the entry point, 1 the first procedure, ...; a sample whose call
+path is shallower shows its deepest frame) or by its leaf procedure (a GPU stream's kernel); samples of
+context 0 (no activity) and time outside the line are blank. When there are more rows than pixel rows,
+rows are sampled evenly.
 
-A window's summary adds, per procedure at the depth, the time every profile of the row range spent in
-it within the window (sample durations clipped to the window). Trace lines are read on first use and
-kept, as the Python API reads them (:meth:`hpcsa.formats.db.tracedb.TraceDB.trace`).
+Rows are grouped by process (:mod:`hpcsa.views.processes`: rank, or run where processes share an
+identity), CPU threads in thread order, then GPU streams; rows whose line has no activity at all can be
+hidden (``hide_empty``), and every request names its rows as positions in the list it shows. Colours are
+one per procedure (short) name, assigned in order of first appearance and kept for the server's life, so a
+procedure keeps its colour between requests. The depth view of one line and the window statistics are in
+:mod:`hpcsa.views.serve.tracestats`.
 """
 
 from __future__ import annotations
@@ -19,17 +24,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hpcsa.formats.db.tracedb import NO_MAX_TIMESTAMP
 from hpcsa.views import tree as T
+from hpcsa.views.names import FULL_NAMES
 
 if TYPE_CHECKING:
     from hpcsa.views.experiment import Experiment
 
 MAX_WIDTH = 4096
 MAX_HEIGHT = 2048
+COLOR_MODES = ("depth", "leaf")
 
 
 class TraceModel:
+    """The trace lines of one database in row order, read once, and their per-pixel summaries."""
+
     def __init__(self, exp: Experiment) -> None:
         self.exp = exp
         tdb = exp.db.trace
@@ -37,19 +45,28 @@ class TraceModel:
             raise LookupError("the database has no trace.db (measure with hpcrun -t)")
         self.tdb = tdb
         self.td = exp.top_down()
+        slot_of = {int(p): s for s, p in enumerate(tdb.prof_index.tolist())}
+        procs = exp.processes
+        self.order: list[int] = []  # trace.db slot of each row
+        self.profile: list[int] = []
+        self.group: list[int] = []  # the process (position in procs.processes) of each row
+        for g, proc in enumerate(procs.processes):
+            for index in proc.profiles:
+                if index in slot_of:
+                    self.order.append(slot_of[index])
+                    self.profile.append(index)
+                    self.group.append(g)
         info = {p.index: p for p in exp.profiles}
-        slots = list(range(len(self.tdb)))
-        prof = self.tdb.prof_index.tolist()
-        gpu = [bool(info[p].gpu) if p in info else False for p in prof]
-        self.order = [s for s in slots if not gpu[s]] + [s for s in slots if gpu[s]]
-        self.labels = [info[prof[s]].label if prof[s] in info else f"profile {prof[s]}" for s in self.order]
-        self.gpu = [gpu[s] for s in self.order]
-        self._lines: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self._all: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.gpu = [bool(info[p].gpu) for p in self.profile]
+        self.labels = [procs.thread_label(p) for p in self.profile]
+        self.groups = [p.label for p in procs.processes]
+        self._lock = threading.RLock()
+        self._all: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._busy: np.ndarray | None = None
         self._at_depth: dict[int, np.ndarray] = {}
         self._color: dict[str, int] = {}
+        self._full: dict[int, str] = {}
         self._color_of_row: np.ndarray | None = None
-        self._lock = threading.RLock()
         c = exp.cct
         frame = c.is_frame & (c.kind != T.ROOT)
         fdepth = np.zeros(len(c), np.int64)
@@ -57,42 +74,74 @@ class TraceModel:
             fdepth[rows] = fdepth[c.parent[rows]] + frame[rows]
         self.frame_depth = fdepth - 1  # an entry point is at depth 0
         self.max_depth = int(self.frame_depth.max(initial=0))
-        lo, hi = int(self.tdb.min_timestamp), int(self.tdb.max_timestamp)
-        if hi >= NO_MAX_TIMESTAMP or hi < lo:
-            lo, hi = 0, 0
-        self.t_min, self.t_max = lo, hi
+        start, end = tdb.line_bounds()
+        self.start = start[self.order] if self.order else np.zeros(0, np.int64)
+        self.end = end[self.order] if self.order else np.zeros(0, np.int64)
+        present = self.start >= 0
+        self.t_min = int(self.start[present].min()) if present.any() else 0
+        self.t_max = int(self.end[present].max()) if present.any() else 0
 
-    def meta(self) -> dict[str, Any]:
-        return {"rows": len(self.order), "labels": self.labels, "gpu": self.gpu, "t_min": self.t_min,
-                "t_max": self.t_max, "max_depth": self.max_depth, "cpu_rows": self.gpu.count(False)}
+    # -- rows ----------------------------------------------------------------------------------------------
 
-    def all_lines(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Every row's samples end to end: (times, CCT rows, end times, offsets of the rows), read once."""
+    def all_lines(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every row's samples end to end: (times, CCT rows, offsets of the rows), read once."""
         with self._lock:
             if self._all is None:
                 raw = [self.tdb.trace(s) for s in self.order]
                 sizes = np.array([len(r) for r in raw], np.int64)
-                offsets = np.r_[0, np.cumsum(sizes)]
+                offsets = np.r_[0, np.cumsum(sizes)].astype(np.int64)
                 ts = np.concatenate([r["timestamp"] for r in raw]).astype(np.int64) if raw else np.zeros(0, np.int64)
                 ctx = np.concatenate([r["ctxId"] for r in raw]).astype(np.int64) if raw else np.zeros(0, np.int64)
-                ends = np.r_[ts[1:], 0] if len(ts) else ts
-                last = offsets[1:][sizes > 0] - 1
-                ends[last] = np.maximum(self.t_max, ts[last])
-                self._all = (ts, self.exp.cct.row_of(ctx), ends, offsets)
-                self._lines.clear()
+                self._all = (ts, self.exp.cct.row_of(ctx), offsets)
             return self._all
 
     def line(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        """(times, CCT rows) of the ``i``-th row's trace."""
-        if self._all is not None:
-            ts, rows, _, off = self._all
-            return ts[off[i]:off[i + 1]], rows[off[i]:off[i + 1]]
-        got = self._lines.get(i)
-        if got is None:
-            raw = self.tdb.trace(self.order[i])
-            got = (raw["timestamp"].astype(np.int64), self.exp.cct.row_of(raw["ctxId"].astype(np.int64)))
-            self._lines[i] = got
-        return got
+        """(times, CCT rows) of the ``i``-th row's trace (all rows in the database's row order)."""
+        ts, rows, off = self.all_lines()
+        return ts[off[i]:off[i + 1]], rows[off[i]:off[i + 1]]
+
+    def busy_rows(self) -> np.ndarray:
+        """Whether each row's line has any activity (a sample of a context other than 0)."""
+        with self._lock:
+            if self._busy is None:
+                self._busy = self._find_busy()
+            return self._busy
+
+    def _find_busy(self) -> np.ndarray:
+        ts, rows, off = self.all_lines()
+        active = (rows > 0).astype(np.int64)
+        # the last element only marks the end: it does not count as activity
+        if len(off) > 1:
+            last = off[1:] - 1
+            active[last[off[1:] > off[:-1]]] = 0
+        counts = np.add.reduceat(active, off[:-1]) if len(active) else np.zeros(len(self.order), np.int64)
+        counts[off[1:] == off[:-1]] = 0
+        return counts > 0
+
+    def shown(self, hide_empty: bool) -> np.ndarray:
+        """The rows a request's positions refer to: all, or those with activity."""
+        return np.flatnonzero(self.busy_rows()) if hide_empty else np.arange(len(self.order))
+
+    def meta(self, hide_empty: bool = False) -> dict[str, Any]:
+        shown = self.shown(hide_empty)
+        return {"rows": len(shown), "all_rows": len(self.order), "row_ids": shown.tolist(),
+                "labels": [self.labels[i] for i in shown], "gpu": [self.gpu[i] for i in shown],
+                "group": [self.group[i] for i in shown], "groups": self.groups,
+                "profiles": [self.profile[i] for i in shown],
+                "t_min": self.t_min, "t_max": self.t_max, "unit": "ns", "max_depth": self.max_depth,
+                "cpu_rows": sum(not self.gpu[i] for i in shown), "color_modes": list(COLOR_MODES)}
+
+    def pick_rows(self, shown: np.ndarray, first: int, count: int, height: int) -> np.ndarray:
+        """Positions ``first .. first+count`` of the shown rows, sampled evenly down to ``height``."""
+        first = max(0, min(first, len(shown)))
+        last = max(first, min(first + max(count, 0), len(shown)))
+        n = last - first
+        height = max(1, min(height, MAX_HEIGHT))
+        if n <= height:
+            return np.arange(first, last)
+        return np.unique((first + np.floor(np.arange(height) * n / height)).astype(np.int64))
+
+    # -- colours -------------------------------------------------------------------------------------------
 
     def at_depth(self, depth: int) -> np.ndarray:
         """For every CCT row, the frame row at call-path ``depth`` above it (or its deepest frame)."""
@@ -108,101 +157,108 @@ class TraceModel:
             got = self._at_depth[depth] = f
         return got
 
+    def frames(self, mode: str, depth: int) -> np.ndarray:
+        """The frame row that colours each CCT row: at ``depth`` (mode ``depth``) or its own (``leaf``)."""
+        if mode not in COLOR_MODES:
+            raise ValueError(f"color must be one of {', '.join(COLOR_MODES)}")
+        return self.exp.cct.frame_of if mode == "leaf" else self.at_depth(depth)
+
     def colors(self, frames: np.ndarray) -> np.ndarray:
-        """Colour ids of frame rows: one per procedure name, assigned in order of first appearance."""
+        """Colour ids of frame rows: one per procedure (short) name, assigned in order of first appearance."""
         with self._lock:
             if self._color_of_row is None:
                 self._color_of_row = np.full(len(self.exp.cct), -1, np.int64)
             table = self._color_of_row
             present = np.flatnonzero(np.bincount(frames, minlength=len(table)))
-            for r in present[table[present] < 0].tolist():
-                table[r] = self._color.setdefault(self.name(r), len(self._color))
+            new = present[table[present] < 0].tolist()
+            if new:
+                short = FULL_NAMES.set(False)  # colours go by short names, whatever the request shows
+                try:
+                    for r in new:
+                        table[r] = self.color_of_name(self.name(r), self.exp.full_name_of(r) or "")
+                finally:
+                    FULL_NAMES.reset(short)
             return table[frames]
+
+    def color_of_name(self, name: str, full: str = "") -> int:
+        with self._lock:
+            k = self._color.setdefault(name, len(self._color))
+            if full:
+                self._full.setdefault(k, full)
+            return k
 
     def name(self, row: int) -> str:
         return self.exp.scope_name(row) if row >= 0 else "(no sample)"
 
-    def legend(self, ids: set[int]) -> dict[int, str]:
-        names = {v: k for k, v in self._color.items()}
-        return {i: names[i] for i in sorted(ids) if i in names}
+    def legend(self, ids: set[int] | list[int]) -> dict[str, dict[str, str]]:
+        """Colour id -> short name and, where it differs, the full name."""
+        with self._lock:
+            names = {v: k for k, v in self._color.items()}
+            out: dict[str, dict[str, str]] = {}
+            for i in sorted(ids):
+                if i in names:
+                    out[str(i)] = {"name": names[i], **({"full": self._full[i]} if i in self._full else {})}
+            return out
 
-    def pick_rows(self, first: int, count: int, height: int) -> list[int]:
-        first = max(0, min(first, len(self.order)))
-        last = max(first, min(first + max(count, 0), len(self.order)))
-        n = last - first
-        height = max(1, min(height, MAX_HEIGHT))
-        if n <= height:
-            return list(range(first, last))
-        return sorted(set((first + np.floor(np.arange(height) * n / height)).astype(np.int64).tolist()))
+    # -- the main view ---------------------------------------------------------------------------------------
 
-    def pixels(self, t0: int, t1: int, width: int, depth: int, first: int, count: int, height: int
-               ) -> dict[str, Any]:
+    def sample_rows(self, i: int, mids: np.ndarray) -> np.ndarray:
+        """The CCT row of row ``i``'s sample active at each time (-1 outside the line and in context 0)."""
+        ts, rows = self.line(i)
+        out = np.full(len(mids), -1, np.int64)
+        if len(ts) < 2:
+            return out
+        at = np.searchsorted(ts, mids, side="right") - 1
+        ok = (at >= 0) & (mids < ts[-1])  # the line ends at its last element
+        r = rows[at[ok]]
+        out[ok] = np.where(r > 0, r, -1)
+        return out
+
+    def pixels(self, t0: int, t1: int, width: int, depth: int, first: int, count: int, height: int,
+               color: str = "depth", hide_empty: bool = False) -> dict[str, Any]:
+        """The colour runs of the shown rows ``first .. first+count`` (sampled to ``height``) over ``width``
+        pixel columns of [t0, t1)."""
         width = max(1, min(width, MAX_WIDTH))
         t1 = max(t1, t0 + 1)
         mids = t0 + (np.arange(width) + 0.5) * ((t1 - t0) / width)
-        anc = self.at_depth(depth)
-        picked = self.pick_rows(first, count, height)
-        frames = np.full((len(picked), width), -1, np.int64)  # the frame row under every pixel
-        for k, i in enumerate(picked):
-            ts, rows = self.line(i)
-            if not len(ts):
-                continue
-            at = np.searchsorted(ts, mids, side="right") - 1
-            ok = (at >= 0) & (mids < max(self.t_max, int(ts[-1]) + 1))
-            r = rows[at[ok]]
-            # context 0, the global root, is "no activity" in traces: drawn blank
-            frames[k, np.flatnonzero(ok)] = np.where(r > 0, anc[np.maximum(r, 0)], -1)
+        anc = self.frames(color, depth)
+        shown = self.shown(hide_empty)
+        picked = self.pick_rows(shown, first, count, height)
+        frames = np.full((len(picked), width), -1, np.int64)
+        for k, pos in enumerate(picked.tolist()):
+            r = self.sample_rows(int(shown[pos]), mids)
+            ok = r >= 0
+            frames[k, ok] = anc[r[ok]]
         px = np.full(frames.shape, -1, np.int64)
         busy = frames >= 0
         px[busy] = self.colors(frames[busy])
         rows_out = []
-        for k, i in enumerate(picked):
+        for k, pos in enumerate(picked.tolist()):
             line = px[k]
             change = np.flatnonzero(np.concatenate(([True], line[1:] != line[:-1])))
             runs = np.empty(2 * len(change), np.int64)
             runs[0::2], runs[1::2] = line[change], np.diff(np.append(change, width))
-            rows_out.append({"row": i, "runs": runs.tolist()})
-        seen = set(np.flatnonzero(np.bincount(px[busy], minlength=1)).tolist())
-        return {"t0": t0, "t1": t1, "width": width, "depth": depth, "rows": rows_out,
-                "legend": {str(k): v for k, v in self.legend(seen).items()}}
+            rows_out.append({"row": pos, "runs": runs.tolist()})
+        seen = np.flatnonzero(np.bincount(px[busy], minlength=1)).tolist() if busy.any() else []
+        return {"t0": t0, "t1": t1, "width": width, "depth": depth, "color": color, "first": first,
+                "count": count, "rows": rows_out, "legend": self.legend(seen)}
 
-    def window(self, t0: int, t1: int, depth: int, first: int = 0, count: int | None = None,
-               top: int = 25) -> dict[str, Any]:
-        """Time per procedure (at ``depth``) within [t0, t1) over the rows ``first .. first+count``."""
-        anc = self.at_depth(depth)
-        count = len(self.order) if count is None else count
-        last = min(len(self.order), first + count)
-        ts, rows, ends, off = self.all_lines()
-        lo, hi = off[max(first, 0)], off[max(last, first, 0)]
-        ts, rows, ends = ts[lo:hi], rows[lo:hi], ends[lo:hi]
-        dur = np.minimum(ends, t1) - np.maximum(ts, t0)
-        ok = (dur > 0) & (rows > 0)
-        idle = int(dur[(dur > 0) & (rows == 0)].sum())
-        total = np.bincount(anc[rows[ok]], weights=dur[ok].astype(np.float64), minlength=len(self.exp.cct))
-        hit = np.flatnonzero(total > 0)
-        by_name: dict[str, float] = {}
-        for r, v in zip(hit.tolist(), total[hit].tolist(), strict=True):
-            n = self.name(r)
-            by_name[n] = by_name.get(n, 0.0) + v
-        whole = float(total.sum())
-        items = sorted(by_name.items(), key=lambda kv: (-kv[1], kv[0]))
-        with self._lock:
-            procs = [{"name": n, "time": v, "share": v / whole if whole else 0.0,
-                      "color": self._color.setdefault(n, len(self._color))} for n, v in items[:top]]
-        return {"t0": t0, "t1": t1, "depth": depth, "rows": last - max(first, 0), "total": whole, "idle": idle,
-                "procedures": procs, "more": max(0, len(items) - top)}
-
-    def call_path(self, i: int, t: int) -> dict[str, Any]:
-        """The sample of row ``i`` active at time ``t`` and its call path (top-down nodes, root first)."""
-        if not 0 <= i < len(self.order):
-            raise LookupError(f"no trace row {i}")
-        ts, rows = self.line(i)
-        at = int(np.searchsorted(ts, t, side="right")) - 1 if len(ts) else -1
-        if at < 0 or rows[at] < 0:
-            return {"row": i, "label": self.labels[i], "time": t, "path": []}
-        node = int(rows[at])
+    def call_path(self, pos: int, t: int, hide_empty: bool = False) -> dict[str, Any]:
+        """The sample of shown row ``pos`` active at time ``t`` and its call path (top-down nodes, root
+        first)."""
+        shown = self.shown(hide_empty)
+        if not 0 <= pos < len(shown):
+            raise LookupError(f"no trace row {pos}")
+        i = int(shown[pos])
+        label = f"{self.groups[self.group[i]]} {self.labels[i]}"
+        node = int(self.sample_rows(i, np.array([t], np.int64))[0])
+        if node < 0:
+            return {"row": pos, "label": label, "time": t, "path": []}
+        ts, _ = self.line(i)
+        at = int(np.searchsorted(ts, t, side="right")) - 1
         while node >= 0 and self.td.parent[node] == -2:  # an absorbed call-site line shows as its callee
             node = int(np.flatnonzero(self.td.merged_from == node)[0])
         path = [n for n in self.td.ancestors(node) if n > 0]
-        return {"row": i, "label": self.labels[i], "time": t, "sample_time": int(ts[at]),
-                "path": [{"node": n, "label": self.td.label(n), "depth": int(self.frame_depth[n])} for n in path]}
+        return {"row": pos, "label": label, "time": t, "sample_time": int(ts[at]),
+                "path": [{"node": n, "label": self.td.label(n), "depth": int(self.frame_depth[n]),
+                          **({"full": f} if (f := self.exp.full_name_of(n)) else {})} for n in path]}

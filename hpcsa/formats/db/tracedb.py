@@ -73,6 +73,27 @@ class TraceDB(dbf.DbReader):
         n = int((self.p_end[i] - self.p_start[i]) // SZ_ELEMENT)
         return self.blob.array(ELEMENT, int(self.p_start[i]), n, f"trace {i}")
 
+    def line_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every line's (start, end) time: its first and its last element's timestamp (-1 for an empty line).
+
+        The format stores no per-line end, only the database's [minTimestamp, maxTimestamp] (HPCToolkit's
+        FORMATS.md, trace.db): element ``k`` holds from ``t_k`` to ``t_{k+1}`` and the *last* element marks
+        where the line ends -- hpcrun's ``trace-max-time`` of the profile is the time of its last record, and
+        a writer that knows a later end puts a context-0 element there. So a line is present over
+        [start, end) and absent outside it, never stretched to the database's end (a line of a process that
+        ran early would otherwise stay busy until the last process ends). Read without loading the lines:
+        two timestamps per line."""
+        n = self.n_elements()
+        start = np.full(len(n), -1, np.int64)
+        end = np.full(len(n), -1, np.int64)
+        some = np.flatnonzero(n > 0)
+        if len(some):
+            raw = np.frombuffer(self.blob.data, np.uint8)
+            at = np.stack([self.p_start[some], self.p_end[some] - SZ_ELEMENT], 1)  # timestamps lead the element
+            stamps = raw[at[..., None] + np.arange(8)].copy().view("<u8")[..., 0].astype(np.int64)
+            start[some], end[some] = stamps[:, 0], stamps[:, 1]
+        return start, end
+
 
 def read_tracedb(path: str | os.PathLike[str]) -> TraceDB:
     return TraceDB(path)
@@ -91,7 +112,7 @@ class TraceDBWriter(dbf.StreamedWriter):
     ``prof_indices[i]`` is the profile of header slot ``i``. With ``reserve``
     (the largest possible element count of each slot) every region is laid out
     up front and lines may be written in any order or by other processes (into
-    :attr:`temp_path` at :meth:`region` offsets, then :meth:`record`); without
+    :attr:`.temp_path` at :meth:`region` offsets, then :meth:`record`); without
     it regions are allocated as lines arrive. Use as a context manager.
 
     The header's time range is ``time_range`` when given (hpcprof takes it from

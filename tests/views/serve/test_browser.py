@@ -1,17 +1,18 @@
 """``hpcsa serve`` in a real browser (headless Chromium from Debian, driven by selenium).
 
 One browser for the module, one server per database; the page is clicked through its views, sorting,
-flattening, hot path, source pane, per-profile plots, filters, search, shared links and the trace view, and
-what it shows is checked against ``hpcsa view --format json`` / ``hpcsa imbalance --format json`` (numbers
-as the text tables print them, by :func:`hpcsa.views.render.compact`). Screenshots are kept in the tests'
-temporary directories.
+flattening, hot path, source pane, per-profile plots, filters, search and shared links, and what it shows is
+checked against ``hpcsa view --format json`` / ``hpcsa imbalance --format json`` (numbers as the text tables
+print them: one notation per metric, :func:`hpcsa.views.render.notation`, from the values the page shows).
+The trace views are tested in ``test_browser_trace.py``, names, layout and the other tools in
+``test_browser_tools.py``. Screenshots go to the ``shots`` folder (``build/screenshots/serve``, never
+committed), for a person to look at.
 """
 
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,22 +20,10 @@ import numpy as np
 import pytest
 
 from hpcsa.formats.db.database import open_database
-from hpcsa.views.render import compact, percent
+from hpcsa.views.render import compact, notation, percent
 from tests.conftest import run_cli
-from tests.views.serve.browser import chromium
 from tests.views.serve.helpers import Served, serving
-
-ROWS_JS = """return [...document.querySelectorAll('#tree-body tr[data-node]')].map(tr => ({
-  node: +tr.dataset.node, depth: +tr.dataset.depth, label: tr.querySelector('.label').textContent,
-  sel: tr.classList.contains('sel'), hot: tr.classList.contains('hot'),
-  values: [...tr.querySelectorAll('td.v')].map(td => td.dataset.v === '' ? null : +td.dataset.v),
-  texts: [...tr.querySelectorAll('td.v')].map(td => td.textContent)}));"""
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with chromium() as drv:
-        yield drv
+from tests.views.serve.pages import click, idle, load, rows, view_json, wait
 
 
 @pytest.fixture(scope="module")
@@ -43,44 +32,14 @@ def served(cxx: Path) -> Iterator[Served]:
         yield s
 
 
-def wait(drv: Any, cond: Callable[[], Any], what: str, timeout: float = 20.0) -> Any:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        got = cond()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}; browser log: {drv.get_log('browser')}")
-
-
-def idle(drv: Any) -> None:
-    """Wait until the page has no request in flight and has drawn."""
-    wait(drv, lambda: drv.execute_script("return document.body.dataset.ready === '1' && window.__busy === 0"),
-         "the page to settle")
-
-
-def rows(drv: Any) -> list[dict[str, Any]]:
-    return drv.execute_script(ROWS_JS)
-
-
-def load(drv: Any, url: str) -> None:
-    drv.get(url)
-    idle(drv)
-
-
-def click(drv: Any, css: str) -> None:
-    drv.find_element("css selector", css).click()
-    idle(drv)
-
-
-def view_json(db: Path, *args: str) -> dict:
-    return json.loads(run_cli("view", str(db), "--format", "json", "--top", "0", *args, check=True).stdout)
-
-
 def check_against(shown: list[dict[str, Any]], doc: dict) -> None:
-    """Every shown row is a row of ``hpcsa view``'s JSON, in the same order, with its values and texts."""
+    """Every shown row is a row of ``hpcsa view``'s JSON, in the same order, with its values and texts (each
+    metric in the one notation its shown values choose, as ``hpcsa view`` prints them)."""
     ref = [r for r in doc["rows"] if "label" in r]
     heads = [(c["name"] + (" (I)" if c["side"] == "inclusive" else " (E)"), c["total"]) for c in doc["columns"]]
+    metric = [c["name"] for c in doc["columns"]]
+    write = {m: notation([row["values"][k] or 0.0 for row in shown for k in range(len(heads)) if metric[k] == m])
+             for m in metric}
     at = 0
     for row in shown:
         while at < len(ref) and (ref[at]["depth"], ref[at]["label"]) != (row["depth"], row["label"]):
@@ -88,19 +47,19 @@ def check_against(shown: list[dict[str, Any]], doc: dict) -> None:
         assert at < len(ref), f"row {row['label']!r} (depth {row['depth']}) is not in hpcsa view's output"
         want = [ref[at]["values"][h] for h, _ in heads]
         assert row["values"] == want, row["label"]
-        for text, v, (h, total) in zip(row["texts"], want, heads, strict=True):
-            assert text.replace("\xa0", " ").split(" ")[0] == compact(v or 0.0), (row["label"], h)
+        for k, (text, v, (h, total)) in enumerate(zip(row["texts"], want, heads, strict=True)):
+            assert text.replace("\xa0", " ").split(" ")[0] == write[metric[k]](v or 0.0), (row["label"], h)
             if v and "%" in text:
                 assert text.endswith(percent(v, total)), (row["label"], h)
         at += 1
 
 
-def test_views_sort_flatten(browser: Any, served: Served, cxx: Path, tmp_path: Path) -> None:
+def test_views_sort_flatten(browser: Any, served: Served, cxx: Path, shots: Path) -> None:
     load(browser, served.url)
     shown = rows(browser)
     assert len(shown) >= 5 and shown[0]["label"] == "Experiment Aggregate Metrics"
     check_against(shown, view_json(cxx, "--depth", "4"))
-    browser.save_screenshot(str(tmp_path / "top-down.png"))
+    browser.save_screenshot(str(shots / "top-down.png"))
     # sort by the exclusive column: siblings in descending exclusive order
     click(browser, '#tree-head th[data-sort="0:e"]')
     check_against(rows(browser), view_json(cxx, "--depth", "4", "--sort", "CPUTIME (sec) (E)"))
@@ -113,10 +72,10 @@ def test_views_sort_flatten(browser: Any, served: Served, cxx: Path, tmp_path: P
     shown = rows(browser)
     check_against(shown, view_json(cxx, "--view", "flat", "--flatten", "1", "--depth", "2"))
     assert browser.find_element("id", "flatten-n").text == "1"
-    browser.save_screenshot(str(tmp_path / "flat.png"))
+    browser.save_screenshot(str(shots / "flat.png"))
 
 
-def test_hot_path_source_and_profiles(browser: Any, served: Served, cxx: Path, tmp_path: Path) -> None:
+def test_hot_path_source_and_profiles(browser: Any, served: Served, cxx: Path, shots: Path) -> None:
     load(browser, served.url)
     click(browser, "#hot")
     hot = view_json(cxx, "--hot-path")["hot_path"]["nodes"]
@@ -161,7 +120,7 @@ def test_hot_path_source_and_profiles(browser: Any, served: Served, cxx: Path, t
     at = browser.find_element("css selector", "#source .ln.at")
     assert head.get_attribute("data-file") == site_file and at.get_attribute("data-n") == str(site_line)
     assert at.text.rstrip() == (cxx / site_file).read_text().splitlines()[site_line - 1].rstrip()
-    browser.save_screenshot(str(tmp_path / "source.png"))
+    browser.save_screenshot(str(shots / "source.png"))
     # profiles pane: the statistics of hpcsa imbalance for this context
     click(browser, '#panes [data-pane="profiles"]')
     wait(browser, lambda: browser.find_elements("css selector", "#dist-stats td"), "the statistics")
@@ -175,7 +134,7 @@ def test_hot_path_source_and_profiles(browser: Any, served: Served, cxx: Path, t
       const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
       let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n;""")
     assert drawn > 500, "the histogram is not drawn"
-    browser.save_screenshot(str(tmp_path / "profiles.png"))
+    browser.save_screenshot(str(shots / "profiles.png"))
 
 
 def test_filters_search_and_shared_link(browser: Any, served: Served, cxx: Path) -> None:
@@ -220,7 +179,7 @@ def test_filters_search_and_shared_link(browser: Any, served: Served, cxx: Path)
     assert sel and sel[0]["node"] == node and "fold_if" in sel[0]["label"]
 
 
-def test_filters_in_callers_and_flat_views(browser: Any, served: Served, cxx: Path, tmp_path: Path) -> None:
+def test_filters_in_callers_and_flat_views(browser: Any, served: Served, cxx: Path, shots: Path) -> None:
     glob = "parallel_energy(*) [[]clone*"
     load(browser, served.url)
     click(browser, '#views [data-view="bottom-up"]')
@@ -236,50 +195,6 @@ def test_filters_in_callers_and_flat_views(browser: Any, served: Served, cxx: Pa
     assert not any("[clone ._omp_fn.0]" in r["label"] for r in shown)
     assert not any(r["sel"] for r in shown) and "sel=" not in browser.current_url
     check_against(shown, view_json(cxx, "--view", "bottom-up", "--depth", "2", "--filter", f"both:{glob}"))
-    browser.save_screenshot(str(tmp_path / "bottom-up-filtered.png"))
+    browser.save_screenshot(str(shots / "bottom-up-filtered.png"))
     click(browser, '#views [data-view="flat"]')
     check_against(rows(browser), view_json(cxx, "--view", "flat", "--depth", "2", "--filter", f"both:{glob}"))
-
-
-def test_trace_view(browser: Any, served: Served, tmp_path: Path) -> None:
-    load(browser, served.url + "#pane=trace&depth=2")
-    wait(browser, lambda: browser.execute_script("return document.getElementById('trace').dataset.legend"),
-         "the trace")
-    painted = browser.execute_script("""const c = document.getElementById('trace');
-      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-      let n = 0; for (let i = 0; i < d.length; i += 4) if (d[i] + d[i+1] + d[i+2] < 700) n++; return n / (d.length / 4);""")
-    width, height = browser.execute_script("const c = document.getElementById('trace'); return [c.width, c.height];")
-    px = served.get("/api/trace/pixels", width=width, height=height, depth=2)
-    busy = sum(n for r in px["rows"] for v, n in zip(r["runs"][0::2], r["runs"][1::2], strict=True) if v >= 0)
-    assert painted > 0.02 and painted == pytest.approx(busy / (width * len(px["rows"])), abs=0.02)
-    legend = browser.execute_script("return document.getElementById('trace').dataset.legend").split("|")
-    names = {x.split(":", 1)[1] for x in legend}
-    canvas = browser.find_element("id", "trace")
-    from selenium.webdriver.common.action_chains import ActionChains
-
-    w = canvas.size["width"]
-    ActionChains(browser).move_to_element_with_offset(canvas, int(w * 0.3), 10).perform()  # from the centre
-    wait(browser, lambda: browser.find_element("id", "trace-cursor").get_attribute("data-nodes") is not None,
-         "a call path")
-    cursor = browser.find_element("id", "trace-cursor")
-    lines = cursor.text.splitlines()
-    assert "thread" in lines[0] and " s" in lines[0]
-    nodes = [int(n) for n in cursor.get_attribute("data-nodes").split(",") if n]
-    if nodes:  # the call path under the cursor: top-down labels, outermost first
-        labels = served.get("/api/rows", view="top-down", nodes=",".join(map(str, nodes)))["rows"]
-        assert [x.strip() for x in lines[1:]] == [r["label"] for r in labels]
-    ActionChains(browser).move_to_element_with_offset(canvas, -int(w * 0.3), 0).click_and_hold() \
-        .move_by_offset(int(w * 0.4), 5).release().perform()
-    wait(browser, lambda: browser.find_elements("css selector", "#trace-summary tr[data-proc]"), "the summary")
-    summary = browser.find_element("id", "trace-summary")
-    t0, t1 = int(summary.get_attribute("data-t0")), int(summary.get_attribute("data-t1"))
-    api = served.get("/api/trace/window", t0=t0, t1=t1, depth=2)
-    shown = [(tr.get_attribute("data-proc"), float(tr.find_element("css selector", "td.v").get_attribute("data-v")))
-             for tr in browser.find_elements("css selector", "#trace-summary tr[data-proc]")]
-    assert shown == [(p["name"], p["time"]) for p in api["procedures"]]
-    assert {n for n, _ in shown} & names
-    browser.save_screenshot(str(tmp_path / "trace.png"))
-    click(browser, "#t-window")
-    state = dict(kv.split("=", 1) for kv in browser.current_url.split("#", 1)[1].split("&"))
-    assert state["pane"] == "trace" and state["depth"] == "2"
-    assert abs(float(state["t0"]) - t0) <= 1 and abs(float(state["t1"]) - t1) <= 1

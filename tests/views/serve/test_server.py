@@ -67,8 +67,10 @@ def test_cxx_all_metrics_hot_path_and_imbalance(cxx: Path) -> None:
         dist = s.get("/api/distribution", view="top-down", node=node)
         for k in ("min", "max", "mean", "stddev", "imbalance"):
             assert dist["stats"][k] == pytest.approx(ref[k], rel=1e-12, abs=1e-15), k
-        assert dist["stats"]["profiles"] == len(ref["values"]) == 1024
-        assert sum(dist["histogram"]["counts"]) == 1024
+        # compared where the context is present; the profiles that lack it are counted apart
+        assert dist["stats"]["profiles"] == len(ref["values"]) == 1024 - dist["lacking"] == 1024 - ref["lacking"]
+        assert dist["compared"] == 1024 and all(v != 0 for v in ref["values"].values())
+        assert sum(dist["histogram"]["counts"]) == len(ref["values"])
         values = sorted(ref["values"].values())
         assert dist["sorted"]["value"][0] == values[0] and dist["sorted"]["value"][-1] == values[-1]
         status, body, _ = s.request("/api/distribution", {"view": "flat", "node": 1})
@@ -259,7 +261,9 @@ def test_trace_pixels_and_window(cxx: Path) -> None:
     tdb = exp.db.trace
     with serving(cxx) as s:
         meta = s.get("/api/trace/meta")
-        assert meta["rows"] == len(tdb) and meta["cpu_rows"] == len(tdb)
+        assert meta["rows"] == len(tdb) and meta["cpu_rows"] == len(tdb) and len(meta["groups"]) == 64
+        # rows grouped by process (run), each run's threads in thread order
+        assert meta["group"] == sorted(meta["group"]) and meta["labels"][:2] == ["core 0 thread 0", "core 0 thread 1"]
         px = s.get("/api/trace/pixels", width=640, height=100, depth=2)
         assert len(px["rows"]) == 100
         for r in px["rows"]:
@@ -269,18 +273,26 @@ def test_trace_pixels_and_window(cxx: Path) -> None:
         t0, t1 = meta["t_min"], meta["t_max"]
         mid = (t0 + t1) // 2
         w = s.get("/api/trace/window", t0=t0, t1=mid, depth=0)
-        want = 0
-        for i in range(len(tdb)):  # every sample's time within [t0, mid), independently of the server
-            line = tdb.trace(i)
+        want = present = 0
+        slot = {int(p): k for k, p in enumerate(tdb.prof_index.tolist())}
+        for p in meta["profiles"]:  # every sample's time within [t0, mid), independently of the server
+            line = tdb.trace(slot[p])
             ts = line["timestamp"].astype(np.int64)
-            ends = np.r_[ts[1:], max(int(tdb.max_timestamp), int(ts[-1]))] if len(ts) else ts
-            ok = exp.cct.row_of(line["ctxId"].astype(np.int64)) > 0  # context 0: no activity
-            want += int(np.clip(np.minimum(ends, mid) - np.maximum(ts, t0), 0, None)[ok].sum())
-        assert w["total"] == want
+            if len(ts) < 2:
+                continue
+            ok = exp.cct.row_of(line["ctxId"][:-1].astype(np.int64)) > 0  # context 0: no activity
+            span = np.clip(np.minimum(ts[1:], mid) - np.maximum(ts[:-1], t0), 0, None)  # the last element: the end
+            want += int(span[ok].sum())
+            present += int(span.sum())
+        assert w["busy"] == want == w["total"] and w["present"] == present == w["busy"] + w["idle"]
+        assert w["present"] <= w["capacity"] == len(tdb) * (mid - t0)
         assert sum(p["time"] for p in w["procedures"]) == pytest.approx(want) or w["more"]
-        cp = s.get("/api/trace/callpath", row=0, t=mid)
+        cp = s.get("/api/trace/callpath", row=0, t=t0 + 9_158_000)  # run 1's main thread, in its first sample
         labels = [p["label"] for p in cp["path"]]
-        assert labels and labels[0] in ("main thread", "application thread")
+        assert cp["label"] == "node 0 run 1 core 0 thread 0" and labels[0] == "main thread"
+        depth = s.get("/api/trace/depth", row=0, t0=t0, t1=t0 + 2 * 10**9, width=300)
+        assert depth["label"] == cp["label"] and [d["depth"] for d in depth["depths"]] == list(range(len(depth["depths"])))
+        assert all(sum(d["runs"][1::2]) == 300 for d in depth["depths"])
 
 
 def test_command_line(hpctoolkit_data: Path, tmp_path: Path) -> None:
@@ -306,6 +318,7 @@ def test_command_line(hpctoolkit_data: Path, tmp_path: Path) -> None:
         cols = {c["name"]: c for c in info["columns"]}
         first = next(c for c in info["columns"] if c["index"] == 0)
         assert cols["twice"]["derived"] and cols["twice"]["total"] == pytest.approx(2 * first["total"])
+        assert cols["twice"]["index"] in info["default_columns"]  # a -d metric is shown from the start
         with socket.socket() as busy:
             busy.bind(("127.0.0.1", 0))
             busy.listen()
