@@ -28,6 +28,7 @@ from typing import IO, Any
 from hpcsa.core.dataclass import dataclass
 from hpcsa.core.errors import FormatError, HpcsaError
 from hpcsa.core.fileio import read_input
+from hpcsa.core.outputs import process_alive
 
 #: The most an archive may unpack to (bytes): far above any published record set, far below a full disk.
 MAX_UNPACKED = 16 << 30
@@ -122,20 +123,10 @@ def remove_stale_unpacked(folder: str | None = None) -> list[str]:
         return removed
     for name in names:
         m = _UNPACKED.match(name)
-        if m and not _alive(int(m.group(1))):
+        if m and not process_alive(int(m.group(1))):
             shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
             removed.append(name)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _walk(top: str) -> Iterator[str]:

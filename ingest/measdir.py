@@ -160,15 +160,6 @@ class Modules:
         return [LoadModule(i, p, self.flags[p]) for p, i in self.entries.items()]
 
 
-def _groups(*columns: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray]:
-    """The distinct rows of the given columns (as Python tuples) and each row's group index."""
-    if not len(columns[0]):
-        return [], np.zeros(0, np.int64)
-    stacked = np.stack([np.asarray(c).astype(np.int64) for c in columns], axis=1)
-    uniq, inv = np.unique(stacked, axis=0, return_inverse=True)
-    return [tuple(r) for r in uniq.tolist()], inv.reshape(-1)
-
-
 class ProcessWriter:
     """Builds and writes every file of one process of one trace."""
 
@@ -278,7 +269,7 @@ class ProcessWriter:
         placeholder = self._placeholders(ops)
         kernel_pt = {}
         kern = ops["kind"] == M.KERNEL
-        for code, name_id in _groups(ops["code"][kern], ops["name"][kern])[0]:
+        for code, name_id in M.distinct_rows(ops["code"][kern], ops["name"][kern])[0]:
             kernel_pt[(code, name_id)] = self.symbol_point(code, tr.strings[name_id])
 
         # -- per CPU thread profile ------------------------------------------------------------------
@@ -327,7 +318,7 @@ class ProcessWriter:
             cct = Cct()
             root = self._thread_root(cct, index)
             mine = apis[tids == tid]
-            for stk, nm in _groups(mine["stack"], mine["name"])[0]:
+            for stk, nm in M.distinct_rows(mine["stack"], mine["name"])[0]:
                 cct.path(root, self._api_frames(stk, nm))
             def node_of(stk: int, nm: int, root: int = root, cct: Cct = cct) -> int:
                 return cct.path(root, self._api_frames(stk, nm))
@@ -385,14 +376,14 @@ class ProcessWriter:
             ctx_node[c] = cct.path(root, ctx_frames[c])
         # Placeholder node of each op (unique (context, placeholder) pairs), kernel nodes below <gpu kernel>.
         leaf = np.zeros(len(ops), np.int64)
-        pairs, inv = _groups(ctx_of[mine], placeholder[mine].view(np.int64))
+        pairs, inv = M.distinct_rows(ctx_of[mine], placeholder[mine].view(np.int64))
         nodes_of_pair = np.array([cct.child(ctx_node[c], 0, code & 0xFFFFFFFFFFFFFFFF) for c, code in pairs]
                                  + [0], np.int64)
         for c, _ in pairs:
             cct.child(ctx_node[c], 0, PH["trace"])
         leaf[mine] = nodes_of_pair[inv]
         kern = mine[ops["kind"][mine] == M.KERNEL]
-        keys, inv = _groups(leaf[kern], ops["code"][kern], ops["name"][kern], ctx_of[kern])
+        keys, inv = M.distinct_rows(leaf[kern], ops["code"][kern], ops["name"][kern], ctx_of[kern])
         knodes = []
         for ph_node, code, name, c in keys:
             lm, ip = kernel_pt[(code, name)]
@@ -425,7 +416,7 @@ class ProcessWriter:
         noact = cct.child(cct.root, 0, PH["noact"])
         order = mine[np.lexsort((ops["end"][mine], ops["start"][mine]))]
         is_k = ops["kind"][order] == M.KERNEL
-        keys, inv = _groups(thread[order], ctx_of[order], np.where(is_k, ops["code"][order], -2),
+        keys, inv = M.distinct_rows(thread[order], ctx_of[order], np.where(is_k, ops["code"][order], -2),
                             np.where(is_k, ops["name"][order], -2))
         nodes = []
         for t, c, code, name in keys:

@@ -112,6 +112,28 @@ def table(dtype: np.dtype, n: int, **columns: object) -> np.ndarray:
     return arr
 
 
+def distinct_rows(*columns: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray]:
+    """The distinct rows of the given columns (as Python tuples) and each row's group index."""
+    if not len(columns[0]):
+        return [], np.zeros(0, np.int64)
+    stacked = np.stack([np.asarray(c).astype(np.int64) for c in columns], axis=1)
+    uniq, inv = np.unique(stacked, axis=0, return_inverse=True)
+    return [tuple(r) for r in uniq.tolist()], inv.reshape(-1)
+
+
+def aggregate_samples(smp: np.ndarray) -> np.ndarray:
+    """Individual PC samples (:data:`SAMPLE_DTYPE`) -> counts per (process, launch, symbol, pc, stall class)."""
+    key = np.stack([smp["process"], smp["corr"].astype(np.int64), smp["symbol"], smp["pc"].astype(np.int64),
+                    smp["stall"].astype(np.int64)], axis=1)
+    uniq, inv = np.unique(key, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    out = table(SAMPLE_DTYPE, len(uniq), process=uniq[:, 0], corr=uniq[:, 1], symbol=uniq[:, 2], pc=uniq[:, 3],
+                stall=uniq[:, 4])
+    out["samples"] = np.bincount(inv, weights=smp["samples"], minlength=len(uniq))
+    out["stall_samples"] = np.bincount(inv, weights=smp["stall_samples"], minlength=len(uniq))
+    return out
+
+
 @dataclass(frozen=True)
 class Frame:
     """One CPU frame of a call stack: its module path, instruction address (as recorded) and symbol."""

@@ -72,7 +72,7 @@ def sample_values(writer: Writer, cct: Tree, root: int, ops: np.ndarray, smp: np
         if np.any(~launched):
             ctx = cct.path(root, (writer.api_node("<untraced API call>"),))
             ph[~launched] = cct.child(ctx, 0, PH["kernel"])
-        keys, inv = _groups(ph, smp["symbol"], smp["pc"].view(np.int64), np.where(launched, kernel_node, 0))
+        keys, inv = M.distinct_rows(ph, smp["symbol"], smp["pc"].view(np.int64), np.where(launched, kernel_node, 0))
         made = []
         for parent, sym, pc, knode in keys:
             name = tr.symbols[sym].name if sym >= 0 else ""
@@ -118,12 +118,3 @@ def sample_values(writer: Writer, cct: Tree, root: int, ops: np.ndarray, smp: np
             mets.append(np.full(len(first), mid["GSAMP:PER (cyc)"]))
             vals.append(inf["period"][first].astype(np.float64))
     return nodes, mets, vals
-
-
-def _groups(*columns: np.ndarray) -> tuple[list[tuple[int, ...]], np.ndarray]:
-    """The distinct rows of the given columns (as Python tuples) and each row's group index."""
-    if not len(columns[0]):
-        return [], np.zeros(0, np.int64)
-    stacked = np.stack([np.asarray(c).astype(np.int64) for c in columns], axis=1)
-    uniq, inv = np.unique(stacked, axis=0, return_inverse=True)
-    return [tuple(r) for r in uniq.tolist()], inv.reshape(-1)

@@ -285,7 +285,8 @@ def _umask() -> int:
     return mask
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether a process of this id runs (one of another user's counts as running)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -308,7 +309,7 @@ def remove_stale_partials(final: str) -> None:
         return
     for name in names:
         m = pattern.match(name)
-        if m and not _alive(int(m.group(2))):
+        if m and not process_alive(int(m.group(2))):
             stale = os.path.join(parent, name)
             if os.path.isdir(stale) and not os.path.islink(stale):
                 shutil.rmtree(stale, ignore_errors=True)

@@ -220,16 +220,7 @@ def _pc_samples(tr: M.GpuTrace, pcs: list, default_pid: int | None) -> None:
         parts.append(M.table(M.SAMPLE_DTYPE, n, process=pid, corr=corr, symbol=sym, pc=pc, stall=stall,
                              samples=1, stall_samples=(stall != M.NO_STALL_INFO).astype(np.uint64)))
     smp = np.concatenate(parts)
-    # Aggregate individual samples into (launch, symbol, pc, stall) counts.
-    key = np.stack([smp["process"], smp["corr"].astype(np.int64), smp["symbol"], smp["pc"].astype(np.int64),
-                    smp["stall"].astype(np.int64)], axis=1)
-    uniq, inv = np.unique(key, axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
-    out = M.table(M.SAMPLE_DTYPE, len(uniq), process=uniq[:, 0], corr=uniq[:, 1], symbol=uniq[:, 2], pc=uniq[:, 3],
-                  stall=uniq[:, 4])
-    out["samples"] = np.bincount(inv, weights=smp["samples"], minlength=len(uniq))
-    out["stall_samples"] = np.bincount(inv, weights=smp["stall_samples"], minlength=len(uniq))
-    tr.samples = out
+    tr.samples = M.aggregate_samples(smp)
 
 
 register(VendorReader(name="rocprofv3-csv", label="rocprofv3 CSV", what="rocprofv3 CSV output", rank=70,

@@ -103,7 +103,7 @@ def read(path: str) -> M.GpuTrace:
     if tables:
         tr.ops = np.concatenate(tables)
     if samples:
-        tr.samples = _aggregate(np.concatenate(samples))
+        tr.samples = M.aggregate_samples(np.concatenate(samples))
     return tr
 
 
@@ -232,17 +232,6 @@ def _samples(tr: M.GpuTrace, pid: int, rows: list[dict], stochastic: bool, dispa
                    samples=1, stall_samples=(stall != M.NO_STALL_INFO).astype(np.uint64))
 
 
-def _aggregate(smp: np.ndarray) -> np.ndarray:
-    """Individual samples -> counts per (process, launch, symbol, pc, stall class)."""
-    key = np.stack([smp["process"], smp["corr"].astype(np.int64), smp["symbol"], smp["pc"].astype(np.int64),
-                    smp["stall"].astype(np.int64)], axis=1)
-    uniq, inv = np.unique(key, axis=0, return_inverse=True)
-    inv = inv.reshape(-1)
-    out = M.table(M.SAMPLE_DTYPE, len(uniq), process=uniq[:, 0], corr=uniq[:, 1], symbol=uniq[:, 2], pc=uniq[:, 3],
-                  stall=uniq[:, 4])
-    out["samples"] = np.bincount(inv, weights=smp["samples"], minlength=len(uniq))
-    out["stall_samples"] = np.bincount(inv, weights=smp["stall_samples"], minlength=len(uniq))
-    return out
 
 
 register(VendorReader(name="rocprofv3-json", label="rocprofv3 JSON", what="rocprofv3 JSON output", rank=58,
