@@ -125,7 +125,7 @@ class _ProfileDBWriter(profiledb.ProfileDBWriter):
     #: Tuples laid out at once.
     BLOCK = 1 << 15
 
-    def _id_tuple_section(self) -> bytes:
+    def _id_tuple_section(self) -> np.ndarray:
         lengths = self.tuples.lengths
         offsets = self.tuples.offsets
         area = np.zeros(self.ids_size, np.uint8)
@@ -142,7 +142,7 @@ class _ProfileDBWriter(profiledb.ProfileDBWriter):
             k = np.arange(lo, hi) - offsets[a:b][owner]
             dbf.scatter_records(area, at[owner] + profiledb.SZ_ID_TUPLE_HDR + profiledb.SZ_IDENTIFIER * k,
                                           self.tuples.rows[lo:hi])
-        return area.tobytes()
+        return area
 
 
 class ProfileSink:

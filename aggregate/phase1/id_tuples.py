@@ -90,4 +90,5 @@ def canonical_order(profiles: ProfileTable, tuples: Ragged) -> tuple[ProfileTabl
             keys.append(column)
     keys.append(profiles.inputs.path_order())
     order = np.lexsort(keys[::-1])
+    del keys, owner, level  # (a few per profile: not kept while the columns are reordered)
     return profiles.take(order), tuples.take(order)

@@ -15,7 +15,7 @@ import numpy as np
 
 from hpcsa.aggregate.handoff import ASIDE_NOLOOPS
 from hpcsa.aggregate.metrictable import SCOPE_ORDER, MetricTable
-from hpcsa.core.arrays import run_starts, sorted_unique, sorted_unique_rows
+from hpcsa.core.arrays import run_starts, sorted_unique_rows
 from hpcsa.core.dataclass import dataclass
 from hpcsa.formats.db import cctdb, summary
 
@@ -59,19 +59,22 @@ def summarize(vals: cctdb.RangeValues, aside: tuple[np.ndarray, ...], plan: Stat
     ``vals`` is sorted by (context, metric id, profile) and a metric's ids are consecutive
     (scope order), so each (context, metric, scope) series is a run, in profile order.
     """
+    # Memory: a range of a context with a value in every profile holds a few values per profile, so every
+    # array here is as long as the profiles; temporaries are made only where needed and dropped once used
+    # (the values are copied only where set-aside sums replace some of them).
     ctx = vals.ctx_ids.astype(np.int64)
     mid = vals.metric_ids.astype(np.int64)
     prof = vals.prof_indices.astype(np.int64)
-    v = vals.values.copy()
+    v = vals.values
     a_ctx, a_key, a_prof, a_val = aside
     a_metric, a_kind = a_key >> 1, a_key & 1
     series = np.flatnonzero(run_starts(ctx, mid))
     n_series = len(series)
-    sid = np.repeat(np.arange(n_series), np.diff(np.append(series, len(ctx))))
     # The lex_aware series take the loop-free sums set aside, where a profile has one.
     nl = np.flatnonzero(a_kind == ASIDE_NOLOOPS)
     extra = None
     if len(nl):
+        sid = np.repeat(np.arange(n_series), np.diff(np.append(series, len(ctx))))
         lex_mid = plan.lex_prop[a_metric[nl]]
         skey = (ctx[series] << 16) | mid[series]
         want = (a_ctx[nl] << 16) | lex_mid
@@ -82,6 +85,8 @@ def summarize(vals: cctdb.RangeValues, aside: tuple[np.ndarray, ...], plan: Stat
         at = np.searchsorted(gkey, np.minimum(pos, max(n_series - 1, 0)) * width + a_prof[nl])
         found = hit & (at < len(gkey)) & (gkey[np.minimum(at, max(len(gkey) - 1, 0))] ==
                                            np.minimum(pos, max(n_series - 1, 0)) * width + a_prof[nl])
+        del gkey, sid
+        v = v.copy()
         v[at[found]] = a_val[nl][found]
         if (~found).any():  # a profile whose stored lex_aware was 0 (absent): new elements of the series
             miss = nl[~found]
@@ -98,17 +103,26 @@ def summarize(vals: cctdb.RangeValues, aside: tuple[np.ndarray, ...], plan: Stat
 
     # Presence per (ctx, metric): profiles with any stored value of the metric there, or an aside entry.
     metric = plan.prop_metric[mid]
+    del mid
     block = np.flatnonzero(run_starts(ctx, metric))
-    bid = np.repeat(np.arange(len(block)), np.diff(np.append(block, len(ctx))))
+    b_ctx, b_metric = ctx[block], metric[block]
+    n_values = len(ctx)
+    del ctx, metric
     width = int(max(prof.max() if len(prof) else 0, a_prof.max() if len(a_prof) else 0)) + 1
-    bkey = sorted_unique(np.concatenate([bid * width + prof,  # sorted runs (one per scope), then the asides
-                                         _aside_blocks(ctx[block], metric[block], a_ctx, a_metric) * width + a_prof]),
-                         kind="stable")
+    key = np.repeat(np.arange(len(block), dtype=np.int64), np.diff(np.append(block, n_values)))
+    key *= width
+    key += prof  # sorted runs (one per scope), then the asides
+    del prof
+    bkey = np.concatenate([key, _aside_blocks(b_ctx, b_metric, a_ctx, a_metric) * width + a_prof])
+    del key
+    bkey.sort(kind="stable")
+    bkey = bkey[run_starts(bkey)]
     bkey = bkey[bkey >= 0]
     cnt = np.bincount(bkey // width, minlength=len(block)).astype(np.float64)
-    extra_blocks = _aside_only(ctx[block], metric[block], a_ctx, a_metric, a_prof)
-    cnt_ctx = np.concatenate([ctx[block], extra_blocks[0]])
-    cnt_m = np.concatenate([metric[block], extra_blocks[1]])
+    del bkey
+    extra_blocks = _aside_only(b_ctx, b_metric, a_ctx, a_metric, a_prof)
+    cnt_ctx = np.concatenate([b_ctx, extra_blocks[0]])
+    cnt_m = np.concatenate([b_metric, extra_blocks[1]])
     cnt = np.concatenate([cnt, extra_blocks[2]])
     ok = cnt > 0
     cnt_ctx, cnt_m, cnt = cnt_ctx[ok], cnt_m[ok], cnt[ok]

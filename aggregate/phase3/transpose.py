@@ -294,8 +294,11 @@ def gather(win: Window, at_lo: np.ndarray, at_hi: np.ndarray) -> cctdb.RangeValu
                    np.repeat(v1, b - a), win.starts[np.minimum(ent + 1, last)] if len(win.starts) else 0)
     ctx = np.repeat(win.cids[ent], nxt - win.starts[ent])
     rec = win.records[pos]
+    del pos  # (the values of a context in every profile: a few per profile, as are the arrays below)
     mid = rec["mid"].astype(np.uint16)
-    key = (ctx.astype(np.int64) << 16) | mid
+    key = ctx.astype(np.int64)
+    key <<= 16
+    key |= mid
     order = np.argsort(key, kind="stable")
     del key
     return cctdb.RangeValues(ctx[order], mid[order], rec["prof"][order].astype(np.uint32),

@@ -240,9 +240,12 @@ def _check_counts(ctx: np.ndarray, lo: int, hi: int, reserved: np.ndarray, what:
         raise ValueError(f"context {lo + i} has {int(got[i])} {what} but the layout reserved {int(reserved[i])}")
 
 
-def encode_blocks(layout: CctLayout, lo: int, hi: int, values: RangeValues) -> bytes:
+def encode_blocks(layout: CctLayout, lo: int, hi: int, values: RangeValues) -> memoryview:
     """The bytes from block ``lo``'s start to block ``hi - 1``'s end, for values sorted by
-    (context, metric, profile) and all lying in ``lo..hi``; the counts must match the layout."""
+    (context, metric, profile) and all lying in ``lo..hi``; the counts must match the layout.
+
+    A view of the image it lays them out in (not a copy), and its per-value temporaries dropped once used: a
+    range of one context that every profile has values in holds a few values per profile."""
     base = int(layout.offsets[lo]) if hi > lo else 0
     end = int(layout.offsets[hi - 1] + layout.block_size()[hi - 1]) if hi > lo else 0
     image = np.zeros(end - base, np.uint8)
@@ -251,24 +254,29 @@ def encode_blocks(layout: CctLayout, lo: int, hi: int, values: RangeValues) -> b
     # {Val} records: rank of each value within its context.
     first_of_ctx = run_starts(ctx)
     rank = rank_in_runs(first_of_ctx)
+    del first_of_ctx
     vals = np.zeros(len(ctx), VALUE)
     vals["profIndex"] = values.prof_indices
     vals["value"] = values.values
     pos = layout.offsets[ctx] - base + SZ_VALUE * rank
     dbf.scatter_records(image, pos, vals)
+    del vals, pos
     # {Idx} records: one per (context, metric) group, pointing at the group's first value.
     met = values.metric_ids.astype(np.int64)
     first_of_metric = run_starts(ctx, met)
     g = np.flatnonzero(first_of_metric)
+    del first_of_metric
     g_ctx = ctx[g]
+    del ctx
     _check_counts(g_ctx, lo, hi, layout.n_metrics[lo:hi], "metrics")
     g_rank = rank_in_runs(run_starts(g_ctx))
     idx = np.zeros(len(g), METRIC_INDEX)
     idx["metricId"] = met[g]
     idx["startIndex"] = rank[g]
+    del met, rank
     ipos = layout.offsets[g_ctx] - base + SZ_VALUE * layout.n_values[g_ctx] + SZ_METRIC_INDEX * g_rank
     dbf.scatter_records(image, ipos, idx)
-    return image.tobytes()
+    return image.data
 
 
 def encode_infos(layout: CctLayout) -> bytes:
