@@ -13,6 +13,7 @@ file by file, so the one-line refusal is the same and names the batch's first ba
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 from collections.abc import Sequence
@@ -104,21 +105,29 @@ def _one_by_one(paths: Sequence[str | os.PathLike[str]]) -> HpcrunBatch:
     return HpcrunBatch(profiles, cut, concat_records([p.cct for p in profiles], CCT_NODE), order, parent)
 
 
+def _footer(data: bytes | mmap.mmap) -> tuple[int, ...] | None:
+    """The footer's section bounds where they are plainly right (magic, each section within the file, in
+    order), else None."""
+    size = len(data)
+    if size < _MIN_SIZE or data[:24] != _HEAD:
+        return None
+    f = _FOOTER.unpack_from(data, size - _FOOTER.size)
+    if f[13] != FOOTER_MAGIC or f[12] + _FOOTER.size != size:
+        return None
+    for i in range(0, 12, 2):
+        if not f[i] <= f[i + 1] <= f[12]:
+            return None
+    return f
+
+
 def _cut(path: str) -> HpcrunProfile | None:
     """One file cut into its sections, or None where a bound is not plainly right (the reader of one file then
     reads it, with every check and its message). The tree and sparse-index checks are the batch's."""
     blob = Blob(path)
     data = blob.data
-    size = len(data)
-    if size < _MIN_SIZE or data[:24] != _HEAD:
+    f = _footer(data)
+    if f is None:
         return None
-    f = _FOOTER.unpack_from(data, size - _FOOTER.size)
-    footer_at = f[12]
-    if f[13] != FOOTER_MAGIC or footer_at + _FOOTER.size != size:
-        return None
-    for i in range(0, 12, 2):
-        if not f[i] <= f[i + 1] <= footer_at:
-            return None
     header = _parse_header(blob, f[1])
     loadmap = _parse_loadmap(data[f[2]:f[3]], path)
     at, end = f[4], f[5]
@@ -155,8 +164,26 @@ def _checked(profiles: list[HpcrunProfile], indexes: list[np.ndarray]) -> Hpcrun
     ``indexes``: the profiles' sparse indexes with their sentinels)."""
     n = len(profiles)
     sizes = np.fromiter((len(p.cct) for p in profiles), np.int64, n)
-    cut = offsets(sizes)
     cct = concat_records([p.cct for p in profiles], CCT_NODE)
+    tree = _tree_ok(cct, sizes)
+    if tree is None:
+        return None
+    cut, order, parent_row, sorted_key = tree
+    n_vals = np.fromiter((len(p.values) for p in profiles), np.int64, n)
+    metric = np.concatenate([p.values["metric"] for p in profiles]) if n_vals.any() else np.zeros(0, np.int64)
+    n_metrics = np.fromiter((len(p.metrics) for p in profiles), np.int64, n)
+    if _sparse_ok(concat_records(indexes, SPARSE_INDEX), np.fromiter(map(len, indexes), np.int64, n), n_vals,
+                  metric, n_metrics, sorted_key) is None:
+        return None
+    return HpcrunBatch(profiles, cut, cct, order, parent_row)
+
+
+def _tree_ok(cct: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`~hpcsa.formats.measurement.hpcrun.tree_rows`'s rules over the CCT records of several profiles
+    (``sizes`` nodes each, one after another): (cuts, the rows in (profile, node id) order, each row's parent
+    row or -1, the sorted (profile, node id) keys), or None if a file breaks one."""
+    n = len(sizes)
+    cut = offsets(sizes)
     of_row = np.repeat(np.arange(n, dtype=np.int64), sizes)
     ids = cct["id"].astype(np.int64)
     key = of_row << 32 | ids
@@ -176,45 +203,40 @@ def _checked(profiles: list[HpcrunProfile], indexes: list[np.ndarray]) -> Hpcrun
         if (parent_pos >= inner).any():
             return None  # a child before its parent
         parent_row[inner] = parent_pos
-    if not _sparse_ok(profiles, indexes, sorted_key):
-        return None
-    return HpcrunBatch(profiles, cut, cct, order, parent_row)
+    return cut, order, parent_row, sorted_key
 
 
-def _sparse_ok(profiles: list[HpcrunProfile], indexes: list[np.ndarray], sorted_key: np.ndarray) -> bool:
-    """:func:`~hpcsa.formats.measurement.hpcrun._check_sparse`'s rules over the batch: each sparse index ends with the
-    sentinel at the value count, its starts begin at 0 and ascend, every value names a declared metric, and
-    every node with values is in its profile's tree (``sorted_key``: the batch's (profile, node id) keys,
-    sorted)."""
-    n = len(profiles)
-    n_index = np.fromiter(map(len, indexes), np.int64, n)
-    n_vals = np.fromiter((len(p.values) for p in profiles), np.int64, n)
-    index = concat_records(indexes, SPARSE_INDEX)
+def _sparse_ok(index: np.ndarray, n_index: np.ndarray, n_vals: np.ndarray, metric: np.ndarray,
+               n_metrics: np.ndarray, sorted_key: np.ndarray) -> np.ndarray | None:
+    """:func:`~hpcsa.formats.measurement.hpcrun._check_sparse`'s rules over several profiles' sparse indexes
+    (``n_index`` entries each, with their sentinels) and values (``n_vals`` each, naming ``metric`` of
+    ``n_metrics`` declared): each index ends with the sentinel at the value count, its starts begin at 0 and
+    ascend, every value names a declared metric, and every node with values is in its profile's tree
+    (``sorted_key``: the (profile, node id) keys, sorted). Which index entries are not sentinels, or None if a
+    file breaks a rule."""
+    n = len(n_index)
     last = np.cumsum(n_index) - 1
     starts = index["start"].astype(np.uint64)
     if (index["node"][last] != END_SENTINEL).any() or (starts[last] != n_vals.astype(np.uint64)).any():
-        return False
+        return None
     if (starts[last + 1 - n_index] != 0).any():  # each index's first entry
-        return False
+        return None
     of_entry = np.repeat(np.arange(n, dtype=np.int64), n_index)
     same = of_entry[1:] == of_entry[:-1]
     if (np.diff(starts.astype(np.int64))[same] < 0).any():
-        return False
-    if n_vals.any():
-        n_metrics = np.fromiter((len(p.metrics) for p in profiles), np.int64, n)
-        metric = np.concatenate([p.values["metric"] for p in profiles]).astype(np.int64)
-        if (metric >= np.repeat(n_metrics, n_vals)).any():
-            return False
-    inner = np.ones(len(index), bool)
-    inner[last] = False
-    if inner.any():
-        wanted = of_entry[inner] << 32 | index["node"][inner].astype(np.int64)
+        return None
+    if n_vals.any() and (metric.astype(np.int64) >= np.repeat(n_metrics, n_vals)).any():
+        return None
+    entries = np.ones(len(index), bool)
+    entries[last] = False
+    if entries.any():
+        wanted = of_entry[entries] << 32 | index["node"][entries].astype(np.int64)
         if not len(sorted_key):
-            return False
+            return None
         where = np.minimum(np.searchsorted(sorted_key, wanted), len(sorted_key) - 1)
         if not (sorted_key[where] == wanted).all():
-            return False
-    return True
+            return None
+    return entries
 
 
 # -- a group of profiles as columns (what an aggregation needs of each) -----------------------------------
@@ -252,7 +274,6 @@ class HpcrunGroup:
         return len(self.cut) - 1
 
 
-_FOOTER_AT = -_FOOTER.size
 _QI = struct.Struct(">QI")
 _Q = struct.Struct(">Q")
 _H = struct.Struct(">H")
@@ -336,16 +357,9 @@ def _cut_columns(data: bytes, path: str) -> tuple[tuple[int, ...], tuple[int, ..
                                                   int] | None:
     """Where one file's CCT, identifier tuple, values and sparse index are (offsets, then counts), its parsed
     sections, program name and trace disorder; None where a bound is not plainly right (as :func:`_cut`)."""
-    size = len(data)
-    if size < _MIN_SIZE or data[:24] != _HEAD:
+    f = _footer(data)
+    if f is None:
         return None
-    f = _FOOTER.unpack_from(data, size + _FOOTER_AT)
-    footer_at = f[12]
-    if f[13] != FOOTER_MAGIC or footer_at + _FOOTER.size != size:
-        return None
-    for i in range(0, 12, 2):
-        if not f[i] <= f[i + 1] <= footer_at:
-            return None
     fields = _header_fields(data, f[1])
     if fields is None:
         return None
@@ -416,52 +430,15 @@ def _checked_group(cct: np.ndarray, counts: np.ndarray, values: np.ndarray, inde
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """:func:`_checked`'s rules over a group's columns: (CCT cuts, order, parent rows, index cuts without the
     sentinels, which index entries are not sentinels), or None if a file breaks one."""
-    n = len(counts)
-    sizes = counts[:, 0]
-    cut = offsets(sizes)
-    of_row = np.repeat(np.arange(n, dtype=np.int64), sizes)
-    ids = cct["id"].astype(np.int64)
-    key = of_row << 32 | ids
-    order = np.argsort(key, kind="stable")
-    sorted_key = key[order]
-    if (ids == 0).any() or (sorted_key[1:] == sorted_key[:-1]).any():
+    tree = _tree_ok(cct, counts[:, 0])
+    if tree is None:
         return None
-    parents = cct["parent"].astype(np.int64)
-    inner = np.flatnonzero(parents != 0)
-    wanted = of_row[inner] << 32 | parents[inner]
-    where = np.minimum(np.searchsorted(sorted_key, wanted), max(len(key) - 1, 0))
-    if len(inner) and not (sorted_key[where] == wanted).all():
+    cut, order, parent_row, sorted_key = tree
+    n_index = counts[:, 3]
+    n_metrics = np.array([len(t) for t in metric_tables], np.int64)[table]
+    entries = _sparse_ok(index, n_index, counts[:, 2], values["metric"], n_metrics, sorted_key)
+    if entries is None:
         return None
-    parent_row = np.full(len(key), -1, np.int64)
-    if len(inner):
-        parent_pos = order[where]
-        if (parent_pos >= inner).any():
-            return None
-        parent_row[inner] = parent_pos
-    n_index, n_vals = counts[:, 3], counts[:, 2]
-    last = np.cumsum(n_index) - 1
-    starts = index["start"].astype(np.uint64)
-    if (index["node"][last] != END_SENTINEL).any() or (starts[last] != n_vals.astype(np.uint64)).any():
-        return None
-    if (starts[last + 1 - n_index] != 0).any():
-        return None
-    of_entry = np.repeat(np.arange(n, dtype=np.int64), n_index)
-    same = of_entry[1:] == of_entry[:-1]
-    if (np.diff(starts.astype(np.int64))[same] < 0).any():
-        return None
-    if n_vals.any():
-        n_metrics = np.array([len(t) for t in metric_tables], np.int64)[table]
-        if (values["metric"].astype(np.int64) >= np.repeat(n_metrics, n_vals)).any():
-            return None
-    entries = np.ones(len(index), bool)
-    entries[last] = False
-    if entries.any():
-        wanted = of_entry[entries] << 32 | index["node"][entries].astype(np.int64)
-        if not len(sorted_key):
-            return None
-        where = np.minimum(np.searchsorted(sorted_key, wanted), len(sorted_key) - 1)
-        if not (sorted_key[where] == wanted).all():
-            return None
     return cut, order, parent_row, offsets(n_index - 1), entries
 
 
