@@ -220,10 +220,6 @@ def with_measurement(inputs: Inputs, merged: Measurement) -> Inputs:
     return replace(inputs, profiles=replace(inputs.profiles, size=size, trace_size=trace_size, has_trace=has_trace))
 
 
-def kernel_symbols_dirs(measdirs: list[str]) -> list[str]:
-    return [os.path.join(d, "kernel_symbols") for d in measdirs if os.path.isdir(os.path.join(d, "kernel_symbols"))]
-
-
 def default_output_name(measdirs: list[str], program: str | None) -> str:
     """hpcprof's naming: ``hpctoolkit-<app>-measurements[-x]`` gives ``hpctoolkit-<app>-database[-x]``;
     otherwise ``hpctoolkit-<program>-database``."""

@@ -4,7 +4,7 @@ The same for the first reading of a profile (phase 1, :mod:`.phase1.survey`) and
 phase 1 kept nothing of it (phase 2): a pure function of the profile, the GPU call graphs and the hash seed,
 so both readings find the same nodes. Trees that hpcprof refuses are refused
 (:mod:`hpcsa.formats.measurement.cct_rules`), naming the file; a group of profiles read as one batch is
-checked at once (:func:`batch_fields`).
+checked at once (:func:`group_fields`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from hpcsa.core.dataclass import dataclass
 from hpcsa.core.errors import FormatError
 from hpcsa.formats.measurement.cct_rules import check_load_modules, check_placeholders
 from hpcsa.formats.measurement.hpcrun import UNWOUND, HpcrunProfile, LoadModule, tree_rows
-from hpcsa.formats.measurement.hpcrun_batch import HpcrunBatch, HpcrunGroup
+from hpcsa.formats.measurement.hpcrun_batch import HpcrunGroup
 
 if TYPE_CHECKING:
     from hpcsa.gpucct import CallGraph
@@ -149,39 +149,6 @@ def profile_fields(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env,
     return ProfileFields(parent, kind, flag, module, ip, dict(modules), index, gpu)
 
 
-def batch_fields(batch: HpcrunBatch, group: Sequence[ProfileInput]
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, rawtree.ModuleRef]]:
-    """:func:`profile_fields` of a batch of profiles without GPU parts, as one forest: (parent row in the
-    batch, kind, flag, module, ip) per CCT row, and the modules by hash; checked once over the batch. Raises
-    :class:`.HpcsaError` without naming the profile if one breaks a rule (:func:`profile_fields`, one by one,
-    names it)."""
-    cct = batch.cct
-    parent = batch.parent
-    lm = cct["lm_id"].astype(np.int64)
-    ip = cct["lm_ip"].astype(np.uint64)
-    unwound = (cct["flags"] & UNWOUND) != 0
-    # One load-map table per distinct load map (the reader shares the parse of equal ones) and directory.
-    tables: dict[tuple[object, ...], int] = {}
-    firsts: list[int] = []  # the first profile with each table
-    which = np.empty(len(group), np.int64)
-    for k, (prof, inp) in enumerate(zip(batch.profiles, group, strict=True)):
-        which[k] = t = tables.setdefault((inp.measdir, *map(id, prof.loadmap)), len(tables))
-        if t == len(firsts):
-            firsts.append(k)
-    module = np.zeros(len(cct), np.uint64)
-    modules: dict[int, rawtree.ModuleRef] = {}
-    of_row = np.repeat(which, np.diff(batch.cut)) if len(tables) > 1 else None
-    for t, k in enumerate(firsts):
-        table, known, _, refs = _loadmap_table(tuple(batch.profiles[k].loadmap), group[k].measdir)
-        modules.update(refs)
-        rows = slice(None) if of_row is None else of_row == t
-        mine = lm[rows]
-        check_load_modules(None, mine, known)
-        module[rows] = table[mine]
-    check_placeholders(None, parent, lm, ip, unwound)
-    return parent, np.zeros(len(cct), np.uint8), unwound.astype(np.uint8), module, ip, modules
-
-
 def profile_nodes(prof: HpcrunProfile, inp: ProfileInput, env: Phase1Env,
                   rows: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[rawtree.RawNodes, NodeIndex, GpuPart]:
     """A profile's raw nodes (:func:`profile_fields`, hashed), its node index and the GPU part."""
@@ -207,9 +174,9 @@ def hash_nodes(profiles: list[ProfileFields], seed: int) -> tuple[np.ndarray, np
 
 def group_fields(g: HpcrunGroup, measdirs: Sequence[str]
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, rawtree.ModuleRef]]:
-    """:func:`batch_fields` of a group read as columns (``measdirs``: each profile's measurement directory):
-    (parent row in the group, kind, flag, module, ip) per CCT row, and the modules by hash; checked once over
-    the group. Raises :class:`.HpcsaError` without naming the profile if one breaks a rule."""
+    """:func:`profile_fields` of a group read as columns, without GPU parts (``measdirs``: each profile's
+    measurement directory), as one forest: (parent row in the group, kind, flag, module, ip) per CCT row, and
+    the modules by hash; checked once over the group (:func:`profile_fields`, one by one, names the profile). Raises :class:`.HpcsaError` without naming the profile if one breaks a rule."""
     cct = g.cct
     n = len(g)
     lm = cct["lm_id"].astype(np.int64)

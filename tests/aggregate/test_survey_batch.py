@@ -13,7 +13,7 @@ from hpcsa.aggregate.handoff import Discovery, Phase1Env
 from hpcsa.aggregate.inputs import find_inputs
 from hpcsa.aggregate.phase0.gpu_graphs import read_gpu_structures
 from hpcsa.aggregate.phase1 import survey as phase1_survey
-from hpcsa.aggregate.profile_nodes import batch_fields
+from hpcsa.aggregate.profile_nodes import group_fields
 from hpcsa.aggregate.profile_table import ProfileInput
 from hpcsa.core.errors import HpcsaError
 from hpcsa.formats.measurement.hpcrun import (
@@ -25,7 +25,7 @@ from hpcsa.formats.measurement.hpcrun import (
     placeholder_code,
     write_hpcrun,
 )
-from hpcsa.formats.measurement.hpcrun_batch import read_hpcrun_batch
+from hpcsa.formats.measurement.hpcrun_batch import read_hpcrun_group
 from hpcsa.formats.measurement.placeholders import PRIMARY
 
 MEASUREMENTS = ("loops-cputime-t.m", "loops-cuda-nvidiapc-t.m", "small.m")
@@ -82,7 +82,9 @@ def test_a_bad_profile_is_refused_as_one_by_one(tmp_path: Path, problem: str) ->
         phase1_survey.survey_profiles(group, env)
     assert str(batched.value) == str(one_by_one.value)
     assert str(batched.value).startswith(str(tmp_path / "bad.hpcrun"))
-    with pytest.raises(HpcsaError, match="load map|primary root"):  # the batch's own check finds it
-        batch_fields(read_hpcrun_batch([g.path for g in group]), group)
+    columns = read_hpcrun_group([g.path for g in group])
+    assert columns is not None  # the files are well formed: the rule is the group's own check
+    with pytest.raises(HpcsaError, match="load map|primary root"):
+        group_fields(columns, [g.measdir for g in group])
     assert _report(phase1_survey.survey_profiles(good, env)) == _report(phase1_survey._survey_one_by_one(good, env))
 
