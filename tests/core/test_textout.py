@@ -133,7 +133,7 @@ def _fuzz_sources(hpctoolkit_data: Path) -> list[tuple[str, Path]]:
 
 @pytest.mark.parametrize("kind", ["pipe", "file"])
 def test_fuzz_output_paths(hpctoolkit_data, tmp_path, kind):
-    """dump and view on mutated real files: status 0 or 2, strictly UTF-8 output, never an exception."""
+    """dump, view and compare (against the unmutated database) on mutated real files: status 0 or 2, strictly UTF-8 output, never an exception."""
     sources = _fuzz_sources(hpctoolkit_data)
     assert sources
     outcomes = {0: 0, 2: 0}
@@ -148,7 +148,8 @@ def test_fuzz_output_paths(hpctoolkit_data, tmp_path, kind):
         else:
             shutil.copytree(src.parent, case)
             (case / what).write_bytes(mutate(src.read_bytes(), seed=i))
-            commands = [["dump", str(case / what)], ["view", str(case), "--depth", "3"]]
+            commands = [["dump", str(case / what)], ["view", str(case), "--depth", "3"],
+                        ["compare", str(src.parent), str(case), "--depth", "3"]]
         for args in commands:
             try:
                 status, out, _ = run_to(kind, args, tmp_path)
