@@ -318,24 +318,39 @@ def _claimed(nodes: list[_Node], claims: list[int]) -> tuple[np.ndarray, np.ndar
 
 def _line_table(rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Address -> (file id, line) over all units. Of several rows at one address, hpcprof keeps a row with
-    a file over one without, then the lower (file, line), and the lower file is the one whose ``File`` object
-    lies at the lower memory address (HPCToolkit develop, ``src/hpcprof/finalizers/directclassification.hpp``:
-    the line map is a ``range_map<uint64_t, std::optional<std::pair<reference_index<const File>, uint64_t>>,
-    range_merge::truthy<void, range_merge::min<>>>``, and ``reference_index::operator<`` in
-    ``src/hpcprof/util/ref_wrappers.hpp`` compares ``&a.get() < &b.get()``; ``Source::file`` in
-    ``src/hpcprof/pipeline.cpp`` makes each File a node of an unordered set, allocated when first named).
-    Here files compare in the order hpcprof first names them (declarations and calls of a unit's DIEs,
-    then its line rows), which is the allocation order as long as the allocator hands out ever higher
-    addresses. It does not always: in the real 1,024-thread run of hpctoolkit-extra, five sampled libc
-    addresses have rows of two files. At three (in vfprintf-internal.c, pthread_create.c, malloc.c) hpcprof
-    keeps the file named first; at the other two it keeps the file named last: fileops.c:1243 over
-    libioP.h:947 at 0x8163d, and genops.c:347 over libioP.h:947 at 0x8309f, fileops.c and genops.c being
-    named one after the other, long after libioP.h (in filedoalloc.c's unit). Their Files lie below
-    libioP.h's in memory though created after it: the allocator reused freed blocks. The same input gives
-    the same heap, so hpcprof repeats its choice run after run, but no rule in its source decides it; hpcsa
-    keeps the order of naming (the two call sites are one difference of the database, the second under the
-    first)."""
+    """Address -> (file id, line) over all units, as hpcprof's line map resolves rows at one address.
+
+    hpcprof (HPCToolkit develop, ``src/hpcprof/finalizers/directclassification.cpp``, ``fullDwarf``) takes
+    every row that libdw's ``dwarf_getsrclines`` gives, unit after unit: end-of-sequence rows, rows of line 0
+    and rows that are not statements as well (elfutils 0.188, ``libdw/dwarf_getsrclines.c``, keeps all rows
+    and only sorts them: by address, an end-of-sequence row first, then in program order). Each row's address
+    is a key of a ``range_map`` (``src/hpcprof/util/range_map.hpp``: a key covers the addresses up to the
+    next key), so a row followed by another at the same address still counts, and the values of one key are
+    merged, in whatever order they come, by ``range_merge::truthy<void, range_merge::min<>>``: a row with a
+    file over one without, then the lower ``(file, line)``. Of one file the lower line wins (libm's
+    ``__ieee754_fmod`` at 0x27870 has rows for e_fmod.c lines 27, 28, 29, 31, 31, 31: hpcprof shows 27).
+    Files compare as ``reference_index<const File>`` (``src/hpcprof/util/ref_wrappers.hpp``:
+    ``&a.get() < &b.get()``, C++17), by the memory address of the ``File`` object, a node of the pipeline's
+    unordered set allocated when a path is first named (``Source::file`` in ``src/hpcprof/pipeline.cpp``).
+
+    Nothing else in hpcprof's source orders two files. Not the rows' order: in libc (Debian 2.36 with
+    libc6-dbg) the rows at 0x5cf69, in vfprintf-internal.c's unit, and at 0x81632, in fileops.c's, are
+    alike (libioP.h:947 twice, then a line of the unit's own file, all in one sequence), yet for the
+    samples at 0x5cf75 and 0x8163d hpcprof keeps libioP.h:947 at the first and fileops.c:1243 at the
+    second; "the last row at an address wins" also contradicts the e_fmod.c rows above (sampled at
+    0x27870). Not the paths' order: at 0x98f58 hpcprof keeps malloc.c:3385 over arena.c:162.
+
+    hpcsa compares files in the order hpcprof names them (the declarations and calls of a unit's DIEs, then
+    its line rows, units in order), the order of their allocation, which is the order of their addresses
+    as long as the allocator hands out ever higher ones. It does not always: in the 1,024-thread run of
+    ``tests/aggregate/test_prof_nostruct_cxx.py`` five sampled libc addresses have rows of two files; at
+    three (in vfprintf-internal.c, pthread_create.c, malloc.c) hpcprof keeps the file named first, at the
+    other two the file named last: fileops.c:1243 over libioP.h:947 at 0x8163d and genops.c:347 over
+    libioP.h:947 at 0x8309f, fileops.c and genops.c being named long after libioP.h (in filedoalloc.c's
+    unit). Their Files must lie lower in memory, in blocks the allocator had freed. The same requests give
+    the same heap, so hpcprof repeats its choice run after run, but foreseeing it would take replaying
+    every allocation hpcprof and libdw make before; hpcsa keeps the order of naming (one call site of that
+    database, and the genops.c line below it, differ)."""
     if not rows:
         z = np.zeros(0, np.int64)
         return np.zeros(0, np.uint64), z, z.copy()

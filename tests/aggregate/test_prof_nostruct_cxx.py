@@ -38,7 +38,10 @@ MEASURED = [LIBS + n for n in ("libc.so.6", "libm.so.6", "libgomp.so.1.0.0", "li
 #: is that order wherever the allocator gives ever higher addresses. Below this call site it does not:
 #: hpcprof's fileops.c and genops.c (created one after the other, long after libioP.h) lie below its
 #: libioP.h, so it takes fileops.c:1243 here and, in the subtree, genops.c:347 at _IO_doallocbuf's call.
-#: No rule of hpcprof's source gives that order (issue 46 looked for one); the test pins the difference.
+#: No rule of hpcprof's source gives that order (issue 46 looked for one: every row of an address is merged by
+#: that minimum, and the rows here are laid out as at the vfprintf-internal.c address where hpcprof keeps the
+#: file named first, so neither row order nor "the last row wins" tells them apart); the test pins the
+#: difference.
 XSPUTN = "-inlined_call> [function] _IO_new_file_xsputn"
 
 

@@ -47,6 +47,24 @@ def test_rows_at_one_address():
     assert a.tolist() == [0x10, 0x20, 0x30] and f.tolist() == [1, 0, -1] and ln.tolist()[:2] == [4, 8]
 
 
+def test_rows_at_one_address_merge_in_any_order():
+    """hpcprof merges the rows of one address by a minimum, so neither their order in the program nor the
+    unit they come from decides; nor does being last (libm's fmod entry: e_fmod.c 27, 28, 29, 31, 31, 31 at
+    one address gives 27, as in hpcprof's database)."""
+    addr = np.array([0x40, 0x40, 0x40, 0x40, 0x40, 0x40, 0x50, 0x50, 0x50, 0x60, 0x60], np.uint64)
+    fid = np.array([2, 2, 2, 2, 2, 2, 3, 3, 1, -1, 4])
+    line = np.array([27, 28, 29, 31, 31, 31, 947, 947, 239, 5, 0])
+    expected = ([0x40, 0x50, 0x60], [2, 1, 4], [27, 239, 0])
+    rng = np.random.default_rng(46)
+    for _ in range(20):
+        perm = rng.permutation(len(addr))
+        cut = int(rng.integers(0, len(addr) + 1))  # the rows split over two units
+        units = [(addr[perm[:cut]], fid[perm[:cut]], line[perm[:cut]]),
+                 (addr[perm[cut:]], fid[perm[cut:]], line[perm[cut:]])]
+        a, f, ln = _line_table(units)
+        assert (a.tolist(), f.tolist(), ln.tolist()) == expected
+
+
 def test_fixture_library_read_whole():
     """sample.so (gcc -O2 -g): square_sum inlined into nest at line 19, its lines under it."""
     d = read_direct(SAMPLE, demangle)
