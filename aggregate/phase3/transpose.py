@@ -31,7 +31,7 @@ import numpy as np
 
 from hpcsa.aggregate.handoff import ASIDE, RUN_INDEX, RUN_VALUE, Placement, run_index_at
 from hpcsa.aggregate.phase3.summary import StatPlan, summarize
-from hpcsa.core.arrays import ramps
+from hpcsa.core.arrays import ramps, take_records
 from hpcsa.core.dataclass import dataclass
 from hpcsa.core.fileio import pwrite_all
 from hpcsa.formats.db import cctdb
@@ -196,7 +196,7 @@ class AsideWindow:
         """The entries of the window's range ``k``, in profile order, each profile's by (context, key):
         (ctx, key, profile index, value)."""
         lo, hi = self.at[:, k], self.at[:, k + 1]
-        rec = self.records[ramps(np.cumsum(self.n) - self.n + lo, hi - lo)]
+        rec = take_records(self.records, ramps(np.cumsum(self.n) - self.n + lo, hi - lo))
         rec = rec[np.argsort(rec["prof"], kind="stable")]  # (a run is sorted by context first)
         return (rec["ctx"].astype(np.int64), rec["key"].astype(np.int64), rec["prof"].astype(np.int64),
                 rec["value"].copy())
@@ -293,7 +293,7 @@ def gather(win: Window, at_lo: np.ndarray, at_hi: np.ndarray) -> cctdb.RangeValu
     nxt = np.where(np.repeat(b == count, b - a) & (ent == np.repeat(e_at + b - 1, b - a)),
                    np.repeat(v1, b - a), win.starts[np.minimum(ent + 1, last)] if len(win.starts) else 0)
     ctx = np.repeat(win.cids[ent], nxt - win.starts[ent])
-    rec = win.records[pos]
+    rec = take_records(win.records, pos)
     del pos  # (the values of a context in every profile: a few per profile, as are the arrays below)
     mid = rec["mid"].astype(np.uint16)
     key = ctx.astype(np.int64)

@@ -62,3 +62,28 @@ def concat_records(arrays: list[np.ndarray], dtype: np.dtype) -> np.ndarray:
     the fields of every structured array it joins (some 20 µs each, most of the reading of a thousand small
     profiles). The result is read-only."""
     return np.frombuffer(b"".join([a.tobytes() for a in arrays]), dtype)
+
+
+def as_void(records: np.ndarray) -> np.ndarray:
+    """The same memory with each record an opaque run of its bytes (``V<itemsize>``): fancy indexing a
+    structured array copies it field by field (about 17 ms per million 10-byte records), its bytes as one
+    block each about four times faster. For records whose fields cover every byte (a gap's bytes, which a
+    copy of the fields leaves alone, would be copied too)."""
+    return records.view(np.dtype((np.void, records.dtype.itemsize)))
+
+
+def gapless(dtype: np.dtype) -> bool:
+    """Whether the fields of a ``dtype`` cover every one of its bytes (see :func:`as_void`); a plain dtype's do."""
+    if dtype.fields is None:
+        return True
+    end = 0
+    for at, size in sorted((f[1], f[0].itemsize) for f in dtype.fields.values()):
+        if at != end:
+            return False
+        end += size
+    return end == dtype.itemsize
+
+
+def take_records(records: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``records[index]`` for a 1-D structured array, copied a record at a time (:func:`as_void`)."""
+    return as_void(records)[index].view(records.dtype)

@@ -22,6 +22,7 @@ from typing import BinaryIO, ClassVar, Self
 
 import numpy as np
 
+from hpcsa.core.arrays import as_void, gapless, take_records
 from hpcsa.core.binfmt import Blob, Field, layout
 from hpcsa.core.dataclass import dataclass
 from hpcsa.core.errors import FormatError
@@ -172,13 +173,18 @@ def gather_records(buf: np.ndarray, positions: np.ndarray, dtype: np.dtype) -> n
     an overlapping byte-strided view, whatever the alignment. Callers bounds-check the positions."""
     if not len(positions):
         return np.zeros(0, dtype)
-    return _byte_strided(buf, dtype)[np.asarray(positions, np.int64)]
+    return take_records(_byte_strided(buf, dtype), np.asarray(positions, np.int64))
 
 
 def scatter_records(image: np.ndarray, positions: np.ndarray, records: np.ndarray) -> None:
     """Write ``records`` at byte ``positions`` of the writable uint8 ``image`` (the twin of :func:`gather_records`)."""
-    if len(positions):
-        _byte_strided(image, records.dtype)[np.asarray(positions, np.int64)] = records
+    if not len(positions):
+        return
+    at = np.asarray(positions, np.int64)
+    if gapless(records.dtype):  # a record's bytes at once (as_void), where no gap may be left alone
+        as_void(_byte_strided(image, records.dtype))[at] = as_void(np.ascontiguousarray(records))
+    else:
+        _byte_strided(image, records.dtype)[at] = records
 
 
 def encode_header(tag: bytes, sections: Sequence[tuple[int, int]], reserve: int = 0) -> bytes:
