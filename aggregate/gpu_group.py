@@ -22,7 +22,7 @@ import numpy as np
 
 from hpcsa.aggregate import rawtree
 from hpcsa.aggregate.gpu_contexts import GPU_VALUE, GroupGpu
-from hpcsa.core.arrays import offsets, run_starts
+from hpcsa.core.arrays import offsets, run_starts, take_records
 from hpcsa.formats.measurement.hpcrun import UNWOUND
 from hpcsa.formats.measurement.hpcrun_batch import HpcrunGroup
 from hpcsa.formats.measurement.placeholders import GPU_KERNEL
@@ -289,7 +289,7 @@ def _columns(g: HpcrunGroup, sample: np.ndarray, bounds: np.ndarray, prof_of_row
     # values: context by context (in each context, point by point and by metric, as nonzero gives them)
     v = np.concatenate(values) if values else np.zeros(0, GPU_VALUE)
     vc = np.concatenate(value_ctx) if value_ctx else np.zeros(0, np.int64)
-    v = v[np.argsort(vc, kind="stable")]
+    v = take_records(v, np.argsort(vc, kind="stable"))
     vcount = np.bincount(ctx_prof[np.sort(vc)], minlength=n) if len(vc) else np.zeros(n, np.int64)
     # the sample rows placed, per profile (sorted, within the profile)
     placed = sample - g.cut[prof_of_row[sample]]

@@ -23,6 +23,7 @@ from dataclasses import field
 
 import numpy as np
 
+from hpcsa.core.arrays import take_records
 from hpcsa.core.dataclass import dataclass
 from hpcsa.core.digests import blake2b
 
@@ -155,8 +156,8 @@ def union(parts: Sequence[RawNodes]) -> RawNodes:
     other = np.concatenate(rest) if len(rest) > 1 else rest[0]
     rows = find(base.nodes["h1"], other["h1"])
     seen = rows >= 0
-    _verify(other[seen], base.nodes[rows[seen]])
-    new = _sorted_unique(other[~seen])
+    _verify(take_records(other, np.flatnonzero(seen)), take_records(base.nodes, rows[seen]))
+    new = _sorted_unique(take_records(other, np.flatnonzero(~seen)))
     if not len(new):
         return RawNodes(base.nodes, modules, True)
     at = np.searchsorted(base.nodes["h1"], new["h1"])
@@ -164,12 +165,13 @@ def union(parts: Sequence[RawNodes]) -> RawNodes:
 
 
 def _sorted_unique(nodes: np.ndarray) -> np.ndarray:
-    nodes = nodes[np.argsort(nodes["h1"], kind="stable")]
+    # (records moved whole, take_records: field by field they cost some 4 times more)
+    nodes = take_records(nodes, np.argsort(nodes["h1"], kind="stable"))
     first = np.r_[True, nodes["h1"][1:] != nodes["h1"][:-1]]
     if not first.all():
-        grp = np.cumsum(first) - 1
-        _verify(nodes, nodes[np.flatnonzero(first)][grp])
-        nodes = nodes[first]
+        lead = np.flatnonzero(first)
+        _verify(nodes, take_records(nodes, lead[np.cumsum(first) - 1]))
+        nodes = take_records(nodes, lead)
     return nodes
 
 

@@ -47,7 +47,7 @@ from hpcsa.aggregate.phase2.exact_sums import propagate_batch
 from hpcsa.aggregate.phase2.points import BatchPoints, batch_points
 from hpcsa.aggregate.phase2.traces import trace_lines
 from hpcsa.core.arrays import offsets as offsets_of
-from hpcsa.core.arrays import run_starts
+from hpcsa.core.arrays import run_starts, take_records
 from hpcsa.core.errors import HpcsaError
 from hpcsa.core.fileio import pwrite_all
 from hpcsa.formats.db.dbformat import scatter_records
@@ -233,4 +233,4 @@ def aside_run(p: Propagated, keep: np.ndarray, prof_base: int) -> np.ndarray:
     out["key"] = np.concatenate([p.metric[nl] * 2 + ASIDE_NOLOOPS, p.metric[pres] * 2 + ASIDE_PRESENT])
     out["prof"] = np.concatenate([p.prof[nl], p.prof[pres]]) + prof_base
     out["value"] = np.concatenate([p.noloops[nl], np.ones(len(pres))])
-    return out[np.lexsort((out["prof"], out["key"], out["ctx"]))]
+    return take_records(out, np.lexsort((out["prof"], out["key"], out["ctx"])))

@@ -348,8 +348,14 @@ def _gather(buf: np.ndarray, at: np.ndarray, counts: np.ndarray, dtype: np.dtype
     """The records of ``dtype``, ``counts`` of them at byte offset ``at`` of ``buf`` for each file, one file's
     after the other (one fancy index for all)."""
     size = dtype.itemsize
-    rows = np.repeat(at - np.cumsum(counts * size) + counts * size, counts * size)
-    return buf[rows + np.arange(len(rows))].view(dtype) if len(rows) else np.zeros(0, dtype)
+    counts = np.asarray(counts, np.int64)
+    total = int(counts.sum())
+    if not total:
+        return np.zeros(0, dtype)
+    # each record's byte offset (one index per record, not per byte), its bytes copied as one block
+    first = np.repeat(np.asarray(at, np.int64) - size * (np.cumsum(counts) - counts), counts)
+    whole = np.ndarray((max(len(buf) - size + 1, 0),), np.dtype((np.void, size)), buffer=buf, strides=(1,))
+    return whole[first + size * np.arange(total)].view(dtype)
 
 
 def _cut_columns(data: bytes, path: str) -> tuple[tuple[int, ...], tuple[int, ...], tuple[LoadModule, ...],
