@@ -58,7 +58,13 @@ def _merged(parts: list[Propagated]) -> Propagated:
         return parts[0]
     fields = Propagated.__dataclass_fields__
     joined = {name: np.concatenate([getattr(p, name) for p in parts]) for name in fields}
-    order = np.lexsort((joined["metric"], joined["ctx"], joined["prof"]))
+    prof, ctx, metric = joined["prof"], joined["ctx"], joined["metric"]
+    n_ctx, n_met = (int(ctx.max()) + 1, int(metric.max()) + 1) if len(ctx) else (1, 1)
+    if not len(ctx) or int(prof.max()) < (1 << 62) // (n_ctx * n_met):
+        # one key: each part is sorted by it, so the stable sort (timsort) merges the parts' runs
+        order = np.argsort((prof * n_ctx + ctx) * n_met + metric, kind="stable")
+    else:
+        order = np.lexsort((metric, ctx, prof))
     return Propagated(**{name: a[order] for name, a in joined.items()})
 
 
@@ -124,7 +130,7 @@ def _dense_block(sid: np.ndarray, ctx: np.ndarray, value: np.ndarray, series: np
     rows, cols = np.nonzero(present)  # (series, context): (profile, metric, context)
     b = series[rows] // n_met
     m = series[rows] - b * n_met
-    order = np.lexsort((m, cols, b))
+    order = np.argsort(b * n_ctx + cols, kind="stable")  # rows come by (b, m, context): m stays in order
     rows, cols, b, m = rows[order], cols[order], b[order], m[order]
     is_own = own[rows, cols]
     point = np.where(is_own, points[rows, cols], 0.0)
