@@ -110,10 +110,12 @@ def _dense_block(sid: np.ndarray, ctx: np.ndarray, value: np.ndarray, series: np
     """Rows of series ``series`` (profile * n_met + metric), sorted by (profile, context, metric)."""
     n_ctx = len(tree.parent)
     s = len(series)
-    points = np.zeros((s, n_ctx))
-    np.add.at(points, (sid, ctx), value)  # duplicates summed (whole numbers: in any order)
-    own = np.zeros((s, n_ctx), bool)
-    own[sid, ctx] = True
+    cell = sid * n_ctx + ctx
+    # duplicates summed (whole numbers: in any order), by bincount (np.add.at is several times slower)
+    points = np.bincount(cell, weights=value, minlength=s * n_ctx).reshape(s, n_ctx)
+    own = np.zeros(s * n_ctx, bool)
+    own[cell] = True
+    own = own.reshape(s, n_ctx)
     end = tree.end
     ids = np.arange(n_ctx)
 
