@@ -117,27 +117,34 @@ def _dense_block(sid: np.ndarray, ctx: np.ndarray, value: np.ndarray, series: np
     own[cell] = True
     own = own.reshape(s, n_ctx)
     end = tree.end
-    ids = np.arange(n_ctx)
 
-    def subtree(matrix: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    def prefix(matrix: np.ndarray) -> np.ndarray:
+        """Each row's prefix sums over the contexts in the matrix's column order, a zero first: a subtree's
+        (function's, block's) sum is the difference of two of them."""
         csum = np.zeros((s, n_ctx + 1), matrix.dtype if matrix.dtype != bool else np.int64)
         np.cumsum(matrix, axis=1, out=csum[:, 1:])
-        return csum[:, hi] - csum[:, lo]
+        return csum
 
-    present = subtree(own, ids, end) > 0
-    execution = subtree(points, ids, end)
-    fperm, flo, fhi, bperm, blo, bhi = _orders(tree)
-    function = subtree(points[:, fperm], flo, fhi)
-    noloops = subtree(points[:, bperm], blo, bhi)
+    owned = prefix(own)
+    present = owned[:, end] > owned[:, :-1]  # some point in the subtree
+    del owned
     rows, cols = np.nonzero(present)  # (series, context): (profile, metric, context)
     b = series[rows] // n_met
     m = series[rows] - b * n_met
     order = np.argsort(b * n_ctx + cols, kind="stable")  # rows come by (b, m, context): m stays in order
     rows, cols, b, m = rows[order], cols[order], b[order], m[order]
+    # the sums at the rows kept only (a subtree, function or block sum per row, not per cell of the matrix)
+    fperm, flo, fhi, bperm, blo, bhi = _orders(tree)
+    at = prefix(points)
+    execution = at[rows, end[cols]] - at[rows, cols]
+    at = prefix(points[:, fperm])
+    fn = at[rows, fhi[cols]] - at[rows, flo[cols]]
+    at = prefix(points[:, bperm])
+    nl = at[rows, bhi[cols]] - at[rows, blo[cols]]
+    del at
     is_own = own[rows, cols]
     point = np.where(is_own, points[rows, cols], 0.0)
-    fn, nl = function[rows, cols], noloops[rows, cols]
     loop = tree.is_loop[cols]
     flagged = loop & is_own
-    return Propagated(cols.astype(np.int64), m, point, fn, np.where(flagged, nl, fn), execution[rows, cols], nl,
+    return Propagated(cols.astype(np.int64), m, point, fn, np.where(flagged, nl, fn), execution, nl,
                       loop & ~flagged & (nl != fn), b)
