@@ -113,9 +113,9 @@ def _dense_block(sid: np.ndarray, ctx: np.ndarray, value: np.ndarray, series: np
     cell = sid * n_ctx + ctx
     # duplicates summed (whole numbers: in any order), by bincount (np.add.at is several times slower)
     points = np.bincount(cell, weights=value, minlength=s * n_ctx).reshape(s, n_ctx)
-    own = np.zeros(s * n_ctx, bool)
-    own[cell] = True
-    own = own.reshape(s, n_ctx)
+    owned_cells = np.zeros(s * n_ctx, bool)
+    owned_cells[cell] = True
+    own = owned_cells.reshape(s, n_ctx)
     end = tree.end
 
     def prefix(matrix: np.ndarray) -> np.ndarray:

@@ -5,7 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hpcsa.core.arrays import ramps, rank_in_runs, run_starts, sorted_unique, sorted_unique_rows
+from hpcsa.core.arrays import (
+    gapless,
+    ramps,
+    rank_in_runs,
+    run_starts,
+    sorted_unique,
+    sorted_unique_rows,
+    take_records,
+)
+from hpcsa.formats.db.dbformat import gather_records, scatter_records
 
 
 @pytest.mark.parametrize("kind", ["quicksort", "stable"])
@@ -49,3 +58,46 @@ def test_ramps_are_the_slices_one_after_the_other(seed: int) -> None:
     want = [s + i for s, c in zip(starts.tolist(), counts.tolist(), strict=True) for i in range(c)]
     assert ramps(starts, counts).tolist() == want
     assert ramps(np.zeros(0, np.int64), np.zeros(0, np.int64)).tolist() == []
+
+
+PACKED = np.dtype([("a", "<u2"), ("b", "<f8"), ("c", "u1")])  # 11 bytes, unaligned fields
+GAPPED = np.dtype({"names": ["a", "b"], "formats": ["<u2", "<f8"], "offsets": [0, 4], "itemsize": 16})
+
+
+def test_gapless_says_whether_the_fields_cover_every_byte() -> None:
+    assert gapless(PACKED) and gapless(np.dtype("<u8"))
+    assert not gapless(GAPPED)  # bytes 2-3 and 12-15 belong to no field
+    assert not gapless(np.dtype({"names": ["a"], "formats": ["<u4"], "offsets": [4], "itemsize": 8}))
+
+
+def test_take_records_is_fancy_indexing() -> None:
+    rng = np.random.default_rng(3)
+    recs = np.zeros(500, PACKED)
+    recs["a"], recs["b"], recs["c"] = rng.integers(0, 1 << 16, 500), rng.random(500), rng.integers(0, 256, 500)
+    for index in (rng.integers(0, 500, 2_000), np.argsort(recs["b"]), np.zeros(0, np.int64)):
+        got = take_records(recs, index)
+        assert got.dtype == PACKED and got.tobytes() == recs[index].tobytes()
+
+
+@pytest.mark.parametrize("dtype", [PACKED, GAPPED])
+def test_scatter_then_gather_records_at_unaligned_bytes(dtype: np.dtype) -> None:
+    """Records written at odd byte offsets land field by field where a hand-written struct.pack puts them;
+    the bytes of a gap are left as they were (0xAB here), and reading them back gives the records."""
+    import struct
+
+    recs = np.zeros(3, dtype)
+    recs["a"], recs["b"] = [1, 2, 3], [0.5, -1.25, 1e300]
+    at = np.array([1, 40, 1 + dtype.itemsize])  # unaligned, the first and last adjacent
+    image = np.full(80, 0xAB, np.uint8)
+    scatter_records(image, at, recs)
+    want = bytearray(b"\xab" * 80)
+    for pos, a, b in zip(at.tolist(), [1, 2, 3], [0.5, -1.25, 1e300], strict=True):
+        want[pos:pos + 2] = struct.pack("<H", a)
+        boff = dtype.fields["b"][1]
+        want[pos + boff:pos + boff + 8] = struct.pack("<d", b)
+    if dtype is PACKED:
+        for pos in at.tolist():
+            want[pos + 10] = 0  # field c, zero
+    assert image.tobytes() == bytes(want)
+    back = gather_records(image, at, dtype)
+    assert np.array_equal(back["a"], recs["a"]) and np.array_equal(back["b"], recs["b"])
