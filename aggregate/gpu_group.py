@@ -202,13 +202,13 @@ def _sample_values(g: HpcrunGroup, sample: np.ndarray, prof_of_row: np.ndarray
                 out *= p
             else:
                 out[prof_table == t] *= p
-    columns = {}
-    for k in mine_prof.tolist():
-        t = int(g.metrics[k])
+    weight_column: dict[int, int | None] = {}  # per metric table (the profiles of a run share a few)
+    for t in used:
         names = [m.name for m in tables[t]]
         at = (np.flatnonzero(used[t] == names.index(WEIGHT_METRIC)) if WEIGHT_METRIC in names
               else np.zeros(0, np.int64))
-        columns[k] = (t, int(at[0]) if len(at) else None)
+        weight_column[t] = int(at[0]) if len(at) else None
+    columns = {k: (t, weight_column[t]) for k, t in zip(mine_prof.tolist(), g.metrics[mine_prof].tolist(), strict=True)}
     return out, columns, used
 
 
