@@ -85,18 +85,21 @@ _MALLOC_TRIM: Any = None
 
 #: glibc's ``mallopt`` parameters (malloc.h): M_TRIM_THRESHOLD, M_MMAP_THRESHOLD.
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-#: What the C allocator keeps of freed memory for the next allocation (see :func:`keep_freed_memory`).
-HEAP_REUSE_BYTES = 32 << 20
+#: Blocks up to this size come from the C allocator's heap, not from a mapping of their own (see
+#: :func:`keep_freed_memory`).
+HEAP_BLOCK_BYTES = 8 << 20
 
 
-def keep_freed_memory(limit: int = HEAP_REUSE_BYTES) -> None:
+def keep_freed_memory(limit: int = HEAP_BLOCK_BYTES) -> None:
     """Let the C allocator reuse freed blocks of up to ``limit`` bytes instead of giving them back to the
-    system after each use (glibc's ``mallopt``: M_MMAP_THRESHOLD and M_TRIM_THRESHOLD, see mallopt(3);
-    nothing where the C library has none). A batch of profiles makes numpy arrays of a few hundred KiB,
-    over glibc's starting mmap threshold (128 KiB): each was mapped, its pages zeroed by the kernel on first
-    touch, and unmapped when freed, the same again for the next batch (prof on 8,192 GPU-stream profiles:
-    94,000 page faults, a fifth of its CPU time; 15,000 with this). :func:`trim_heap` still gives what is
-    free back before each fork."""
+    system after each use (glibc's ``mallopt``, see mallopt(3): M_MMAP_THRESHOLD ``limit`` and
+    M_TRIM_THRESHOLD twice that, the pair glibc's own dynamic threshold sets when a freed mapping raises it;
+    nothing where the C library has none). A batch of profiles makes numpy arrays of a few hundred KiB, over
+    glibc's starting mmap threshold (128 KiB): each was mapped, its pages zeroed by the kernel on first touch,
+    and unmapped when freed, the same again for the next batch (prof on 8,192 GPU-stream profiles: 125,000
+    page faults, a fifth of its CPU time; 15,000 with this, for about 2 MiB more at the whole tree's peak at
+    ``-j 2``; a limit of 32 MiB kept some 4 MiB more, one of 2 MiB took 377,000 faults). :func:`trim_heap`
+    still gives what is free back before each fork."""
     try:
         import ctypes
 
@@ -104,7 +107,7 @@ def keep_freed_memory(limit: int = HEAP_REUSE_BYTES) -> None:
     except (OSError, AttributeError):  # pragma: no cover - not glibc
         return
     mallopt(_M_MMAP_THRESHOLD, limit)
-    mallopt(_M_TRIM_THRESHOLD, limit)
+    mallopt(_M_TRIM_THRESHOLD, 2 * limit)
 
 
 class SharedCounter:
