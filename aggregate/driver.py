@@ -133,7 +133,8 @@ class Laps:
 
 def aggregate(inputs: Inputs, options: Options, transport: Transport | None = None) -> Result:
     """The whole aggregation. Over MPI every rank calls it with its transport and gets the same result;
-    rank 0 classifies, assigns ids and writes everything but the class-1 data and cct.db's blocks."""
+    rank 0 classifies, assigns ids and writes everything but the class-1 data and cct.db's blocks. The
+    listing of ``inputs.profiles`` is let go once class 2 holds the profiles (:meth:`.Inputs.release_profiles`)."""
     transport = transport or Single()
     progress = Progress("hpcsa prof", None, enabled=options.progress if transport.size == 1 else False)
     scratch = transport.bcast(partial(make_scratch, options.output))
@@ -173,6 +174,7 @@ def _run(inputs: Inputs, options: Options, transport: Transport, laps: Laps, scr
     laps.lap("GPU call graphs")
     # Phase 1 on every rank, class 2 on rank 0, shared with every rank.
     c2 = _phase1_and_class2(inputs, options, gpu, transport, laps, jobs, scratch)
+    inputs.release_profiles()  # class 2's table has them, in profile.db's order
     # Phases 2 and 3 into the database, its files owned by rank 0's sinks.
     output = options.output or default_output_name(inputs.measdirs, c2.title)
     progress.what, progress.total, progress.done = "hpcsa prof: aggregating", len(c2.profiles), 0

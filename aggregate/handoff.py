@@ -218,6 +218,13 @@ class ClassTwo:
         source, self.meta_source = self.meta_source, None
         return source
 
+    def take_id_tuples(self) -> Ragged:
+        """profile.db's identifier tuples, given once: to rank 0's profile.db sink, which writes them when it
+        begins the file; let go here, not held through phase 3 (some 60 bytes a profile)."""
+        tuples = self.id_tuples
+        self.id_tuples = Ragged(tuples.rows[:0].copy(), np.zeros(1, np.int64))
+        return tuples
+
     def __getstate__(self) -> dict[str, object]:
         # another rank never writes meta.db, nor profile.db's identifier tuples (rank 0's sinks do)
         return dict(self.__dict__, meta_source=None, id_tuples=Ragged(self.id_tuples.rows[:0], self.id_tuples.offsets[:1]))

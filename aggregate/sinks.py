@@ -26,13 +26,15 @@ from __future__ import annotations
 import contextlib
 import os
 from types import TracebackType
+from typing import BinaryIO
 
 import numpy as np
 
 from hpcsa.aggregate import copy_sources, metadb_tables
 from hpcsa.aggregate.handoff import ClassTwo, Phase2State, Phase2Targets, Phase3Plan, Placement, SummaryParts
-from hpcsa.core.fileio import copy_range
+from hpcsa.core.fileio import copy_range, pwrite_all
 from hpcsa.core.outputs import atomic_dir
+from hpcsa.core.ragged import Ragged
 from hpcsa.formats.db import cctdb, database, metadb, metricsyaml, profiledb, tracedb
 from hpcsa.formats.db import dbformat as dbf
 
@@ -119,21 +121,26 @@ class CctSink:
 
 class _ProfileDBWriter(profiledb.ProfileDBWriter):
     """:class:`hpcsa.formats.db.profiledb.ProfileDBWriter` whose identifier-tuple section is laid out record by
-    record, a block of tuples at a time (the same bytes): its own layout indexes every byte of the section at
-    once, some 500 bytes of index per profile, which at a quarter of a million profiles was the run's peak."""
+    record, a block of tuples at a time (the same bytes), and written as the file is begun, then let go: its
+    own layout indexes every byte of the section at once, some 500 bytes of index per profile, which at a
+    quarter of a million profiles was the run's peak; and the tuples (about 60 bytes a profile) are not held
+    through phase 3 for a section whose place is known from the start."""
 
     #: Tuples laid out at once.
     BLOCK = 1 << 15
 
-    def _id_tuple_section(self) -> np.ndarray:
+    def _start(self, fh: BinaryIO) -> None:
+        super()._start(fh)
         lengths = self.tuples.lengths
         offsets = self.tuples.offsets
-        area = np.zeros(self.ids_size, np.uint8)
         at_all = self.infos["pIdTuple"][1:].astype(np.int64) - self.ids_at
         head_type = dbf.record_dtype(profiledb.ID_TUPLE_HDR_FIELDS, profiledb.SZ_ID_TUPLE_HDR)
+        fd = fh.fileno()
         for a in range(0, len(lengths), self.BLOCK):
             b = min(len(lengths), a + self.BLOCK)
-            at = at_all[a:b]
+            at = at_all[a:b] - at_all[a]
+            end = int(at_all[b]) if b < len(lengths) else self.ids_size
+            area = np.zeros(end - int(at_all[a]), np.uint8)
             head = np.zeros(b - a, head_type)
             head["nIds"] = lengths[a:b]
             dbf.scatter_records(area, at, head)
@@ -141,8 +148,12 @@ class _ProfileDBWriter(profiledb.ProfileDBWriter):
             owner = np.repeat(np.arange(b - a), lengths[a:b])
             k = np.arange(lo, hi) - offsets[a:b][owner]
             dbf.scatter_records(area, at[owner] + profiledb.SZ_ID_TUPLE_HDR + profiledb.SZ_IDENTIFIER * k,
-                                          self.tuples.rows[lo:hi])
-        return area
+                                self.tuples.rows[lo:hi])
+            pwrite_all(fd, area.data, self.ids_at + int(at_all[a]))
+        self.tuples = Ragged(self.tuples.rows[:0].copy(), np.zeros(1, np.int64))  # written: let go
+
+    def _write_id_tuples(self, fd: int) -> None:
+        """(Written when the file was begun.)"""
 
 
 class ProfileSink:
@@ -161,7 +172,7 @@ class ProfileSink:
         """(the partial file, where each profile's thread blob goes: one after the other in canonical order,
         so a batch's blobs, consecutive in the scratch file, are one copy)."""
         self._writer = files.enter_context(_ProfileDBWriter(os.path.join(db_dir, database.PROFILE),
-                                                                     self.c2.id_tuples))
+                                                            self.c2.take_id_tuples()))
         self._place, self._offsets = place, self._writer.allocate_many(place.pms_size)
         return self._writer.temp_path, self._offsets
 

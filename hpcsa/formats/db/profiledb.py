@@ -309,10 +309,16 @@ def id_tuple_rows(id_tuples: Ragged | Sequence[np.ndarray | Sequence[tuple]]) ->
         for name in field_names(IDENTIFIER):
             rows[name] = np.concatenate([t[name] for t in tuples]) if tuples else []
         return Ragged.from_lengths(rows, [len(t) for t in tuples])
+    if id_tuples.rows.dtype == IDENTIFIER:  # already profile.db's rows: not copied
+        return id_tuples
     rows = np.zeros(len(id_tuples.rows), IDENTIFIER)
     for name in field_names(IDENTIFIER):
         rows[name] = id_tuples.rows[name]
     return Ragged(rows, id_tuples.offsets)
+
+
+#: Bytes of zeros written at once to reserve profile.db's metadata area.
+RESERVE_CHUNK = 1 << 20
 
 
 class ProfileDBWriter(dbf.StreamedWriter):
@@ -343,7 +349,11 @@ class ProfileDBWriter(dbf.StreamedWriter):
         self._written = np.zeros(n, bool)
 
     def _start(self, fh: BinaryIO) -> None:
-        fh.write(bytes(self.data_start))  # reserved: header, profile infos, identifier tuples
+        # reserved: header, profile infos, identifier tuples (zeros, a MiB at a time: about 100 bytes a
+        # profile, not all in memory at once)
+        zeros = bytes(min(self.data_start, RESERVE_CHUNK))
+        for at in range(0, self.data_start, RESERVE_CHUNK):
+            fh.write(zeros[:min(RESERVE_CHUNK, self.data_start - at)])
         fh.flush()
 
     # -- placing blobs --
@@ -428,14 +438,13 @@ class ProfileDBWriter(dbf.StreamedWriter):
         self.infos["pCtxIndices"][empty] = self._end
         infos_hdr = np.zeros(1, PROFILE_INFOS_HDR)
         infos_hdr[0] = (PROFILES_AT, len(self.infos), SZ_PROFILE_INFO)
-        ids = self._id_tuple_section()
         infos_size = PROFILES_AT - PROFILE_INFOS_AT + SZ_PROFILE_INFO * len(self.infos)
         header = dbf.encode_header(TAG, [(infos_size, PROFILE_INFOS_AT), (self.ids_size, self.ids_at)])
         # The metadata area [0, data_start) written a section at a time, each from its own array, the gaps
         # with zeros (the same bytes): assembled in one buffer and copied, some 120 bytes per profile were in
         # memory three times at once (hpcsa prof at 65,536 profiles: 10 MiB of its last step's 59).
         infos_end = PROFILES_AT + self.infos.nbytes
-        ids_end = self.ids_at + len(ids)
+        ids_end = self.ids_at + self.ids_size
         if len(header) > PROFILE_INFOS_AT or infos_end > self.ids_at or ids_end > self.data_start:
             raise ValueError("profile.db's metadata sections overlap")
         prefix = bytearray(PROFILES_AT)
@@ -445,11 +454,18 @@ class ProfileDBWriter(dbf.StreamedWriter):
         pwrite_all(fd, memoryview(prefix), 0)
         pwrite_all(fd, self.infos.view(np.uint8).data, PROFILES_AT)
         pwrite_all(fd, bytes(self.ids_at - infos_end), infos_end)
-        pwrite_all(fd, ids.data, self.ids_at)
+        self._write_id_tuples(fd)
         pwrite_all(fd, bytes(self.data_start - ids_end), ids_end)
         os.pwrite(fd, dbf.footer(TAG), self._end)
         fh.truncate(self._end + dbf.FOOTER_SIZE)
         fh.flush()
+
+    def _write_id_tuples(self, fd: int) -> None:
+        """Write the Identifier Tuple section at :attr:`ids_at` (its :attr:`ids_size` bytes)."""
+        ids = self._id_tuple_section()
+        if len(ids) != self.ids_size:
+            raise ValueError("profile.db's identifier tuples do not fill their section")
+        pwrite_all(fd, ids.data, self.ids_at)
 
     def _id_tuple_section(self) -> np.ndarray:
         """The Identifier Tuple section (uint8): per tuple its header (nIds) and its identifiers, laid out at
