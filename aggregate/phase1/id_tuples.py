@@ -22,31 +22,43 @@ def finalize_id_tuples(raw: Ragged) -> Ragged:
     ranks of the physical ids in sorted order (hpcprof numbers them first-come), and marked physical.
 
     Vectorized over all profiles' rows: a LOCAL id's group is its kind and the (kind, physical id) path of
-    the levels above it, numbered level by level (a loop over levels, not profiles)."""
+    the levels above it, numbered level by level (a loop over levels, not profiles). Memory: a few rows per
+    profile, so each column here is as long as the profiles; columns are as narrow as their values and
+    written into the result as soon as they are known (this was the peak of class 2: some 150 bytes a row)."""
     rows = raw.rows
-    kind = rows["kind"].astype(np.int64)
-    k, interp = kind & ID_KIND_MASK, kind >> 14
+    n = len(rows)
+    out = np.zeros(n, profiledb.IDENTIFIER)
+    kind = rows["kind"].astype(np.uint16)
+    k = kind & np.uint16(ID_KIND_MASK)
+    interp = (kind >> np.uint16(14)).astype(np.uint8)
+    del kind
+    out["kind"] = k
+    generated = (interp == LOGIC_GLOBAL) | (interp == LOGIC_LOCAL)
+    out["flags"] = np.where(generated | (interp == BOTH_VALID), profiledb.IS_PHYSICAL, 0)
+    out["logicalId"] = rows["logical"] & np.uint64(0xFFFFFFFF)
     phys = rows["physical"].astype(np.uint64)
-    logical = rows["logical"].astype(np.uint64)
-    owner = np.repeat(np.arange(len(raw.lengths)), raw.lengths)
-    level = np.arange(len(rows)) - raw.offsets[owner]
-    prefix = np.zeros(len(rows), np.int64)  # an id of the path above each row (0: none)
+    out["physicalId"] = phys
+    if not generated.any():
+        return Ragged(out, raw.offsets)
+    del generated
+    level = np.arange(n, dtype=np.int64)
+    level -= np.repeat(raw.offsets[:-1], raw.lengths)
+    level = level.astype(np.int32)
+    prefix = np.zeros(n, np.int64)  # an id of the path above each row (0: none)
     next_id = 1
-    for j in range(1, int(raw.lengths.max()) if len(rows) else 0):
+    for j in range(1, int(raw.lengths.max()) if n else 0):
         at = np.flatnonzero(level == j)
         ids, inverse = _distinct_rows(prefix[at - 1], k[at - 1], phys[at - 1])
         prefix[at] = next_id + inverse
         next_id += ids
-    out_logical = logical.copy()
-    for mode, group in ((LOGIC_GLOBAL, k), (LOGIC_LOCAL, prefix * (ID_KIND_MASK + 1) + k)):
+        del at, inverse
+    del level
+    for mode in (LOGIC_GLOBAL, LOGIC_LOCAL):
         at = np.flatnonzero(interp == mode)
-        out_logical[at] = _dense_ranks(group[at], phys[at])
-    generated = (interp == LOGIC_GLOBAL) | (interp == LOGIC_LOCAL)
-    out = np.zeros(len(rows), profiledb.IDENTIFIER)
-    out["kind"] = k
-    out["flags"] = np.where(generated | (interp == BOTH_VALID), profiledb.IS_PHYSICAL, 0)
-    out["logicalId"] = out_logical & np.uint64(0xFFFFFFFF)
-    out["physicalId"] = phys
+        group = k[at].astype(np.int64)
+        if mode == LOGIC_LOCAL:
+            group += prefix[at] * (ID_KIND_MASK + 1)
+        out["logicalId"][at] = _dense_ranks(group, phys[at]) & np.uint64(0xFFFFFFFF)
     return Ragged(out, raw.offsets)
 
 
@@ -62,12 +74,16 @@ def _distinct_rows(*cols: np.ndarray) -> tuple[int, np.ndarray]:
 def _dense_ranks(group: np.ndarray, value: np.ndarray) -> np.ndarray:
     """Each value's rank among the distinct values of its group, in ascending order."""
     order = np.lexsort((value, group))
-    g, v = group[order], value[order]
-    new_group, new_value = run_starts(g), run_starts(g, v)
+    new_group = run_starts(group[order])
+    new_value = new_group.copy()
+    v = value[order]
+    new_value[1:] |= v[1:] != v[:-1]
+    del v
     distinct = np.cumsum(new_value) - 1
-    first = np.maximum.accumulate(np.where(new_group, distinct, 0))  # the group's first distinct value
+    del new_value
+    distinct -= np.maximum.accumulate(np.where(new_group, distinct, 0))  # less the group's first distinct value
     ranks = np.empty(len(order), np.uint64)
-    ranks[order] = (distinct - first).astype(np.uint64)
+    ranks[order] = distinct
     return ranks
 
 

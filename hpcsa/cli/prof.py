@@ -23,7 +23,7 @@ from hpcsa.aggregate.metrictable import STATISTIC_WORDS, parse_statistics
 from hpcsa.aggregate.transport import unwrap
 from hpcsa.core.errors import HpcsaError
 from hpcsa.core.outputs import check_directory_output
-from hpcsa.core.workers import default_jobs, keep_freed_memory
+from hpcsa.core.workers import default_jobs, tune_allocator
 from hpcsa.formats.hpcstruct import parsedcache
 
 
@@ -56,7 +56,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    keep_freed_memory()
+    tune_allocator()  # batches reuse freed blocks; arrays as long as the profiles go back to the system
     announced = mpi.launched()
     if announced is not None and (announced[1] != 1 or mpi.available()):
         return run_mpi(args, announced[0])

@@ -85,21 +85,29 @@ _MALLOC_TRIM: Any = None
 
 #: glibc's ``mallopt`` parameters (malloc.h): M_TRIM_THRESHOLD, M_MMAP_THRESHOLD.
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-#: Blocks up to this size come from the C allocator's heap, not from a mapping of their own (see
-#: :func:`keep_freed_memory`).
-HEAP_BLOCK_BYTES = 8 << 20
+#: Blocks from this size on are mappings of their own, given back when freed; smaller ones come from the heap
+#: and are reused (see :func:`tune_allocator`).
+MMAP_THRESHOLD = 4 << 20
 
 
-def keep_freed_memory(limit: int = HEAP_BLOCK_BYTES) -> None:
-    """Let the C allocator reuse freed blocks of up to ``limit`` bytes instead of giving them back to the
-    system after each use (glibc's ``mallopt``, see mallopt(3): M_MMAP_THRESHOLD ``limit`` and
-    M_TRIM_THRESHOLD twice that, the pair glibc's own dynamic threshold sets when a freed mapping raises it;
-    nothing where the C library has none). A batch of profiles makes numpy arrays of a few hundred KiB, over
-    glibc's starting mmap threshold (128 KiB): each was mapped, its pages zeroed by the kernel on first touch,
-    and unmapped when freed, the same again for the next batch (prof on 8,192 GPU-stream profiles: 125,000
-    page faults, a fifth of its CPU time; 15,000 with this, for about 2 MiB more at the whole tree's peak at
-    ``-j 2``; a limit of 32 MiB kept some 4 MiB more, one of 2 MiB took 377,000 faults). :func:`trim_heap`
-    still gives what is free back before each fork."""
+def tune_allocator(limit: int = MMAP_THRESHOLD) -> None:
+    """Fix the C allocator's mmap threshold at ``limit`` and its trim threshold at twice that (glibc's
+    ``mallopt``, mallopt(3); nothing where the C library has none, or where ``MALLOC_MMAP_THRESHOLD_`` or
+    ``MALLOC_TRIM_THRESHOLD_`` in the environment chose). Two costs of glibc's defaults meet here:
+
+    - Time: a batch of profiles makes numpy arrays of a few hundred KiB, over glibc's starting threshold
+      (128 KiB), so each was mapped, its pages zeroed by the kernel on first touch and unmapped when freed,
+      and the same again for the next batch (prof on 8,192 GPU-stream profiles: 125,000 page faults, a fifth
+      of its CPU time; about 15,000 with blocks up to some MiB kept in the heap for reuse; with 2 MiB, 377,000).
+    - Memory: glibc raises the threshold to the size of each mapped block freed, up to 32 MiB, so once the
+      first arrays as long as the profiles were freed, arrays of that size came from the heap, whose freed
+      middle is not given back, and resident memory grew with the profiles (65,536 profiles, ``-j 2``, the
+      process tree's peak: 92-97 MiB as glibc does, 91-93 MiB fixed at 4 MiB).
+
+    A fixed threshold of a few MiB keeps the batches' arrays in the heap and gives the profile-long ones back.
+    :func:`trim_heap` still returns what is free before each fork."""
+    if "MALLOC_MMAP_THRESHOLD_" in os.environ or "MALLOC_TRIM_THRESHOLD_" in os.environ:
+        return
     try:
         import ctypes
 
