@@ -61,10 +61,12 @@ def summarize(vals: cctdb.RangeValues, aside: tuple[np.ndarray, ...], plan: Stat
     """
     # Memory: a range of a context with a value in every profile holds a few values per profile, so every
     # array here is as long as the profiles; temporaries are made only where needed and dropped once used
-    # (the values are copied only where set-aside sums replace some of them).
-    ctx = vals.ctx_ids.astype(np.int64)
-    mid = vals.metric_ids.astype(np.int64)
-    prof = vals.prof_indices.astype(np.int64)
+    # (the values are copied only where set-aside sums replace some of them). The columns stay as narrow as
+    # they come (context and profile 32 bits, metric 16: 40 instead of 64 bytes a value with the keys below);
+    # what is shifted into keys is widened first, and only where it is a selection.
+    ctx = vals.ctx_ids
+    mid = vals.metric_ids
+    prof = vals.prof_indices
     v = vals.values
     a_ctx, a_key, a_prof, a_val = aside
     a_metric, a_kind = a_key >> 1, a_key & 1
@@ -76,12 +78,13 @@ def summarize(vals: cctdb.RangeValues, aside: tuple[np.ndarray, ...], plan: Stat
     if len(nl):
         sid = np.repeat(np.arange(n_series), np.diff(np.append(series, len(ctx))))
         lex_mid = plan.lex_prop[a_metric[nl]]
-        skey = (ctx[series] << 16) | mid[series]
+        skey = (ctx[series].astype(np.int64) << 16) | mid[series].astype(np.int64)
         want = (a_ctx[nl] << 16) | lex_mid
         pos = np.searchsorted(skey, want)
         hit = (pos < n_series) & (skey[np.minimum(pos, n_series - 1)] == want) if n_series else pos < 0
-        width = prof.max() + 1 if len(prof) else 1
-        gkey = sid * width + prof
+        width = int(prof.max()) + 1 if len(prof) else 1
+        gkey = sid * width
+        gkey += prof
         at = np.searchsorted(gkey, np.minimum(pos, max(n_series - 1, 0)) * width + a_prof[nl])
         found = hit & (at < len(gkey)) & (gkey[np.minimum(at, max(len(gkey) - 1, 0))] ==
                                            np.minimum(pos, max(n_series - 1, 0)) * width + a_prof[nl])
@@ -99,22 +102,28 @@ def summarize(vals: cctdb.RangeValues, aside: tuple[np.ndarray, ...], plan: Stat
         order = np.lexsort((prof, mid, ctx))
         ctx, mid, prof, v = ctx[order], mid[order], prof[order], v[order]
         series = np.flatnonzero(run_starts(ctx, mid))
-    gc, gm = ctx[series], mid[series]
+    gc, gm = ctx[series].astype(np.int64), mid[series].astype(np.int64)
 
     # Presence per (ctx, metric): profiles with any stored value of the metric there, or an aside entry.
-    metric = plan.prop_metric[mid]
+    metric = plan.prop_metric.astype(np.int32)[mid]
     del mid
-    block = np.flatnonzero(run_starts(ctx, metric))
-    b_ctx, b_metric = ctx[block], metric[block]
+    starts = run_starts(ctx, metric)
+    block = np.flatnonzero(starts)
+    b_ctx, b_metric = ctx[block].astype(np.int64), metric[block].astype(np.int64)
     n_values = len(ctx)
     del ctx, metric
     width = int(max(prof.max() if len(prof) else 0, a_prof.max() if len(a_prof) else 0)) + 1
-    key = np.repeat(np.arange(len(block), dtype=np.int64), np.diff(np.append(block, n_values)))
+    asides = _aside_blocks(b_ctx, b_metric, a_ctx, a_metric) * width + a_prof
+    bkey = np.empty(n_values + len(asides), np.int64)  # sorted runs (one per scope), then the asides
+    key = bkey[:n_values]
+    np.cumsum(starts, out=key)  # each value's block, from 1
+    del starts
+    key -= 1
     key *= width
-    key += prof  # sorted runs (one per scope), then the asides
-    del prof
-    bkey = np.concatenate([key, _aside_blocks(b_ctx, b_metric, a_ctx, a_metric) * width + a_prof])
-    del key
+    key += prof
+    del key, prof
+    bkey[n_values:] = asides
+    del asides
     bkey.sort(kind="stable")
     bkey = bkey[run_starts(bkey)]
     bkey = bkey[bkey >= 0]

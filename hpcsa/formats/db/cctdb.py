@@ -25,7 +25,7 @@ from typing import BinaryIO, ClassVar
 
 import numpy as np
 
-from hpcsa.core.arrays import rank_in_runs, run_starts, sorted_unique
+from hpcsa.core.arrays import ramps, rank_in_runs, run_starts, sorted_unique
 from hpcsa.core.binfmt import align
 from hpcsa.core.dataclass import dataclass
 from hpcsa.core.errors import FormatError
@@ -234,46 +234,59 @@ def counts_from_profiledb(pdb: ProfileDB, n_ctxs: int) -> CctLayout:
 
 def _check_counts(ctx: np.ndarray, lo: int, hi: int, reserved: np.ndarray, what: str) -> None:
     """Each context of ``lo..hi`` has as many items in ``ctx`` as the layout ``reserved`` for it."""
+    if len(ctx) and (int(ctx.min()) < lo or int(ctx.max()) >= hi):
+        c = int(ctx.min()) if int(ctx.min()) < lo else int(ctx.max())
+        raise ValueError(f"context {c} lies outside the range {lo}..{hi}")
     got = np.bincount(ctx - lo, minlength=hi - lo) if len(ctx) else np.zeros(hi - lo, np.int64)
     if not np.array_equal(got, reserved):
         i = int(np.flatnonzero(got != reserved)[0])
         raise ValueError(f"context {lo + i} has {int(got[i])} {what} but the layout reserved {int(reserved[i])}")
 
 
+#: Values of one context from which its {Val} records are copied as one slice (the rest are scattered at once).
+BIG_BLOCK = 1 << 12
+
+
 def encode_blocks(layout: CctLayout, lo: int, hi: int, values: RangeValues) -> memoryview:
     """The bytes from block ``lo``'s start to block ``hi - 1``'s end, for values sorted by
     (context, metric, profile) and all lying in ``lo..hi``; the counts must match the layout.
 
-    A view of the image it lays them out in (not a copy), and its per-value temporaries dropped once used: a
-    range of one context that every profile has values in holds a few values per profile."""
+    A view of the image it lays them out in (not a copy). Memory: a range of one context that every profile
+    has values in holds a few values per profile, so nothing per value is made but the image: a context's
+    values are consecutive in ``values`` and in its block, so a large context's {Val} records are copied as
+    one slice, and only the small contexts' are scattered by position (some 50 bytes of temporaries a value)."""
     base = int(layout.offsets[lo]) if hi > lo else 0
     end = int(layout.offsets[hi - 1] + layout.block_size()[hi - 1]) if hi > lo else 0
     image = np.zeros(end - base, np.uint8)
-    ctx = values.ctx_ids.astype(np.int64)
-    _check_counts(ctx, lo, hi, layout.n_values[lo:hi], "values")
-    # {Val} records: rank of each value within its context.
-    first_of_ctx = run_starts(ctx)
-    rank = rank_in_runs(first_of_ctx)
-    del first_of_ctx
-    vals = np.zeros(len(ctx), VALUE)
-    vals["profIndex"] = values.prof_indices
-    vals["value"] = values.values
-    pos = layout.offsets[ctx] - base + SZ_VALUE * rank
-    dbf.scatter_records(image, pos, vals)
-    del vals, pos
+    ctx = values.ctx_ids
+    n_c = layout.n_values[lo:hi]
+    _check_counts(ctx, lo, hi, n_c, "values")
+    first = np.cumsum(n_c) - n_c  # where each context's values begin in ``values``
+    at = layout.offsets[lo:hi] - base  # and its block in the image
+    # {Val} records: profile index and value, context by context.
+    for c in np.flatnonzero(n_c >= BIG_BLOCK).tolist():
+        a, n, to = int(first[c]), int(n_c[c]), int(at[c])
+        block = image[to:to + SZ_VALUE * n].view(VALUE)
+        block["profIndex"] = values.prof_indices[a:a + n]
+        block["value"] = values.values[a:a + n]
+    small = (n_c > 0) & (n_c < BIG_BLOCK)
+    if small.any():
+        pick = ramps(first[small], n_c[small])
+        vals = np.zeros(len(pick), VALUE)
+        vals["profIndex"] = values.prof_indices[pick]
+        vals["value"] = values.values[pick]
+        pos = np.repeat(at[small] - SZ_VALUE * first[small], n_c[small]) + SZ_VALUE * pick
+        dbf.scatter_records(image, pos, vals)
+        del pick, vals, pos
     # {Idx} records: one per (context, metric) group, pointing at the group's first value.
-    met = values.metric_ids.astype(np.int64)
-    first_of_metric = run_starts(ctx, met)
-    g = np.flatnonzero(first_of_metric)
-    del first_of_metric
-    g_ctx = ctx[g]
-    del ctx
+    met = values.metric_ids
+    g = np.flatnonzero(run_starts(ctx, met))
+    g_ctx = ctx[g].astype(np.int64)
     _check_counts(g_ctx, lo, hi, layout.n_metrics[lo:hi], "metrics")
     g_rank = rank_in_runs(run_starts(g_ctx))
     idx = np.zeros(len(g), METRIC_INDEX)
     idx["metricId"] = met[g]
-    idx["startIndex"] = rank[g]
-    del met, rank
+    idx["startIndex"] = g - first[g_ctx - lo]
     ipos = layout.offsets[g_ctx] - base + SZ_VALUE * layout.n_values[g_ctx] + SZ_METRIC_INDEX * g_rank
     dbf.scatter_records(image, ipos, idx)
     return image.data
