@@ -215,7 +215,10 @@ class ProfileTable(Sequence[ProfileFacts]):
                    kept_file=np.concatenate([m[p.kept_file] for m, p in zip(maps, parts, strict=True)]), **joined)
 
     def remapped(self, metrics: Sequence[int], loadmaps: Sequence[int]) -> ProfileTable:
-        """The same profiles with their metric-table and load-map indexes mapped through these tables."""
+        """The same profiles with their metric-table and load-map indexes mapped through these tables (itself
+        where both maps are the identity, as for the running union of phase 1: no copy of two columns)."""
+        if list(metrics) == list(range(len(metrics))) and list(loadmaps) == list(range(len(loadmaps))):
+            return self
         return replace(self, metrics=np.asarray(metrics, np.int32).reshape(-1)[self.metrics],
                        loadmap=np.asarray(loadmaps, np.int32).reshape(-1)[self.loadmap])
 

@@ -178,8 +178,8 @@ def assemble(disc: Discovery, classifier: lx.Classifier, env: Phase1Env, *, stat
         for s, pid in metrics.prop_ids(m).items():
             prop[m, SCOPE_ORDER.index(s)] = pid
 
-    tuples = finalize_id_tuples(disc.profiles.id_tuple)
-    profiles, tuples = canonical_order(disc.profiles.without_id_tuples(), tuples)  # (the raw ones are done)
+    profiles, tuples = canonical_order(disc.profiles.without_id_tuples(),  # (the raw ones are done)
+                                       finalize_id_tuples(disc.profiles.id_tuple))
     if len(profiles) >= 0xFFFFFFFF:
         raise HpcsaError(None, "too many profiles for one database")
 

@@ -92,19 +92,19 @@ def canonical_order(profiles: ProfileTable, tuples: Ragged) -> tuple[ProfileTabl
     compares tuples of (kind, logical id, physical id) per level (a tuple before those it is a prefix of),
     then by path; sorted by columns (one key per level and field), then one ``take`` per column."""
     n = len(tuples)
-    owner = np.repeat(np.arange(n), tuples.lengths)
-    level = np.arange(len(tuples.rows)) - tuples.offsets[owner]
+    lengths = tuples.lengths
     keys: list[np.ndarray] = []  # most significant first
-    for j in range(int(tuples.lengths.max()) if n else 0):
-        at = level == j
-        present = np.zeros(n, np.int8)
-        present[owner[at]] = 1  # a missing level sorts first
-        keys.append(present)
+    for j in range(int(lengths.max()) if n else 0):
+        has = lengths > j
+        keys.append(has.astype(np.int8))  # a missing level sorts first
+        at = tuples.offsets[:-1][has] + j  # the level's row of each profile that has it (none per row)
         for name in ("kind", "logicalId", "physicalId"):
             column = np.zeros(n, tuples.rows.dtype[name])
-            column[owner[at]] = tuples.rows[name][at]
+            column[has] = tuples.rows[name][at]
             keys.append(column)
+        del has, at
     keys.append(profiles.inputs.path_order())
     order = np.lexsort(keys[::-1])
-    del keys, owner, level  # (a few per profile: not kept while the columns are reordered)
-    return profiles.take(order), tuples.take(order)
+    del keys  # (a few per profile: not kept while the columns are reordered)
+    tuples = tuples.take(order)  # (the caller passes the only reference: the unordered ones are let go)
+    return profiles.take(order), tuples
