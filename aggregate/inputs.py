@@ -154,7 +154,8 @@ def _listing(path: str) -> tuple[np.ndarray, np.ndarray]:
                     part = []
     chunks.append(np.array(part, dtype=bytes))
     width = max(c.dtype.itemsize for c in chunks)
-    names = np.concatenate([c.astype(f"S{width}") for c in chunks])
+    names = np.concatenate([c.astype(f"S{width}", copy=False) for c in chunks])  # (one copy of the names)
+    del chunks
     names.sort()
     return names, np.ones(len(names), bool)
 
@@ -172,7 +173,9 @@ def _measure(listings: list[tuple[str, str, np.ndarray, np.ndarray]], share: tup
     folder = np.concatenate([np.full(len(n), dirs.setdefault(f, len(dirs)), np.int32) for f, _, n, _ in listings])
     measdir = np.concatenate([np.full(len(n), dirs.setdefault(m, len(dirs)), np.int32) for _, m, n, _ in listings])
     width = max(n.dtype.itemsize for _, _, n, _ in listings)
-    names = np.concatenate([n.astype(f"S{width}") for _, _, n, _ in listings])
+    parts = [n.astype(f"S{width}", copy=False) for _, _, n, _ in listings]
+    names = parts[0] if len(parts) == 1 else np.concatenate(parts)  # (one directory: its listing, not a copy)
+    del parts
     trace_listed = np.concatenate([t for _, _, _, t in listings])
     count = len(names)
     size = np.zeros(count, np.int64)

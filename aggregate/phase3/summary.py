@@ -76,19 +76,24 @@ def summarize(vals: cctdb.RangeValues, aside: tuple[np.ndarray, ...], plan: Stat
     nl = np.flatnonzero(a_kind == ASIDE_NOLOOPS)
     extra = None
     if len(nl):
-        sid = np.repeat(np.arange(n_series), np.diff(np.append(series, len(ctx))))
         lex_mid = plan.lex_prop[a_metric[nl]]
         skey = (ctx[series].astype(np.int64) << 16) | mid[series].astype(np.int64)
         want = (a_ctx[nl] << 16) | lex_mid
         pos = np.searchsorted(skey, want)
         hit = (pos < n_series) & (skey[np.minimum(pos, n_series - 1)] == want) if n_series else pos < 0
         width = int(prof.max()) + 1 if len(prof) else 1
-        gkey = sid * width
+        gkey = np.empty(len(ctx), np.int64)  # (series, profile) of each value, ascending; in place
+        first = np.zeros(len(ctx), bool)
+        first[series] = True
+        np.cumsum(first, out=gkey)  # each value's series, from 1
+        del first
+        gkey -= 1
+        gkey *= width
         gkey += prof
         at = np.searchsorted(gkey, np.minimum(pos, max(n_series - 1, 0)) * width + a_prof[nl])
         found = hit & (at < len(gkey)) & (gkey[np.minimum(at, max(len(gkey) - 1, 0))] ==
                                            np.minimum(pos, max(n_series - 1, 0)) * width + a_prof[nl])
-        del gkey, sid
+        del gkey
         v = v.copy()
         v[at[found]] = a_val[nl][found]
         if (~found).any():  # a profile whose stored lex_aware was 0 (absent): new elements of the series

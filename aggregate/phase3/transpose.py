@@ -25,6 +25,7 @@ wrote those in an aside run per batch; they are merged in here, range by range.
 
 from __future__ import annotations
 
+import bisect
 import os
 
 import numpy as np
@@ -52,8 +53,10 @@ WINDOW_BYTES = 1 << 20
 #: File regions (profiles' indexes, aside blobs) searched for range bounds at once: their records are in
 #: memory together (at most a few hundred KiB).
 SEARCH_REGIONS = 64
-#: Slices read before they are joined into their buffer (see read_slices).
+#: Slices read before they are joined into their buffer (see read_slices), and at most how many bytes of them
+#: (beyond: fewer slices; a window of a context with values in every profile had all of them twice in memory).
 READ_GROUP = 256
+READ_BYTES = 1 << 20
 #: Records read at least from a region when looking for range bounds.
 MIN_READ = 64
 
@@ -116,14 +119,18 @@ def read_slices(fd: int, at: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
     out = np.empty(ends[-1] if ends else 0, np.uint8)
     into = out.data
     begin = 0
-    for first in range(0, len(offsets), READ_GROUP):
+    first = 0
+    while first < len(offsets):
         last = min(len(offsets), first + READ_GROUP)
+        if ends[last - 1] - begin > READ_BYTES:  # (the slices of a context with values in every profile)
+            last = max(first + 1, bisect.bisect_right(ends, begin + READ_BYTES, first, last))
         end = ends[last - 1]
         part = b"".join([pread(fd, n, a) for a, n in zip(offsets[first:last], sizes[first:last], strict=True)])
         if len(part) != end - begin:  # a regular file reads short only at its end
             raise EOFError(f"the scratch file ends before one of {len(offsets)} slices ends")
         into[begin:end] = part
         begin = end
+        first = last
     return out
 
 
