@@ -130,9 +130,12 @@ def summarize(vals: cctdb.RangeValues, aside: tuple[np.ndarray, ...], plan: Stat
     bkey[n_values:] = asides
     del asides
     bkey.sort(kind="stable")
-    bkey = bkey[run_starts(bkey)]
-    bkey = bkey[bkey >= 0]
-    cnt = np.bincount(bkey // width, minlength=len(block)).astype(np.float64)
+    keep = run_starts(bkey)  # each (block, profile) once; asides without a block (negative) left out
+    keep &= bkey >= 0
+    bkey //= width
+    bkey[~keep] = len(block)  # (counted in a bin of their own, dropped: no copy of the keys)
+    del keep
+    cnt = np.bincount(bkey, minlength=len(block) + 1)[:len(block)].astype(np.float64)
     del bkey
     extra_blocks = _aside_only(b_ctx, b_metric, a_ctx, a_metric, a_prof)
     cnt_ctx = np.concatenate([b_ctx, extra_blocks[0]])
