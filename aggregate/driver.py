@@ -185,6 +185,8 @@ def _run(inputs: Inputs, options: Options, transport: Transport, laps: Laps, scr
         state = transport.reduce(partial(phase2_share.run, c2, targets, jobs, options.traces, progress,
                                          transport, write_meta if transport.is_root else None),
                                  phase2_share.merge_states)
+        n_profiles = len(c2.profiles)
+        c2.release_profiles()  # phase 3 needs none of their files or facts: not held through it
         plan = transport.bcast(partial(_lay_out, state, sinks, transport.size, jobs, laps))
         del state  # rank 0 keeps only what the plan holds
         copy_blobs = partial(copy_thread_blobs, plan, phase3_share.blob_share(len(plan.place.batches) - 1, transport))
@@ -199,7 +201,7 @@ def _run(inputs: Inputs, options: Options, transport: Transport, laps: Laps, scr
             warnings += coverage_warnings(path, c2.unknown_modules)
         if sinks.meta.sources.note:
             warnings.append(sinks.meta.sources.note)
-    result = Result(os.path.abspath(path), len(c2.profiles), contexts, n_values, plan.trace_elements,
+    result = Result(os.path.abspath(path), n_profiles, contexts, n_values, plan.trace_elements,
                     progress.elapsed(), warnings, laps.timings, c2.binaries, plan.rank_profiles)
     if transport.is_root:
         lexical.warn(result.warnings)  # before the summary, which is the last line
