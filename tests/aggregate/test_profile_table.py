@@ -8,6 +8,7 @@ the pickled size (what is broadcast to MPI ranks), which may grow by the column 
 
 from __future__ import annotations
 
+import copy
 import gc
 import os
 import pickle
@@ -109,19 +110,23 @@ def test_profile_table_merges_remaps_and_reorders_like_the_records() -> None:
 
 def _class_two(src: Path, tmp: Path, copies: int, monkeypatch: pytest.MonkeyPatch):
     """Replicate ``src`` ``copies`` times, run ``hpcsa prof`` on it and return its class-2 tables (taken
-    where phase 2 starts)."""
+    where phase 2 starts: a shallow copy, since the run lets go of the profiles and identifier tuples once
+    phase 2 and profile.db's layout are done with them)."""
     meas = tmp / f"x{copies}.m"
     replicate(src, meas, copies, seed=copies)
     got = []
     real = phase2_share.run
 
     def spy(c2, *args, **kwargs):
+        got.append(copy.copy(c2))
         got.append(c2)
         return real(c2, *args, **kwargs)
 
     monkeypatch.setattr(phase2_share, "run", spy)
     driver.aggregate(find_inputs([str(meas)]), driver.Options(output=str(tmp / f"x{copies}.d"), jobs=1,
                                                                    progress=False))
+    # the run itself held neither the profiles' table nor the identifier tuples through phase 3
+    assert len(got[1].profiles) == 0 and len(got[1].id_tuples) == 0 and len(got[0].profiles) == 2 * copies
     return got[0]
 
 
