@@ -306,9 +306,10 @@ def gather(win: Window, at_lo: np.ndarray, at_hi: np.ndarray) -> cctdb.RangeValu
     # ids fit: some 30 instead of 55 bytes of temporaries a value)
     mid = win.records["mid"][pos]
     n_mid = int(mid.max()) + 1 if len(mid) else 1
-    span = int(ctx.max()) - int(ctx.min()) + 1 if len(ctx) else 1
+    low = int(ctx.min()) if len(ctx) else 0
+    span = int(ctx.max()) - low + 1 if len(ctx) else 1
     if span * n_mid <= 1 << 32:
-        key = (ctx - ctx.min(initial=0)).astype(np.uint32)
+        key = (ctx - np.uint32(low)).astype(np.uint32)
         key *= np.uint32(n_mid)
         key += mid
     else:

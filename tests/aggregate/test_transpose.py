@@ -144,12 +144,13 @@ def test_aside_only_pairs_count_their_profiles(seed: int) -> None:
     assert got == [(c, m, float(len(ps))) for (c, m), ps in sorted(profiles.items())]
 
 
-@pytest.mark.parametrize("group", [1, 3, 256])
-def test_read_slices_are_the_slices_one_after_the_other(tmp_path: Path, group: int,
+@pytest.mark.parametrize(("group", "most"), [(1, 1 << 20), (3, 1 << 20), (256, 1 << 20), (256, 1), (256, 1000)])
+def test_read_slices_are_the_slices_one_after_the_other(tmp_path: Path, group: int, most: int,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """The slices come back joined in their order, whatever the size of the groups they are read in; a slice
-    that runs past the end of the file is an error, not a short buffer."""
+    """The slices come back joined in their order, whatever the number and bytes of slices read at once; a
+    slice that runs past the end of the file is an error, not a short buffer."""
     monkeypatch.setattr(phase3_transpose, "READ_GROUP", group)
+    monkeypatch.setattr(phase3_transpose, "READ_BYTES", most)
     data = np.random.default_rng(5).integers(0, 256, 5000, dtype=np.uint8).tobytes()
     path = tmp_path / "scratch"
     path.write_bytes(data)
@@ -164,3 +165,48 @@ def test_read_slices_are_the_slices_one_after_the_other(tmp_path: Path, group: i
             phase3_transpose.read_slices(fd, np.array([0, 4995, 10]), np.array([5, 10, 5]))
     finally:
         os.close(fd)
+
+
+@pytest.mark.parametrize(("n_ctx", "first_ctx", "n_mid"), [(5, 0, 4), (40, 2_863_311_511, 3), (70_000, 100, 65_000)])
+def test_gather_merges_the_runs_into_context_metric_profile_order(n_ctx: int, first_ctx: int, n_mid: int) -> None:
+    """A range's values from several runs (each sorted by context, metric, profile; the runs in profile order)
+    come out sorted by (context, metric, profile), each value with its own profile and value: checked against
+    a lexsort, for keys that fit 32 bits and for keys that do not (many contexts times many metric ids). The
+    second case's context ids times 3 cross 2 * 2**32: a key not taken relative to the range's first context
+    would wrap there."""
+    from hpcsa.aggregate.handoff import RUN_VALUE
+
+    rng = np.random.default_rng(n_ctx)
+    runs = []
+    for r in range(3):  # run r holds profiles 100 r .. 100 r + 99
+        n = 2000
+        rec = np.zeros(n, RUN_VALUE)
+        ctx = first_ctx + rng.integers(0, n_ctx, n)
+        rec["mid"] = rng.integers(0, n_mid, n)
+        rec["prof"] = 100 * r + rng.integers(0, 100, n)
+        rec["value"] = rng.random(n)
+        order = np.lexsort((rec["prof"], rec["mid"], ctx))
+        ctx, rec = ctx[order], rec[order]
+        keep = np.ones(n, bool)  # one value per (context, metric, profile)
+        keep[1:] = (np.diff(ctx) != 0) | (np.diff(rec["mid"].astype(np.int64)) != 0) | (np.diff(rec["prof"]) != 0)
+        runs.append((ctx[keep], rec[keep]))
+    cids, starts, counts, n_vals = [], [], [], []
+    for ctx, rec in runs:
+        first = np.flatnonzero(np.r_[True, np.diff(ctx) != 0])
+        cids.append(ctx[first].astype(np.uint32))
+        starts.append(first.astype(np.int64))
+        counts.append(len(first))
+        n_vals.append(len(rec))
+    count = np.array(counts, np.int64)
+    values = np.array(n_vals, np.int64)
+    win = phase3_transpose.Window(np.arange(3), np.zeros(3, np.int64), count, np.cumsum(count) - count,
+                                  np.concatenate(cids), np.concatenate(starts), np.zeros(3, np.int64), values,
+                                  np.cumsum(values) - values, np.concatenate([rec for _, rec in runs]))
+    got = phase3_transpose.gather(win, np.zeros(3, np.int64), count)
+    ctx = np.concatenate([c for c, _ in runs]).astype(np.int64)
+    rec = np.concatenate([r for _, r in runs])
+    want = np.lexsort((rec["prof"], rec["mid"], ctx))
+    assert got.ctx_ids.tolist() == ctx[want].tolist()
+    assert got.metric_ids.tolist() == rec["mid"][want].tolist()
+    assert got.prof_indices.tolist() == rec["prof"][want].tolist()
+    assert got.values.tolist() == rec["value"][want].tolist()
