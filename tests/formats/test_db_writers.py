@@ -369,3 +369,37 @@ def test_statistics_variants_and_partials(tmp_path: Path) -> None:
     assert "inclusive" not in ratio["variants"][""]["formula"]
     std = ratio["variants"][""]["formula"]["exclusive"]["standard"]["/"]
     assert [(x.metric, x.scope) for x in std] == [("X", "function"), ("REALTIME (sec)", "function")]
+
+
+@pytest.mark.parametrize("big", [1, 3, 1 << 30])
+def test_cct_blocks_are_the_same_bytes_copied_or_scattered(big: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A range's blocks, each context's {Val} records copied as one slice (contexts of ``big`` values or more)
+    or scattered by position, are the same bytes, and read back as the values given (context by context:
+    metric ids, their first values, profiles and values)."""
+    rng = np.random.default_rng(7)
+    rows = sorted({(int(c), int(m), int(p)) for c, m, p in zip(rng.integers(0, 9, 300), rng.integers(0, 4, 300),
+                                                                 rng.integers(1, 40, 300), strict=True)})
+    ctx = np.array([r[0] for r in rows], np.uint32)
+    mid = np.array([r[1] for r in rows], np.uint16)
+    prof = np.array([r[2] for r in rows], np.uint32)
+    val = rng.random(len(rows))
+    n_values = np.bincount(ctx, minlength=10)
+    n_metrics = np.array([len({m for c, m, _ in rows if c == k}) for k in range(10)])
+    layout = cctdb.CctLayout.from_counts(n_values, n_metrics)
+    values = cctdb.RangeValues(ctx, mid, prof, val)
+    want = bytes(cctdb.encode_blocks(layout, 0, 10, values))
+    monkeypatch.setattr(cctdb, "BIG_BLOCK", big)
+    got = bytes(cctdb.encode_blocks(layout, 0, 10, values))
+    assert got == want
+    base = int(layout.offsets[0])
+    for k in range(10):
+        at = int(layout.offsets[k]) - base
+        n, nm = int(n_values[k]), int(n_metrics[k])
+        recs = np.frombuffer(got[at:at + cctdb.SZ_VALUE * n], cctdb.VALUE)
+        mine = ctx == k
+        assert recs["profIndex"].tolist() == prof[mine].tolist() and recs["value"].tolist() == val[mine].tolist()
+        idx = np.frombuffer(got[at + cctdb.SZ_VALUE * n:at + cctdb.SZ_VALUE * n + cctdb.SZ_METRIC_INDEX * nm],
+                            cctdb.METRIC_INDEX)
+        mids = mid[mine]
+        firsts = np.flatnonzero(np.r_[True, mids[1:] != mids[:-1]]) if n else np.zeros(0, np.int64)
+        assert idx["metricId"].tolist() == mids[firsts].tolist() and idx["startIndex"].tolist() == firsts.tolist()
