@@ -155,7 +155,7 @@ def run(inputs: Inputs, env: Phase1Env, jobs: int, progress: Progress | None = N
             if warmer is not None:
                 warmer.add_points(result.raw)
             if len(parts) >= MERGE_EVERY:
-                parts = [survey.merge(parts)]
+                parts = [survey.merge(parts, take=True)]
 
         if parent_works:
             # a batch running and one waiting per worker; this process takes the rest, then what is left
@@ -176,7 +176,7 @@ def run(inputs: Inputs, env: Phase1Env, jobs: int, progress: Progress | None = N
                 found(s, cached)
             for key, result in tasks.rest():  # parses of what the last lookups did not find
                 handle(key, result)
-    return Phase1Share(survey.merge(parts), structs)
+    return Phase1Share(survey.merge(parts, take=True), structs)
 
 
 def merge_shares(parts: list[Phase1Share]) -> Phase1Share:

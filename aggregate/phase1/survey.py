@@ -63,8 +63,10 @@ def survey_profile(inp: ProfileInput, env: Phase1Env) -> Discovery:
     return _survey_group(ProfileInputs.of([inp]), env)
 
 
-def merge(parts: list[Discovery]) -> Discovery:
-    """The union of reports (associative; metric tables deduplicated)."""
+def merge(parts: list[Discovery], *, take: bool = False) -> Discovery:
+    """The union of reports (associative; metric tables deduplicated). With ``take`` the caller hands the
+    reports over: their profile tables are let go column by column as the union's are joined
+    (:meth:`.ProfileTable.concat_taking`), and the reports are left without them."""
     tables: list[tuple[MetricDesc, ...]] = []
     index: dict[tuple[object, ...], int] = {}
     maps: list[tuple[LoadModule, ...]] = []
@@ -87,10 +89,17 @@ def merge(parts: list[Discovery]) -> Discovery:
                 maps.append(lm)
             lremap.append(map_index[key])
         profiles.append(p.profiles.remapped(remap, lremap))
+        if take:
+            p.profiles = EMPTY_TABLE
         names.update(p.id_names)
     programs = set().union(*(p.programs for p in parts)) if parts else set()
-    return Discovery(rawtree.union([p.raw for p in parts]), ProfileTable.concat(profiles), tables, names, maps,
-                     programs)
+    raw = rawtree.union([p.raw for p in parts])
+    table = ProfileTable.concat_taking(profiles) if take else ProfileTable.concat(profiles)
+    return Discovery(raw, table, tables, names, maps, programs)
+
+
+#: A report's table once handed over to a union.
+EMPTY_TABLE = ProfileTable.of([])
 
 
 def _table_key(descs: tuple[MetricDesc, ...]) -> tuple[object, ...]:

@@ -108,6 +108,24 @@ def test_profile_table_merges_remaps_and_reorders_like_the_records() -> None:
     assert all(_same(x, y) for x, y in zip(back, want, strict=True))
 
 
+def test_concat_taking_is_concat_and_lets_go_of_the_parts() -> None:
+    """Joined from parts handed over (phase 1's merges), the union is the one :meth:`ProfileTable.concat`
+    makes, the list is emptied, and no part's column is kept alive by the union or the list."""
+    import weakref
+
+    parts = [ProfileTable.of(_facts(_inputs(f"/r{k}"), k)) for k in range(3)]
+    want = ProfileTable.concat(parts)
+    names = [weakref.ref(p.inputs) for p in parts]  # (the parts' nested columns: freed once let go)
+    handed = list(parts)
+    del parts
+    got = ProfileTable.concat_taking(handed)
+    assert handed == [] and all(r() is None for r in names)
+    assert len(got) == len(want) and all(_same(x, y) for x, y in zip(got, want, strict=True))
+    assert got.kept_files == want.kept_files and got.kept_file.tolist() == want.kept_file.tolist()
+    one = ProfileTable.of(_facts(_inputs("/r9"), 9))
+    assert ProfileTable.concat_taking([one]) is one
+
+
 def _class_two(src: Path, tmp: Path, copies: int, monkeypatch: pytest.MonkeyPatch):
     """Replicate ``src`` ``copies`` times, run ``hpcsa prof`` on it and return its class-2 tables (taken
     where phase 2 starts: a shallow copy, since the run lets go of the profiles and identifier tuples once
