@@ -216,7 +216,7 @@ class ProfileTable(Sequence[ProfileFacts]):
 
     @classmethod
     def concat_taking(cls, parts: list[ProfileTable]) -> ProfileTable:
-        """:meth:`concat` of ``parts``, which the caller hands over (the list is emptied): each column of the
+        """``concat`` of ``parts``, which the caller hands over (the list is emptied): each column of the
         parts is let go as soon as it is joined, so that the parts and their union are not both whole in memory
         (phase 1's running union merged with new batches' tables: some 190 bytes a profile, twice at once)."""
         if len(parts) <= 1:
