@@ -18,6 +18,7 @@ import operator
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -225,10 +226,10 @@ class ProfileTable(Sequence[ProfileFacts]):
             return out
         files: dict[str, int] = {}
         maps = [np.append(_remap(files, p.kept_files), -1).astype(np.int32) for p in parts]  # [-1] -> -1
-        joined: dict[str, object] = {
+        joined: dict[str, Any] = {
             "kept_files": tuple(files),
             "kept_file": np.concatenate([m[p.kept_file] for m, p in zip(maps, parts, strict=True)])}
-        empty: dict[str, object] = {"kept_file": np.zeros(0, np.int32)}
+        empty: dict[str, Any] = {"kept_file": np.zeros(0, np.int32)}
         parts[:] = [replace(p, **empty) for p in parts]
         del maps
         for name in ("inputs", "id_tuple", "trace_disorder", "metrics", "trace_records", "loadmap", "kept_offset",
@@ -236,7 +237,7 @@ class ProfileTable(Sequence[ProfileFacts]):
             columns = [getattr(p, name) for p in parts]
             if name == "inputs":
                 joined[name] = ProfileInputs.concat(columns)
-                gone: object = ProfileInputs.of([])
+                gone: Any = ProfileInputs.of([])
             elif name == "id_tuple":
                 joined[name] = Ragged.concat(columns)
                 gone = Ragged(np.zeros(0, ID_ELEMENT), np.zeros(1, np.int64))
@@ -246,7 +247,7 @@ class ProfileTable(Sequence[ProfileFacts]):
             del columns
             parts[:] = [replace(p, **{name: gone}) for p in parts]
         parts.clear()
-        return cls(**joined)  # type: ignore[arg-type]
+        return cls(**joined)
 
     def remapped(self, metrics: Sequence[int], loadmaps: Sequence[int]) -> ProfileTable:
         """The same profiles with their metric-table and load-map indexes mapped through these tables (itself
