@@ -87,27 +87,28 @@ _MALLOC_TRIM: Any = None
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 #: Blocks from this size on are mappings of their own, given back when freed; smaller ones come from the heap
 #: and are reused (see :func:`tune_allocator`).
-MMAP_THRESHOLD = 8 << 20
+MMAP_THRESHOLD = 4 << 20
+#: Free memory at the heap's top kept for reuse up to this size before it is given back.
+TRIM_THRESHOLD = 32 << 20
 
 
-def tune_allocator(limit: int = MMAP_THRESHOLD) -> None:
-    """Fix the C allocator's mmap threshold at ``limit`` and its trim threshold at twice that (glibc's
-    ``mallopt``, mallopt(3); nothing where the C library has none, or where ``MALLOC_MMAP_THRESHOLD_`` or
-    ``MALLOC_TRIM_THRESHOLD_`` in the environment chose). Two costs of glibc's defaults meet here:
+def tune_allocator(mmap_threshold: int = MMAP_THRESHOLD, trim_threshold: int = TRIM_THRESHOLD) -> None:
+    """Fix the C allocator's mmap and trim thresholds (glibc's ``mallopt``, mallopt(3); nothing where the C
+    library has none, or where ``MALLOC_MMAP_THRESHOLD_`` or ``MALLOC_TRIM_THRESHOLD_`` in the environment
+    chose). Two costs of glibc's defaults meet here:
 
-    - Time: a batch of profiles makes numpy arrays of a few hundred KiB, over glibc's starting threshold
+    - Time: a batch of profiles makes numpy arrays of a few hundred KiB, over glibc's starting mmap threshold
       (128 KiB), so each was mapped, its pages zeroed by the kernel on first touch and unmapped when freed,
-      and the same again for the next batch (prof on 8,192 GPU-stream profiles: 125,000 page faults, a fifth
-      of its CPU time; about 15,000 with blocks up to some MiB kept in the heap for reuse; with 2 MiB, 377,000).
-    - Memory: glibc raises the threshold to the size of each mapped block freed, up to 32 MiB, so once the
-      first arrays as long as the profiles were freed, arrays of that size came from the heap, whose freed
-      middle is not given back, and resident memory grew with the profiles (65,536 profiles, ``-j 2``, the
-      process tree's peak: 92-97 MiB as glibc does, 91-93 MiB fixed at 4 MiB).
+      and the same again for the next batch; below the trim threshold the heap's free top is kept for the
+      next batch, above it it is given back and faulted in again.
+    - Memory: glibc raises the mmap threshold to the size of each mapped block freed, up to 32 MiB, so once
+      the first arrays as long as the profiles were freed, arrays of that size came from the heap, whose freed
+      middle is not given back, and resident memory grew with the profiles.
 
-    A fixed threshold of a few MiB keeps the batches' arrays in the heap and gives the profile-long ones back:
-    at 8 MiB (trim at 16 MiB), 11,000 page faults on the GPU-stream profiles with ``-j 1`` (50,000 at 4 MiB),
-    and the same peak at 262,144 profiles with ``-j 2`` (164-174 MiB, at 4 or 8 MiB).
-    :func:`trim_heap` still returns what is free before each fork."""
+    Measured with ``hpcsa prof`` (page faults of ``-j 1`` on 8,192 GPU-stream profiles; the process tree's
+    peak PSS of ``-j 2`` on 262,144 CPU-thread profiles): glibc's defaults 125,000 faults; mmap 4 MiB with
+    trim 8 MiB 340,000 faults, 173 MiB; mmap 8 MiB with trim 16 MiB 12,600 faults, 174 MiB; mmap 4 MiB with
+    trim 32 MiB 12,000 faults, 164 MiB. :func:`trim_heap` still returns what is free before each fork."""
     if "MALLOC_MMAP_THRESHOLD_" in os.environ or "MALLOC_TRIM_THRESHOLD_" in os.environ:
         return
     try:
@@ -116,8 +117,8 @@ def tune_allocator(limit: int = MMAP_THRESHOLD) -> None:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):  # pragma: no cover - not glibc
         return
-    mallopt(_M_MMAP_THRESHOLD, limit)
-    mallopt(_M_TRIM_THRESHOLD, 2 * limit)
+    mallopt(_M_MMAP_THRESHOLD, mmap_threshold)
+    mallopt(_M_TRIM_THRESHOLD, trim_threshold)
 
 
 class SharedCounter:
