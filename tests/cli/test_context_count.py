@@ -20,6 +20,7 @@ import pytest
 from hpcsa.formats.db import metadb
 from hpcsa.formats.db.database import context_count, open_database
 from tests.conftest import run_cli
+from tests.interrupting import sigint_as_in_a_terminal
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +42,7 @@ def _counted(text: str, pattern: str) -> int:
 def _serve_counts(db: Path) -> tuple[int, int]:
     """(the count ``hpcsa serve`` prints when ready, the one its page shows from /api/info)."""
     proc = subprocess.Popen([sys.executable, "-m", "hpcsa", "serve", str(db), "--port", "0"],
+                            preexec_fn=sigint_as_in_a_terminal,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         head = [proc.stdout.readline() for _ in range(2)] if proc.stdout else []

@@ -38,6 +38,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.interrupting import sigint_as_in_a_terminal
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 MARKER = re.compile(r"^<!--\s*quickstart:\s*([\w-]+)\s*-->\s*$")
@@ -186,6 +188,7 @@ def serve(command: Command, folder: Path, env: dict[str, str], where: str) -> No
     documented = re.search(r"--port[ =](\d+)", command.text)
     text = re.sub(r"--port[ =]\d+", "--port 0", command.text) if documented else command.text
     proc = subprocess.Popen(["bash", "-c", f"exec {text}"], cwd=folder, env=env, text=True,
+                            preexec_fn=sigint_as_in_a_terminal,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     assert proc.stdout is not None
     lines: list[str] = []

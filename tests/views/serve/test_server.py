@@ -14,6 +14,7 @@ import pytest
 
 from hpcsa.views.experiment import open_experiment
 from tests.conftest import assert_one_line_error, run_cli
+from tests.interrupting import sigint_as_in_a_terminal
 from tests.views.helpers import SEED003
 from tests.views.serve.helpers import Served, serving, tree_rows
 
@@ -306,6 +307,7 @@ def test_command_line(hpctoolkit_data: Path, tmp_path: Path) -> None:
 
     db = hpctoolkit_data / "dbase" / "small.d"
     proc = subprocess.Popen([sys.executable, "-m", "hpcsa", "serve", str(db), "--port", "0", "-d", "twice=2*$0"],
+                            preexec_fn=sigint_as_in_a_terminal,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         head = [proc.stdout.readline() for _ in range(2)]
