@@ -199,9 +199,10 @@ def leave(code: int) -> NoReturn:
     garbage collections over every object still alive (``gc.freeze``, about 15 ms with numpy loaded), then
     freeing every object and module one by one (10-30 ms, more after ``struct``: the system takes a
     process's pages back whole). What an exit must still do is done first: the functions registered with
-    :mod:`atexit` (MPI's finalization, logging's) and flushing the standard streams;
-    every output file is closed by then. Where a thread is still running, the interpreter waits for it as
-    usual."""
+    :mod:`atexit` (logging's) and flushing the standard streams; every output file is closed by then. Where a
+    thread is still running, the interpreter waits for it as usual. Not run: C-level exit hooks
+    (``Py_AtExit``), among them mpi4py's ``MPI_Finalize`` (calling it here made MPICH's launcher end
+    successful 3-rank runs with status 9 now and then; an open question)."""
     gc.freeze()
     threading = sys.modules.get("threading")  # not imported: no thread was started through it
     if threading is not None and threading.active_count() > 1:
