@@ -41,23 +41,6 @@ def server(runs: list[str]) -> Iterator[str]:
         srv.server_close()
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """Headless Chromium, as the serve page's tests drive it (skipped, with the reason, where it is absent)."""
-    from tests.views.serve.browser import chromium
-
-    with chromium() as drv:
-        yield drv
-
-
-@pytest.fixture(scope="module")
-def shots() -> Path:
-    """Where the screenshot goes for a person to look at (build/screenshots/serve, ignored by git)."""
-    out = Path(__file__).resolve().parents[3] / "build" / "screenshots" / "serve"
-    out.mkdir(parents=True, exist_ok=True)
-    return out
-
-
 def _get(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=10) as r:
         return json.loads(r.read())
