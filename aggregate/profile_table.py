@@ -203,17 +203,7 @@ class ProfileTable(Sequence[ProfileFacts]):
 
     @classmethod
     def concat(cls, parts: Sequence[ProfileTable]) -> ProfileTable:
-        if len(parts) == 1:
-            return parts[0]
-        if not parts:
-            return cls.of([])
-        files: dict[str, int] = {}
-        maps = [np.append(_remap(files, p.kept_files), -1).astype(np.int32) for p in parts]  # [-1] -> -1
-        cols = ("trace_disorder", "metrics", "trace_records", "loadmap", "kept_offset", "kept_size")
-        joined = {c: np.concatenate([getattr(p, c) for p in parts]) for c in cols}
-        return cls(ProfileInputs.concat([p.inputs for p in parts]), Ragged.concat([p.id_tuple for p in parts]),
-                   kept_files=tuple(files),
-                   kept_file=np.concatenate([m[p.kept_file] for m, p in zip(maps, parts, strict=True)]), **joined)
+        return cls.concat_taking(list(parts))  # a list of its own: the caller's tables stay whole
 
     @classmethod
     def concat_taking(cls, parts: list[ProfileTable]) -> ProfileTable:
@@ -221,7 +211,7 @@ class ProfileTable(Sequence[ProfileFacts]):
         parts is let go as soon as it is joined, so that the parts and their union are not both whole in memory
         (phase 1's running union merged with new batches' tables: some 190 bytes a profile, twice at once)."""
         if len(parts) <= 1:
-            out = cls.concat(parts)
+            out = parts[0] if parts else cls.of([])
             parts.clear()
             return out
         files: dict[str, int] = {}

@@ -94,7 +94,7 @@ def merge(parts: list[Discovery], *, take: bool = False) -> Discovery:
         names.update(p.id_names)
     programs = set().union(*(p.programs for p in parts)) if parts else set()
     raw = rawtree.union([p.raw for p in parts])
-    table = ProfileTable.concat_taking(profiles) if take else ProfileTable.concat(profiles)
+    table = ProfileTable.concat_taking(profiles)  # (merge's own list of the remapped tables)
     return Discovery(raw, table, tables, names, maps, programs)
 
 
