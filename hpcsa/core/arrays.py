@@ -87,3 +87,18 @@ def gapless(dtype: np.dtype) -> bool:
 def take_records(records: np.ndarray, index: np.ndarray) -> np.ndarray:
     """``records[index]`` for a 1-D structured array, copied a record at a time (:func:`as_void`)."""
     return as_void(records)[index].view(records.dtype)
+
+
+def byte_strided(buf: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """A view of the uint8 ``buf`` in which element ``i`` is the ``dtype`` record starting at byte ``i``."""
+    n = len(buf) - dtype.itemsize + 1
+    return np.ndarray((max(n, 0),), dtype, buffer=buf, strides=(1,))
+
+
+def records_at(buf: np.ndarray, positions: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Records of ``dtype`` at arbitrary byte ``positions`` of the uint8 ``buf``: one fancy index over an
+    overlapping byte-strided view, whatever the alignment, each record's bytes copied at once
+    (:func:`take_records`). Callers bounds-check the positions."""
+    if not len(positions):
+        return np.zeros(0, dtype)
+    return take_records(byte_strided(buf, dtype), np.asarray(positions, np.int64))

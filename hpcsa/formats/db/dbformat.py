@@ -22,7 +22,7 @@ from typing import BinaryIO, ClassVar, Self
 
 import numpy as np
 
-from hpcsa.core.arrays import as_void, gapless, take_records
+from hpcsa.core.arrays import as_void, byte_strided, gapless, records_at
 from hpcsa.core.binfmt import Blob, Field, layout
 from hpcsa.core.dataclass import dataclass
 from hpcsa.core.errors import FormatError
@@ -162,18 +162,10 @@ class DbReader:
         return self.blob.array(dt, at, n, f"{what}s")
 
 
-def _byte_strided(buf: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """A view of ``buf`` in which element ``i`` is the ``dtype`` record starting at byte ``i``."""
-    n = len(buf) - dtype.itemsize + 1
-    return np.ndarray((max(n, 0),), dtype, buffer=buf, strides=(1,))
-
-
 def gather_records(buf: np.ndarray, positions: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """Records of ``dtype`` at arbitrary byte ``positions`` of ``buf`` (uint8): one fancy index over
     an overlapping byte-strided view, whatever the alignment. Callers bounds-check the positions."""
-    if not len(positions):
-        return np.zeros(0, dtype)
-    return take_records(_byte_strided(buf, dtype), np.asarray(positions, np.int64))
+    return records_at(buf, positions, dtype)
 
 
 def scatter_records(image: np.ndarray, positions: np.ndarray, records: np.ndarray) -> None:
@@ -182,9 +174,9 @@ def scatter_records(image: np.ndarray, positions: np.ndarray, records: np.ndarra
         return
     at = np.asarray(positions, np.int64)
     if gapless(records.dtype):  # a record's bytes at once (as_void), where no gap may be left alone
-        as_void(_byte_strided(image, records.dtype))[at] = as_void(np.ascontiguousarray(records))
+        as_void(byte_strided(image, records.dtype))[at] = as_void(np.ascontiguousarray(records))
     else:
-        _byte_strided(image, records.dtype)[at] = records
+        byte_strided(image, records.dtype)[at] = records
 
 
 def encode_header(tag: bytes, sections: Sequence[tuple[int, int]], reserve: int = 0) -> bytes:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hpcsa.core.arrays import concat_records, offsets
+from hpcsa.core.arrays import concat_records, offsets, records_at
 from hpcsa.core.binfmt import Blob, records
 from hpcsa.core.dataclass import dataclass
 from hpcsa.core.errors import HpcsaError
@@ -352,10 +352,9 @@ def _gather(buf: np.ndarray, at: np.ndarray, counts: np.ndarray, dtype: np.dtype
     total = int(counts.sum())
     if not total:
         return np.zeros(0, dtype)
-    # each record's byte offset (one index per record, not per byte), its bytes copied as one block
+    # each record's byte offset (one index per record, not per byte)
     first = np.repeat(np.asarray(at, np.int64) - size * (np.cumsum(counts) - counts), counts)
-    whole = np.ndarray((max(len(buf) - size + 1, 0),), np.dtype((np.void, size)), buffer=buf, strides=(1,))
-    return whole[first + size * np.arange(total)].view(dtype)
+    return records_at(buf, first + size * np.arange(total), dtype)
 
 
 def _cut_columns(data: bytes, path: str) -> tuple[tuple[int, ...], tuple[int, ...], tuple[LoadModule, ...],
