@@ -23,9 +23,13 @@ launcher's, otherwise the run stops with one line from rank 0.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pickle
+import stat
+import struct
 import sys
+import termios
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -55,6 +59,7 @@ LOCAL_SIZE_VARIABLES = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_CO
                         "SLURM_NTASKS_PER_NODE")
 COUNTER_SLOTS = 64
 POLL_MAX_SLEEP = 2.5e-4  # seconds between polls of a rank waiting for a message, at most (see MpiTransport._idle)
+ABORT_GRACE = 60.0  # seconds a rank waits for rank 0's MPI_Abort to end it (MpiTransport.fail_together)
 INSTALL_HINT = "pip install 'hpcsa[mpi]' (mpi4py and MPICH)"
 
 
@@ -241,7 +246,34 @@ class MpiTransport:
     def abort(self, code: int) -> None:
         """End every rank now (a rank failed outside the protocol: nobody may wait for it)."""
         sys.stderr.flush()
+        _wait_until_read(2)
         self.comm.Abort(code)
+
+    def fail_together(self, line: str, code: int) -> None:
+        """End a run every rank agreed has failed: ``line`` on rank 0's standard error, ``code`` from mpiexec.
+
+        Every rank leaving with ``code`` on its own is not enough: MPICH's launcher (Hydra) kills the other
+        processes as soon as one leaves with a non-zero status or without finalizing, and where its SIGKILL
+        lands before a rank has left, mpiexec reports the signal (status 9) instead (3 ranks leaving with
+        status 2 a few milliseconds apart: 9 in 3 of 8 runs here). ``MPI_Abort`` from rank 0 alone carries
+        its code to mpiexec (10 of 10). So: every rank has cleaned up when it reaches the barrier; rank 0
+        then writes the line and aborts with MPI's own abort notice silenced (the line is the error); the
+        others wait to be ended. One rank: nothing to coordinate, the caller leaves with ``code``."""
+        if self.size == 1:
+            return
+        request = self.comm.Ibarrier()
+        self._idle(request.Test)
+        if self.rank == 0:
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+            _wait_until_read(2)  # the abort would end the launcher before it relayed the line
+            quiet = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(quiet, 2)  # MPICH writes "Abort(2) on node 0 ..." there
+            self.comm.Abort(code)
+        deadline = time.monotonic() + ABORT_GRACE
+        while time.monotonic() < deadline:  # rank 0's abort ends this process
+            time.sleep(0.05)
+        os._exit(code)
 
     def close(self) -> None:
         """Free the counters (collective: every rank, after the last operation)."""
@@ -249,6 +281,19 @@ class MpiTransport:
             self._win.Unlock_all()
             self._win.Free()
             self._win = None
+
+
+def _wait_until_read(fd: int, limit: float = 2.0) -> None:
+    """Wait (at most ``limit`` seconds) until what this process wrote to the pipe ``fd`` has been read: an MPI
+    launcher relays its ranks' output from pipes, and stops relaying when the job is aborted."""
+    if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+        return
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        pending = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, bytes(4)))[0]  # Linux: either end
+        if pending == 0:
+            return
+        time.sleep(0.001)
 
 
 def report_and_abort(transport: MpiTransport | None, exc: BaseException) -> None:

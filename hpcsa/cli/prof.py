@@ -109,7 +109,8 @@ def prepare_on_ranks(args: argparse.Namespace, jobs: int, transport: mpi.MpiTran
 
 def run_mpi(args: argparse.Namespace, launcher_rank: int) -> int:
     """One rank of ``mpiexec -n R hpcsa prof``: errors every rank agrees on are printed once, by rank 0
-    (the others exit with the same status, silently); any other failure aborts all ranks."""
+    (the others exit with the same status, silently: :meth:`~hpcsa.aggregate.mpi.MpiTransport.fail_together`);
+    any other failure aborts all ranks."""
     # Workers per rank: the CPUs of this node shared by its ranks (hpcprof-mpi: threads per rank).
     jobs = args.jobs if args.jobs is not None else max(1, default_jobs() // mpi.ranks_on_this_node())
     try:
@@ -123,8 +124,9 @@ def run_mpi(args: argparse.Namespace, launcher_rank: int) -> int:
         if transport.is_root:
             _note_cache(inputs)
         driver.aggregate(inputs, options, transport)
-    except HpcsaError:
+    except HpcsaError as exc:
         transport.close()
+        transport.fail_together(f"hpcsa: error: {exc}", 2)  # several ranks: does not return
         if transport.is_root:
             raise
         return 2

@@ -150,3 +150,23 @@ def test_without_mpi4py(meas: Path, tmp_path: Path) -> None:
     proc = run_cli("prof", str(meas), "-o", str(out), env={**env, "PMI_RANK": "0", "PMI_SIZE": "1"})
     assert proc.returncode == 0, proc.stderr
     assert out.is_dir()
+
+
+AGREED_FAILURE = """
+import sys, time
+from hpcsa.aggregate import mpi
+from hpcsa.cli.main import leave
+transport = mpi.MpiTransport.from_environment(arity=1)
+time.sleep(0.01 * ((transport.rank + int(sys.argv[1])) % 3))  # the ranks reach the end at different times
+transport.close()
+transport.fail_together("hpcsa: error: x.hpcrun: agreed by every rank", 2)
+leave(2)
+"""
+
+
+def test_agreed_failure_ends_with_its_status_every_time() -> None:
+    """Ranks leaving with status 2 one by one make MPICH's launcher kill the rest, and mpiexec then reports
+    the kill (status 9) now and then; rank 0's abort carries the status every time, with the one line."""
+    for attempt in range(8):
+        proc = run_mpi(3, str(attempt), script=["-c", AGREED_FAILURE])
+        assert (proc.returncode, proc.stderr) == (2, "hpcsa: error: x.hpcrun: agreed by every rank\n"), attempt
