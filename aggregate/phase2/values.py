@@ -68,11 +68,14 @@ def process_batch(c2: ClassTwo, batch: int, lo: int, hi: int, targets: Phase2Tar
     points = batch_points(c2, indexes)
     p = propagate_batch(points.ctx, points.metric, points.value, c2.tree, points.prof)
     vals, pid, keep = _stored(p, c2)
-    rows, cols = np.nonzero(keep)  # (profile, context, propMetricId) order: a metric's ids are in scope order
+    # (profile, context, propMetricId) order: a metric's ids are in scope order. The [rows, 4 scopes] arrays
+    # taken flat (a row is 4 cells): one 1-d nonzero and takes, not 2-d ones (several times faster)
+    flat = np.flatnonzero(keep)
+    rows = flat >> 2
     prof = p.prof[rows]
     ctx = p.ctx[rows]
-    mids = pid[rows, cols]
-    values = vals[rows, cols]
+    mids = pid.reshape(-1)[flat]
+    values = vals.reshape(-1)[flat]
     pms, n_values, n_ctxs = pms_region(prof, ctx, mids, values, n)
     run, run_ctxs, counts = run_blob(prof + (lo + 1), ctx, mids, values, c2.n_prop_ids)
     aside = aside_run(p, keep, lo + 1)
@@ -141,9 +144,10 @@ def _pwrite(path: str, offset: int, data: bytes) -> None:
 
 
 def _stored(p: Propagated, c2: ClassTwo) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The thread values hpcprof stores: (value matrix [rows, 4 scopes], propMetricIds, keep mask)."""
+    """The thread values hpcprof stores: (value matrix [rows, 4 scopes], propMetricIds, keep mask), each
+    C-contiguous."""
     vals = np.stack([p.point, p.function, p.lex_aware, p.execution], axis=1)
-    pid = c2.prop[p.metric]
+    pid = np.take(c2.prop, p.metric, axis=0)
     return vals, pid, (vals != 0) & (pid >= 0)
 
 
@@ -196,7 +200,12 @@ def run_blob(prof: np.ndarray, ctx: np.ndarray, mids: np.ndarray, values: np.nda
     values come sorted by (profile, context, propMetricId), so a stable sort by (context, metric) keeps
     each series in profile order (and merges the profiles' sorted runs)."""
     mids = mids.astype(np.int64)
-    order = np.argsort((ctx.astype(np.int64) << 16) | mids, kind="stable")
+    key = ctx.astype(np.int64) * max(1, n_prop_ids) + mids
+    # the narrowest key that holds it: numpy sorts 16-bit keys stably by radix sort, several times faster than
+    # the merge sort of wider ones (a stable sort's result is the same either way)
+    if len(key) and int(key.max()) < 1 << 16:
+        key = key.astype(np.uint16)
+    order = np.argsort(key, kind="stable")
     sctx = ctx[order]
     smid = mids[order]
     rec = np.empty(len(order), RUN_VALUE)
@@ -227,7 +236,10 @@ def aside_run(p: Propagated, keep: np.ndarray, prof_base: int) -> np.ndarray:
     """Loop-free sums the thread values do not carry, and presence without any stored value: ASIDE records
     sorted by (context, key, profile) (``prof_base``: profile.db's index of the batch's first profile)."""
     nl = np.flatnonzero(p.aside)
-    pres = np.flatnonzero(~keep.any(axis=1))
+    # rows without a stored value: a row's 4 bools as one 32-bit word (any(axis=1) reduces 4 items at a time)
+    none = keep.view(np.uint32).reshape(-1) == 0 if keep.shape[1:] == (4,) and keep.flags.c_contiguous \
+        else ~keep.any(axis=1)
+    pres = np.flatnonzero(none)
     out = np.empty(len(nl) + len(pres), ASIDE)
     out["ctx"] = np.concatenate([p.ctx[nl], p.ctx[pres]])
     out["key"] = np.concatenate([p.metric[nl] * 2 + ASIDE_NOLOOPS, p.metric[pres] * 2 + ASIDE_PRESENT])
