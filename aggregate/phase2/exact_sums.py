@@ -126,24 +126,27 @@ def _dense_block(sid: np.ndarray, ctx: np.ndarray, value: np.ndarray, series: np
         return csum
 
     owned = prefix(own)
-    present = owned[:, end] > owned[:, :-1]  # some point in the subtree
+    present = np.take(owned, end, axis=1) > owned[:, :-1]  # some point in the subtree
     del owned
-    rows, cols = np.nonzero(present)  # (series, context): (profile, metric, context)
+    # (series, context): (profile, metric, context); the matrices are read flat below (1-d takes, not 2-d indexing)
+    rows, cols = np.divmod(np.flatnonzero(present), n_ctx)
     b = series[rows] // n_met
     m = series[rows] - b * n_met
     order = np.argsort(b * n_ctx + cols, kind="stable")  # rows come by (b, m, context): m stays in order
     rows, cols, b, m = rows[order], cols[order], b[order], m[order]
     # the sums at the rows kept only (a subtree, function or block sum per row, not per cell of the matrix)
     fperm, flo, fhi, bperm, blo, bhi = _orders(tree)
-    at = prefix(points)
-    execution = at[rows, end[cols]] - at[rows, cols]
-    at = prefix(points[:, fperm])
-    fn = at[rows, fhi[cols]] - at[rows, flo[cols]]
-    at = prefix(points[:, bperm])
-    nl = at[rows, bhi[cols]] - at[rows, blo[cols]]
+    base = rows * (n_ctx + 1)  # each row's prefix sums, flat
+    at = prefix(points).reshape(-1)
+    execution = at[base + end[cols]] - at[base + cols]
+    at = prefix(np.take(points, fperm, axis=1)).reshape(-1)
+    fn = at[base + fhi[cols]] - at[base + flo[cols]]
+    at = prefix(np.take(points, bperm, axis=1)).reshape(-1)
+    nl = at[base + bhi[cols]] - at[base + blo[cols]]
     del at
-    is_own = own[rows, cols]
-    point = np.where(is_own, points[rows, cols], 0.0)
+    cell = rows * n_ctx + cols
+    is_own = owned_cells[cell]
+    point = np.where(is_own, points.reshape(-1)[cell], 0.0)
     loop = tree.is_loop[cols]
     flagged = loop & is_own
     return Propagated(cols.astype(np.int64), m, point, fn, np.where(flagged, nl, fn), execution, nl,
