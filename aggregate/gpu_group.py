@@ -290,7 +290,7 @@ def _columns(g: HpcrunGroup, sample: np.ndarray, bounds: np.ndarray, prof_of_row
     v = np.concatenate(values) if values else np.zeros(0, GPU_VALUE)
     vc = np.concatenate(value_ctx) if value_ctx else np.zeros(0, np.int64)
     v = take_records(v, np.argsort(vc, kind="stable"))
-    vcount = np.bincount(ctx_prof[np.sort(vc)], minlength=n) if len(vc) else np.zeros(n, np.int64)
+    vcount = np.bincount(ctx_prof[vc], minlength=n) if len(vc) else np.zeros(n, np.int64)  # (counts: any order)
     # the sample rows placed, per profile (sorted, within the profile)
     placed = sample - g.cut[prof_of_row[sample]]
     rprof = prof_of_row[sample]
