@@ -212,9 +212,10 @@ def _batch_points(c2: ClassTwo, indexes: list[int], cols: kept.KeptColumns) -> B
         return None
     key = cct_prof << 32 | ids
     by_key = np.argsort(key, kind="stable")
+    sorted_key = key[by_key]
     want = val_prof << 32 | value_node
-    at = np.minimum(np.searchsorted(key[by_key], want), max(len(key) - 1, 0))
-    if len(want) and not (key[by_key][at] == want).all():
+    at = np.minimum(np.searchsorted(sorted_key, want), max(len(key) - 1, 0))
+    if len(want) and not (sorted_key[at] == want).all():
         return None
     vrow = cct_row[by_key[at]] if len(want) else np.zeros(0, np.int64)
     # Each profile's metric table: global metric, period, move2proc and integer format by (table, local id).
