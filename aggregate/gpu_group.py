@@ -22,7 +22,7 @@ import numpy as np
 
 from hpcsa.aggregate import rawtree
 from hpcsa.aggregate.gpu_contexts import GPU_VALUE, GroupGpu
-from hpcsa.core.arrays import offsets, run_starts, take_records
+from hpcsa.core.arrays import offsets, run_starts, sorted_unique, take_records
 from hpcsa.formats.measurement.hpcrun import UNWOUND
 from hpcsa.formats.measurement.hpcrun_batch import HpcrunGroup
 from hpcsa.formats.measurement.placeholders import GPU_KERNEL
@@ -162,7 +162,7 @@ def _sample_values(g: HpcrunGroup, sample: np.ndarray, prof_of_row: np.ndarray
     metric of each column (the columns of every table are the first ones, the others 0)."""
     n = len(g)
     tables = g.metric_tables
-    mine_prof = np.unique(prof_of_row[sample])
+    mine_prof = sorted_unique(prof_of_row[sample], kind="stable")  # (sorted by profile already)
     used: dict[int, np.ndarray] = {int(g.metrics[k]): np.zeros(0, np.int64) for k in mine_prof.tolist()}
     width = 0
     out = np.zeros((len(sample), 0))
@@ -185,7 +185,7 @@ def _sample_values(g: HpcrunGroup, sample: np.ndarray, prof_of_row: np.ndarray
         integer = np.zeros(len(mine), bool)
         for t in used:
             these = table == t
-            used[t] = np.unique(metric[these])
+            used[t] = sorted_unique(metric[these])
             col[these] = np.searchsorted(used[t], metric[these])
             integer[these] = np.array([m.is_int for m in tables[t]] or [False], bool)[metric[these]]
             width = max(width, len(used[t]))
@@ -278,7 +278,7 @@ def _columns(g: HpcrunGroup, sample: np.ndarray, bounds: np.ndarray, prof_of_row
             v["node"] = base[vctx] + nf + r
             tables = g.metrics[ctx_prof[vctx]].astype(np.int64)
             metric = np.empty(len(vctx), np.int64)
-            for tt in np.unique(tables).tolist():
+            for tt in sorted_unique(tables).tolist():
                 these = tables == tt
                 metric[these] = used[tt][col[these]]
             v["metric"] = metric
