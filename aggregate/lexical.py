@@ -126,6 +126,7 @@ class StructExpander:
         self.module = module
         self.path = display_path
         self._chains: dict[int, tuple[tuple[Step, ...], int]] = {}
+        self._leaves: dict[int, int] = {}  # offset -> statement row (-1: none), as looked up so far
 
     @property
     def has_data(self) -> bool:
@@ -175,7 +176,14 @@ class StructExpander:
         return (LINE, s.file or "", line)
 
     def lookup(self, offsets: np.ndarray) -> np.ndarray:
-        return self.module.lookup(offsets)
+        """:meth:`.Module.lookup`, remembered: an offset is looked up once, when phase 1 warms it, not again
+        when class 2 expands the union (each lookup bisects the module's statement map)."""
+        offs = offsets.tolist()
+        known = self._leaves
+        todo = [o for o in dict.fromkeys(offs) if o not in known]
+        if todo:
+            known.update(zip(todo, self.module.lookup(np.array(todo, np.uint64)).tolist(), strict=True))
+        return np.fromiter(map(known.__getitem__, offs), np.int32, len(offs))
 
     def chains_at(self, offsets: np.ndarray) -> np.ndarray:
         """The statement row holding each offset (-1 where none does), with the chains of those statements

@@ -45,7 +45,9 @@ class ChainWarmer:
         """Structure files now parsed ((file, measurement directory, module) each); offsets that waited for
         them are expanded."""
         for _, measdir, module in parsed:
-            for key in lx.struct_keys(module, measdir):
+            # once per distinct key: a module's two keys are often the same path, and a module listed twice
+            # under one key had every batch's offsets looked up and warmed twice
+            for key in dict.fromkeys(lx.struct_keys(module, measdir)):
                 self._by_key[key].append(module)
             hashed = lx.hashed_name(module.path)
             if hashed is not None:

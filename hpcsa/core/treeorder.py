@@ -59,24 +59,35 @@ def preorder(parent: np.ndarray, entry: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 def preorder_sized(parent: np.ndarray, entry: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`preorder` and the subtree sizes it works out on the way (in the new order)."""
+    """:func:`preorder` and the subtree sizes it works out on the way (in the new order).
+
+    Every row below the top is placed at its parent's position plus one plus the sizes of its earlier
+    siblings. Those offsets are worked out for all rows at once (rows sorted by depth, then parent, then row:
+    siblings together, in their input order); the placement then goes down the levels, each one gather and
+    one scatter of a slice of that order, so that a deep tree (a recursive program's hundreds of frames)
+    costs a few numpy calls per level, not a sort and a scan of each."""
     n = len(parent)
     if n == 0:
         z = np.zeros(0, np.int64)
         return z, z, z, z
     depth = depth_from_parent(parent)
-    levels = depth_levels(depth)
+    by_level = np.lexsort((parent, depth))  # stable: siblings keep their input order
+    bounds = np.searchsorted(depth[by_level], np.arange(int(depth[by_level[-1]]) + 2))
+    levels = [by_level[bounds[d]:bounds[d + 1]] for d in range(len(bounds) - 1)]
     size = subtree_sizes(parent, depth, levels)
     pos = np.zeros(n, np.int64)
     top = levels[0]
     top = top[np.argsort(entry[top], kind="stable")]
     pos[top] = np.cumsum(size[top]) - size[top]
-    for rows in levels[1:]:
-        rows = rows[np.argsort(parent[rows], kind="stable")]
-        par = parent[rows]
-        cs = np.cumsum(size[rows]) - size[rows]
-        base = np.maximum.accumulate(np.where(run_starts(par), np.arange(len(rows)), 0))
-        pos[rows] = pos[par] + 1 + (cs - cs[base])
+    below = by_level[bounds[1]:]
+    par = parent[below]
+    earlier = np.cumsum(size[below]) - size[below]  # sizes of the rows before each one in this order
+    first = np.maximum.accumulate(np.where(run_starts(par), np.arange(len(below)), 0))
+    step = earlier - earlier[first] + 1  # one past the parent, after the earlier siblings' subtrees
+    start = bounds[1]
+    for d in range(1, len(bounds) - 1):
+        lo, hi = bounds[d] - start, bounds[d + 1] - start
+        pos[below[lo:hi]] = pos[par[lo:hi]] + step[lo:hi]
     order = np.empty(n, np.int64)
     order[pos] = np.arange(n)
     new_parent = np.where(parent[order] >= 0, pos[np.maximum(parent[order], 0)], -1)
