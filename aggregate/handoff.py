@@ -288,13 +288,15 @@ def batch_bounds(costs: np.ndarray, workers: int) -> np.ndarray:
     """Phase 2's batches: runs of consecutive profiles of the canonical order, cut where their costs (bytes)
     add up to about 1/12 of a worker's share (a dozen batches per worker of all ranks balance the load;
     few enough keep the hand-offs cheap), at most :data:`BATCH_BYTES` unless one profile is more; as bounds
-    ``[0, b1, ..., n]``. The same for every rank of a run (the costs are class 2's); the database does
-    not depend on them."""
+    ``[0, b1, ..., n]``. A small run's batches are larger than that, up to :data:`MIN_BATCH_BYTES`, as long
+    as every worker still has two or so. The same for every rank of a run (the costs are class 2's); the
+    database does not depend on them."""
     costs = np.asarray(costs, np.int64)
     n = len(costs)
     if not n:
         return np.zeros(1, np.int64)
-    target = int(min(BATCH_BYTES, max(1, int(costs.sum()) // (12 * max(1, workers)))))
+    total, workers = int(costs.sum()), max(1, workers)
+    target = int(min(BATCH_BYTES, max(1, total // (12 * workers), min(MIN_BATCH_BYTES, total // (2 * workers)))))
     ends = np.cumsum(costs)
     cuts = [0]
     while cuts[-1] < n:
@@ -311,6 +313,14 @@ def batch_bounds(costs: np.ndarray, workers: int) -> np.ndarray:
 #: 3, one read per batch for each window of cct.db (8,192 GPU-stream profiles: 631 batches of 128 KiB, 134,000
 #: reads; 158 of 512 KiB, CPU time 4.4 -> 3.8 s at -j 1; the whole tree's peak unchanged, 82 MiB at -j 2).
 BATCH_BYTES = 512 << 10
+
+#: What a batch holds at least (its profiles permitting, and two batches or so per worker): each batch costs
+#: about a millisecond of numpy calls whatever it holds, which a dozen batches per worker of a small run
+#: multiply. The 16 profiles of a large C program (170 KB, the warm-run benchmark's ``bigc`` shape) made 16
+#: batches and 26-29 ms of phase 2 in one process; batches of 32 KiB made 6 and 10-12 ms, of 128 KiB 2 and
+#: 7.5-8.5 ms (thread CPU, min and median of 6 runs each). Runs of more than 1.5 MB per two workers have
+#: the same batches as before.
+MIN_BATCH_BYTES = 64 << 10
 
 
 # -- phase 2 -> the layout ---------------------------------------------------------------------------------

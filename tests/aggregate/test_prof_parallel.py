@@ -112,17 +112,25 @@ def test_reductions_do_not_depend_on_grouping(hpctoolkit_data: Path, tmp_path: P
 @pytest.mark.parametrize("workers", [1, 2, 6])
 def test_phase2_batches_are_runs_of_consecutive_profiles(workers: int) -> None:
     """Phase-2 batches: runs of consecutive profiles covering each exactly once, each at most about 1/12 of a
-    worker's share (and BATCH_BYTES) unless a single profile is larger, and enough batches to balance."""
-    from hpcsa.aggregate.handoff import BATCH_BYTES, batch_bounds
+    worker's share (and BATCH_BYTES) unless a single profile is larger, and enough batches to balance; a
+    small run's batches hold up to MIN_BATCH_BYTES, two or so per worker."""
+    from hpcsa.aggregate.handoff import BATCH_BYTES, MIN_BATCH_BYTES, batch_bounds
 
     rng = np.random.default_rng(workers)
-    costs = np.array([int(c) for c in rng.integers(1, 1000, 500)] + [50_000] + [7] * 30)  # one giant profile
-    bounds = batch_bounds(costs, workers)
-    assert bounds[0] == 0 and bounds[-1] == len(costs) and (np.diff(bounds) > 0).all()
-    target = min(BATCH_BYTES, costs.sum() // (12 * workers))
-    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-        assert b - a == 1 or costs[a:b - 1].sum() < target  # through the profile that reaches the target
-    assert len(bounds) - 1 >= min(len(costs), 12 * workers) // 2
+    for scale in (1, 1000):  # a small run (300 KB) and a large one (300 MB)
+        costs = np.array([int(c) for c in rng.integers(1, 1000, 500)] + [50_000] + [7] * 30) * scale  # one giant
+        bounds = batch_bounds(costs, workers)
+        assert bounds[0] == 0 and bounds[-1] == len(costs) and (np.diff(bounds) > 0).all()
+        total = int(costs.sum())
+        share = total // (12 * workers)
+        target = min(BATCH_BYTES, share if share >= MIN_BATCH_BYTES else min(MIN_BATCH_BYTES, total // (2 * workers)))
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+            assert b - a == 1 or costs[a:b - 1].sum() < target  # through the profile that reaches the target
+        if scale > 1:
+            assert len(bounds) - 1 >= min(len(costs), 12 * workers) // 2
+        else:  # fewer, larger batches, but two or so per worker
+            assert len(bounds) - 1 < 12 * workers
+            assert len(bounds) - 1 >= min(len(costs), 2 * workers) - 1
     assert batch_bounds(np.zeros(0, np.int64), workers).tolist() == [0]
 
 
