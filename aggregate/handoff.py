@@ -139,13 +139,21 @@ class UnifiedTree:
     scopes: list[lx.Scope]
     depth: np.ndarray      # int32
     end: np.ndarray        # int64: the subtree of c is ids c .. end[c]-1
+    distinct: list[lx.Scope]  # the distinct scopes, sorted
+    scope_id: np.ndarray   # int64: each context's scope, as its index in ``distinct``
 
     def __len__(self) -> int:
         return len(self.parent)
 
     @property
+    def kind(self) -> np.ndarray:
+        """Each context's scope kind (:data:`.lexical.FUNCTION`, ...; -1 for the root), from its distinct scope."""
+        kinds = np.fromiter((s[0] for s in self.distinct), np.int64, len(self.distinct))
+        return kinds[self.scope_id]
+
+    @property
     def is_loop(self) -> np.ndarray:
-        return np.array([s[0] == lx.LOOP for s in self.scopes], bool)
+        return self.kind == lx.LOOP
 
     @property
     def is_call(self) -> np.ndarray:
@@ -155,8 +163,7 @@ class UnifiedTree:
     @property
     def elided(self) -> np.ndarray:
         """Instructions nested lexically in their line: left out of meta.db, mapped to the parent in traces."""
-        kinds = np.array([s[0] for s in self.scopes], np.int64)
-        return (self.relation == LEXICAL) & (kinds == lx.POINT)
+        return (self.relation == LEXICAL) & (self.kind == lx.POINT)
 
 
 @dataclass

@@ -15,6 +15,7 @@ import numpy as np
 
 from hpcsa.aggregate import lexical as lx
 from hpcsa.aggregate.handoff import MetaSource, UnifiedTree
+from hpcsa.core.arrays import sorted_unique
 from hpcsa.core.dataclass import dataclass
 from hpcsa.core.errors import HpcsaError
 from hpcsa.formats.db import metadb
@@ -42,24 +43,25 @@ class _Names:
     functions: list[tuple[Any, ...]]  # ("f", name, module, offset, file, line) or ("p", name, code)
     module_index: dict[str, int]
     file_index: dict[str, int]
-    function_index: dict[tuple[Any, ...], int]
+    function_index: dict[lx.Scope, int]  # by the scope: (FUNCTION, ...) or (PLACEHOLDER, code)
 
 
 def _names(scopes: Iterable[lx.Scope]) -> _Names:
     """The names of these scopes, sorted."""
     modules: set[str] = set()
     files: set[str] = set()
-    functions: set[tuple[object, ...]] = set()
+    functions: set[lx.Scope] = set()
+    codes: set[int] = set()
     for s in scopes:
         k = s[0]
         if k == lx.FUNCTION:
-            functions.add(("f",) + s[1:])
+            functions.add(s)
             if s[2]:
                 modules.add(s[2])
             if s[4]:
                 files.add(s[4])
         elif k == lx.PLACEHOLDER:
-            functions.add(("p", placeholder_name(s[1]), s[1]))
+            codes.add(s[1])
         elif k == lx.LOOP:
             files.add(s[1])
             modules.add(s[3])
@@ -69,11 +71,15 @@ def _names(scopes: Iterable[lx.Scope]) -> _Names:
             modules.add(s[1])
     module_list = sorted(modules)
     file_list = sorted(files)
-    # Real functions first, then placeholders (hpcprof's order of the two groups).
-    fn_keys = sorted(f for f in functions if f[0] == "f") + sorted((f for f in functions if f[0] == "p"),
-                                                                  key=lambda f: (f[1], f[2]))
+    # Real functions first, then placeholders (hpcprof's order of the two groups); a function scope sorts as
+    # its ("f", ...) entry does (the kind is the same in all).
+    real = sorted(functions)
+    held = sorted((placeholder_name(c), c) for c in codes)
+    fn_keys = [("f",) + f[1:] for f in real] + [("p", name, c) for name, c in held]
+    index = {f: i for i, f in enumerate(real)}
+    index.update(((lx.PLACEHOLDER, c), len(real) + i) for i, (_, c) in enumerate(held))
     return _Names(module_list, file_list, fn_keys, {m: i for i, m in enumerate(module_list)},
-                  {f: i for i, f in enumerate(file_list)}, {f: i for i, f in enumerate(fn_keys)})
+                  {f: i for i, f in enumerate(file_list)}, index)
 
 
 def _functions(names: _Names) -> metadb.Functions:
@@ -127,11 +133,12 @@ def meta_tables(tree: UnifiedTree) -> tuple[metadb.ContextTree, metadb.Functions
     par = tree.parent[rows].astype(np.int64)
     parent_rows = np.where(np.isin(par, top), -1, row_of[par])
     # Contexts share scopes (a function under many callers): names and columns are worked out per scope.
-    shown = list(map(tree.scopes.__getitem__, rows.tolist()))
-    distinct = list(dict.fromkeys(shown))
+    # (by the tree's distinct scopes: no scope tuple is hashed again)
+    row_scope = tree.scope_id[rows]
+    used = sorted_unique(row_scope)
+    distinct = list(map(tree.distinct.__getitem__, used.tolist()))
     names = _names(distinct + [tree.scopes[c] for c in top.tolist()])  # every scope but the root's
-    number = {sc: i for i, sc in enumerate(distinct)}
-    of_row = np.fromiter(map(number.__getitem__, shown), np.int64, len(shown))
+    of_row = np.searchsorted(used, row_scope)
     cols = {name: col[of_row] for name, col in _context_columns(distinct, names).items()}
     relation = tree.relation[rows].astype(np.uint8)
     # Canonical ids are pre-order, entry points' subtrees in entry order: the rows are meta.db's pre-order, each
@@ -144,36 +151,42 @@ def meta_tables(tree: UnifiedTree) -> tuple[metadb.ContextTree, metadb.Functions
 
 def _context_columns(scopes: list[lx.Scope], names: _Names) -> dict[str, np.ndarray]:
     """meta.db's per-context columns (lexical type, flags, function, source line, module and offset) of each
-    scope."""
+    scope: the scopes of each kind together, a column at a time."""
     n = len(scopes)
-    lex_type, flags = [metadb.FUNCTION] * n, [0] * n
-    func, file, module = [-1] * n, [-1] * n, [-1] * n
-    line, offset = [0] * n, [0] * n
+    lex_type = np.full(n, metadb.INSTRUCTION, np.uint8)
+    flags = np.zeros(n, np.uint8)
+    func, file, module = np.full(n, -1, np.int64), np.full(n, -1, np.int64), np.full(n, -1, np.int64)
+    line, offset = np.zeros(n, np.int64), np.zeros(n, np.uint64)
     fn_idx, file_idx, mod_idx = names.function_index, names.file_index, names.module_index
-    for i, s in enumerate(scopes):
-        k = s[0]
-        if k == lx.UNKNOWN_KIND:
-            pass  # a function context without a function
+    kinds = np.fromiter((s[0] for s in scopes), np.int64, n)
+    for k in sorted_unique(kinds).tolist():
+        at = np.flatnonzero(kinds == k)
+        group = list(map(scopes.__getitem__, at.tolist()))
+        if k == lx.UNKNOWN_KIND:  # a function context without a function
+            lex_type[at] = metadb.FUNCTION
         elif k == lx.PLACEHOLDER:
-            func[i] = fn_idx[("p", placeholder_name(s[1]), s[1])]
-            flags[i] = metadb.HAS_FUNCTION
+            lex_type[at] = metadb.FUNCTION
+            func[at] = [fn_idx[(lx.PLACEHOLDER, s[1])] for s in group]
+            flags[at] = metadb.HAS_FUNCTION
         elif k == lx.FUNCTION:
-            func[i] = fn_idx[("f",) + s[1:]]
-            flags[i] = metadb.HAS_FUNCTION
+            lex_type[at] = metadb.FUNCTION
+            func[at] = list(map(fn_idx.__getitem__, group))
+            flags[at] = metadb.HAS_FUNCTION
         elif k == lx.LINE:
-            lex_type[i] = metadb.LINE
-            file[i], line[i] = file_idx[s[1]], max(s[2], 0)
-            flags[i] = metadb.HAS_SRCLOC
+            lex_type[at] = metadb.LINE
+            file[at] = [file_idx[s[1]] for s in group]
+            line[at] = [max(s[2], 0) for s in group]
+            flags[at] = metadb.HAS_SRCLOC
         elif k == lx.LOOP:
-            lex_type[i] = metadb.LOOP
-            file[i], line[i] = file_idx[s[1]], max(s[2], 0)
-            module[i], offset[i] = mod_idx[s[3]], max(s[4], 0)
-            flags[i] = metadb.HAS_SRCLOC | metadb.HAS_POINT
+            lex_type[at] = metadb.LOOP
+            file[at] = [file_idx[s[1]] for s in group]
+            line[at] = [max(s[2], 0) for s in group]
+            module[at] = [mod_idx[s[3]] for s in group]
+            offset[at] = np.array([max(s[4], 0) for s in group], np.uint64)
+            flags[at] = metadb.HAS_SRCLOC | metadb.HAS_POINT
         else:
-            lex_type[i] = metadb.INSTRUCTION
-            module[i], offset[i] = mod_idx[s[1]], s[2]
-            flags[i] = metadb.HAS_POINT
-    return {"lexical_type": np.array(lex_type, np.uint8), "flags": np.array(flags, np.uint8),
-            "function": np.array(func, np.int64), "file": np.array(file, np.int64),
-            "line": np.array(line, np.int64), "module": np.array(module, np.int64),
-            "offset": np.array(offset, np.uint64)}
+            module[at] = [mod_idx[s[1]] for s in group]
+            offset[at] = np.array([s[2] for s in group], np.uint64)
+            flags[at] = metadb.HAS_POINT
+    return {"lexical_type": lex_type, "flags": flags, "function": func, "file": file, "line": line,
+            "module": module, "offset": offset}

@@ -209,7 +209,8 @@ def canonical_ids(b: ContextBuilder) -> tuple[UnifiedTree, np.ndarray]:
     nb = len(b)
     parent_of = np.array(b.parent, np.int64)
     relation_of = np.array(b.relation, np.int64)
-    rank_of = {sc: r for r, sc in enumerate(sorted(dict.fromkeys(b.scope)))}
+    distinct = sorted(dict.fromkeys(b.scope))
+    rank_of = {sc: r for r, sc in enumerate(distinct)}
     scope_rank = np.fromiter(map(rank_of.__getitem__, b.scope), np.int64, nb)
     width = len(rank_of) + 1
     key = (parent_of[1:] * (int(relation_of.max(initial=0)) + 2) + relation_of[1:] + 1) * width + scope_rank[1:]
@@ -226,4 +227,4 @@ def canonical_ids(b: ContextBuilder) -> tuple[UnifiedTree, np.ndarray]:
     new_id[old] = np.arange(nb)
     return UnifiedTree(parent.astype(np.int32), relation_of[old].astype(np.int8),
                        list(map(b.scope.__getitem__, old.tolist())), depth.astype(np.int32),
-                       np.arange(nb, dtype=np.int64) + size), new_id
+                       np.arange(nb, dtype=np.int64) + size, distinct, scope_rank[old]), new_id

@@ -43,6 +43,14 @@ class _Layout:
     def cstr(self, text: str) -> int:
         return self.put(text.encode("utf-8", errors="surrogateescape") + b"\0")
 
+    def cstrs(self, texts: list[str]) -> list[int]:
+        """:meth:`cstr` of each, one after the other (joined and appended at once)."""
+        encoded = [t.encode("utf-8", errors="surrogateescape") for t in texts]
+        at = len(self.buf)
+        self.buf += b"\0".join(encoded) + b"\0" if encoded else b""
+        sizes = np.fromiter(map(len, encoded), np.int64, len(encoded)) + 1
+        return (at + np.cumsum(sizes) - sizes).tolist()
+
     def reserve(self, size: int, alignment: int) -> int:
         return self.put(bytes(size), alignment)
 
@@ -103,8 +111,7 @@ def encode_metadb(meta: M.MetaDB, elide: bool = True) -> bytes:
     for p in meta.files:
         intern(p)
     start = out.size
-    for text in order:
-        table[text] = out.cstr(text)
+    table.update(zip(order, out.cstrs(order), strict=True))
     sections["Strings"] = (out.size - start, start)
 
     def write_table(fields: list, rec_size: int, recs: np.ndarray, name: str) -> int:
