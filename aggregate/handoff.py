@@ -147,7 +147,7 @@ class UnifiedTree:
 
     @property
     def kind(self) -> np.ndarray:
-        """Each context's scope kind (:data:`.lexical.FUNCTION`, ...; -1 for the root), from its distinct scope."""
+        """Each context's scope kind (``lexical.FUNCTION``, ...; -1 for the root), from its distinct scope."""
         kinds = np.fromiter((s[0] for s in self.distinct), np.int64, len(self.distinct))
         return kinds[self.scope_id]
 
