@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import pickle
+import re
 import shutil
+import time
 from pathlib import Path
 
 import blake3
@@ -317,3 +320,81 @@ def test_a_string_with_nul_is_refused_in_one_line():
     b.add(S, -1, line=1, file="a\0b", ranges=[(0, 4)])
     with pytest.raises(HpcsaError, match="NUL"):
         parsedcache.encode(parsedcache.StructureFile(modules=[b.finish()]), "d" * 64)
+
+
+def _hashes(monkeypatch) -> list[str]:
+    """Count the structure files read to hash them (the paths, in order)."""
+    read: list[str] = []
+    real = parsedcache._digest_of
+
+    def counted(path: str) -> str | None:
+        read.append(path)
+        return real(path)
+
+    monkeypatch.setattr(parsedcache, "_digest_of", counted)
+    return read
+
+
+def _after_the_tick_of(ns: int, probe: Path) -> None:
+    """Return once the file system's clock (coarse: a kernel tick) stamps files later than ``ns``."""
+    probe.write_bytes(b"")
+    while probe.stat().st_ctime_ns <= ns:
+        os.utime(probe)
+
+
+def test_a_file_unchanged_since_it_was_hashed_is_not_read_again(shared_data, cache, tmp_path, monkeypatch):
+    """read_cached takes the hash of a file whose status (inode, size, times) is the one it hashed from the
+    record beside the entries; a change of the bytes, even of the same size with the modification time put
+    back, is hashed again and gets its own entry."""
+    from hpcsa.formats.hpcstruct import known_digests
+
+    src = shared_data / "hpctoolkit" / "meas" / "small.m" / "structs" / "testmeas-small.hpcstruct"
+    mine = tmp_path / "x.hpcstruct"
+    shutil.copy(src, mine)
+    # the file as if written long before the runs (a file written within RACY_NS is never remembered)
+    monkeypatch.setattr(known_digests, "clock_ns", lambda: time.time_ns() + 10 * known_digests.RACY_NS)
+    truth = reader.read_hpcstruct(mine)
+    assert parsedcache.store_structure(mine)
+    read = _hashes(monkeypatch)
+    for _ in range(2):
+        got = parsedcache.read_cached(mine)
+        assert got is not None and got.same_content(truth)
+    assert read == []  # the hash came from the record of the store
+    (record,) = (cache / known_digests.SUBDIR).iterdir()
+    # the same bytes at another path are hashed (a record names its path)
+    other = tmp_path / "y.hpcstruct"
+    shutil.copy(mine, other)
+    assert parsedcache.read_cached(other).same_content(truth) and read == [str(other)]
+    # changed bytes, same size, modification time put back: hashed again, and no longer the old entry
+    st = mine.stat()
+    _after_the_tick_of(st.st_ctime_ns, tmp_path / "probe")
+    old = mine.read_text()
+    at = next(m.end() for m in re.finditer(r' l="[1-8]', old))  # a statement's line, one digit changed
+    text = old[:at - 1] + str(int(old[at - 1]) + 1) + old[at:]
+    mine.write_text(text)
+    os.utime(mine, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert mine.stat().st_size == st.st_size and mine.stat().st_mtime_ns == st.st_mtime_ns
+    assert parsedcache.read_cached(mine) is None  # no entry for the new bytes: the caller parses them
+    assert read[-1] == str(mine)
+    assert parsedcache.store_structure(mine)
+    assert parsedcache.read_structure(mine).same_content(reader.read_hpcstruct(mine))
+    # a damaged record is ignored
+    record.write_text("{not json")
+    read.clear()
+    assert parsedcache.read_cached(mine).same_content(reader.read_hpcstruct(mine)) and read == [str(mine)]
+
+
+def test_a_file_written_just_before_is_hashed_every_time(shared_data, cache, tmp_path, monkeypatch):
+    """Within RACY_NS of its last change a file's status is not remembered (the file system's clock is coarse:
+    a change in the same tick would keep it): every lookup hashes it, as without the records."""
+    from hpcsa.formats.hpcstruct import known_digests
+
+    src = shared_data / "hpctoolkit" / "meas" / "small.m" / "structs" / "testmeas-small.hpcstruct"
+    mine = tmp_path / "x.hpcstruct"
+    shutil.copy(src, mine)
+    assert parsedcache.store_structure(mine)
+    read = _hashes(monkeypatch)
+    for _ in range(2):
+        assert parsedcache.read_cached(mine) is not None
+    assert read == [str(mine)] * 2
+    assert not (cache / known_digests.SUBDIR).exists()

@@ -15,7 +15,11 @@ hash of the structure file; a run checks every entry it maps, and CRC-32
 does that at 3-4 GB/s); anything else (a truncated write, a changed file, a
 stale or foreign entry, an unreadable directory) is ignored and the entry
 rebuilt. Entries are written atomically. Nothing is ever unpickled: the
-payload is numbers and UTF-8 text, checked before use.
+payload is numbers and UTF-8 text, checked before use. A lookup by path
+(:func:`read_cached`, what ``hpcsa prof`` does) takes the hash of a file
+whose status is the very one it had when it was hashed from a record beside
+the entries (:mod:`.known_digests`: a file's bytes cannot change without its
+status-change time), and reads the file only otherwise.
 
 Where: ``$HPCSA_CACHE_DIR`` (empty or ``off``: no cache), else
 ``$XDG_CACHE_HOME/hpcsa``, else ``~/.cache/hpcsa``; entries go in its
@@ -50,6 +54,7 @@ from hpcsa.core.errors import HpcsaError
 from hpcsa.core.outputs import atomic_file, directory_problem
 from hpcsa.core.sizes import parse_size
 from hpcsa.core.workers import trim_heap
+from hpcsa.formats.hpcstruct import known_digests
 from hpcsa.formats.hpcstruct.columns import PackedStrings
 from hpcsa.formats.hpcstruct.model import RANGE, SCOPE, Module, StructureFile
 
@@ -139,6 +144,7 @@ def store_structure(path: str | os.PathLike[str]) -> str | None:
     from hpcsa.formats.hpcstruct.reader import read_hpcstruct
     from hpcsa.formats.hpcstruct.scan import SCAN_FROM, scan_file
 
+    started, before = known_digests.clock_ns(), known_digests.status(path)
     with contextlib.suppress(OSError):
         if os.path.getsize(path) >= SCAN_FROM:
             got = scan_file(path)
@@ -149,15 +155,19 @@ def store_structure(path: str | os.PathLike[str]) -> str | None:
                 trim_heap()
                 sf, digest = got
                 entry = root / SUBDIR / f"{digest}.bin"
-                if _load(entry, digest) is not None:
-                    return digest
-                return digest if _store(entry, sf, path, digest, from_data=True) else None
+                if _load(entry, digest) is None and not _store(entry, sf, path, digest, from_data=True):
+                    return None
+                known_digests.remember(root / SUBDIR, path, before, started, digest)
+                return digest
     through = _through_bytes(root, path)
     if through is None:
         read_hpcstruct(path)  # reports the problem in the reader's words
         return None
     _, digest, stored = through
-    return digest if stored else None
+    if not stored:
+        return None
+    known_digests.remember(root / SUBDIR, path, before, started, digest)
+    return digest
 
 
 def read_entry(digest: str) -> StructureFile | None:
@@ -242,8 +252,20 @@ def read_cached(path: str | os.PathLike[str]) -> StructureFile | None:
     root = cache_root()
     if root is None:
         return None
-    digest = _digest_of(os.fspath(path))
-    return None if digest is None else _load(root / SUBDIR / f"{digest}.bin", digest)
+    path = os.fspath(path)
+    digest = known_digests.recall(root / SUBDIR, path)  # the file unchanged since it was hashed: not read again
+    if digest is not None:
+        found = _load(root / SUBDIR / f"{digest}.bin", digest)
+        if found is not None:
+            return found
+    started, before = known_digests.clock_ns(), known_digests.status(path)
+    digest = _digest_of(path)
+    if digest is None:
+        return None
+    found = _load(root / SUBDIR / f"{digest}.bin", digest)
+    if found is not None:
+        known_digests.remember(root / SUBDIR, path, before, started, digest)
+    return found
 
 
 def _digest_of(path: str) -> str | None:
