@@ -22,6 +22,7 @@ from hpcsa.aggregate.phase1.structs import (
     file_size,
     mapped_if_small,
     parse_struct,
+    remembered_if_small,
     struct_result,
     structs_for,
 )
@@ -91,9 +92,16 @@ def run(inputs: Inputs, env: Phase1Env, jobs: int, progress: Progress | None = N
     structs: Parsed = []
     scheduled: set[str] = set()
     seen_modules: set[int] = set()
-    mapped = mapped_if_small(inputs, cpu_structs, jobs) if jobs > 1 and transport.size == 1 else None
-    if mapped is not None:  # small, nothing to parse: workers would cost more than they save (POOL_MIN_BYTES)
-        jobs = 1
+    mapped = None
+    if jobs > 1 and transport.size == 1:
+        # small, nothing to parse: workers would cost more than they save (POOL_MIN_BYTES); entries found
+        # without reading anything are checked on the lookup thread beside the profiles, others here, now
+        if remembered_if_small(inputs, cpu_structs):
+            jobs = 1
+        else:
+            mapped = mapped_if_small(inputs, cpu_structs, jobs)
+            if mapped is not None:
+                jobs = 1
     batches = _batches(inputs.profiles, jobs * transport.size)
     share = transport.tasks(f"phase 1, seed {env.seed}", len(batches))
     # One process works beside jobs - 1 forked workers (as in phases 2 and 3): -j 2 is two processes, not a third

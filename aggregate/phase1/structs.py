@@ -16,7 +16,13 @@ from hpcsa.aggregate.inputs import Inputs, StructInput
 from hpcsa.core.threads import map_in_threads
 from hpcsa.core.workers import pool_min_bytes
 from hpcsa.formats.hpcstruct.model import StructureFile
-from hpcsa.formats.hpcstruct.parsedcache import read_cached, read_entry, read_structure, store_structure
+from hpcsa.formats.hpcstruct.parsedcache import (
+    read_cached,
+    read_entry,
+    read_structure,
+    remembered,
+    store_structure,
+)
 
 
 def file_size(path: str) -> int:
@@ -65,6 +71,14 @@ def structs_for(refs: list[rawtree.ModuleRef], structs: list[StructInput]) -> li
         elif s.measdir is None and os.path.basename(s.module) in basenames:  # -S: a binary moved since
             out.append(s)
     return out
+
+
+def remembered_if_small(inputs: Inputs, cpu_structs: list[StructInput]) -> bool:
+    """Whether the profiles are fewer bytes than a pool pays for and every CPU structure file is unchanged
+    since it was hashed, with an entry for its bytes (:func:`.parsedcache.remembered`: no file read). Phase 1
+    then runs in this process, and the entries are checked on the lookup thread while it reads the profiles
+    (:mod:`.phase1.cache_lookups`); one found damaged meanwhile is parsed again, here."""
+    return inputs.total_bytes < pool_min_bytes() and all(remembered(s.path) for s in cpu_structs)
 
 
 def mapped_if_small(inputs: Inputs, cpu_structs: list[StructInput], jobs: int

@@ -383,6 +383,72 @@ def test_small_inputs_run_each_phase_in_one_process(tmp_path: Path, monkeypatch:
         _identical(tmp_path / "first.d", tmp_path / name)
 
 
+def test_remembered_structure_files_are_checked_beside_the_profiles(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second small -j 2 run whose structure files are unchanged since they were hashed finds their entries
+    without reading the files (no blocking check of every entry first), reads the profiles in this process,
+    and checks the entries on the lookup thread meanwhile; an entry damaged since is parsed again, here. The
+    database is the same each way."""
+    import threading
+    import time
+
+    from hpcsa.aggregate import driver
+    from hpcsa.aggregate.inputs import find_inputs
+    from hpcsa.aggregate.phase1 import cache_lookups
+    from hpcsa.aggregate.phase1 import share as phase1_share
+    from hpcsa.aggregate.phase1 import structs as phase1_structs
+    from hpcsa.formats.hpcstruct import known_digests, parsedcache
+    from hpcsa.ingest.synth.directory import generate
+    from hpcsa.ingest.synth.program import SynthSpec
+
+    meas = tmp_path / "app.m"
+    generate(meas, SynthSpec.preset("cpu", 64, contexts=800, seed=4))
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("HPCSA_CACHE_DIR", str(cache))
+    monkeypatch.delenv("HPCSA_POOL_MIN_BYTES", raising=False)  # (the tests' default, 0, always starts workers)
+    # the structure files as if written long before (a file written within RACY_NS is hashed every time)
+    monkeypatch.setattr(known_digests, "clock_ns", lambda: time.time_ns() + 10 * known_digests.RACY_NS)
+
+    def run(name: str) -> None:
+        driver.aggregate(find_inputs([str(meas)]), driver.Options(output=str(tmp_path / name), jobs=2,
+                                                                      progress=False))
+
+    run("first.d")  # parses the structure files, stores their entries, remembers their hashes
+    for s in find_inputs([str(meas)]).cpu_structs:  # (one no profile samples is never parsed: left out)
+        if not parsedcache.remembered(s.path):
+            os.unlink(s.path)
+            run("first.d")
+    calls: list[tuple[str, int, bool]] = []
+    real_lookup, real_store = cache_lookups.read_cached, phase1_structs.store_structure
+
+    def lookup(path: str) -> object:
+        calls.append(("lookup", os.getpid(), threading.current_thread() is threading.main_thread()))
+        return real_lookup(path)
+
+    def store(path: str) -> object:
+        calls.append(("parse", os.getpid(), threading.current_thread() is threading.main_thread()))
+        return real_store(path)
+
+    def no_blocking_check(*args: object) -> None:
+        raise AssertionError("every entry checked before the profiles")
+
+    monkeypatch.setattr(cache_lookups, "read_cached", lookup)
+    monkeypatch.setattr(phase1_structs, "store_structure", store)
+    monkeypatch.setattr(phase1_share, "mapped_if_small", no_blocking_check)
+    run("second.d")
+    n = len(find_inputs([str(meas)]).cpu_structs)
+    assert n and calls == [("lookup", os.getpid(), False)] * n, calls
+    for entry in (cache / parsedcache.SUBDIR).glob("*.bin"):  # damaged since: a byte of the payload flipped
+        data = bytearray(entry.read_bytes())
+        data[-5] ^= 0x40
+        entry.write_bytes(bytes(data))
+    calls.clear()
+    run("third.d")
+    assert ("parse", os.getpid(), True) in calls and all(pid == os.getpid() for _, pid, _ in calls), calls
+    for name in ("second.d", "third.d"):
+        _identical(tmp_path / "first.d", tmp_path / name)
+
+
 @pytest.mark.parametrize("how", ["error", "killed"])
 def test_phase2_worker_failure_is_one_error_and_no_database(how: str, tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:

@@ -268,6 +268,17 @@ def read_cached(path: str | os.PathLike[str]) -> StructureFile | None:
     return found
 
 
+def remembered(path: str | os.PathLike[str]) -> bool:
+    """Whether the structure file at ``path`` is unchanged since it was hashed (:mod:`.known_digests`) and an
+    entry for its bytes is there, found without reading either: the entry is still to be checked when
+    :func:`read_cached` maps it."""
+    root = cache_root()
+    if root is None:
+        return False
+    digest = known_digests.recall(root / SUBDIR, os.fspath(path))
+    return digest is not None and os.path.isfile(root / SUBDIR / f"{digest}.bin")
+
+
 def _digest_of(path: str) -> str | None:
     try:
         with open(path, "rb") as fh:
