@@ -34,10 +34,10 @@ def range_groups(ranges: list[tuple[int, int]], jobs: int) -> list[list[int]]:
 
 
 def groups_for(layout: cctdb.CctLayout, processes: int) -> list[list[int]]:
-    """cct.db's context ranges (:data:`.transpose.RANGE_BYTES` each) in as many groups as processes (of
+    """cct.db's context ranges (:func:`.transpose.context_ranges`) in as many groups as processes (of
     all ranks); one when cct.db is too small to pay for a worker (POOL_MIN_BYTES). Rank 0 decides, once."""
     parallel = processes if layout.end - layout.data_start >= pool_min_bytes() else 1
-    return range_groups(layout.ranges(transpose.RANGE_BYTES) if layout.n_ctxs else [], parallel)
+    return range_groups(transpose.context_ranges(layout) if layout.n_ctxs else [], parallel)
 
 
 def phase3_task(shared: Shared, bounds: list[int]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:

@@ -19,6 +19,10 @@ from hpcsa.core.arrays import run_starts, sorted_unique_rows
 from hpcsa.core.dataclass import dataclass
 from hpcsa.formats.db import cctdb, summary
 
+#: Values of a series summed at once where a context's summary is taken a slice of profiles at a time
+#: (:class:`ContextSummary`): the parts of numpy's pairwise summation are at most this long.
+SUM_PART = 1 << 15
+
 
 @dataclass(frozen=True)
 class StatPlan:
@@ -59,11 +63,59 @@ def summarize(vals: cctdb.RangeValues, aside: tuple[np.ndarray, ...], plan: Stat
     ``vals`` is sorted by (context, metric id, profile) and a metric's ids are consecutive
     (scope order), so each (context, metric, scope) series is a run, in profile order.
     """
-    # Memory: a range of a context with a value in every profile holds a few values per profile, so every
-    # array here is as long as the profiles; temporaries are made only where needed and dropped once used
-    # (the values are copied only where set-aside sums replace some of them). The columns stay as narrow as
-    # they come (context and profile 32 bits, metric 16: 40 instead of 64 bytes a value with the keys below);
-    # what is shifted into keys is widened first, and only where it is a selection.
+    merged = _merged(vals, aside, plan)
+    ctx, mid, _, v, series = merged[:5]
+    gc, gm = ctx[series].astype(np.int64), mid[series].astype(np.int64)
+    cnt_ctx, cnt_m, cnt = _presence(merged, plan)
+    del merged, ctx, mid
+
+    out_c, out_id, out_v = [], [], []
+    g_metric = plan.prop_metric[gm]
+    g_scope = plan.prop_scope[gm]
+    for k, (f, comb) in enumerate(plan.partials):
+        if f == "1":
+            _counts_out(plan, k, cnt_ctx, cnt_m, cnt, out_c, out_id, out_v)
+            continue
+        if not len(series):
+            continue
+        red = summary.combine_runs(v, series, f, comb)
+        sidk = plan.stat[g_metric, k, g_scope]
+        good = (sidk >= 0) & (red != 0)
+        out_c.append(gc[good])
+        out_id.append(sidk[good])
+        out_v.append(red[good])
+    return _joined(out_c, out_id, out_v)
+
+
+def _counts_out(plan: StatPlan, k: int, cnt_ctx: np.ndarray, cnt_m: np.ndarray, cnt: np.ndarray,
+                out_c: list[np.ndarray], out_id: list[np.ndarray], out_v: list[np.ndarray]) -> None:
+    """The count partial ``k``'s summary values of every scope, from the presence counts."""
+    for s in range(4):
+        sidk = plan.stat[cnt_m, k, s]
+        good = sidk >= 0
+        out_c.append(cnt_ctx[good])
+        out_id.append(sidk[good])
+        out_v.append(cnt[good])
+
+
+def _joined(out_c: list[np.ndarray], out_id: list[np.ndarray], out_v: list[np.ndarray]
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    if not out_c:
+        z = np.zeros(0, np.int64)
+        return z, z, np.zeros(0)
+    return np.concatenate(out_c), np.concatenate(out_id), np.concatenate(out_v)
+
+
+Merged = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _merged(vals: cctdb.RangeValues, aside: tuple[np.ndarray, ...], plan: StatPlan) -> Merged:
+    """The values with the set-aside loop-free sums merged into the lex_aware series: (ctx, metric id,
+    profile, value, each series' start) sorted by (context, metric id, profile), and the aside entries'
+    (ctx, metric, profile)."""
+    # Memory: the columns stay as narrow as they come (context and profile 32 bits, metric 16); what is
+    # shifted into keys is widened first, and only where it is a selection; the values are copied only where
+    # set-aside sums replace some of them.
     ctx = vals.ctx_ids
     mid = vals.metric_ids
     prof = vals.prof_indices
@@ -107,16 +159,18 @@ def summarize(vals: cctdb.RangeValues, aside: tuple[np.ndarray, ...], plan: Stat
         order = np.lexsort((prof, mid, ctx))
         ctx, mid, prof, v = ctx[order], mid[order], prof[order], v[order]
         series = np.flatnonzero(run_starts(ctx, mid))
-    gc, gm = ctx[series].astype(np.int64), mid[series].astype(np.int64)
+    return ctx, mid, prof, v, series, a_ctx, a_metric, a_prof
 
-    # Presence per (ctx, metric): profiles with any stored value of the metric there, or an aside entry.
+
+def _presence(merged: Merged, plan: StatPlan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ctx, metric, count) of the profiles with any stored value of the metric there, or an aside entry."""
+    ctx, mid, prof, _, _, a_ctx, a_metric, a_prof = merged
     metric = plan.prop_metric.astype(np.int32)[mid]
-    del mid
     starts = run_starts(ctx, metric)
     block = np.flatnonzero(starts)
     b_ctx, b_metric = ctx[block].astype(np.int64), metric[block].astype(np.int64)
     n_values = len(ctx)
-    del ctx, metric
+    del metric
     width = int(max(prof.max() if len(prof) else 0, a_prof.max() if len(a_prof) else 0)) + 1
     asides = _aside_blocks(b_ctx, b_metric, a_ctx, a_metric) * width + a_prof
     bkey = np.empty(n_values + len(asides), np.int64)  # sorted runs (one per scope), then the asides
@@ -126,7 +180,7 @@ def summarize(vals: cctdb.RangeValues, aside: tuple[np.ndarray, ...], plan: Stat
     key -= 1
     key *= width
     key += prof
-    del key, prof
+    del key
     bkey[n_values:] = asides
     del asides
     bkey.sort(kind="stable")
@@ -142,32 +196,80 @@ def summarize(vals: cctdb.RangeValues, aside: tuple[np.ndarray, ...], plan: Stat
     cnt_m = np.concatenate([b_metric, extra_blocks[1]])
     cnt = np.concatenate([cnt, extra_blocks[2]])
     ok = cnt > 0
-    cnt_ctx, cnt_m, cnt = cnt_ctx[ok], cnt_m[ok], cnt[ok]
+    return cnt_ctx[ok], cnt_m[ok], cnt[ok]
 
-    out_c, out_id, out_v = [], [], []
-    g_metric = plan.prop_metric[gm]
-    g_scope = plan.prop_scope[gm]
-    for k, (f, comb) in enumerate(plan.partials):
-        if f == "1":
-            for s in range(4):
-                sidk = plan.stat[cnt_m, k, s]
-                good = sidk >= 0
-                out_c.append(cnt_ctx[good])
-                out_id.append(sidk[good])
-                out_v.append(cnt[good])
-            continue
-        if not len(series):
-            continue
-        red = summary.combine_runs(v, series, f, comb)
-        sidk = plan.stat[g_metric, k, g_scope]
-        good = (sidk >= 0) & (red != 0)
-        out_c.append(gc[good])
-        out_id.append(sidk[good])
-        out_v.append(red[good])
-    if not out_c:
-        z = np.zeros(0, np.int64)
-        return z, z, np.zeros(0)
-    return np.concatenate(out_c), np.concatenate(out_id), np.concatenate(out_v)
+
+class ContextSummary:
+    """The summary values of one context whose values are given a slice of profiles at a time, in profile
+    order (:meth:`add`), the same bits as :func:`summarize` of all of them at once: counts and extrema
+    combine across slices exactly, and each series' sums are taken by :class:`.summary.SegmentSum`, which
+    reproduces ``np.add.reduceat``'s order of additions from parts, given the series' lengths beforehand
+    (``lengths``: values per metric id, after the set-aside sums are merged: :func:`series_lengths`)."""
+
+    def __init__(self, plan: StatPlan, ctx: int, lengths: np.ndarray) -> None:
+        self.plan = plan
+        self.ctx = ctx
+        self.lengths = lengths
+        self.counts = np.zeros(len(plan.stat), np.float64)  # presence per metric
+        self.sums: dict[tuple[int, int], summary.SegmentSum] = {}
+        self.extrema: dict[tuple[int, int], np.float64] = {}
+
+    def add(self, vals: cctdb.RangeValues, aside: tuple[np.ndarray, ...]) -> None:
+        """The next slice of profiles: its values (all of this context) and its aside entries."""
+        plan = self.plan
+        merged = _merged(vals, aside, plan)
+        mid, v, series = merged[1], merged[3], merged[4]
+        _, cnt_m, cnt = _presence(merged, plan)
+        np.add.at(self.counts, cnt_m, cnt)
+        del merged
+        ends = np.append(series[1:], len(v)).tolist()
+        mids = mid[series].astype(np.int64).tolist()
+        for k, (f, comb) in enumerate(plan.partials):
+            if f == "1" or not len(series):
+                continue
+            if comb == "sum":
+                part = summary.partial_values(f, v)
+                for m, a, b in zip(mids, series.tolist(), ends, strict=True):
+                    acc = self.sums.get((m, k))
+                    if acc is None:
+                        acc = self.sums[m, k] = summary.SegmentSum(int(self.lengths[m]), SUM_PART)
+                    acc.add(part[a:b])
+                continue
+            red = summary.extrema_runs(v, series, f, comb)
+            pick = np.minimum if comb == "min" else np.maximum
+            for m, r in zip(mids, red.tolist(), strict=True):
+                old = self.extrema.get((m, k))
+                self.extrema[m, k] = np.float64(r) if old is None else pick(old, np.float64(r))
+
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Summary (context, statMetricId, value), as :func:`summarize` gives them (in another order)."""
+        plan = self.plan
+        out_c: list[np.ndarray] = []
+        out_id: list[np.ndarray] = []
+        out_v: list[np.ndarray] = []
+        cnt_m = np.flatnonzero(self.counts > 0)
+        cnt = self.counts[cnt_m]
+        cnt_ctx = np.full(len(cnt_m), self.ctx, np.int64)
+        reds = [((m, k), acc.total()) for (m, k), acc in self.sums.items()]
+        reds += [((m, k), summary.finish_extrema(np.array([r]))[0]) for (m, k), r in self.extrema.items()]
+        for k, (f, _) in enumerate(plan.partials):
+            if f == "1":
+                _counts_out(plan, k, cnt_ctx, cnt_m, cnt, out_c, out_id, out_v)
+        for (m, k), red in reds:
+            sid = int(plan.stat[plan.prop_metric[m], k, plan.prop_scope[m]])
+            if sid >= 0 and red != 0:
+                out_c.append(np.array([self.ctx], np.int64))
+                out_id.append(np.array([sid], np.int64))
+                out_v.append(np.array([red], np.float64))
+        return _joined(out_c, out_id, out_v)
+
+
+def series_lengths(vals: cctdb.RangeValues, aside: tuple[np.ndarray, ...], plan: StatPlan, n_ids: int
+                   ) -> np.ndarray:
+    """Values per metric id of a slice of one context's profiles once the set-aside sums are merged (what
+    :class:`ContextSummary` needs beforehand, slice by slice added up)."""
+    mid = _merged(vals, aside, plan)[1]
+    return np.bincount(mid, minlength=n_ids)[:n_ids]
 
 
 def _aside_blocks(b_ctx: np.ndarray, b_metric: np.ndarray, a_ctx: np.ndarray, a_metric: np.ndarray

@@ -30,9 +30,9 @@ import os
 
 import numpy as np
 
-from hpcsa.aggregate.handoff import ASIDE, RUN_INDEX, RUN_VALUE, Placement, run_index_at
-from hpcsa.aggregate.phase3.summary import StatPlan, summarize
-from hpcsa.core.arrays import ramps, take_records
+from hpcsa.aggregate.handoff import ASIDE, ASIDE_NOLOOPS, RUN_INDEX, RUN_VALUE, Placement, run_index_at
+from hpcsa.aggregate.phase3.summary import ContextSummary, StatPlan, series_lengths, summarize
+from hpcsa.core.arrays import ramps, run_starts, take_records
 from hpcsa.core.dataclass import dataclass
 from hpcsa.core.fileio import pwrite_all
 from hpcsa.formats.db import cctdb
@@ -59,6 +59,11 @@ READ_GROUP = 256
 READ_BYTES = 1 << 20
 #: Records read at least from a region when looking for range bounds.
 MIN_READ = 64
+#: Values of one context beyond which its block and its summary are made a slice of profiles (of batches) at a
+#: time (:func:`transpose_context`): a range of a context with a value in every profile held some 50 bytes a
+#: value at once, its values gathered, sorted and reduced (at 262,144 profiles a million values in each of
+#: two processes: the largest memory of phase 3). Such a context is a range, and a window, of its own.
+SLICE_VALUES = 1 << 16
 
 
 def position_type(place: Placement) -> np.dtype:
@@ -328,14 +333,36 @@ def gather(win: Window, at_lo: np.ndarray, at_hi: np.ndarray) -> cctdb.RangeValu
                              records["value"][pos].astype(np.float64, copy=False))
 
 
-def window_starts(bounds: np.ndarray, byte_at: np.ndarray) -> np.ndarray:
+def context_ranges(layout: cctdb.CctLayout) -> list[tuple[int, int]]:
+    """cct.db's context ranges of about RANGE_BYTES each (:meth:`.CctLayout.ranges`), each context with more
+    than SLICE_VALUES values in a range of its own (:func:`transpose_context` takes it a slice at a time)."""
+    out = []
+    for lo, hi in layout.ranges(RANGE_BYTES):
+        big = (lo + np.flatnonzero(layout.n_values[lo:hi] > SLICE_VALUES)).tolist()
+        for c in big:
+            if c > lo:
+                out.append((lo, c))
+            out.append((c, c + 1))
+            lo = c + 1
+        if hi > lo:
+            out.append((lo, hi))
+    return out
+
+
+def window_starts(bounds: np.ndarray, byte_at: np.ndarray, alone: np.ndarray | None = None) -> np.ndarray:
     """Which of the range ``bounds`` begin a window (consecutive ranges up to WINDOW_BYTES of cct.db, at least
-    one), with the last bound: cut once, before the passes, so windows do not depend on them."""
+    one; a range marked in ``alone`` a window of its own), with the last bound: cut once, before the passes, so
+    windows do not depend on them."""
+    marked = np.flatnonzero(alone) if alone is not None else np.zeros(0, np.int64)
     starts = [0]
     while starts[-1] < len(bounds) - 1:
         k = starts[-1]
         cut = np.searchsorted(byte_at[bounds[k + 1:]], byte_at[bounds[k]] + WINDOW_BYTES, "right")
-        starts.append(k + max(1, int(cut)))
+        nxt = marked[np.searchsorted(marked, k)] if len(marked) and marked[-1] >= k else len(bounds)
+        if nxt == k:  # (the context sliced by transpose_context)
+            starts.append(k + 1)
+        else:
+            starts.append(min(k + max(1, int(cut)), int(nxt)))
     return np.array(starts, np.int64)
 
 
@@ -355,7 +382,9 @@ def transpose_ranges(run_path: str, aside_path: str, cct_path: str, place: Place
     n_ctx = layout.n_ctxs
     byte_at = np.append(layout.offsets, layout.offsets[-1] + layout.block_size()[-1] if n_ctx else 0)
     bounds_at = np.asarray(bounds, np.int64)
-    starts = window_starts(bounds_at, byte_at) if len(bounds_at) > 1 else np.zeros(0, np.int64)
+    alone = (np.diff(bounds_at) == 1) & (layout.n_values[bounds_at[:-1]] > SLICE_VALUES) if len(bounds_at) > 1 \
+        else np.zeros(0, bool)  # (contexts taken a slice of profiles at a time: context_ranges)
+    starts = window_starts(bounds_at, byte_at, alone) if len(bounds_at) > 1 else np.zeros(0, np.int64)
     per_pass = max(1, POSITIONS_BYTES // (position_type(place).itemsize * (len(src) + 1)) - 1)
     try:
         out = []
@@ -368,6 +397,10 @@ def transpose_ranges(run_path: str, aside_path: str, cct_path: str, place: Place
             apos = aside.positions(edges, None if apos is None else apos[:, -1], share)
             for w in range(len(cuts) - 1):
                 ranges = bounds_at[cuts[w]:cuts[w + 1] + 1]
+                if alone[cuts[w]]:
+                    out.append(transpose_context(src, aside, fd, layout, plan, int(ranges[0]), pos[:, w],
+                                                 pos[:, w + 1], apos[:, w], apos[:, w + 1]))
+                    continue
                 win = read_window(src, pos[:, w], pos[:, w + 1])
                 at = win.positions(len(src), ranges)
                 a_win = aside.window(apos[:, w], apos[:, w + 1], ranges)
@@ -385,3 +418,96 @@ def transpose_ranges(run_path: str, aside_path: str, cct_path: str, place: Place
         os.close(fd)
         aside.close()
         src.close()
+
+
+def value_counts(src: ScratchRuns, at_lo: np.ndarray, at_hi: np.ndarray) -> np.ndarray:
+    """Each run's values in its index entries at_lo..at_hi (a window's): one small read per run with any."""
+    place = src.place
+    out = np.zeros(len(src), np.int64)
+    ps = np.flatnonzero(at_hi > at_lo)
+    if not len(ps):
+        return out
+    i0, i1 = at_lo[ps].astype(np.int64), at_hi[ps].astype(np.int64)
+    more = i1 < place.run_ctxs[ps]  # the entry past the window says where its values end
+    idx = np.frombuffer(read_slices(src.fd, src.index_offsets(ps) + i0 * RUN_INDEX.itemsize,
+                                    np.full(len(ps), 2 * RUN_INDEX.itemsize) - (~more) * RUN_INDEX.itemsize),
+                        RUN_INDEX)
+    seg = np.cumsum(1 + more) - (1 + more)  # each run's first entry in idx
+    if (i1 - i0 > 1).any():
+        raise ValueError("a sliced window is one context")
+    end = np.where(more, idx["start"][np.minimum(seg + 1, len(idx) - 1)].astype(np.int64), place.run_values[ps])
+    out[ps] = end - idx["start"][seg].astype(np.int64)
+    return out
+
+
+def transpose_context(src: ScratchRuns, aside: AsideBlobs, fd: int, layout: cctdb.CctLayout, plan: StatPlan,
+                      c: int, at_lo: np.ndarray, at_hi: np.ndarray, a_lo: np.ndarray, a_hi: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Write cct.db's block of context ``c`` (of more than SLICE_VALUES values) and return its summary values,
+    the runs taken a slice of consecutive batches (of profiles) at a time, each slice about SLICE_VALUES
+    values: memory per process stays bounded however many profiles have a value there.
+
+    ``at_lo``/``at_hi``: each run's index positions of ``c``'s bounds; ``a_lo``/``a_hi``: each aside run's.
+    A first pass counts the values per metric id (where each metric's {Val} records go in the block; the
+    lengths of the summary's series, which fix numpy's order of additions: :class:`.ContextSummary`); the
+    second gathers each slice (in cct.db's order: by metric id, then profile), writes its {Val} records into
+    each metric's part of the block and adds it to the summary. The same bytes as :func:`.cctdb.encode_blocks`
+    and :func:`.summarize` of the whole context."""
+    counts = value_counts(src, at_lo, at_hi)
+    ends = np.cumsum(counts)
+    cuts = [0]  # slices of runs: each at least one run, at most about SLICE_VALUES values
+    while cuts[-1] < len(counts):
+        base = ends[cuts[-1] - 1] if cuts[-1] else 0
+        cuts.append(max(cuts[-1] + 1, int(np.searchsorted(ends, base + SLICE_VALUES, "right"))))
+    has = aside.has  # the batches of the aside runs
+    n_ids = len(plan.prop_metric)
+    edges = np.array([c, c + 1], np.int64)
+
+    def read(a: int, b: int) -> tuple[Window, np.ndarray, np.ndarray, tuple[np.ndarray, ...]]:
+        """Runs a..b's values of ``c`` (a window of them, and its bounds), and their batches' aside entries."""
+        runs = np.zeros(len(counts), bool)
+        runs[a:b] = True
+        lo, hi = np.where(runs, at_lo, 0), np.where(runs, at_hi, 0)
+        a_in = (has >= a) & (has < b)
+        a_vals = aside.window(np.where(a_in, a_lo, 0), np.where(a_in, a_hi, 0), edges).range(0)
+        return read_window(src, lo, hi), lo, hi, a_vals
+
+    stored = np.zeros(n_ids, np.int64)
+    lengths = np.zeros(n_ids, np.int64)
+    for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+        win, lo, hi, a_vals = read(a, b)
+        n = np.bincount(win.records["mid"], minlength=n_ids)[:n_ids]
+        stored += n
+        if ((a_vals[1] & 1) == ASIDE_NOLOOPS).any():  # loop-free sums may add values to lex_aware series
+            n = series_lengths(gather(win, lo, hi), a_vals, plan, n_ids)
+        lengths += n
+        del win, a_vals
+    if int(stored.sum()) != int(layout.n_values[c]) or np.count_nonzero(stored) != int(layout.n_metrics[c]):
+        raise ValueError(f"context {c} has {int(stored.sum())} values of {np.count_nonzero(stored)} metrics but "
+                         f"the layout reserved {int(layout.n_values[c])} of {int(layout.n_metrics[c])}")
+    at = int(layout.offsets[c])
+    first = np.cumsum(stored) - stored  # each metric id's first {Val} in the block
+    ids = np.flatnonzero(stored)
+    idx = np.zeros(len(ids), cctdb.METRIC_INDEX)
+    idx["metricId"] = ids
+    idx["startIndex"] = first[ids]
+    pwrite_all(fd, idx.view(np.uint8).data, at + cctdb.SZ_VALUE * int(layout.n_values[c]))
+    done = first.copy()
+    total = ContextSummary(plan, c, lengths)
+    for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+        win, lo, hi, a_vals = read(a, b)
+        vals = gather(win, lo, hi)
+        del win
+        rec = np.zeros(len(vals), cctdb.VALUE)
+        rec["profIndex"] = vals.prof_indices
+        rec["value"] = vals.values
+        mid = vals.metric_ids
+        starts = np.flatnonzero(run_starts(mid)).tolist()
+        for i, j in zip(starts, [*starts[1:], len(mid)][:len(starts)], strict=True):
+            m = int(mid[i])
+            pwrite_all(fd, rec[i:j].view(np.uint8).data, at + cctdb.SZ_VALUE * int(done[m]))
+            done[m] += j - i
+        del rec
+        total.add(vals, a_vals)
+        del vals, a_vals
+    return total.result()

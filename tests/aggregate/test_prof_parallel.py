@@ -248,6 +248,50 @@ def test_transpose_in_many_small_passes_gives_the_same_database(positions: int, 
         assert filecmp.cmp(ref / name, small / name, shallow=False), name
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_contexts_taken_a_slice_of_profiles_at_a_time_give_the_same_database(
+        generated: tuple[Path, Path, int], jobs: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A context with more than SLICE_VALUES values has its cct.db block and summary made a slice of batches
+    at a time, its sums from parts of numpy's pairwise summation (SUM_PART): the same bytes as all its values
+    at once, for every statistic (sums, sums of squares, counts, extrema), with the set-aside loop-free sums
+    and presences of the CPU and GPU profiles merged in slice by slice."""
+    from hpcsa.aggregate import driver
+    from hpcsa.aggregate.inputs import find_inputs
+    from hpcsa.aggregate.metrictable import parse_statistics
+    from hpcsa.aggregate.phase3 import summary as phase3_summary
+    from hpcsa.aggregate.phase3 import transpose as phase3_transpose
+
+    a, b, _ = generated
+    stats = parse_statistics(["stats"])
+
+    def run(out: Path) -> None:
+        driver.aggregate(find_inputs([str(a), str(b)]), driver.Options(output=str(out), jobs=jobs, progress=False,
+                                                                         statistics=stats))
+
+    run(tmp_path / "ref.d")
+    real_context = phase3_transpose.transpose_context
+    real_lengths = phase3_transpose.series_lengths
+    sliced: list[int] = []
+    merged: list[int] = []
+
+    def counted(*args: object) -> object:
+        sliced.append(1)
+        return real_context(*args)  # type: ignore[arg-type]
+
+    def lengths(*args: object) -> np.ndarray:
+        merged.append(1)
+        return real_lengths(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(phase3_transpose, "SLICE_VALUES", 5)
+    monkeypatch.setattr(phase3_summary, "SUM_PART", 1)
+    monkeypatch.setattr(phase3_transpose, "transpose_context", counted)
+    monkeypatch.setattr(phase3_transpose, "series_lengths", lengths)
+    run(tmp_path / "sliced.d")
+    if jobs == 1:  # (a forked worker's calls are not counted here)
+        assert len(sliced) > 10 and merged
+    _identical(tmp_path / "ref.d", tmp_path / "sliced.d")
+
+
 def test_trace_lines_of_a_batch_are_each_profiles_own(hpctoolkit_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The trace lines of a batch, mapped together, are those of each profile mapped alone by the rules
     written out here: records of unknown nodes dropped, contexts through the node's context (the call
