@@ -78,6 +78,7 @@ from hpcsa.core.dataclass import dataclass
 from hpcsa.core.errors import HpcsaError, OutputError
 from hpcsa.core.outputs import remove_stale_partials
 from hpcsa.core.progress import Progress
+from hpcsa.core.workers import trim_heap
 
 #: Hash seeds tried before giving up on naming the calling contexts without collisions.
 SEED_RETRIES = 3
@@ -187,6 +188,7 @@ def _run(inputs: Inputs, options: Options, transport: Transport, laps: Laps, scr
                                  phase2_share.merge_states)
         n_profiles = len(c2.profiles)
         c2.release_profiles()  # phase 3 needs none of their files or facts: not held through it
+        trim_heap()  # what phase 2 freed given back before phase 3 lays out its files (not only at its fork)
         plan = transport.bcast(partial(_lay_out, state, sinks, transport.size, jobs, laps))
         del state  # rank 0 keeps only what the plan holds
         copy_blobs = partial(copy_thread_blobs, plan, phase3_share.blob_share(len(plan.place.batches) - 1, transport))

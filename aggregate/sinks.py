@@ -32,6 +32,7 @@ import numpy as np
 
 from hpcsa.aggregate import copy_sources, metadb_tables
 from hpcsa.aggregate.handoff import ClassTwo, Phase2State, Phase2Targets, Phase3Plan, Placement, SummaryParts
+from hpcsa.core.binfmt import align
 from hpcsa.core.fileio import copy_range, pwrite_all
 from hpcsa.core.outputs import atomic_dir
 from hpcsa.core.ragged import Ragged
@@ -120,27 +121,48 @@ class CctSink:
 
 
 class _ProfileDBWriter(profiledb.ProfileDBWriter):
-    """:class:`hpcsa.formats.db.profiledb.ProfileDBWriter` whose identifier-tuple section is laid out record by
-    record, a block of tuples at a time (the same bytes), and written as the file is begun, then let go: its
+    """:class:`hpcsa.formats.db.profiledb.ProfileDBWriter` whose metadata for the thread profiles is written as
+    the file is begun and let go (the same bytes): their blobs' places are known then (phase 2's counts; one
+    after the other in canonical order: :attr:`thread_offsets`), as are their identifier tuples. The identifier
+    tuples and the profile infos are laid out record by record, a block of profiles at a time: the writer's
     own layout indexes every byte of the section at once, some 500 bytes of index per profile, which at a
-    quarter of a million profiles was the run's peak; and the tuples (about 60 bytes a profile) are not held
-    through phase 3 for a section whose place is known from the start."""
+    quarter of a million profiles was the run's peak; the tuples (about 60 bytes a profile) and the infos (48)
+    are not held through phase 3, nor their temporaries made for every profile at once (at 65,536 profiles
+    the file's begin took +11 MiB). Only the summary profile's info (profile 0) is kept, written at the end."""
 
-    #: Tuples laid out at once.
+    #: Profiles laid out at once.
     BLOCK = 1 << 15
+
+    def __init__(self, path: str, id_tuples: Ragged, place: Placement) -> None:
+        dbf.StreamedWriter.__init__(self, path)
+        self.tuples = profiledb.id_tuple_rows(id_tuples)
+        self.place = place
+        n = len(self.tuples)
+        self.n_threads = n
+        self.infos = np.zeros(1, profiledb.PROFILE_INFO)  # the summary's
+        self.infos["flags"][0] = profiledb.IS_SUMMARY
+        self._written = np.zeros(1, bool)
+        self.ids_at = align(profiledb.PROFILES_AT + profiledb.SZ_PROFILE_INFO * (n + 1), 8)
+        self.ids_size = profiledb.SZ_ID_TUPLE_HDR * n + profiledb.SZ_IDENTIFIER * len(self.tuples.rows)
+        self.data_start = self.ids_at + self.ids_size
+        self._next = self.data_start
+        self._end = self.data_start
+        self.thread_offsets = self.allocate_many(place.pms_size)
 
     def _start(self, fh: BinaryIO) -> None:
         super()._start(fh)
         lengths = self.tuples.lengths
         offsets = self.tuples.offsets
-        at_all = self.infos["pIdTuple"][1:].astype(np.int64) - self.ids_at
+        place = self.place
         head_type = dbf.record_dtype(profiledb.ID_TUPLE_HDR_FIELDS, profiledb.SZ_ID_TUPLE_HDR)
         fd = fh.fileno()
         for a in range(0, len(lengths), self.BLOCK):
             b = min(len(lengths), a + self.BLOCK)
-            at = at_all[a:b] - at_all[a]
-            end = int(at_all[b]) if b < len(lengths) else self.ids_size
-            area = np.zeros(end - int(at_all[a]), np.uint8)
+            # each tuple's place in the section: the headers and identifiers of the tuples before it
+            at_all = profiledb.SZ_ID_TUPLE_HDR * np.arange(a, b + 1, dtype=np.int64)
+            at_all += profiledb.SZ_IDENTIFIER * offsets[a:b + 1]
+            at = at_all[:-1] - at_all[0]
+            area = np.zeros(int(at_all[-1] - at_all[0]), np.uint8)
             head = np.zeros(b - a, head_type)
             head["nIds"] = lengths[a:b]
             dbf.scatter_records(area, at, head)
@@ -149,8 +171,44 @@ class _ProfileDBWriter(profiledb.ProfileDBWriter):
             k = np.arange(lo, hi) - offsets[a:b][owner]
             dbf.scatter_records(area, at[owner] + profiledb.SZ_ID_TUPLE_HDR + profiledb.SZ_IDENTIFIER * k,
                                 self.tuples.rows[lo:hi])
-            pwrite_all(fd, area.data, self.ids_at + int(at_all[a]))
+            pwrite_all(fd, area.data, self.ids_at + int(at_all[0]))
+            del area, owner, k
+            # the profiles' infos (profile i + 1 is tuple i's)
+            infos = np.zeros(b - a, profiledb.PROFILE_INFO)
+            nv = place.n_values[a:b]
+            blob = self.thread_offsets[a:b]
+            infos["nValues"] = nv
+            infos["pValues"] = blob
+            infos["nCtxs"] = place.n_ctxs[a:b]
+            infos["pCtxIndices"] = blob + profiledb.ctx_indices_at(nv)
+            infos["pIdTuple"] = self.ids_at + at_all[:-1]
+            pwrite_all(fd, infos.view(np.uint8).data, profiledb.PROFILES_AT + profiledb.SZ_PROFILE_INFO * (a + 1))
         self.tuples = Ragged(self.tuples.rows[:0].copy(), np.zeros(1, np.int64))  # written: let go
+        del self.place
+
+    def _finish(self) -> None:
+        """The header, the summary profile's info and the footer (the rest was written when the file was
+        begun: :meth:`_start`)."""
+        assert self._fh is not None
+        fh = self._fh
+        if not self._written[0]:
+            self.infos["pValues"][0] = self.infos["pCtxIndices"][0] = self._end
+        n = self.n_threads + 1
+        infos_hdr = np.zeros(1, profiledb.PROFILE_INFOS_HDR)
+        infos_hdr[0] = (profiledb.PROFILES_AT, n, profiledb.SZ_PROFILE_INFO)
+        infos_size = profiledb.PROFILES_AT - profiledb.PROFILE_INFOS_AT + profiledb.SZ_PROFILE_INFO * n
+        header = dbf.encode_header(profiledb.TAG, [(infos_size, profiledb.PROFILE_INFOS_AT),
+                                                   (self.ids_size, self.ids_at)])
+        prefix = bytearray(profiledb.PROFILES_AT)
+        prefix[:len(header)] = header
+        prefix[profiledb.PROFILE_INFOS_AT:profiledb.PROFILE_INFOS_AT + profiledb.SZ_PROFILE_INFOS_HDR] = \
+            infos_hdr.tobytes()
+        fd = fh.fileno()
+        pwrite_all(fd, memoryview(prefix), 0)
+        pwrite_all(fd, self.infos.view(np.uint8).data, profiledb.PROFILES_AT)
+        os.pwrite(fd, dbf.footer(profiledb.TAG), self._end)
+        fh.truncate(self._end + dbf.FOOTER_SIZE)
+        fh.flush()
 
     def _write_id_tuples(self, fd: int) -> None:
         """(Written when the file was begun.)"""
@@ -172,18 +230,15 @@ class ProfileSink:
         """(the partial file, where each profile's thread blob goes: one after the other in canonical order,
         so a batch's blobs, consecutive in the scratch file, are one copy)."""
         self._writer = files.enter_context(_ProfileDBWriter(os.path.join(db_dir, database.PROFILE),
-                                                            self.c2.take_id_tuples()))
-        self._place, self._offsets = place, self._writer.allocate_many(place.pms_size)
+                                                            self.c2.take_id_tuples(), place))
+        self._place, self._offsets = place, self._writer.thread_offsets
         return self._writer.temp_path, self._offsets
 
     def finish(self, parts: SummaryParts) -> int:
         """Record the copied blobs and write the summary profile; the summary's values."""
         assert self._writer is not None and self._place is not None
-        place = self._place
         summary = summary_values([part for i in sorted(parts) for part in parts[i]])
-        self._writer.record_many(np.arange(1, len(place.n_values) + 1), place.n_values, place.n_ctxs,
-                                 self._offsets, place.pms_size)
-        self._writer.write_summary(summary)
+        self._writer.write_summary(summary)  # (the thread profiles' infos were written when the file was begun)
         return len(summary.values)
 
 

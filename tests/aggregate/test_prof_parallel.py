@@ -292,6 +292,28 @@ def test_contexts_taken_a_slice_of_profiles_at_a_time_give_the_same_database(
     _identical(tmp_path / "ref.d", tmp_path / "sliced.d")
 
 
+def test_profile_db_begun_a_block_of_profiles_at_a_time_is_the_same(generated: tuple[Path, Path, int],
+                                                                      tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """profile.db's identifier tuples and thread profile infos, written when the file is begun a block of
+    profiles at a time (the summary's info at the end), are the same bytes in blocks of any size, and read
+    back as every profile's own."""
+    from hpcsa.aggregate import driver, sinks
+    from hpcsa.aggregate.inputs import find_inputs
+    from hpcsa.formats.db.profiledb import ProfileDB
+
+    a, b, n = generated
+    for name, block in (("one.d", 1 << 15), ("small.d", 7)):
+        monkeypatch.setattr(sinks._ProfileDBWriter, "BLOCK", block)
+        driver.aggregate(find_inputs([str(a), str(b)]), driver.Options(output=str(tmp_path / name), jobs=1,
+                                                                         progress=False))
+    assert filecmp.cmp(tmp_path / "one.d" / "profile.db", tmp_path / "small.d" / "profile.db", shallow=False)
+    pdb = ProfileDB(tmp_path / "small.d" / "profile.db")
+    assert len(pdb) == n + 1
+    ids = {pdb.id_tuple(i).tobytes() for i in range(1, n + 1)}  # type: ignore[union-attr]
+    assert len(ids) == n  # every thread profile has its own identifier tuple
+
+
 def test_trace_lines_of_a_batch_are_each_profiles_own(hpctoolkit_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The trace lines of a batch, mapped together, are those of each profile mapped alone by the rules
     written out here: records of unknown nodes dropped, contexts through the node's context (the call

@@ -199,13 +199,18 @@ class TraceDBWriter(dbf.StreamedWriter):
         hdr = np.zeros(1, TRACES_HDR)
         hdr[0] = (TRACE_HDRS_AT, len(self.heads), SZ_TRACE_HDR, lo, hi)
         section = TRACE_HDRS_AT - TRACES_AT + SZ_TRACE_HDR * len(self.heads)
-        area = bytearray(self.data_start)
+        # The header area [0, data_start) written a part at a time, the headers from their own array (the same
+        # bytes): assembled in one buffer and copied, 24 bytes a profile were in memory three times at once.
+        area = bytearray(TRACE_HDRS_AT)
         head = dbf.encode_header(TAG, [(section, TRACES_AT)])
         area[:len(head)] = head
         area[TRACES_AT:TRACES_AT + SZ_TRACES_HDR] = hdr.tobytes()
-        area[TRACE_HDRS_AT:TRACE_HDRS_AT + self.heads.nbytes] = self.heads.tobytes()
-        os.pwrite(self._fh.fileno(), bytes(area), 0)
-        os.pwrite(self._fh.fileno(), dbf.footer(TAG), self._next)
+        fd = self._fh.fileno()
+        heads_end = TRACE_HDRS_AT + self.heads.nbytes
+        pwrite_all(fd, memoryview(area), 0)
+        pwrite_all(fd, self.heads.view(np.uint8).data, TRACE_HDRS_AT)
+        pwrite_all(fd, bytes(self.data_start - heads_end), heads_end)
+        os.pwrite(fd, dbf.footer(TAG), self._next)
         self._fh.truncate(self._next + dbf.FOOTER_SIZE)
         self._fh.flush()
 
