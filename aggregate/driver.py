@@ -186,6 +186,7 @@ def _run(inputs: Inputs, options: Options, transport: Transport, laps: Laps, scr
         state = transport.reduce(partial(phase2_share.run, c2, targets, jobs, options.traces, progress,
                                          transport, write_meta if transport.is_root else None),
                                  phase2_share.merge_states)
+        del targets  # (trace.db's regions, per profile: phase 2's)
         n_profiles = len(c2.profiles)
         c2.release_profiles()  # phase 3 needs none of their files or facts: not held through it
         trim_heap()  # what phase 2 freed given back before phase 3 lays out its files (not only at its fork)

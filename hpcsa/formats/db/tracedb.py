@@ -121,9 +121,10 @@ class TraceDBWriter(dbf.StreamedWriter):
     """
 
     def __init__(self, path: str | os.PathLike[str], prof_indices: Sequence[int],
-                 reserve: Sequence[int] | None = None, time_range: tuple[int, int] | None = None) -> None:
+                 reserve: Sequence[int] | np.ndarray | None = None, time_range: tuple[int, int] | None = None) -> None:
         super().__init__(path)
         n = len(prof_indices)
+        self.n_traces = n
         self.heads = np.zeros(n, TRACE_HDR)
         self.heads["profIndex"] = prof_indices
         self.data_start = align(TRACE_HDRS_AT + SZ_TRACE_HDR * n, 8)
@@ -197,8 +198,8 @@ class TraceDBWriter(dbf.StreamedWriter):
             lo = NO_MIN_TIMESTAMP if self.min_timestamp is None else self.min_timestamp
             hi = NO_MAX_TIMESTAMP if self.max_timestamp is None else self.max_timestamp
         hdr = np.zeros(1, TRACES_HDR)
-        hdr[0] = (TRACE_HDRS_AT, len(self.heads), SZ_TRACE_HDR, lo, hi)
-        section = TRACE_HDRS_AT - TRACES_AT + SZ_TRACE_HDR * len(self.heads)
+        hdr[0] = (TRACE_HDRS_AT, self.n_traces, SZ_TRACE_HDR, lo, hi)
+        section = TRACE_HDRS_AT - TRACES_AT + SZ_TRACE_HDR * self.n_traces
         # The header area [0, data_start) written a part at a time, the headers from their own array (the same
         # bytes): assembled in one buffer and copied, 24 bytes a profile were in memory three times at once.
         area = bytearray(TRACE_HDRS_AT)
@@ -206,13 +207,18 @@ class TraceDBWriter(dbf.StreamedWriter):
         area[:len(head)] = head
         area[TRACES_AT:TRACES_AT + SZ_TRACES_HDR] = hdr.tobytes()
         fd = self._fh.fileno()
-        heads_end = TRACE_HDRS_AT + self.heads.nbytes
         pwrite_all(fd, memoryview(area), 0)
-        pwrite_all(fd, self.heads.view(np.uint8).data, TRACE_HDRS_AT)
-        pwrite_all(fd, bytes(self.data_start - heads_end), heads_end)
+        self._write_heads(fd)
         os.pwrite(fd, dbf.footer(TAG), self._next)
         self._fh.truncate(self._next + dbf.FOOTER_SIZE)
         self._fh.flush()
+
+
+    def _write_heads(self, fd: int) -> None:
+        """Write the trace headers at TRACE_HDRS_AT, and zeros from their end to :attr:`data_start`."""
+        heads_end = TRACE_HDRS_AT + self.heads.nbytes
+        pwrite_all(fd, self.heads.view(np.uint8).data, TRACE_HDRS_AT)
+        pwrite_all(fd, bytes(self.data_start - heads_end), heads_end)
 
 
 def write_tracedb(path: str | os.PathLike[str], source: TraceDB, *, reserve: Sequence[int] | None = None) -> None:
