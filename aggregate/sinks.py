@@ -10,11 +10,12 @@ file                         begin (phase 2 starts)      layout (phase 2's count
 ===========================  ==========================  ===========================  ===========================
 meta.db, metrics yaml, src/  written whole, beside rank 0's share of phase 2 (class 2 settled all of it)
 ---------------------------  ------------------------------------------------------------------------------------
-trace.db                     every profile's region      each line's length, the      headers
-                             reserved                    time range
+trace.db                     every profile's region      each line's length, the      footer
+                             reserved                    time range; the headers
 cct.db                                                   opened with its layout       footer (blocks: every rank)
-profile.db                                               the thread blobs' offsets    the blobs recorded, the
-                                                         (copied by every rank)       summary profile written
+profile.db                   identifier tuples written   the thread blobs' offsets    the summary profile
+                                                         (copied by every rank) and   written
+                                                         infos written
 ===========================  ==========================  ===========================  ===========================
 
 Everything is written inside a partial directory that becomes the database when complete
@@ -141,21 +142,21 @@ class CctSink:
 
 class _ProfileDBWriter(profiledb.ProfileDBWriter):
     """:class:`hpcsa.formats.db.profiledb.ProfileDBWriter` whose metadata for the thread profiles is written as
-    the file is begun and let go (the same bytes): their blobs' places are known then (phase 2's counts; one
-    after the other in canonical order: :attr:`thread_offsets`), as are their identifier tuples. The identifier
-    tuples and the profile infos are laid out record by record, a block of profiles at a time: the writer's
+    soon as it is known and let go (the same bytes): the identifier tuples when the file is begun (phase 2
+    starts), the profile infos once phase 2's counts place the blobs (:meth:`lay_out_threads`: one after the
+    other in canonical order). Both are laid out record by record, a block of profiles at a time: the writer's
     own layout indexes every byte of the section at once, some 500 bytes of index per profile, which at a
-    quarter of a million profiles was the run's peak; the tuples (about 60 bytes a profile) and the infos (48)
-    are not held through phase 3, nor their temporaries made for every profile at once (at 65,536 profiles
-    the file's begin took +11 MiB). Only the summary profile's info (profile 0) is kept, written at the end."""
+    quarter of a million profiles was the run's peak; the tuples (about 70 bytes a profile) and the infos (48)
+    are not held through phases 2 and 3, nor their temporaries made for every profile at once (at 65,536
+    profiles the file's layout took +11 MiB). Only the summary profile's info (profile 0) is kept, written at
+    the end."""
 
     #: Profiles laid out at once (a few hundred bytes of temporaries each).
     BLOCK = 1 << 12
 
-    def __init__(self, path: str, id_tuples: Ragged, place: Placement) -> None:
+    def __init__(self, path: str, id_tuples: Ragged) -> None:
         dbf.StreamedWriter.__init__(self, path)
         self.tuples = profiledb.id_tuple_rows(id_tuples)
-        self.place = place
         n = len(self.tuples)
         self.n_threads = n
         self.infos = np.zeros(1, profiledb.PROFILE_INFO)  # the summary's
@@ -166,7 +167,54 @@ class _ProfileDBWriter(profiledb.ProfileDBWriter):
         self.data_start = self.ids_at + self.ids_size
         self._next = self.data_start
         self._end = self.data_start
-        self.thread_offsets = self._thread_blobs(place.pms_size)
+        self._before = self.tuples.offsets  # identifiers before each tuple, for the infos' pIdTuple
+
+    def _tuple_at(self, a: int, b: int) -> np.ndarray:
+        """Where tuples a..b (and the one after) begin in the Identifier Tuple section."""
+        at = profiledb.SZ_ID_TUPLE_HDR * np.arange(a, b + 1, dtype=np.int64)
+        at += profiledb.SZ_IDENTIFIER * self._before[a:b + 1]
+        return at
+
+    def _start(self, fh: BinaryIO) -> None:
+        super()._start(fh)
+        lengths = self.tuples.lengths
+        offsets = self.tuples.offsets
+        head_type = dbf.record_dtype(profiledb.ID_TUPLE_HDR_FIELDS, profiledb.SZ_ID_TUPLE_HDR)
+        fd = fh.fileno()
+        for a in range(0, len(lengths), self.BLOCK):
+            b = min(len(lengths), a + self.BLOCK)
+            at_all = self._tuple_at(a, b)
+            at = at_all[:-1] - at_all[0]
+            area = np.zeros(int(at_all[-1] - at_all[0]), np.uint8)
+            head = np.zeros(b - a, head_type)
+            head["nIds"] = lengths[a:b]
+            dbf.scatter_records(area, at, head)
+            lo, hi = int(offsets[a]), int(offsets[b])
+            owner = np.repeat(np.arange(b - a), lengths[a:b])
+            k = np.arange(lo, hi) - offsets[a:b][owner]
+            dbf.scatter_records(area, at[owner] + profiledb.SZ_ID_TUPLE_HDR + profiledb.SZ_IDENTIFIER * k,
+                                self.tuples.rows[lo:hi])
+            pwrite_all(fd, area.data, self.ids_at + int(at_all[0]))
+        self.tuples = Ragged(self.tuples.rows[:0].copy(), np.zeros(1, np.int64))  # written: let go
+
+    def lay_out_threads(self, place: Placement) -> np.ndarray:
+        """Place the thread profiles' blobs (one after the other, in canonical order) and write their infos;
+        where each blob goes."""
+        offsets = self._thread_blobs(place.pms_size)
+        fd = self.fileno
+        for a in range(0, self.n_threads, self.BLOCK):  # the profiles' infos (profile i + 1 is tuple i's)
+            b = min(self.n_threads, a + self.BLOCK)
+            infos = np.zeros(b - a, profiledb.PROFILE_INFO)
+            nv = place.n_values[a:b]
+            blob = offsets[a:b]
+            infos["nValues"] = nv
+            infos["pValues"] = blob
+            infos["nCtxs"] = place.n_ctxs[a:b]
+            infos["pCtxIndices"] = blob + profiledb.ctx_indices_at(nv)
+            infos["pIdTuple"] = self.ids_at + self._tuple_at(a, b)[:-1]
+            pwrite_all(fd, infos.view(np.uint8).data, profiledb.PROFILES_AT + profiledb.SZ_PROFILE_INFO * (a + 1))
+        self._before = self._before[:0]
+        return offsets
 
     def _thread_blobs(self, sizes: np.ndarray) -> np.ndarray:
         """:meth:`allocate_many` for the thread blobs (``sizes``: each a multiple of 4, so their places are
@@ -181,43 +229,6 @@ class _ProfileDBWriter(profiledb.ProfileDBWriter):
             self._next = int(offsets[-1] + sizes[-1])
             self._end = max(self._end, self._next)
         return offsets
-
-    def _start(self, fh: BinaryIO) -> None:
-        super()._start(fh)
-        lengths = self.tuples.lengths
-        offsets = self.tuples.offsets
-        place = self.place
-        head_type = dbf.record_dtype(profiledb.ID_TUPLE_HDR_FIELDS, profiledb.SZ_ID_TUPLE_HDR)
-        fd = fh.fileno()
-        for a in range(0, len(lengths), self.BLOCK):
-            b = min(len(lengths), a + self.BLOCK)
-            # each tuple's place in the section: the headers and identifiers of the tuples before it
-            at_all = profiledb.SZ_ID_TUPLE_HDR * np.arange(a, b + 1, dtype=np.int64)
-            at_all += profiledb.SZ_IDENTIFIER * offsets[a:b + 1]
-            at = at_all[:-1] - at_all[0]
-            area = np.zeros(int(at_all[-1] - at_all[0]), np.uint8)
-            head = np.zeros(b - a, head_type)
-            head["nIds"] = lengths[a:b]
-            dbf.scatter_records(area, at, head)
-            lo, hi = int(offsets[a]), int(offsets[b])
-            owner = np.repeat(np.arange(b - a), lengths[a:b])
-            k = np.arange(lo, hi) - offsets[a:b][owner]
-            dbf.scatter_records(area, at[owner] + profiledb.SZ_ID_TUPLE_HDR + profiledb.SZ_IDENTIFIER * k,
-                                self.tuples.rows[lo:hi])
-            pwrite_all(fd, area.data, self.ids_at + int(at_all[0]))
-            del area, owner, k
-            # the profiles' infos (profile i + 1 is tuple i's)
-            infos = np.zeros(b - a, profiledb.PROFILE_INFO)
-            nv = place.n_values[a:b]
-            blob = self.thread_offsets[a:b]
-            infos["nValues"] = nv
-            infos["pValues"] = blob
-            infos["nCtxs"] = place.n_ctxs[a:b]
-            infos["pCtxIndices"] = blob + profiledb.ctx_indices_at(nv)
-            infos["pIdTuple"] = self.ids_at + at_all[:-1]
-            pwrite_all(fd, infos.view(np.uint8).data, profiledb.PROFILES_AT + profiledb.SZ_PROFILE_INFO * (a + 1))
-        self.tuples = Ragged(self.tuples.rows[:0].copy(), np.zeros(1, np.int64))  # written: let go
-        del self.place
 
     def _finish(self) -> None:
         """The header, the summary profile's info and the footer (the rest was written when the file was
@@ -254,17 +265,20 @@ class ProfileSink:
 
     def __init__(self, c2: ClassTwo) -> None:
         self.c2 = c2
-        self._writer: profiledb.ProfileDBWriter | None = None
+        self._writer: _ProfileDBWriter | None = None
         self._place: Placement | None = None
         self._offsets = np.zeros(0, np.int64)
 
-    def layout(self, files: contextlib.ExitStack[bool | None], db_dir: str, place: Placement
-               ) -> tuple[str, np.ndarray]:
+    def begin(self, files: contextlib.ExitStack[bool | None], db_dir: str) -> None:
+        """The partial file begun, with its identifier tuples (they are let go)."""
+        self._writer = files.enter_context(_ProfileDBWriter(os.path.join(db_dir, database.PROFILE),
+                                                            self.c2.take_id_tuples()))
+
+    def layout(self, place: Placement) -> tuple[str, np.ndarray]:
         """(the partial file, where each profile's thread blob goes: one after the other in canonical order,
         so a batch's blobs, consecutive in the scratch file, are one copy)."""
-        self._writer = files.enter_context(_ProfileDBWriter(os.path.join(db_dir, database.PROFILE),
-                                                            self.c2.take_id_tuples(), place))
-        self._place, self._offsets = place, self._writer.thread_offsets
+        assert self._writer is not None
+        self._place, self._offsets = place, self._writer.lay_out_threads(place)
         return self._writer.temp_path, self._offsets
 
     def finish(self, parts: SummaryParts) -> int:
@@ -341,6 +355,7 @@ class DatabaseSinks:
         for p in self._scratch:
             open(p, "wb").close()
         trace_path, trace_offsets = self.trace.begin(self._files, self._dir)
+        self.profile.begin(self._files, self._dir)
         return Phase2Targets(pms_path, run_path, aside_path, trace_path, trace_offsets)
 
     def write_meta(self) -> None:
@@ -353,7 +368,7 @@ class DatabaseSinks:
         self.trace.layout(state)
         layout = state.cct_layout()
         cct_path = self.cct.layout(self._files, self._dir, layout)
-        profile_path, offsets = self.profile.layout(self._files, self._dir, state.place)
+        profile_path, offsets = self.profile.layout(state.place)
         pms_path, run_path, aside_path = self._scratch
         return Phase3Plan(state.place, layout, pms_path, run_path, aside_path, cct_path, profile_path, offsets,
                           int(state.trace_count.sum()), [state.done_by.get(r, 0) for r in range(ranks)])
