@@ -69,7 +69,9 @@ def summarize(vals: cctdb.RangeValues, aside: tuple[np.ndarray, ...], plan: Stat
     cnt_ctx, cnt_m, cnt = _presence(merged, plan)
     del merged, ctx, mid
 
-    out_c, out_id, out_v = [], [], []
+    out_c: list[np.ndarray] = []
+    out_id: list[np.ndarray] = []
+    out_v: list[np.ndarray] = []
     g_metric = plan.prop_metric[gm]
     g_scope = plan.prop_scope[gm]
     for k, (f, comb) in enumerate(plan.partials):
