@@ -22,7 +22,8 @@ from hpcsa.aggregate.inputs import Inputs
 from hpcsa.aggregate.metrictable import SCOPE_ORDER, MetricTable
 from hpcsa.aggregate.phase1 import unify
 from hpcsa.aggregate.phase1.chain_warmer import ChainWarmer
-from hpcsa.aggregate.phase1.id_tuples import canonical_order, finalize_id_tuples
+from hpcsa.aggregate.phase1.id_tuples import finalize_id_tuples, profile_order
+from hpcsa.aggregate.profile_table import ProfileTable
 from hpcsa.core.arrays import sorted_unique
 from hpcsa.core.errors import HpcsaError
 from hpcsa.formats.db import metadb
@@ -151,7 +152,9 @@ def _witness(ref: rawtree.ModuleRef, witnesses: list[tuple[str | None, str, str 
 
 def assemble(disc: Discovery, classifier: lx.Classifier, env: Phase1Env, *, statistics: tuple[str, ...],
              title: str | None, warnings: list[str] | None = None) -> ClassTwo:
-    """The class-2 tables of the union ``disc``, its modules classified by ``classifier``."""
+    """The class-2 tables of the union ``disc``, its modules classified by ``classifier``. Its profiles' table
+    is handed over (``disc.profiles`` becomes empty): reordered into profile.db's order a column at a time
+    (:meth:`.ProfileTable.take_taking`), so that the union's table and profile.db's are not both whole."""
     binaries = list(classifier.read_from)
     graphs: dict[int, CallGraph] = {}  # by module hash
     for h, ref in disc.raw.modules.items():
@@ -170,16 +173,24 @@ def assemble(disc: Discovery, classifier: lx.Classifier, env: Phase1Env, *, stat
     trace_id[elided] = parent[elided]
     arrays = TreeArrays.build(parent, tree.depth.astype(np.int64), is_call, is_loop, tree.end)
 
+    table = disc.profiles  # handed over: reordered into profile.db's order column by column, the union let go
+    disc.profiles = ProfileTable.of([])
     metrics = MetricTable.from_descs(
         disc.metric_tables, statistics,
-        source=lambda t: disc.profiles.inputs.path(int(np.flatnonzero(disc.profiles.metrics == t)[0])))
+        source=lambda t, of=table: of.inputs.path(int(np.flatnonzero(of.metrics == t)[0])))
     prop = np.full((len(metrics), 4), -1, np.int64)
     for m in range(len(metrics)):
         for s, pid in metrics.prop_ids(m).items():
             prop[m, SCOPE_ORDER.index(s)] = pid
 
-    profiles, tuples = canonical_order(disc.profiles.without_id_tuples(),  # (the raw ones are done)
-                                       finalize_id_tuples(disc.profiles.id_tuple))
+    tuples = finalize_id_tuples(table.id_tuple)
+    table = table.without_id_tuples()  # (the raw ones are done)
+    order = profile_order(table.inputs, tuples)
+    tuples = tuples.take(order)
+    handed = [table]
+    del table
+    profiles = ProfileTable.take_taking(handed, order)
+    del order
     if len(profiles) >= 0xFFFFFFFF:
         raise HpcsaError(None, "too many profiles for one database")
 

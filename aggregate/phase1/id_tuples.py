@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hpcsa.aggregate.profile_table import ProfileTable
+from hpcsa.aggregate.profile_table import ProfileInputs, ProfileTable
 from hpcsa.core.arrays import run_starts
 from hpcsa.core.ragged import Ragged
 from hpcsa.formats.db import profiledb
@@ -22,44 +22,57 @@ def finalize_id_tuples(raw: Ragged) -> Ragged:
     ranks of the physical ids in sorted order (hpcprof numbers them first-come), and marked physical.
 
     Vectorized over all profiles' rows: a LOCAL id's group is its kind and the (kind, physical id) path of
-    the levels above it, numbered level by level (a loop over levels, not profiles). Memory: a few rows per
-    profile, so each column here is as long as the profiles; columns are as narrow as their values and
-    written into the result as soon as they are known (this was the peak of class 2: some 150 bytes a row)."""
+    the levels above it, numbered level by level (a loop over levels, not profiles), down to the deepest
+    level with a LOCAL id only (hpcrun's NODE, the first level, needs none). Memory: a few rows per profile,
+    so each column here is as long as the profiles; the result is written a block of rows at a time, the
+    physical ids read where they are (no copy), and what is kept per row beside the result is its kind and
+    interpretation (3 bytes): this was the peak of class 2."""
     rows = raw.rows
     n = len(rows)
     out = np.zeros(n, profiledb.IDENTIFIER)
-    kind = rows["kind"].astype(np.uint16)
-    k = kind & np.uint16(ID_KIND_MASK)
-    interp = (kind >> np.uint16(14)).astype(np.uint8)
-    del kind
-    out["kind"] = k
-    generated = (interp == LOGIC_GLOBAL) | (interp == LOGIC_LOCAL)
-    out["flags"] = np.where(generated | (interp == BOTH_VALID), profiledb.IS_PHYSICAL, 0)
-    out["logicalId"] = rows["logical"] & np.uint64(0xFFFFFFFF)
-    phys = rows["physical"].astype(np.uint64)
-    out["physicalId"] = phys
-    if not generated.any():
+    k = np.empty(n, np.uint16)
+    interp = np.empty(n, np.uint8)
+    generated = False
+    for a in range(0, n, FINALIZE_BLOCK):
+        b = min(n, a + FINALIZE_BLOCK)
+        kind = rows["kind"][a:b].astype(np.uint16)
+        k[a:b] = kind & np.uint16(ID_KIND_MASK)
+        interp[a:b] = kind >> np.uint16(14)
+        mode = interp[a:b]
+        made = (mode == LOGIC_GLOBAL) | (mode == LOGIC_LOCAL)
+        generated = generated or bool(made.any())
+        out["kind"][a:b] = k[a:b]
+        out["flags"][a:b] = np.where(made | (mode == BOTH_VALID), np.uint16(profiledb.IS_PHYSICAL), np.uint16(0))
+        out["logicalId"][a:b] = rows["logical"][a:b] & np.uint64(0xFFFFFFFF)
+        out["physicalId"][a:b] = rows["physical"][a:b]
+    if not generated:
         return Ragged(out, raw.offsets)
-    del generated
-    level = np.arange(n, dtype=np.int64)
-    level -= np.repeat(raw.offsets[:-1], raw.lengths)
-    level = level.astype(np.int32)
-    prefix = np.zeros(n, np.int64)  # an id of the path above each row (0: none)
+    phys = rows["physical"]  # (as read: a view)
+    starts, lengths = raw.offsets[:-1], raw.lengths
+    local = np.flatnonzero(interp == LOGIC_LOCAL)
+    deepest = int((local - starts[np.searchsorted(raw.offsets, local, side="right") - 1]).max()) if len(local) else 0
+    del local
+    prefix = np.zeros(n, np.int64) if deepest else None  # an id of the path above each row (0: none)
     next_id = 1
-    for j in range(1, int(raw.lengths.max()) if n else 0):
-        at = np.flatnonzero(level == j)
+    for j in range(1, deepest + 1):
+        assert prefix is not None
+        at = starts[lengths > j] + j  # the level's row of each profile that has it
         ids, inverse = _distinct_rows(prefix[at - 1], k[at - 1], phys[at - 1])
         prefix[at] = next_id + inverse
         next_id += ids
         del at, inverse
-    del level
     for mode in (LOGIC_GLOBAL, LOGIC_LOCAL):
         at = np.flatnonzero(interp == mode)
         group = k[at].astype(np.int64)
-        if mode == LOGIC_LOCAL:
+        if mode == LOGIC_LOCAL and prefix is not None:
             group += prefix[at] * (ID_KIND_MASK + 1)
         out["logicalId"][at] = _dense_ranks(group, phys[at]) & np.uint64(0xFFFFFFFF)
+        del at, group
     return Ragged(out, raw.offsets)
+
+
+#: Rows of identifier tuples finalized at once (the temporaries of a block, not of every row).
+FINALIZE_BLOCK = 1 << 16
 
 
 def _distinct_rows(*cols: np.ndarray) -> tuple[int, np.ndarray]:
@@ -88,23 +101,30 @@ def _dense_ranks(group: np.ndarray, value: np.ndarray) -> np.ndarray:
 
 
 def canonical_order(profiles: ProfileTable, tuples: Ragged) -> tuple[ProfileTable, Ragged]:
-    """Profiles and their finalized tuples in profile.db's order: by identifier tuple, compared as Python
-    compares tuples of (kind, logical id, physical id) per level (a tuple before those it is a prefix of),
-    then by path; sorted by columns (one key per level and field), then one ``take`` per column."""
+    """Profiles and their finalized tuples in profile.db's order (:func:`profile_order`), one ``take`` per
+    column."""
+    order = profile_order(profiles.inputs, tuples)
+    return profiles.take(order), tuples.take(order)
+
+
+def profile_order(inputs: ProfileInputs, tuples: Ragged) -> np.ndarray:
+    """profile.db's order of profiles: by identifier tuple, compared as Python compares tuples of (kind,
+    logical id, physical id) per level (a tuple before those it is a prefix of), then by path; sorted by
+    columns (one key per level and field)."""
     n = len(tuples)
     lengths = tuples.lengths
     keys: list[np.ndarray] = []  # most significant first
     for j in range(int(lengths.max()) if n else 0):
         has = lengths > j
-        keys.append(has.astype(np.int8))  # a missing level sorts first
+        if not has.all():
+            keys.append(has.astype(np.int8))  # a missing level sorts first
         at = tuples.offsets[:-1][has] + j  # the level's row of each profile that has it (none per row)
         for name in ("kind", "logicalId", "physicalId"):
             column = np.zeros(n, tuples.rows.dtype[name])
             column[has] = tuples.rows[name][at]
-            keys.append(column)
+            if len(column) and (column != column[0]).any():  # (a key the same for all orders nothing)
+                keys.append(column)
+            del column
         del has, at
-    keys.append(profiles.inputs.path_order())
-    order = np.lexsort(keys[::-1])
-    del keys  # (a few per profile: not kept while the columns are reordered)
-    tuples = tuples.take(order)  # (the caller passes the only reference: the unordered ones are let go)
-    return profiles.take(order), tuples
+    keys.append(inputs.path_order())
+    return np.lexsort(keys[::-1])

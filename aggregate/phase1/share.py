@@ -9,6 +9,7 @@ batches from this rank's share of the transport's tasks (:mod:`.transport`).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,7 @@ from hpcsa.aggregate.phase1.structs import (
     struct_result,
     structs_for,
 )
-from hpcsa.aggregate.profile_table import ProfileInputs
+from hpcsa.aggregate.profile_table import ProfileInputs, ProfileTable
 from hpcsa.aggregate.transport import Single, Transport, run_shared, tasks_ahead
 from hpcsa.core.arrays import sorted_unique
 from hpcsa.core.progress import Progress
@@ -89,6 +90,7 @@ def run(inputs: Inputs, env: Phase1Env, jobs: int, progress: Progress | None = N
     transport = transport or Single()
     cpu_structs = inputs.cpu_structs if parse_structs else []
     parts: list[Discovery] = []
+    listed: list[np.ndarray] = []  # the listing's rows of the union's table, part by part
     structs: Parsed = []
     scheduled: set[str] = set()
     seen_modules: set[int] = set()
@@ -145,6 +147,8 @@ def run(inputs: Inputs, env: Phase1Env, jobs: int, progress: Progress | None = N
             if not isinstance(key, int):  # a structure file's
                 add(struct_result(result))
                 return
+            listed.append(batches[key])  # the batch's rows of the listing: its table's inputs, given apart
+            result.profiles = _without_inputs(result.profiles, inputs.profiles, batches[key])
             parts.append(result)
             if progress is not None:
                 progress.advance(len(result.profiles))
@@ -184,7 +188,27 @@ def run(inputs: Inputs, env: Phase1Env, jobs: int, progress: Progress | None = N
                 found(s, cached)
             for key, result in tasks.rest():  # parses of what the last lookups did not find
                 handle(key, result)
-    return Phase1Share(survey.merge(parts, take=True), structs)
+    union = survey.merge(parts, take=True)
+    del parts
+    index = np.concatenate(listed) if listed else np.zeros(0, np.int64)
+    listed.clear()
+    union.profiles = replace(union.profiles, inputs=inputs.profiles.take(index))
+    return Phase1Share(union, structs)
+
+
+def _without_inputs(table: ProfileTable, listing: ProfileInputs, rows: np.ndarray) -> ProfileTable:
+    """A batch's table without its inputs, which are the listing's ``rows`` (checked): the running union of
+    phase 1 holds no second copy of the listing's names and sizes (some 70 bytes a profile), its inputs
+    taken from the listing once it is complete."""
+    given = table.inputs
+    if len(given) != len(rows) or not (np.array_equal(given.names, listing.names[rows])
+                                       and np.array_equal(given.size, listing.size[rows])):
+        raise RuntimeError("a phase-1 report's profiles are not its batch's, in order")
+    return replace(table, inputs=NO_INPUTS)
+
+
+#: The inputs of a table whose inputs are given apart (phase 1's running union).
+NO_INPUTS = ProfileInputs.of([])
 
 
 def merge_shares(parts: list[Phase1Share]) -> Phase1Share:

@@ -63,6 +63,11 @@ class Ragged:
     def take(self, index: np.ndarray) -> Ragged:
         """Rows ``index`` (in that order), gathered in one vectorized pass."""
         index = np.asarray(index, np.int64)
+        width = int(self.offsets[1]) if len(self) and int(self.offsets[0]) == 0 else -1
+        if width > 0 and int(self.offsets[-1]) == width * len(self) and not (np.diff(self.offsets) != width).any():
+            # rows of one length (a run's identifier tuples, most often): taken as a table, no index per row
+            rows = self.rows[:width * len(self)].reshape(len(self), width)[index].reshape(-1)
+            return Ragged(rows, np.arange(len(index) + 1, dtype=np.int64) * width)
         starts = self.offsets[index]
         lengths = self.offsets[index + 1] - starts
         offsets = _offsets(lengths)

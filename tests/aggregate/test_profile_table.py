@@ -41,6 +41,19 @@ def test_ragged_take_and_concat_are_those_of_the_lists() -> None:
     assert Ragged.from_lengths(np.arange(6), [2, 0, 4])[2].tolist() == [2, 3, 4, 5]
 
 
+@pytest.mark.parametrize("width", [0, 1, 3])
+def test_ragged_take_of_rows_of_one_length_is_that_of_the_lists(width: int) -> None:
+    """Rows all of one length (a run's identifier tuples) are taken as a table: the same rows and offsets
+    as the lists give, from a Ragged whose rows array is longer than its rows (a view's) too."""
+    rng = np.random.default_rng(width)
+    lists = [rng.integers(0, 100, width) for _ in range(30)]
+    order = rng.permutation(30)[:20]
+    for r in (Ragged.of(lists, np.int64), Ragged(np.concatenate([*lists, [7, 7]]), Ragged.of(lists, np.int64).offsets)):
+        taken = r.take(order)
+        assert [t.tolist() for t in taken] == [lists[i].tolist() for i in order]
+        assert taken.offsets.tolist() == (np.arange(21) * width).tolist() and len(taken.rows) == 20 * width
+
+
 def _inputs(root: str) -> list[ProfileInput]:
     odd = os.fsdecode(b"\xff-odd.hpcrun")  # a name that is not UTF-8 (os.listdir gives it escaped)
     out = []
@@ -124,6 +137,24 @@ def test_concat_taking_is_concat_and_lets_go_of_the_parts() -> None:
     assert got.kept_files == want.kept_files and got.kept_file.tolist() == want.kept_file.tolist()
     one = ProfileTable.of(_facts(_inputs("/r9"), 9))
     assert ProfileTable.concat_taking([one]) is one
+
+
+def test_take_taking_is_take_and_lets_go_of_the_table() -> None:
+    """Reordered from a table handed over (class 2's reorder into profile.db's order), the result is the one
+    :meth:`ProfileTable.take` makes, the list is emptied, and none of the table's columns is kept alive."""
+    import weakref
+
+    table = ProfileTable.concat([ProfileTable.of(_facts(_inputs(f"/r{k}"), k)) for k in range(3)])
+    order = np.random.default_rng(4).permutation(len(table))
+    want = table.take(order)
+    refs = [weakref.ref(table.inputs), weakref.ref(table.inputs.names), weakref.ref(table.id_tuple.rows),
+            weakref.ref(table.kept_offset)]
+    handed = [table]
+    del table
+    got = ProfileTable.take_taking(handed, order)
+    assert handed == [] and all(r() is None for r in refs)
+    assert len(got) == len(want) and all(_same(x, y) for x, y in zip(got, want, strict=True))
+    assert got.kept_files == want.kept_files and got.inputs.dirs == want.inputs.dirs
 
 
 def _class_two(src: Path, tmp: Path, copies: int, monkeypatch: pytest.MonkeyPatch):
@@ -240,8 +271,13 @@ def _finalized_one_by_one(tuples: list[list[tuple[int, int, int]]]) -> list[list
     return out
 
 
-def test_identifier_tuples_finalized_together_follow_the_rules_profile_by_profile() -> None:
+@pytest.mark.parametrize("block", [7, 1 << 16])
+def test_identifier_tuples_finalized_together_follow_the_rules_profile_by_profile(
+        block: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hpcsa.aggregate.phase1 import id_tuples
     from hpcsa.aggregate.phase1.id_tuples import finalize_id_tuples
+
+    monkeypatch.setattr(id_tuples, "FINALIZE_BLOCK", block)  # (rows finalized a block at a time)
     from hpcsa.formats.measurement.hpcrun import BOTH_VALID, LOGIC_GLOBAL, LOGIC_LOCAL
 
     rng = np.random.default_rng(3)
