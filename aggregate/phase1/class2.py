@@ -183,8 +183,11 @@ def assemble(disc: Discovery, classifier: lx.Classifier, env: Phase1Env, *, stat
         for s, pid in metrics.prop_ids(m).items():
             prop[m, SCOPE_ORDER.index(s)] = pid
 
-    tuples = finalize_id_tuples(table.id_tuple)
-    table = table.without_id_tuples()  # (the raw ones are done)
+    def raw_read() -> None:  # the raw identifier tuples let go before the logical ids are numbered
+        nonlocal table
+        table = table.without_id_tuples()
+
+    tuples = finalize_id_tuples(table.id_tuple, raw_read)
     order = profile_order(table.inputs, tuples)
     tuples = tuples.take(order)
     handed = [table]

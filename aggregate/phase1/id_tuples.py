@@ -8,6 +8,8 @@ of workers or ranks.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from hpcsa.aggregate.profile_table import ProfileInputs, ProfileTable
@@ -17,7 +19,7 @@ from hpcsa.formats.db import profiledb
 from hpcsa.formats.measurement.hpcrun import BOTH_VALID, ID_KIND_MASK, LOGIC_GLOBAL, LOGIC_LOCAL
 
 
-def finalize_id_tuples(raw: Ragged) -> Ragged:
+def finalize_id_tuples(raw: Ragged, let_go: Callable[[], None] | None = None) -> Ragged:
     """profile.db identifier tuples: generated logical ids (LOCAL per prefix, GLOBAL per kind) are dense
     ranks of the physical ids in sorted order (hpcprof numbers them first-come), and marked physical.
 
@@ -26,7 +28,8 @@ def finalize_id_tuples(raw: Ragged) -> Ragged:
     level with a LOCAL id only (hpcrun's NODE, the first level, needs none). Memory: a few rows per profile,
     so each column here is as long as the profiles; the result is written a block of rows at a time, the
     physical ids read where they are (no copy), and what is kept per row beside the result is its kind and
-    interpretation (3 bytes): this was the peak of class 2."""
+    interpretation (3 bytes): this was the peak of class 2. ``let_go`` is called once the raw rows are read,
+    for the caller to let go of them before the logical ids are numbered (as does this function)."""
     rows = raw.rows
     n = len(rows)
     out = np.zeros(n, profiledb.IDENTIFIER)
@@ -45,12 +48,16 @@ def finalize_id_tuples(raw: Ragged) -> Ragged:
         out["flags"][a:b] = np.where(made | (mode == BOTH_VALID), np.uint16(profiledb.IS_PHYSICAL), np.uint16(0))
         out["logicalId"][a:b] = rows["logical"][a:b] & np.uint64(0xFFFFFFFF)
         out["physicalId"][a:b] = rows["physical"][a:b]
+    offsets = raw.offsets
+    del raw, rows
+    if let_go is not None:
+        let_go()
     if not generated:
-        return Ragged(out, raw.offsets)
-    phys = rows["physical"]  # (as read: a view)
-    starts, lengths = raw.offsets[:-1], raw.lengths
+        return Ragged(out, offsets)
+    phys = out["physicalId"]  # (the raw ones, as written: a view)
+    starts, lengths = offsets[:-1], np.diff(offsets)
     local = np.flatnonzero(interp == LOGIC_LOCAL)
-    deepest = int((local - starts[np.searchsorted(raw.offsets, local, side="right") - 1]).max()) if len(local) else 0
+    deepest = int((local - starts[np.searchsorted(offsets, local, side="right") - 1]).max()) if len(local) else 0
     del local
     prefix = np.zeros(n, np.int64) if deepest else None  # an id of the path above each row (0: none)
     next_id = 1
@@ -68,7 +75,7 @@ def finalize_id_tuples(raw: Ragged) -> Ragged:
             group += prefix[at] * (ID_KIND_MASK + 1)
         out["logicalId"][at] = _dense_ranks(group, phys[at]) & np.uint64(0xFFFFFFFF)
         del at, group
-    return Ragged(out, raw.offsets)
+    return Ragged(out, offsets)
 
 
 #: Rows of identifier tuples finalized at once (the temporaries of a block, not of every row).
