@@ -239,6 +239,7 @@ def _class_two(found: Phase1Share | Failure | None, inputs: Inputs, gpu: GpuStru
     """Rank 0: class 2 from the union of every rank's phase 1."""
     share = unwrap(found)
     inputs.release_profiles()  # the union's table has them (no seed is tried again once the union is made)
+    trim_heap()  # phase 1's reports, freed in the heap, not left resident through class 2
     laps.lap("phase 1: read profiles, parse structure files")
     structs = phase1_share.complete_structs(share, inputs, jobs)
     c2 = phase1_class2.class_two(share.found, structs, inputs, gpu, env, statistics=options.statistics,

@@ -45,7 +45,8 @@ class ProfileFacts:
     """The class-2 facts of one profile (what :class:`ProfileTable` holds of it, as one object)."""
 
     input: ProfileInput
-    id_tuple: np.ndarray          # hpcrun ID_ELEMENT rows (kind with interpretation bits, physical, logical)
+    id_tuple: np.ndarray          # hpcrun ID_ELEMENT rows (kind with interpretation bits, physical, logical; or
+    #                               those fields narrowed: narrow_id_rows)
     trace_disorder: int           # hpcrun's bound on the disorder of its trace (0: in order)
     metrics: int                  # index into Discovery.metric_tables
     trace_records: int            # records in its .hpctrace (0 without one)
@@ -157,6 +158,28 @@ class ProfileInputs(Sequence[ProfileInput]):
         return rank
 
 
+def narrow_id_rows(rows: np.ndarray) -> np.ndarray:
+    """Identifier-tuple rows (ID_ELEMENT's fields) in the narrowest native fields that hold their values:
+    physical and logical ids in 4 bytes where they fit (hpcrun's host ids, ranks, threads, streams: 10 bytes
+    a row instead of 18). Tables joined with others of other widths take the widest (:meth:`ProfileTable.concat`)."""
+    def width(name: str) -> str:
+        column = rows[name]
+        return "<u4" if not len(column) or int(column.max()) <= 0xFFFFFFFF else "<u8"
+    out = np.empty(len(rows), np.dtype([("kind", "<u2"), ("physical", width("physical")),
+                                        ("logical", width("logical"))]))
+    for name in ("kind", "physical", "logical"):
+        out[name] = rows[name]
+    return out
+
+
+def _common_rows(dtypes: Iterator[np.dtype]) -> np.dtype:
+    """The dtype that holds identifier-tuple rows of all these (each field as wide as its widest)."""
+    seen = list(dtypes)
+    if all(d == seen[0] for d in seen):
+        return seen[0]
+    return np.dtype([(name, f"<u{max(d[name].itemsize for d in seen)}") for name in ("kind", "physical", "logical")])
+
+
 def _position(i: int, n: int) -> int:
     i = operator.index(i)
     if not -n <= i < n:
@@ -229,6 +252,8 @@ class ProfileTable(Sequence[ProfileFacts]):
                 joined[name] = ProfileInputs.concat(columns)
                 gone: Any = ProfileInputs.of([])
             elif name == "id_tuple":
+                common = _common_rows(c.rows.dtype for c in columns)
+                columns = [c if c.rows.dtype == common else Ragged(c.rows.astype(common), c.offsets) for c in columns]
                 joined[name] = Ragged.concat(columns)
                 gone = Ragged(np.zeros(0, ID_ELEMENT), np.zeros(1, np.int64))
             else:

@@ -12,6 +12,7 @@ import copy
 import gc
 import os
 import pickle
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -293,3 +294,22 @@ def test_identifier_tuples_finalized_together_follow_the_rules_profile_by_profil
     got = finalize_id_tuples(raw)
     want = _finalized_one_by_one(tuples)
     assert [got[i][["kind", "flags", "logicalId", "physicalId"]].tolist() for i in range(len(tuples))] == want
+
+
+def test_narrowed_identifier_rows_keep_their_values_through_joins() -> None:
+    """Phase 1's running union holds identifier rows narrowed to the widths their values need
+    (:func:`narrow_id_rows`); joined with rows that need more, every value is kept (the widest fields win)."""
+    from hpcsa.aggregate.profile_table import narrow_id_rows
+
+    small = ProfileTable.of(_facts(_inputs("/r0"), 0))
+    wide_facts = _facts(_inputs("/r1"), 1)
+    wide_facts[2].id_tuple["logical"] = (1 << 40) + 3  # a logical id past 32 bits
+    wide = ProfileTable.of(wide_facts)
+    narrowed = [replace(t, id_tuple=Ragged(narrow_id_rows(t.id_tuple.rows), t.id_tuple.offsets)) for t in (small, wide)]
+    assert narrowed[0].id_tuple.rows.dtype.itemsize < ID_ELEMENT.itemsize
+    assert narrowed[1].id_tuple.rows.dtype["logical"] == np.dtype("<u8")
+    joined = ProfileTable.concat_taking(list(narrowed))
+    want = ProfileTable.concat([small, wide])
+    for name in ("kind", "physical", "logical"):
+        assert joined.id_tuple.rows[name].tolist() == want.id_tuple.rows[name].tolist(), name
+    assert joined.id_tuple.offsets.tolist() == want.id_tuple.offsets.tolist()
