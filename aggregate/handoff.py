@@ -392,6 +392,8 @@ class Placement:
         """Add another state's placements (each profile and batch is set in exactly one)."""
         for name in ("n_values", "n_ctxs", "pms_offset", "run_offset", "run_values", "run_ctxs", "aside_offset",
                      "n_aside"):
+            if name in ("n_values", "n_ctxs") and not len(other.n_values):  # (a state without the counts)
+                continue
             getattr(self, name)[:] += getattr(other, name)
 
 
@@ -413,8 +415,9 @@ class Phase2State:
     done_by: dict[int, int] = field(default_factory=dict)  # profiles processed, per rank
 
     @classmethod
-    def empty(cls, c2: ClassTwo, batches: np.ndarray) -> Phase2State:
-        n = len(c2.profiles)
+    def empty(cls, c2: ClassTwo, batches: np.ndarray, *, counts: bool = True) -> Phase2State:
+        """A state with nothing added; without ``counts``, with no per-profile counts (of length 0)."""
+        n = len(c2.profiles) if counts else 0
         words = max(1, (c2.n_prop_ids + 63) // 64)
         return cls(Placement.empty(n, batches), np.zeros(c2.n_ctx, np.int64), np.zeros((c2.n_ctx, words), np.uint64),
                    np.zeros(n, np.int64))
@@ -424,6 +427,12 @@ class Phase2State:
         p, b = self.place, batch.batch
         lo, hi = int(p.batches[b]), int(p.batches[b + 1])
         p.n_values[lo:hi], p.n_ctxs[lo:hi], self.trace_count[lo:hi] = batch.n_values, batch.n_ctxs, batch.trace_count
+        self.add_totals(batch)
+
+    def add_totals(self, batch: BatchOutput) -> None:
+        """Take a batch's facts but its profiles' counts (a state with none, :meth:`empty`'s ``counts=False``:
+        those of a forked worker's batches are sent apart, :func:`.phase2.share._worker`)."""
+        p, b = self.place, batch.batch
         p.pms_offset[b], p.run_offset[b], p.run_values[b] = batch.pms_offset, batch.run_offset, batch.run_values
         p.run_ctxs[b], p.aside_offset[b], p.n_aside[b] = batch.run_ctxs, batch.aside_offset, batch.n_aside
         self._time_range(batch.trace_min, batch.trace_max)
@@ -437,10 +446,12 @@ class Phase2State:
             self.t_hi = hi if self.t_hi is None else max(self.t_hi, hi)
 
     def merge(self, other: Phase2State) -> None:
+        """Add another state (one without per-profile counts adds none)."""
         self.place.merge(other.place)
         self.ctx_values += other.ctx_values
         self.ctx_bits |= other.ctx_bits
-        self.trace_count += other.trace_count
+        if len(other.trace_count):
+            self.trace_count += other.trace_count
         for rank, count in other.done_by.items():
             self.done_by[rank] = self.done_by.get(rank, 0) + count
         self._time_range(other.t_lo, other.t_hi)

@@ -117,7 +117,7 @@ def canonical_order(profiles: ProfileTable, tuples: Ragged) -> tuple[ProfileTabl
 def profile_order(inputs: ProfileInputs, tuples: Ragged) -> np.ndarray:
     """profile.db's order of profiles: by identifier tuple, compared as Python compares tuples of (kind,
     logical id, physical id) per level (a tuple before those it is a prefix of), then by path; sorted by
-    columns (one key per level and field)."""
+    columns (one key per level and field), the paths compared only where tuples are equal."""
     n = len(tuples)
     lengths = tuples.lengths
     keys: list[np.ndarray] = []  # most significant first
@@ -133,5 +133,15 @@ def profile_order(inputs: ProfileInputs, tuples: Ragged) -> np.ndarray:
                 keys.append(column)
             del column
         del has, at
-    keys.append(inputs.path_order())
-    return np.lexsort(keys[::-1])
+    order = np.lexsort(keys[::-1]) if keys else np.arange(n, dtype=np.int64)
+    tied = np.ones(max(0, n - 1), bool)  # each profile's tuple the same as the one before it, in that order
+    for key in keys:
+        ranked = key[order]
+        tied &= ranked[1:] == ranked[:-1]
+        del ranked
+    del keys
+    if not tied.any():  # distinct tuples (a run's profiles, most often): the paths order nothing
+        return order
+    run = np.concatenate([[0], np.cumsum(~tied)])  # runs of equal tuples, numbered in order
+    del tied
+    return order[np.lexsort((inputs.path_order()[order], run))]  # by path within each run

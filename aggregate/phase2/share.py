@@ -92,17 +92,40 @@ def _forked(c2: ClassTwo, targets: Phase2Targets, bounds: np.ndarray, jobs: int,
             if progress is not None:  # the batches taken so far, by any process
                 progress.advance(int(bounds[min(tickets.taken(), n_batches)]) - progress.done)
         for worker in workers:
-            state.merge(worker.receive("phase 2"))
+            other, done, counts = worker.receive("phase 2")
+            state.merge(other)
+            del other
+            rows = _rows_of(bounds, done)
+            state.place.n_values[rows], state.place.n_ctxs[rows], state.trace_count[rows] = counts
+            del rows, counts
     state.done_by = {0: int(bounds[-1])}
     return state
 
 
 def _worker(conn: Any, c2: ClassTwo, targets: Phase2Targets, bounds: np.ndarray, traces: bool,
             tickets: Tickets) -> None:
-    state = Phase2State.empty(c2, bounds)
+    """A forked worker's phase 2: its state without per-profile counts, which are kept for its own batches
+    only and sent with them (a state's counts for every profile, written a batch at a time between the
+    parent's batches, were all resident in each process, and twice more while sent: some 70 bytes a
+    profile at the end of phase 2)."""
+    state = Phase2State.empty(c2, bounds, counts=False)
+    done: list[int] = []
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     while (i := tickets.take()) < len(bounds) - 1:
-        state.add(values.process_batch(c2, i, int(bounds[i]), int(bounds[i + 1]), targets, traces=traces))
-    conn.send(("phase 2", state))
+        out = values.process_batch(c2, i, int(bounds[i]), int(bounds[i + 1]), targets, traces=traces)
+        state.add_totals(out)
+        done.append(i)
+        parts.append((out.n_values, out.n_ctxs, out.trace_count))
+        del out
+    counts = tuple(np.concatenate([p[k] for p in parts]) if parts else np.zeros(0, np.int64) for k in range(3))
+    del parts
+    conn.send(("phase 2", (state, np.array(done, np.int64), counts)))
+
+
+def _rows_of(bounds: np.ndarray, batches: np.ndarray) -> np.ndarray:
+    """The profiles of these batches (runs ``bounds[b]:bounds[b + 1]``), in that order."""
+    lo, n = bounds[batches], bounds[batches + 1] - bounds[batches]
+    return np.repeat(lo - np.concatenate([[0], np.cumsum(n)[:-1]]), n) + np.arange(int(n.sum()), dtype=np.int64)
 
 
 def merge_states(parts: list[Phase2State]) -> Phase2State:
