@@ -270,14 +270,15 @@ class ProfileSink:
         self._offsets = np.zeros(0, np.int64)
 
     def begin(self, files: contextlib.ExitStack[bool | None], db_dir: str) -> None:
-        """The partial file begun, with its identifier tuples (they are let go)."""
+        """The partial file begun, its identifier tuples written and let go (before phase 2 and trace.db's heads)."""
         self._writer = files.enter_context(_ProfileDBWriter(os.path.join(db_dir, database.PROFILE),
                                                             self.c2.take_id_tuples()))
 
     def layout(self, place: Placement) -> tuple[str, np.ndarray]:
         """(the partial file, where each profile's thread blob goes: one after the other in canonical order,
         so a batch's blobs, consecutive in the scratch file, are one copy)."""
-        assert self._writer is not None
+        if self._writer is None:
+            raise RuntimeError("profile.db is laid out once begun")
         self._place, self._offsets = place, self._writer.lay_out_threads(place)
         return self._writer.temp_path, self._offsets
 
@@ -354,8 +355,8 @@ class DatabaseSinks:
                                                           os.path.join(self._dir, ".aside.scratch"))
         for p in self._scratch:
             open(p, "wb").close()
+        self.profile.begin(self._files, self._dir)  # (first: its identifier tuples let go before trace.db's heads)
         trace_path, trace_offsets = self.trace.begin(self._files, self._dir)
-        self.profile.begin(self._files, self._dir)
         return Phase2Targets(pms_path, run_path, aside_path, trace_path, trace_offsets)
 
     def write_meta(self) -> None:

@@ -175,9 +175,12 @@ def assemble(disc: Discovery, classifier: lx.Classifier, env: Phase1Env, *, stat
 
     table = disc.profiles  # handed over: reordered into profile.db's order column by column, the union let go
     disc.profiles = ProfileTable.of([])
-    metrics = MetricTable.from_descs(
-        disc.metric_tables, statistics,
-        source=lambda t, of=table: of.inputs.path(int(np.flatnonzero(of.metrics == t)[0])))
+
+    def source(t: int, of: ProfileTable = table) -> str:  # (the table by value: it is handed on below)
+        return of.inputs.path(int(np.flatnonzero(of.metrics == t)[0]))
+
+    metrics = MetricTable.from_descs(disc.metric_tables, statistics, source=source)
+    del source
     prop = np.full((len(metrics), 4), -1, np.int64)
     for m in range(len(metrics)):
         for s, pid in metrics.prop_ids(m).items():

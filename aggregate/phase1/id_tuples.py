@@ -41,11 +41,11 @@ def finalize_id_tuples(raw: Ragged, let_go: Callable[[], None] | None = None) ->
         kind = rows["kind"][a:b].astype(np.uint16)
         k[a:b] = kind & np.uint16(ID_KIND_MASK)
         interp[a:b] = kind >> np.uint16(14)
-        mode = interp[a:b]
-        made = (mode == LOGIC_GLOBAL) | (mode == LOGIC_LOCAL)
+        block = interp[a:b]
+        made = (block == LOGIC_GLOBAL) | (block == LOGIC_LOCAL)
         generated = generated or bool(made.any())
         out["kind"][a:b] = k[a:b]
-        out["flags"][a:b] = np.where(made | (mode == BOTH_VALID), np.uint16(profiledb.IS_PHYSICAL), np.uint16(0))
+        out["flags"][a:b] = np.where(made | (block == BOTH_VALID), np.uint16(profiledb.IS_PHYSICAL), np.uint16(0))
         out["logicalId"][a:b] = rows["logical"][a:b] & np.uint64(0xFFFFFFFF)
         out["physicalId"][a:b] = rows["physical"][a:b]
     offsets = raw.offsets
