@@ -200,7 +200,7 @@ class ClassTwo:
     profiles: ProfileTable  # canonical order: profile i + 1 of profile.db (columns, no object per profile)
     metric_tables: list[tuple[MetricDesc, ...]]  # the distinct .hpcrun metric tables (ProfileTable.metrics)
     loadmaps: list[tuple[LoadModule, ...]]       # the distinct load maps (ProfileTable.loadmap)
-    id_tuples: Ragged             # profile.db IDENTIFIER rows, same order
+    id_tuples: Ragged             # profile.db IDENTIFIER rows, same order (unless id_order says otherwise)
     trace_reserve: np.ndarray     # int64 records reserved per profile in trace.db
     meta_source: MetaSource | None  # what meta.db is made of (rank 0 only: not sent to other ranks)
     n_ctx: int
@@ -211,6 +211,8 @@ class ClassTwo:
     #: per distinct .hpcrun metric table: (global metric index, period, move2proc) of each of its metrics
     metric_inputs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
     title: str | None = None  # the program measured (names the database by default)
+    #: where set, profile.db's i-th identifier tuple is ``id_tuples[id_order[i]]`` (put in order as written)
+    id_order: np.ndarray | None = None
 
     @property
     def n_prop_ids(self) -> int:
@@ -230,16 +232,18 @@ class ClassTwo:
         the sinks need only phase 2's counts (some 130 bytes a profile, in every process of phase 3)."""
         self.profiles = self.profiles.take(np.zeros(0, np.int64))
 
-    def take_id_tuples(self) -> Ragged:
-        """profile.db's identifier tuples, given once: to rank 0's profile.db sink, which writes them when it
-        begins the file; let go here, not held through phase 3 (some 60 bytes a profile)."""
-        tuples = self.id_tuples
-        self.id_tuples = Ragged(tuples.rows[:0].copy(), np.zeros(1, np.int64))
-        return tuples
+    def take_id_tuples(self) -> tuple[Ragged, np.ndarray | None]:
+        """profile.db's identifier tuples and their order (``id_order``), given once: to rank 0's profile.db
+        sink, which writes them when it begins the file; let go here, not held through phases 2 and 3 (some 70
+        bytes a profile)."""
+        tuples, order = self.id_tuples, self.id_order
+        self.id_tuples, self.id_order = Ragged(tuples.rows[:0].copy(), np.zeros(1, np.int64)), None
+        return tuples, order
 
     def __getstate__(self) -> dict[str, object]:
         # another rank never writes meta.db, nor profile.db's identifier tuples (rank 0's sinks do)
-        return dict(self.__dict__, meta_source=None, id_tuples=Ragged(self.id_tuples.rows[:0], self.id_tuples.offsets[:1]))
+        return dict(self.__dict__, meta_source=None, id_tuples=Ragged(self.id_tuples.rows[:0], self.id_tuples.offsets[:1]),
+                    id_order=None)
 
 
 # -- the sinks -> phase 2 ----------------------------------------------------------------------------------

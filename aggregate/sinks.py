@@ -33,6 +33,7 @@ import numpy as np
 
 from hpcsa.aggregate import copy_sources, metadb_tables
 from hpcsa.aggregate.handoff import ClassTwo, Phase2State, Phase2Targets, Phase3Plan, Placement, SummaryParts
+from hpcsa.core.arrays import offsets as offsets_of
 from hpcsa.core.binfmt import align
 from hpcsa.core.fileio import copy_range, pwrite_all
 from hpcsa.core.outputs import atomic_dir
@@ -154,16 +155,23 @@ class _ProfileDBWriter(profiledb.ProfileDBWriter):
     #: Profiles laid out at once (a few hundred bytes of temporaries each).
     BLOCK = 1 << 12
 
-    def __init__(self, path: str, id_tuples: Ragged) -> None:
+    def __init__(self, path: str, id_tuples: Ragged, order: np.ndarray | None = None) -> None:
+        """Profile ``i``'s tuple is ``id_tuples[order[i]]`` (``order`` None: ``id_tuples[i]``), put in order a
+        block at a time as the tuples are written: class 2 does not hold them in both orders."""
         dbf.StreamedWriter.__init__(self, path)
-        self.tuples = profiledb.id_tuple_rows(id_tuples)
-        n = len(self.tuples)
+        source = profiledb.id_tuple_rows(id_tuples)
+        n = len(source)
+        if order is None:
+            self.tuples = source
+        else:  # the layout: the lengths in profile.db's order, no rows
+            self.tuples = Ragged(source.rows[:0], offsets_of(source.lengths[order]))
+        self._source, self._order = source, order
         self.n_threads = n
         self.infos = np.zeros(1, profiledb.PROFILE_INFO)  # the summary's
         self.infos["flags"][0] = profiledb.IS_SUMMARY
         self._written = np.zeros(1, bool)
         self.ids_at = align(profiledb.PROFILES_AT + profiledb.SZ_PROFILE_INFO * (n + 1), 8)
-        self.ids_size = profiledb.SZ_ID_TUPLE_HDR * n + profiledb.SZ_IDENTIFIER * len(self.tuples.rows)
+        self.ids_size = profiledb.SZ_ID_TUPLE_HDR * n + profiledb.SZ_IDENTIFIER * len(source.rows)
         self.data_start = self.ids_at + self.ids_size
         self._next = self.data_start
         self._end = self.data_start
@@ -192,10 +200,13 @@ class _ProfileDBWriter(profiledb.ProfileDBWriter):
             lo, hi = int(offsets[a]), int(offsets[b])
             owner = np.repeat(np.arange(b - a), lengths[a:b])
             k = np.arange(lo, hi) - offsets[a:b][owner]
+            rows = (self._source.rows[lo:hi] if self._order is None
+                    else self._source.take(self._order[a:b]).rows)
             dbf.scatter_records(area, at[owner] + profiledb.SZ_ID_TUPLE_HDR + profiledb.SZ_IDENTIFIER * k,
-                                self.tuples.rows[lo:hi])
+                                rows)
             pwrite_all(fd, area.data, self.ids_at + int(at_all[0]))
         self.tuples = Ragged(self.tuples.rows[:0].copy(), np.zeros(1, np.int64))  # written: let go
+        self._source, self._order = self.tuples, None
 
     def lay_out_threads(self, place: Placement) -> np.ndarray:
         """Place the thread profiles' blobs (one after the other, in canonical order) and write their infos;
@@ -272,7 +283,7 @@ class ProfileSink:
     def begin(self, files: contextlib.ExitStack[bool | None], db_dir: str) -> None:
         """The partial file begun, its identifier tuples written and let go (before phase 2 and trace.db's heads)."""
         self._writer = files.enter_context(_ProfileDBWriter(os.path.join(db_dir, database.PROFILE),
-                                                            self.c2.take_id_tuples()))
+                                                            *self.c2.take_id_tuples()))
 
     def layout(self, place: Placement) -> tuple[str, np.ndarray]:
         """(the partial file, where each profile's thread blob goes: one after the other in canonical order,

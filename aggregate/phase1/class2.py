@@ -191,12 +191,10 @@ def assemble(disc: Discovery, classifier: lx.Classifier, env: Phase1Env, *, stat
         table = table.without_id_tuples()
 
     tuples = finalize_id_tuples(table.id_tuple, raw_read)
-    order = profile_order(table.inputs, tuples)
-    tuples = tuples.take(order)
+    order = profile_order(table.inputs, tuples)  # (the tuples are put in this order as profile.db is written)
     handed = [table]
     del table
     profiles = ProfileTable.take_taking(handed, order)
-    del order
     if len(profiles) >= 0xFFFFFFFF:
         raise HpcsaError(None, "too many profiles for one database")
 
@@ -205,7 +203,7 @@ def assemble(disc: Discovery, classifier: lx.Classifier, env: Phase1Env, *, stat
     meta = MetaSource(tree, title or "<unnamed>", id_names, metrics.metadb_metrics())
     c2 = ClassTwo(env.seed, disc.raw.nodes["h1"].copy(), disc.raw.nodes["h2"].copy(), full, rel, arrays,
                   trace_id, metrics, prop, env, profiles, disc.metric_tables, disc.loadmaps, tuples,
-                  profiles.trace_records, meta, len(tree), list(warnings or []), binaries, title=title)
+                  profiles.trace_records, meta, len(tree), list(warnings or []), binaries, title=title, id_order=order)
     c2.metric_inputs = [metrics.input_arrays(t) for t in disc.metric_tables]
     c2.unknown_modules = sorted(path for key, path in classifier.display.items()
                                 if key not in classifier.structs and key not in classifier.binaries
