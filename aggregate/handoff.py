@@ -435,7 +435,7 @@ class Phase2State:
 
     def add_totals(self, batch: BatchOutput) -> None:
         """Take a batch's facts but its profiles' counts (a state with none, :meth:`empty`'s ``counts=False``:
-        those of a forked worker's batches are sent apart, :func:`.phase2.share._worker`)."""
+        a forked worker of phase 2 sends its batches' counts apart, :mod:`.phase2.share`)."""
         p, b = self.place, batch.batch
         p.pms_offset[b], p.run_offset[b], p.run_values[b] = batch.pms_offset, batch.run_offset, batch.run_values
         p.run_ctxs[b], p.aside_offset[b], p.n_aside[b] = batch.run_ctxs, batch.aside_offset, batch.n_aside

@@ -161,7 +161,7 @@ class ProfileInputs(Sequence[ProfileInput]):
 def narrow_id_rows(rows: np.ndarray) -> np.ndarray:
     """Identifier-tuple rows (ID_ELEMENT's fields) in the narrowest native fields that hold their values:
     physical and logical ids in 4 bytes where they fit (hpcrun's host ids, ranks, threads, streams: 10 bytes
-    a row instead of 18). Tables joined with others of other widths take the widest (:meth:`ProfileTable.concat`)."""
+    a row instead of 18). Tables joined with others of other widths take the widest (``ProfileTable.concat``)."""
     def width(name: str) -> str:
         column = rows[name]
         return "<u4" if not len(column) or int(column.max()) <= 0xFFFFFFFF else "<u8"
