@@ -34,7 +34,6 @@ import numpy as np
 from hpcsa.aggregate import copy_sources, metadb_tables
 from hpcsa.aggregate.handoff import ClassTwo, Phase2State, Phase2Targets, Phase3Plan, Placement, SummaryParts
 from hpcsa.core.arrays import offsets as offsets_of
-from hpcsa.core.binfmt import align
 from hpcsa.core.fileio import copy_range, pwrite_all
 from hpcsa.core.outputs import atomic_dir
 from hpcsa.core.ragged import Ragged
@@ -170,8 +169,8 @@ class _ProfileDBWriter(profiledb.ProfileDBWriter):
         self.infos = np.zeros(1, profiledb.PROFILE_INFO)  # the summary's
         self.infos["flags"][0] = profiledb.IS_SUMMARY
         self._written = np.zeros(1, bool)
-        self.ids_at = align(profiledb.PROFILES_AT + profiledb.SZ_PROFILE_INFO * (n + 1), 8)
-        self.ids_size = profiledb.SZ_ID_TUPLE_HDR * n + profiledb.SZ_IDENTIFIER * len(source.rows)
+        self.ids_at = profiledb.id_tuples_at(n)
+        self.ids_size = profiledb.id_tuples_size(n, len(source.rows))
         self.data_start = self.ids_at + self.ids_size
         self._next = self.data_start
         self._end = self.data_start
@@ -179,9 +178,7 @@ class _ProfileDBWriter(profiledb.ProfileDBWriter):
 
     def _tuple_at(self, a: int, b: int) -> np.ndarray:
         """Where tuples a..b (and the one after) begin in the Identifier Tuple section."""
-        at = profiledb.SZ_ID_TUPLE_HDR * np.arange(a, b + 1, dtype=np.int64)
-        at += profiledb.SZ_IDENTIFIER * self._before[a:b + 1]
-        return at
+        return profiledb.id_tuple_pointers(0, a, self._before[a:b + 1])
 
     def _start(self, fh: BinaryIO) -> None:
         super()._start(fh)
@@ -211,7 +208,7 @@ class _ProfileDBWriter(profiledb.ProfileDBWriter):
     def lay_out_threads(self, place: Placement) -> np.ndarray:
         """Place the thread profiles' blobs (one after the other, in canonical order) and write their infos;
         where each blob goes."""
-        offsets = self._thread_blobs(place.pms_size)
+        offsets = self.allocate_many(place.pms_size)
         fd = self.fileno
         for a in range(0, self.n_threads, self.BLOCK):  # the profiles' infos (profile i + 1 is tuple i's)
             b = min(self.n_threads, a + self.BLOCK)
@@ -227,52 +224,26 @@ class _ProfileDBWriter(profiledb.ProfileDBWriter):
         self._before = self._before[:0]
         return offsets
 
-    def _thread_blobs(self, sizes: np.ndarray) -> np.ndarray:
-        """:meth:`allocate_many` for the thread blobs (``sizes``: each a multiple of 4, so their places are
-        the running sum) with one temporary as long as the profiles, not three."""
-        if (sizes % 4).any():
-            raise ValueError("a thread blob's size is not a multiple of 4")
-        offsets = np.empty(len(sizes), np.int64)
-        if len(sizes):
-            offsets[0] = 0
-            np.cumsum(sizes[:-1], out=offsets[1:])
-            offsets += self._next
-            self._next = int(offsets[-1] + sizes[-1])
-            self._end = max(self._end, self._next)
-        return offsets
-
     def _finish(self) -> None:
         """The header, the summary profile's info and the footer (the rest was written when the file was
-        begun: :meth:`_start`)."""
+        begun, :meth:`_start`, and laid out, :meth:`lay_out_threads`)."""
         assert self._fh is not None
-        fh = self._fh
         if not self._written[0]:
             self.infos["pValues"][0] = self.infos["pCtxIndices"][0] = self._end
-        n = self.n_threads + 1
-        infos_hdr = np.zeros(1, profiledb.PROFILE_INFOS_HDR)
-        infos_hdr[0] = (profiledb.PROFILES_AT, n, profiledb.SZ_PROFILE_INFO)
-        infos_size = profiledb.PROFILES_AT - profiledb.PROFILE_INFOS_AT + profiledb.SZ_PROFILE_INFO * n
-        header = dbf.encode_header(profiledb.TAG, [(infos_size, profiledb.PROFILE_INFOS_AT),
-                                                   (self.ids_size, self.ids_at)])
-        prefix = bytearray(profiledb.PROFILES_AT)
-        prefix[:len(header)] = header
-        prefix[profiledb.PROFILE_INFOS_AT:profiledb.PROFILE_INFOS_AT + profiledb.SZ_PROFILE_INFOS_HDR] = \
-            infos_hdr.tobytes()
-        fd = fh.fileno()
-        pwrite_all(fd, memoryview(prefix), 0)
+        fd = self._fh.fileno()
+        self._write_head(fd, self.n_threads + 1)
         pwrite_all(fd, self.infos.view(np.uint8).data, profiledb.PROFILES_AT)
-        os.pwrite(fd, dbf.footer(profiledb.TAG), self._end)
-        fh.truncate(self._end + dbf.FOOTER_SIZE)
-        fh.flush()
+        self._write_footer()
 
     def _write_id_tuples(self, fd: int) -> None:
         """(Written when the file was begun.)"""
 
 
 class ProfileSink:
-    """profile.db: the thread blobs' places in canonical order allocated once their sizes are known, the blobs
-    copied there by every rank from phase 2's scratch file (:func:`copy_thread_blobs`) and recorded by rank 0
-    at the end, with the summary profile from phase 3's parts."""
+    """profile.db: begun with its identifier tuples when phase 2 starts; the thread blobs' places in canonical
+    order allocated, and their infos written, once their sizes are known; the blobs copied there by every rank
+    from phase 2's scratch file (:func:`copy_thread_blobs`); the summary profile from phase 3's parts written
+    by rank 0 at the end."""
 
     def __init__(self, c2: ClassTwo) -> None:
         self.c2 = c2
@@ -297,7 +268,7 @@ class ProfileSink:
         """Record the copied blobs and write the summary profile; the summary's values."""
         assert self._writer is not None and self._place is not None
         summary = summary_values([part for i in sorted(parts) for part in parts[i]])
-        self._writer.write_summary(summary)  # (the thread profiles' infos were written when the file was begun)
+        self._writer.write_summary(summary)  # (the thread profiles' infos were written at the layout)
         return len(summary.values)
 
 

@@ -295,10 +295,25 @@ def write_blob_at(fd: int, offset: int, blob: ProfileBlob) -> None:
 def layout_id_tuples(lengths: np.ndarray) -> tuple[int, int, np.ndarray]:
     """(start of the Identifier Tuple section, its size, pointer of each tuple) for the thread profiles'
     tuples of these lengths (the summary, profile 0, has none)."""
-    start = align(PROFILES_AT + SZ_PROFILE_INFO * (len(lengths) + 1), 8)
+    start = id_tuples_at(len(lengths))
     before = np.cumsum(lengths, dtype=np.int64) - lengths  # identifiers of the tuples before each
-    ptrs = start + SZ_ID_TUPLE_HDR * np.arange(len(lengths), dtype=np.int64) + SZ_IDENTIFIER * before
-    return start, SZ_ID_TUPLE_HDR * len(lengths) + SZ_IDENTIFIER * int(np.sum(lengths)), ptrs
+    ptrs = id_tuple_pointers(start, 0, before)
+    return start, id_tuples_size(len(lengths), int(np.sum(lengths))), ptrs
+
+
+def id_tuples_at(n_threads: int) -> int:
+    """Where the Identifier Tuple section starts: after the infos of the summary and ``n_threads`` profiles."""
+    return align(PROFILES_AT + SZ_PROFILE_INFO * (n_threads + 1), 8)
+
+
+def id_tuples_size(n_threads: int, n_identifiers: int) -> int:
+    return SZ_ID_TUPLE_HDR * n_threads + SZ_IDENTIFIER * n_identifiers
+
+
+def id_tuple_pointers(start: int, first: int, before: np.ndarray) -> np.ndarray:
+    """Pointers of the tuples ``first``, ``first + 1``, ... in a section at ``start``, ``before`` giving the
+    identifiers of all the tuples before each."""
+    return start + SZ_ID_TUPLE_HDR * np.arange(first, first + len(before), dtype=np.int64) + SZ_IDENTIFIER * before
 
 
 def id_tuple_rows(id_tuples: Ragged | Sequence[np.ndarray | Sequence[tuple]]) -> Ragged:
@@ -366,12 +381,16 @@ class ProfileDBWriter(dbf.StreamedWriter):
         return at
 
     def allocate_many(self, sizes: np.ndarray) -> np.ndarray:
-        """4-aligned offsets for blobs of ``sizes`` bytes placed one after the other (as :meth:`allocate`)."""
+        """4-aligned offsets for blobs of ``sizes`` bytes placed one after the other (as :meth:`allocate`), with
+        one temporary as long as the blobs beside the result (a quarter of a million profiles' blobs are
+        placed at once)."""
         padded = align(np.asarray(sizes, np.int64), 4)
-        ends = self._next + np.cumsum(padded)
-        offsets = ends - padded
-        if len(ends):
-            self._next = int(ends[-1])
+        offsets = np.empty(len(padded), np.int64)
+        if len(padded):
+            offsets[0] = 0
+            np.cumsum(padded[:-1], out=offsets[1:])
+            offsets += self._next
+            self._next = int(offsets[-1] + padded[-1])
             self._end = max(self._end, self._next)
         return offsets
 
@@ -436,29 +455,41 @@ class ProfileDBWriter(dbf.StreamedWriter):
         empty = ~self._written
         self.infos["pValues"][empty] = self._end
         self.infos["pCtxIndices"][empty] = self._end
-        infos_hdr = np.zeros(1, PROFILE_INFOS_HDR)
-        infos_hdr[0] = (PROFILES_AT, len(self.infos), SZ_PROFILE_INFO)
-        infos_size = PROFILES_AT - PROFILE_INFOS_AT + SZ_PROFILE_INFO * len(self.infos)
-        header = dbf.encode_header(TAG, [(infos_size, PROFILE_INFOS_AT), (self.ids_size, self.ids_at)])
         # The metadata area [0, data_start) written a section at a time, each from its own array, the gaps
         # with zeros (the same bytes): assembled in one buffer and copied, some 120 bytes per profile were in
         # memory three times at once (hpcsa prof at 65,536 profiles: 10 MiB of its last step's 59).
         infos_end = PROFILES_AT + self.infos.nbytes
         ids_end = self.ids_at + self.ids_size
-        if len(header) > PROFILE_INFOS_AT or infos_end > self.ids_at or ids_end > self.data_start:
+        if infos_end > self.ids_at or ids_end > self.data_start:
             raise ValueError("profile.db's metadata sections overlap")
-        prefix = bytearray(PROFILES_AT)
-        prefix[:len(header)] = header
-        prefix[PROFILE_INFOS_AT:PROFILE_INFOS_AT + SZ_PROFILE_INFOS_HDR] = infos_hdr.tobytes()
         fd = fh.fileno()
-        pwrite_all(fd, memoryview(prefix), 0)
+        self._write_head(fd, len(self.infos))
         pwrite_all(fd, self.infos.view(np.uint8).data, PROFILES_AT)
         pwrite_all(fd, bytes(self.ids_at - infos_end), infos_end)
         self._write_id_tuples(fd)
         pwrite_all(fd, bytes(self.data_start - ids_end), ids_end)
-        os.pwrite(fd, dbf.footer(TAG), self._end)
-        fh.truncate(self._end + dbf.FOOTER_SIZE)
-        fh.flush()
+        self._write_footer()
+
+    def _write_head(self, fd: int, n_profiles: int) -> None:
+        """The file header and the Profile Info section's header, for ``n_profiles`` profile infos (the
+        bytes before :data:`PROFILES_AT`)."""
+        infos_hdr = np.zeros(1, PROFILE_INFOS_HDR)
+        infos_hdr[0] = (PROFILES_AT, n_profiles, SZ_PROFILE_INFO)
+        infos_size = PROFILES_AT - PROFILE_INFOS_AT + SZ_PROFILE_INFO * n_profiles
+        header = dbf.encode_header(TAG, [(infos_size, PROFILE_INFOS_AT), (self.ids_size, self.ids_at)])
+        if len(header) > PROFILE_INFOS_AT:
+            raise ValueError("profile.db's metadata sections overlap")
+        prefix = bytearray(PROFILES_AT)
+        prefix[:len(header)] = header
+        prefix[PROFILE_INFOS_AT:PROFILE_INFOS_AT + SZ_PROFILE_INFOS_HDR] = infos_hdr.tobytes()
+        pwrite_all(fd, memoryview(prefix), 0)
+
+    def _write_footer(self) -> None:
+        """The footer after the last blob, the file cut there."""
+        assert self._fh is not None
+        os.pwrite(self._fh.fileno(), dbf.footer(TAG), self._end)
+        self._fh.truncate(self._end + dbf.FOOTER_SIZE)
+        self._fh.flush()
 
     def _write_id_tuples(self, fd: int) -> None:
         """Write the Identifier Tuple section at :attr:`ids_at` (its :attr:`ids_size` bytes)."""
