@@ -191,6 +191,11 @@ def _trace_of(path: str) -> str:
     return path[: -len(HPCRUN)] + HPCTRACE
 
 
+#: The columns of :class:`ProfileInputs` and of :class:`ProfileTable` that are one array each, a value per profile.
+_INPUT_COLUMNS = ("names", "folder", "measdir", "size", "trace_size", "has_trace")
+_ARRAY_COLUMNS = ("trace_disorder", "metrics", "trace_records", "loadmap", "kept_file", "kept_offset", "kept_size")
+
+
 @dataclass(frozen=True, eq=False)
 class ProfileTable(Sequence[ProfileFacts]):
     """The class-2 facts of profiles as columns (see :class:`ProfileFacts` for their meaning). What phase 1
@@ -245,8 +250,7 @@ class ProfileTable(Sequence[ProfileFacts]):
         empty: dict[str, Any] = {"kept_file": np.zeros(0, np.int32)}
         parts[:] = [replace(p, **empty) for p in parts]
         del maps
-        for name in ("inputs", "id_tuple", "trace_disorder", "metrics", "trace_records", "loadmap", "kept_offset",
-                     "kept_size"):
+        for name in ("inputs", "id_tuple", *(c for c in _ARRAY_COLUMNS if c != "kept_file")):  # (kept_file: above)
             columns = [getattr(p, name) for p in parts]
             if name == "inputs":
                 joined[name] = ProfileInputs.concat(columns)
@@ -274,7 +278,7 @@ class ProfileTable(Sequence[ProfileFacts]):
         parts.clear()
         index = np.asarray(index, np.int64)
         inputs: dict[str, Any] = {"dirs": table.inputs.dirs}
-        for name in ("names", "folder", "measdir", "size", "trace_size", "has_trace"):
+        for name in _INPUT_COLUMNS:
             column = getattr(table.inputs, name)
             table = replace(table, inputs=replace(table.inputs, **{name: column[:0].copy()}))  # (a view holds all)
             inputs[name] = column[index]
@@ -285,8 +289,7 @@ class ProfileTable(Sequence[ProfileFacts]):
         table = replace(table, id_tuple=Ragged(ragged.rows[:0].copy(), np.zeros(1, np.int64)))
         out["id_tuple"] = ragged.take(index)
         del ragged
-        for name in ("trace_disorder", "metrics", "trace_records", "loadmap", "kept_file", "kept_offset",
-                     "kept_size"):
+        for name in _ARRAY_COLUMNS:
             column = getattr(table, name)
             table = replace(table, **{name: column[:0].copy()})
             out[name] = column[index]
