@@ -78,34 +78,16 @@ class MetaSink:
                                        self.c2.metrics.taxonomy())
 
 
-class _TraceDBWriter(tracedb.TraceDBWriter):
-    """:class:`hpcsa.formats.db.tracedb.TraceDBWriter` whose trace headers are written once the lines' lengths
-    are known (:meth:`write_heads_now`, when phase 3 lays out the files) and let go with the regions' sizes: not
-    held through phase 3 (some 33 bytes a profile)."""
-
-    _heads_written = False
-
-    def write_heads_now(self) -> None:
-        self._write_heads(self.fileno)
-        self._heads_written = True
-        self.heads = self.heads[:0].copy()
-        self._reserved = np.zeros(0, np.int64)
-        self._written = np.zeros(0, bool)
-
-    def _write_heads(self, fd: int) -> None:
-        if not self._heads_written:
-            super()._write_heads(fd)
-
-
 class TraceSink:
     """trace.db: every profile's region reserved when phase 2 begins (its records in the measurement bound the
     line), filled by the process that propagates the profile (:mod:`.phase2.traces`); each line's length and
-    the time range recorded once phase 2's counts are in, and the headers written then (``_TraceDBWriter``)."""
+    the time range recorded once phase 2's counts are in, and the headers written then
+    (:meth:`~hpcsa.formats.db.tracedb.TraceDBWriter.write_heads_now`) and let go."""
 
     def __init__(self, c2: ClassTwo, wanted: bool) -> None:
         self.c2 = c2
         self.wanted = wanted and bool(c2.trace_reserve.any())
-        self._writer: _TraceDBWriter | None = None
+        self._writer: tracedb.TraceDBWriter | None = None
 
     def begin(self, files: contextlib.ExitStack[bool | None], db_dir: str
               ) -> tuple[str | None, np.ndarray | None]:
@@ -113,7 +95,8 @@ class TraceSink:
         if not self.wanted:
             return None, None
         n = len(self.c2.profiles)
-        writer = _TraceDBWriter(os.path.join(db_dir, database.TRACE), range(1, n + 1), reserve=self.c2.trace_reserve)
+        writer = tracedb.TraceDBWriter(os.path.join(db_dir, database.TRACE), range(1, n + 1),
+                                       reserve=self.c2.trace_reserve)
         self._writer = files.enter_context(writer)
         return self._writer.temp_path, self._writer.heads["pStart"].astype(np.int64)
 

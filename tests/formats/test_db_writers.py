@@ -217,6 +217,23 @@ def test_tracedb_reserved_regions_and_time_range(tmp_path: Path) -> None:
     assert (empty.min_timestamp, empty.max_timestamp) == (tracedb.NO_MIN_TIMESTAMP, tracedb.NO_MAX_TIMESTAMP)
 
 
+
+def test_tracedb_headers_written_early_give_the_same_file(tmp_path: Path) -> None:
+    """write_heads_now (hpcsa prof, once every line is in) writes the same bytes as writing them at the end,
+    and refuses where regions were not reserved (a line's place is known only when it is written)."""
+    lines = [tracedb.elements(np.array([10, 20, 30]), np.array([0, 5, 0])),
+             tracedb.elements(np.array([15, 40]), np.array([2, 2]))]
+    for name, early in (("late.db", False), ("early.db", True)):
+        with tracedb.TraceDBWriter(tmp_path / name, [1, 2], reserve=[5, 2]) as w:
+            for slot, line in enumerate(lines):
+                w.write_trace(slot, line)
+            if early:
+                w.write_heads_now()
+                assert len(w.heads) == 0  # let go
+    assert (tmp_path / "early.db").read_bytes() == (tmp_path / "late.db").read_bytes()
+    with pytest.raises(ValueError, match="reserved"), tracedb.TraceDBWriter(tmp_path / "u.db", [1]) as w:
+        w.write_heads_now()
+
 # -- meta.db -------------------------------------------------------------------------------------------
 
 

@@ -140,6 +140,7 @@ class TraceDBWriter(dbf.StreamedWriter):
             self.heads["pEnd"] = starts
             self._next = self.data_start + int(sizes.sum())
         self._written = np.zeros(n, bool)
+        self._heads_written = False
         self.time_range = time_range
         self.min_timestamp: int | None = None
         self.max_timestamp: int | None = None
@@ -186,6 +187,19 @@ class TraceDBWriter(dbf.StreamedWriter):
         last = int(line["timestamp"][-1]) if len(line) else None
         self.record(slot, offset, len(line), first, last)
 
+    def write_heads_now(self) -> None:
+        """Write the trace headers now, once every line's extent is in :attr:`heads`, and let go of them and
+        of the regions' sizes (some 33 bytes a trace that a writer of many traces need not hold to the end);
+        no line is written or recorded after this."""
+        assert self._fh is not None
+        if self._reserved is None:
+            raise ValueError("trace headers are written early only where every region was reserved")
+        self._write_heads(self._fh.fileno())
+        self._heads_written = True
+        self.heads = self.heads[:0].copy()
+        self._reserved = np.zeros(0, np.int64)
+        self._written = np.zeros(0, bool)
+
     def _finish(self) -> None:
         assert self._fh is not None
         unwritten = ~self._written
@@ -208,11 +222,11 @@ class TraceDBWriter(dbf.StreamedWriter):
         area[TRACES_AT:TRACES_AT + SZ_TRACES_HDR] = hdr.tobytes()
         fd = self._fh.fileno()
         pwrite_all(fd, memoryview(area), 0)
-        self._write_heads(fd)
+        if not self._heads_written:
+            self._write_heads(fd)
         os.pwrite(fd, dbf.footer(TAG), self._next)
         self._fh.truncate(self._next + dbf.FOOTER_SIZE)
         self._fh.flush()
-
 
     def _write_heads(self, fd: int) -> None:
         """Write the trace headers at TRACE_HDRS_AT, and zeros from their end to :attr:`data_start`."""
