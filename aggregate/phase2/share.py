@@ -19,6 +19,7 @@ from hpcsa.aggregate.handoff import BatchOutput, ClassTwo, Phase2State, Phase2Ta
 from hpcsa.aggregate.phase2 import values
 from hpcsa.aggregate.profile_table import ProfileTable
 from hpcsa.aggregate.transport import Transport, run_shared, tasks_ahead
+from hpcsa.core.arrays import ramps
 from hpcsa.core.progress import Progress
 from hpcsa.core.workers import ForkedWorker, LocalPool, Tickets, can_fork, trim_heap
 
@@ -95,7 +96,7 @@ def _forked(c2: ClassTwo, targets: Phase2Targets, bounds: np.ndarray, jobs: int,
             other, done, counts = worker.receive("phase 2")
             state.merge(other)
             del other
-            rows = _rows_of(bounds, done)
+            rows = ramps(bounds[done], bounds[done + 1] - bounds[done])  # the profiles of those batches, in order
             state.place.n_values[rows], state.place.n_ctxs[rows], state.trace_count[rows] = counts
             del rows, counts
     state.done_by = {0: int(bounds[-1])}
@@ -121,11 +122,6 @@ def _worker(conn: Any, c2: ClassTwo, targets: Phase2Targets, bounds: np.ndarray,
     del parts
     conn.send(("phase 2", (state, np.array(done, np.int64), counts)))
 
-
-def _rows_of(bounds: np.ndarray, batches: np.ndarray) -> np.ndarray:
-    """The profiles of these batches (runs ``bounds[b]:bounds[b + 1]``), in that order."""
-    lo, n = bounds[batches], bounds[batches + 1] - bounds[batches]
-    return np.repeat(lo - np.concatenate([[0], np.cumsum(n)[:-1]]), n) + np.arange(int(n.sum()), dtype=np.int64)
 
 
 def merge_states(parts: list[Phase2State]) -> Phase2State:
