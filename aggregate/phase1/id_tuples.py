@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from hpcsa.aggregate.profile_table import ProfileInputs, ProfileTable
+from hpcsa.aggregate.profile_table import ProfileInputs
 from hpcsa.core.arrays import run_starts
 from hpcsa.core.ragged import Ragged
 from hpcsa.formats.db import profiledb
@@ -105,13 +105,6 @@ def _dense_ranks(group: np.ndarray, value: np.ndarray) -> np.ndarray:
     ranks = np.empty(len(order), np.uint64)
     ranks[order] = distinct
     return ranks
-
-
-def canonical_order(profiles: ProfileTable, tuples: Ragged) -> tuple[ProfileTable, Ragged]:
-    """Profiles and their finalized tuples in profile.db's order (:func:`profile_order`), one ``take`` per
-    column."""
-    order = profile_order(profiles.inputs, tuples)
-    return profiles.take(order), tuples.take(order)
 
 
 def profile_order(inputs: ProfileInputs, tuples: Ragged) -> np.ndarray:

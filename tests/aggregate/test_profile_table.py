@@ -221,10 +221,10 @@ def test_class_two_holds_no_python_object_per_profile(tmp_path: Path, monkeypatc
     assert all(f.kept is not None for f in large.profiles)
 
 
-def test_canonical_order_is_python_tuple_order_then_path() -> None:
+def test_profile_order_is_python_tuple_order_then_path() -> None:
     """profile.db's order, sorted by columns, is the order of the tuples of (kind, logical id, physical
     id) per level as Python compares them (a tuple before those it is a prefix of), then of the paths."""
-    from hpcsa.aggregate.phase1.id_tuples import canonical_order
+    from hpcsa.aggregate.phase1.id_tuples import profile_order
     from hpcsa.formats.db.profiledb import IDENTIFIER
 
     rng = np.random.default_rng(11)
@@ -237,7 +237,9 @@ def test_canonical_order_is_python_tuple_order_then_path() -> None:
     names = [f"/m{int(rng.integers(0, 3))}/p-{int(rng.integers(0, 10**6)):07d}-{i}.hpcrun" for i in range(len(levels))]
     facts = [ProfileFacts(ProfileInput(p, None, 1, 0, os.path.dirname(p)), np.zeros(0, ID_ELEMENT), 0, 0, 0)
              for p in names]
-    profiles, ordered = canonical_order(ProfileTable.of(facts), tuples)
+    table = ProfileTable.of(facts)
+    order = profile_order(table.inputs, tuples)
+    profiles, ordered = table.take(order), tuples.take(order)
     want = sorted(range(len(levels)), key=lambda i: (tuple(levels[i]), names[i]))
     assert [f.input.path for f in profiles] == [names[i] for i in want]
     assert [t.tolist() for t in ordered] == [tuples[i].tolist() for i in want]
