@@ -188,7 +188,7 @@ class TraceDBWriter(dbf.StreamedWriter):
         self.record(slot, offset, len(line), first, last)
 
     def write_heads_now(self) -> None:
-        """Write the trace headers now, once every line's extent is in :attr:`heads`, and let go of them and
+        """Write the trace headers now, once every line's extent is in ``heads``, and let go of them and
         of the regions' sizes (some 33 bytes a trace that a writer of many traces need not hold to the end);
         no line is written or recorded after this."""
         assert self._fh is not None
