@@ -229,12 +229,12 @@ class ClassTwo:
 
     def release_profiles(self) -> None:
         """Let go of the profiles' table (``profiles`` becomes empty) once phase 2 has read them: phase 3 and
-        the sinks need only phase 2's counts (some 130 bytes a profile, in every process of phase 3)."""
+        the sinks need only phase 2's counts (some 60 bytes a profile, in every process of phase 3)."""
         self.profiles = self.profiles.take(np.zeros(0, np.int64))
 
     def take_id_tuples(self) -> tuple[Ragged, np.ndarray | None]:
         """profile.db's identifier tuples and their order (``id_order``), given once: to rank 0's profile.db
-        sink, which writes them when it begins the file; let go here, not held through phases 2 and 3 (some 70
+        sink, which writes them when it begins the file; let go here, not held through phases 2 and 3 (some 50
         bytes a profile)."""
         tuples, order = self.id_tuples, self.id_order
         self.id_tuples, self.id_order = Ragged(tuples.rows[:0].copy(), np.zeros(1, np.int64)), None
@@ -377,9 +377,11 @@ class Placement:
     n_aside: np.ndarray
 
     @classmethod
-    def empty(cls, n_profiles: int, batches: np.ndarray) -> Placement:
+    def empty(cls, n_profiles: int, batches: np.ndarray, counts: tuple[type, type] = (np.int64, np.int64)
+              ) -> Placement:
+        """Nothing placed; the profiles' counts of values and contexts of the types ``counts``."""
         nb = max(0, len(batches) - 1)
-        return cls(np.zeros(n_profiles, np.int64), np.zeros(n_profiles, np.int64), np.asarray(batches, np.int64),
+        return cls(np.zeros(n_profiles, counts[0]), np.zeros(n_profiles, counts[1]), np.asarray(batches, np.int64),
                    *(np.zeros(nb, np.int64) for _ in range(6)))
 
     @property
@@ -420,11 +422,15 @@ class Phase2State:
 
     @classmethod
     def empty(cls, c2: ClassTwo, batches: np.ndarray, *, counts: bool = True) -> Phase2State:
-        """A state with nothing added; without ``counts``, with no per-profile counts (of length 0)."""
+        """A state with nothing added; without ``counts``, with no per-profile counts (of length 0). A
+        profile's counts are 4 bytes each where their bounds allow (contexts: ids are 32-bit; values: at
+        most one per context and metric; trace elements: at most its reserve), as in every rank."""
         n = len(c2.profiles) if counts else 0
         words = max(1, (c2.n_prop_ids + 63) // 64)
-        return cls(Placement.empty(n, batches), np.zeros(c2.n_ctx, np.int64), np.zeros((c2.n_ctx, words), np.uint64),
-                   np.zeros(n, np.int64))
+        n_values = np.uint32 if c2.n_ctx * max(1, c2.n_prop_ids) <= 0xFFFFFFFF else np.int64
+        n_trace = np.uint32 if int(c2.trace_reserve.max(initial=0)) <= 0xFFFFFFFF else np.int64
+        return cls(Placement.empty(n, batches, (n_values, np.uint32)), np.zeros(c2.n_ctx, np.int64),
+                   np.zeros((c2.n_ctx, words), np.uint64), np.zeros(n, n_trace))
 
     def add(self, batch: BatchOutput) -> None:
         """Take a batch's facts (its blobs stored)."""

@@ -160,7 +160,7 @@ def kept_blobs(files: Sequence[str], file: np.ndarray, offset: np.ndarray, size:
     if not n:
         return decode(b"", np.zeros(0, np.int64))
     order = np.lexsort((offset, file))
-    f, o, s = file[order], offset[order], size[order]
+    f, o, s = file[order], offset[order].astype(np.int64), size[order].astype(np.int64)  # (offset + size: int64)
     run = np.ones(n, bool)
     run[1:] = (f[1:] != f[:-1]) | (o[1:] != o[:-1] + s[:-1])
     starts = np.flatnonzero(run).tolist()

@@ -22,7 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from hpcsa.core.arrays import narrow_counts
 from hpcsa.core.dataclass import dataclass
+from hpcsa.core.packed_strings import PackedStrings
 from hpcsa.core.ragged import Ragged
 from hpcsa.formats.measurement.hpcrun import ID_ELEMENT
 
@@ -62,16 +64,17 @@ def _remap(strings: dict[str, int], names: Sequence[str]) -> np.ndarray:
 @dataclass(frozen=True, eq=False)
 class ProfileInputs(Sequence[ProfileInput]):
     """Profile inputs as columns. A path is its folder (up to and with the last separator: one of ``dirs``)
-    followed by its file name (file-system encoded, in a fixed-width bytes column: the names of one
-    measurement differ in a few digits, so padding costs little and selection is one fancy index); the
-    trace, when ``has_trace``, is the path with ``.hpctrace`` in place of ``.hpcrun`` (hpcrun's naming)."""
+    followed by its file name (file-system encoded, fixed-width and packed: the names of one measurement differ
+    in a few digits, which are all a profile keeps of its name; selection is one fancy index); the trace, when
+    ``has_trace``, is the path with ``.hpctrace`` in place of ``.hpcrun`` (hpcrun's naming). Sizes are held
+    as :func:`~hpcsa.core.arrays.narrow_counts` makes them (sum them as int64: :attr:`cost` does)."""
 
     dirs: tuple[str, ...]   # the distinct folders and measurement directories
     folder: np.ndarray      # int32 index into dirs, per profile
     measdir: np.ndarray     # int32 index into dirs
-    names: np.ndarray       # bytes ("S<width>") file names
-    size: np.ndarray        # int64 bytes of the .hpcrun
-    trace_size: np.ndarray  # int64 bytes of the .hpctrace (0: none)
+    names: PackedStrings    # file names
+    size: np.ndarray        # bytes of the .hpcrun (uint32 or int64)
+    trace_size: np.ndarray  # bytes of the .hpctrace (0: none; uint32 or int64)
     has_trace: np.ndarray   # bool
 
     @classmethod
@@ -94,12 +97,13 @@ class ProfileInputs(Sequence[ProfileInput]):
         dirs: dict[str, int] = {}
         folder = _remap(dirs, folders)
         measdir = _remap(dirs, measdirs)
-        return cls(tuple(dirs), folder, measdir, np.array([os.fsencode(n) for n in names], dtype=bytes).reshape(-1),
-                   np.asarray(size, np.int64).reshape(-1), np.asarray(trace_size, np.int64).reshape(-1),
-                   np.asarray(has_trace, bool).reshape(-1))
+        return cls(tuple(dirs), folder, measdir, PackedStrings.pack([os.fsencode(n) for n in names]),
+                   narrow_counts(np.asarray(size, np.int64).reshape(-1)),
+                   narrow_counts(np.asarray(trace_size, np.int64).reshape(-1)), np.asarray(has_trace, bool).reshape(-1))
 
     @classmethod
     def concat(cls, parts: Sequence[ProfileInputs]) -> ProfileInputs:
+        parts = [p for p in parts if len(p)] or list(parts[:1])  # (an empty part's columns would widen the rest)
         if len(parts) == 1:
             return parts[0]
         if not parts:
@@ -108,19 +112,19 @@ class ProfileInputs(Sequence[ProfileInput]):
         maps = [_remap(dirs, p.dirs) for p in parts]
         return cls(tuple(dirs), np.concatenate([m[p.folder] for m, p in zip(maps, parts, strict=True)]),
                    np.concatenate([m[p.measdir] for m, p in zip(maps, parts, strict=True)]),
-                   np.concatenate([p.names for p in parts]),
+                   PackedStrings.concat([p.names for p in parts]),
                    *(np.concatenate([getattr(p, c) for p in parts]) for c in ("size", "trace_size", "has_trace")))
 
     def take(self, index: np.ndarray) -> ProfileInputs:
         index = np.asarray(index, np.int64)
-        return ProfileInputs(self.dirs, self.folder[index], self.measdir[index], self.names[index],
+        return ProfileInputs(self.dirs, self.folder[index], self.measdir[index], self.names.take(index),
                              self.size[index], self.trace_size[index], self.has_trace[index])
 
     def __len__(self) -> int:
         return len(self.size)
 
     def path(self, i: int) -> str:
-        return self.dirs[self.folder[i]] + os.fsdecode(bytes(self.names[i]))
+        return self.dirs[self.folder[i]] + os.fsdecode(self.names[i])
 
     def trace(self, i: int) -> str | None:
         """Profile ``i``'s trace file, None without one."""
@@ -137,19 +141,20 @@ class ProfileInputs(Sequence[ProfileInput]):
 
     @property
     def cost(self) -> np.ndarray:
-        """Bytes to read per profile (its .hpcrun and .hpctrace)."""
-        return self.size + self.trace_size
+        """Bytes to read per profile (its .hpcrun and .hpctrace), int64."""
+        return self.size.astype(np.int64) + self.trace_size
 
     def path_order(self) -> np.ndarray:
         """Ranks of the paths in sorted order, as Python sorts the strings (computed, not kept): by their
         bytes when every path is ASCII (the same order), else by the strings themselves."""
         n = len(self)
         folders = [os.fsencode(d) for d in self.dirs]
-        ascii_names = not (self.names.view(np.uint8) >= 0x80).any()
+        ascii_names = self.names.is_ascii()
         if ascii_names and (n == 0 or not (self.folder != self.folder[0]).any()):  # one folder: the names' order (no joined copy)
-            order = np.argsort(self.names, kind="stable")
+            order = self.names.argsort()
         elif all(b.isascii() for b in folders) and ascii_names:
-            order = np.argsort(np.char.add(np.array(folders, dtype=bytes)[self.folder], self.names), kind="stable")
+            order = np.argsort(np.char.add(np.array(folders, dtype=bytes)[self.folder], self.names.unpacked()),
+                               kind="stable")
         else:
             paths = [self.path(i) for i in range(n)]
             order = np.array(sorted(range(n), key=paths.__getitem__), np.int64)
@@ -204,14 +209,14 @@ class ProfileTable(Sequence[ProfileFacts]):
 
     inputs: ProfileInputs
     id_tuple: Ragged             # ID_ELEMENT rows
-    trace_disorder: np.ndarray   # int64
+    trace_disorder: np.ndarray   # uint32 or int64 (as :func:`~hpcsa.core.arrays.narrow_counts` makes them)
     metrics: np.ndarray          # int32
-    trace_records: np.ndarray    # int64
+    trace_records: np.ndarray    # uint32 or int64
     loadmap: np.ndarray          # int32
     kept_files: tuple[str, ...]
     kept_file: np.ndarray        # int32
-    kept_offset: np.ndarray      # int64
-    kept_size: np.ndarray        # int64
+    kept_offset: np.ndarray      # uint32 or int64
+    kept_size: np.ndarray        # uint32 or int64
 
     @classmethod
     def of(cls, facts: Sequence[ProfileFacts]) -> ProfileTable:
@@ -223,11 +228,11 @@ class ProfileTable(Sequence[ProfileFacts]):
             return np.array([getattr(f, name) for f in facts], dtype).reshape(-1)
 
         return cls(ProfileInputs.of([f.input for f in facts]), Ragged.of([f.id_tuple for f in facts], ID_ELEMENT),
-                   column("trace_disorder", np.int64), column("metrics", np.int32),
-                   column("trace_records", np.int64), column("loadmap", np.int32),
+                   narrow_counts(column("trace_disorder", np.int64)), column("metrics", np.int32),
+                   narrow_counts(column("trace_records", np.int64)), column("loadmap", np.int32),
                    tuple(files), np.array(file, np.int32).reshape(-1),
-                   np.array([k[1] for k in kept], np.int64).reshape(-1),
-                   np.array([k[2] for k in kept], np.int64).reshape(-1))
+                   narrow_counts(np.array([k[1] for k in kept], np.int64).reshape(-1)),
+                   narrow_counts(np.array([k[2] for k in kept], np.int64).reshape(-1)))
 
     @classmethod
     def concat(cls, parts: Sequence[ProfileTable]) -> ProfileTable:
@@ -238,6 +243,7 @@ class ProfileTable(Sequence[ProfileFacts]):
         """``concat`` of ``parts``, which the caller hands over (the list is emptied): each column of the
         parts is let go as soon as it is joined, so that the parts and their union are not both whole in memory
         (phase 1's running union merged with new batches' tables: some 190 bytes a profile, twice at once)."""
+        parts[:] = [p for p in parts if len(p)] or parts[:1]  # (an empty part's columns would widen the rest)
         if len(parts) <= 1:
             out = parts[0] if parts else cls.of([])
             parts.clear()
@@ -280,8 +286,8 @@ class ProfileTable(Sequence[ProfileFacts]):
         inputs: dict[str, Any] = {"dirs": table.inputs.dirs}
         for name in _INPUT_COLUMNS:
             column = getattr(table.inputs, name)
-            table = replace(table, inputs=replace(table.inputs, **{name: column[:0].copy()}))  # (a view holds all)
-            inputs[name] = column[index]
+            table = replace(table, inputs=replace(table.inputs, **{name: column.take(index[:0])}))  # (a view holds all)
+            inputs[name] = column.take(index)
             del column
         out: dict[str, Any] = {"inputs": ProfileInputs(**inputs), "kept_files": table.kept_files}
         del inputs

@@ -33,6 +33,7 @@ import numpy as np
 
 from hpcsa.aggregate import copy_sources, metadb_tables
 from hpcsa.aggregate.handoff import ClassTwo, Phase2State, Phase2Targets, Phase3Plan, Placement, SummaryParts
+from hpcsa.core.arrays import narrow_counts
 from hpcsa.core.arrays import offsets as offsets_of
 from hpcsa.core.fileio import copy_range, pwrite_all
 from hpcsa.core.outputs import atomic_dir
@@ -98,18 +99,13 @@ class TraceSink:
         writer = tracedb.TraceDBWriter(os.path.join(db_dir, database.TRACE), range(1, n + 1),
                                        reserve=self.c2.trace_reserve)
         self._writer = files.enter_context(writer)
-        return self._writer.temp_path, self._writer.heads["pStart"].astype(np.int64)
+        return self._writer.temp_path, self._writer.starts
 
     def layout(self, state: Phase2State) -> None:
         """Each line's length (its region's start is its own, reserved), and the time range."""
         tw = self._writer
         if tw is not None:
-            count = state.trace_count
-            reserve = self.c2.trace_reserve
-            if (count > reserve).any():  # what TraceDBWriter.record checks, for all lines at once
-                i = int(np.flatnonzero(count > reserve)[0])
-                raise ValueError(f"trace slot {i}: {int(count[i])} elements do not fit its region")
-            tw.heads["pEnd"] = tw.heads["pStart"] + tracedb.SZ_ELEMENT * count
+            tw.record_lengths(state.trace_count)
             tw.time_range = (state.t_lo or 0, state.t_hi or 0)
             tw.write_heads_now()
 
@@ -129,7 +125,7 @@ class _ProfileDBWriter(profiledb.ProfileDBWriter):
     starts), the profile infos once phase 2's counts place the blobs (:meth:`lay_out_threads`: one after the
     other in canonical order). Both are laid out record by record, a block of profiles at a time: the writer's
     own layout indexes every byte of the section at once, some 500 bytes of index per profile, which at a
-    quarter of a million profiles was the run's peak; the tuples (about 70 bytes a profile) and the infos (48)
+    quarter of a million profiles was the run's peak; the tuples (about 50 bytes a profile) and the infos (48)
     are not held through phases 2 and 3, nor their temporaries made for every profile at once (at 65,536
     profiles the file's layout took +11 MiB). Only the summary profile's info (profile 0) is kept, written at
     the end."""
@@ -141,7 +137,7 @@ class _ProfileDBWriter(profiledb.ProfileDBWriter):
         """Profile ``i``'s tuple is ``id_tuples[order[i]]`` (``order`` None: ``id_tuples[i]``), put in order a
         block at a time as the tuples are written: class 2 does not hold them in both orders."""
         dbf.StreamedWriter.__init__(self, path)
-        source = profiledb.id_tuple_rows(id_tuples)
+        source = id_tuples  # (rows of any widths: each block made profile.db's records as it is written)
         n = len(source)
         if order is None:
             self.tuples = source
@@ -157,11 +153,12 @@ class _ProfileDBWriter(profiledb.ProfileDBWriter):
         self.data_start = self.ids_at + self.ids_size
         self._next = self.data_start
         self._end = self.data_start
-        self._before = self.tuples.offsets  # identifiers before each tuple, for the infos' pIdTuple
+        # identifiers before each tuple, for the infos' pIdTuple (held through phase 2: narrow)
+        self._before = narrow_counts(self.tuples.offsets)
 
     def _tuple_at(self, a: int, b: int) -> np.ndarray:
         """Where tuples a..b (and the one after) begin in the Identifier Tuple section."""
-        return profiledb.id_tuple_pointers(0, a, self._before[a:b + 1])
+        return profiledb.id_tuple_pointers(0, a, self._before[a:b + 1].astype(np.int64))
 
     def _start(self, fh: BinaryIO) -> None:
         super()._start(fh)
@@ -180,8 +177,8 @@ class _ProfileDBWriter(profiledb.ProfileDBWriter):
             lo, hi = int(offsets[a]), int(offsets[b])
             owner = np.repeat(np.arange(b - a), lengths[a:b])
             k = np.arange(lo, hi) - offsets[a:b][owner]
-            rows = (self._source.rows[lo:hi] if self._order is None
-                    else self._source.take(self._order[a:b]).rows)
+            rows = profiledb.identifier_rows(self._source.rows[lo:hi] if self._order is None
+                                             else self._source.take(self._order[a:b]).rows)
             dbf.scatter_records(area, at[owner] + profiledb.SZ_ID_TUPLE_HDR + profiledb.SZ_IDENTIFIER * k,
                                 rows)
             pwrite_all(fd, area.data, self.ids_at + int(at_all[0]))
@@ -196,7 +193,7 @@ class _ProfileDBWriter(profiledb.ProfileDBWriter):
         for a in range(0, self.n_threads, self.BLOCK):  # the profiles' infos (profile i + 1 is tuple i's)
             b = min(self.n_threads, a + self.BLOCK)
             infos = np.zeros(b - a, profiledb.PROFILE_INFO)
-            nv = place.n_values[a:b]
+            nv = place.n_values[a:b].astype(np.int64)  # (a narrow count: sums in int64)
             blob = offsets[a:b]
             infos["nValues"] = nv
             infos["pValues"] = blob

@@ -14,6 +14,7 @@ import numpy as np
 
 from hpcsa.aggregate.profile_table import ProfileInputs
 from hpcsa.core.arrays import run_starts
+from hpcsa.core.binfmt import field_names
 from hpcsa.core.ragged import Ragged
 from hpcsa.formats.db import profiledb
 from hpcsa.formats.measurement.hpcrun import BOTH_VALID, ID_KIND_MASK, LOGIC_GLOBAL, LOGIC_LOCAL
@@ -21,7 +22,10 @@ from hpcsa.formats.measurement.hpcrun import BOTH_VALID, ID_KIND_MASK, LOGIC_GLO
 
 def finalize_id_tuples(raw: Ragged, let_go: Callable[[], None] | None = None) -> Ragged:
     """profile.db identifier tuples: generated logical ids (LOCAL per prefix, GLOBAL per kind) are dense
-    ranks of the physical ids in sorted order (hpcprof numbers them first-come), and marked physical.
+    ranks of the physical ids in sorted order (hpcprof numbers them first-come), and marked physical. The
+    rows have profile.db's IDENTIFIER fields, packed, the physical ids as wide as the raw ones (4 bytes where
+    they fit: 11 bytes a row, not 16; :func:`hpcsa.formats.db.profiledb.identifier_rows` widens them as they
+    are written).
 
     Vectorized over all profiles' rows: a LOCAL id's group is its kind and the (kind, physical id) path of
     the levels above it, numbered level by level (a loop over levels, not profiles), down to the deepest
@@ -32,7 +36,7 @@ def finalize_id_tuples(raw: Ragged, let_go: Callable[[], None] | None = None) ->
     for the caller to let go of them before the logical ids are numbered (as does this function)."""
     rows = raw.rows
     n = len(rows)
-    out = np.zeros(n, profiledb.IDENTIFIER)
+    out = np.zeros(n, finalized_rows(rows.dtype["physical"]))
     k = np.empty(n, np.uint16)
     interp = np.empty(n, np.uint8)
     generated = False
@@ -76,6 +80,13 @@ def finalize_id_tuples(raw: Ragged, let_go: Callable[[], None] | None = None) ->
         out["logicalId"][at] = _dense_ranks(group, phys[at]) & np.uint64(0xFFFFFFFF)
         del at, group
     return Ragged(out, offsets)
+
+
+def finalized_rows(physical: np.dtype) -> np.dtype:
+    """Finalized identifier rows: profile.db's IDENTIFIER fields, packed, with physical ids of this type."""
+    native = np.dtype(f"{physical.kind}{physical.itemsize}")
+    return np.dtype([(name, native if name == "physicalId" else profiledb.IDENTIFIER[name])
+                     for name in field_names(profiledb.IDENTIFIER)])
 
 
 #: Rows of identifier tuples finalized at once (the temporaries of a block, not of every row).

@@ -25,7 +25,7 @@ from hpcsa.aggregate.gpu_contexts import RECONSTRUCTED, GroupGpu
 from hpcsa.aggregate.handoff import Discovery, Phase1Env
 from hpcsa.aggregate.profile_nodes import ProfileFields, group_fields, group_gpu, profile_fields
 from hpcsa.aggregate.profile_table import ProfileInput, ProfileInputs, ProfileTable
-from hpcsa.core.arrays import offsets
+from hpcsa.core.arrays import narrow_counts, offsets
 from hpcsa.core.errors import FormatError, HpcsaError, UnsupportedError
 from hpcsa.core.fileio import input_error
 from hpcsa.core.ragged import Ragged
@@ -43,7 +43,7 @@ def survey_profiles(batch: ProfileInputs | Sequence[ProfileInput], env: Phase1En
     """Phase 1 for a batch of profiles: each profile's only reading. Profiles are read and hashed a group at
     a time; what phase 2 needs of each is kept in the scratch directory when there is one (:mod:`.kept`)."""
     inputs = batch if isinstance(batch, ProfileInputs) else ProfileInputs.of(list(batch))
-    cost = inputs.size + np.where(inputs.trace_size <= kept.KEEP_TRACE_BYTES, inputs.trace_size, 0)
+    cost = inputs.size.astype(np.int64) + np.where(inputs.trace_size <= kept.KEEP_TRACE_BYTES, inputs.trace_size, 0)
     parts: list[Discovery] = []
     start, size = 0, 0
     for i, c in enumerate(cost.tolist()):
@@ -224,9 +224,10 @@ def _assemble(group: ProfileInputs, g: HpcrunGroup,
         f_parent[where] = np.where(gpus.parent >= 0, gpus.parent + ncut[:-1][gprof], -1)
         f_kind[where], f_flag[where], f_module[where], f_ip[where] = gpus.kind, gpus.flag, gpus.module, gpus.ip
     nodes = rawtree.make_nodes(f_parent, f_kind, f_flag, f_module, f_ip, env.seed)
-    n_trace = np.array([t[0] for t in traces], np.int64)
-    table = ProfileTable(group, Ragged(np.array(g.id_rows), g.tcut.copy()), g.disorder, g.metrics, n_trace, g.loadmap,
-                         (), np.full(n, -1, np.int32), np.zeros(n, np.int64), np.zeros(n, np.int64))
+    n_trace = narrow_counts(np.array([t[0] for t in traces], np.int64))
+    nothing = np.zeros(n, np.uint32)
+    table = ProfileTable(group, Ragged(np.array(g.id_rows), g.tcut.copy()), narrow_counts(g.disorder), g.metrics, n_trace,
+                         g.loadmap, (), np.full(n, -1, np.int32), nothing, nothing)
     if env.scratch is not None:
         kept_nodes = np.empty(total, kept.KEPT_NODE)
         for name in kept.KEPT_NODE_FIELDS:
@@ -242,7 +243,7 @@ def _assemble(group: ProfileInputs, g: HpcrunGroup,
             np.array([t[1] if t[2] is not None else -1 for t in traces], np.int64))
         path, at_kept, size = kept.keep(env, cols)
         table = ProfileTable(group, table.id_tuple, table.trace_disorder, table.metrics, n_trace, table.loadmap,
-                             (path,), np.zeros(n, np.int32), at_kept, size)
+                             (path,), np.zeros(n, np.int32), narrow_counts(at_kept), narrow_counts(size))
     names: dict[int, str] = {}
     last = {int(t): k for k, t in enumerate(g.names.tolist())}  # each dictionary's last profile
     for t in sorted(last, key=last.__getitem__):  # as updating in profile order leaves it

@@ -30,7 +30,7 @@ def phase2_costs(profiles: ProfileTable) -> np.ndarray:
     sections when its thread did little: a thousand threads waiting at a barrier are 6 KB each on disk and a
     few hundred bytes of tree and values.)"""
     kept = profiles.kept_file >= 0
-    return np.where(kept, profiles.kept_size + profiles.inputs.trace_size, profiles.inputs.cost)
+    return np.where(kept, profiles.kept_size.astype(np.int64) + profiles.inputs.trace_size, profiles.inputs.cost)
 
 
 def phase2_task(shared: tuple[ClassTwo, Phase2Targets, bool, np.ndarray], batch: int) -> BatchOutput:
@@ -118,7 +118,9 @@ def _worker(conn: Any, c2: ClassTwo, targets: Phase2Targets, bounds: np.ndarray,
         done.append(i)
         parts.append((out.n_values, out.n_ctxs, out.trace_count))
         del out
-    counts = tuple(np.concatenate([p[k] for p in parts]) if parts else np.zeros(0, np.int64) for k in range(3))
+    types = (state.place.n_values.dtype, state.place.n_ctxs.dtype, state.trace_count.dtype)  # (the parent's)
+    counts = tuple(np.concatenate([p[k] for p in parts]).astype(types[k], copy=False) if parts
+                   else np.zeros(0, types[k]) for k in range(3))
     del parts
     conn.send(("phase 2", (state, np.array(done, np.int64), counts)))
 

@@ -63,6 +63,8 @@ class Ragged:
     def take(self, index: np.ndarray) -> Ragged:
         """Rows ``index`` (in that order), gathered in one vectorized pass."""
         index = np.asarray(index, np.int64)
+        if not len(self.rows):  # every row empty: zeros, allocated but not written (not resident until written)
+            return Ragged(self.rows[:0], np.zeros(len(index) + 1, np.int64))
         width = int(self.offsets[1]) if len(self) and int(self.offsets[0]) == 0 else -1
         if width > 0 and int(self.offsets[-1]) == width * len(self) and not (np.diff(self.offsets) != width).any():
             # rows of one length (a run's identifier tuples, most often): taken as a table, no index per row

@@ -296,18 +296,23 @@ def test_profile_db_begun_a_block_of_profiles_at_a_time_is_the_same(generated: t
                                                                       tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """profile.db's identifier tuples and thread profile infos, written when the file is begun a block of
-    profiles at a time (the summary's info at the end), are the same bytes in blocks of any size, and read
-    back as every profile's own."""
+    profiles at a time (the summary's info at the end), are the same bytes in blocks of any size, and from
+    class 2's narrowed tuples as from profile.db's records; and read back as every profile's own."""
     from hpcsa.aggregate import driver, sinks
     from hpcsa.aggregate.inputs import find_inputs
+    from hpcsa.aggregate.phase1 import id_tuples
+    from hpcsa.formats.db import profiledb
     from hpcsa.formats.db.profiledb import ProfileDB
 
     a, b, n = generated
-    for name, block in (("one.d", 1 << 15), ("small.d", 7)):
+    for name, block in (("one.d", 1 << 15), ("small.d", 7), ("wide.d", 7)):
         monkeypatch.setattr(sinks._ProfileDBWriter, "BLOCK", block)
+        if name == "wide.d":  # class 2's tuples as profile.db's own records, not narrowed
+            monkeypatch.setattr(id_tuples, "finalized_rows", lambda physical: profiledb.IDENTIFIER)
         driver.aggregate(find_inputs([str(a), str(b)]), driver.Options(output=str(tmp_path / name), jobs=1,
                                                                          progress=False))
-    assert filecmp.cmp(tmp_path / "one.d" / "profile.db", tmp_path / "small.d" / "profile.db", shallow=False)
+    for name in ("small.d", "wide.d"):
+        assert filecmp.cmp(tmp_path / "one.d" / "profile.db", tmp_path / name / "profile.db", shallow=False)
     pdb = ProfileDB(tmp_path / "small.d" / "profile.db")
     assert len(pdb) == n + 1
     ids = {pdb.id_tuple(i).tobytes() for i in range(1, n + 1)}  # type: ignore[union-attr]

@@ -83,6 +83,14 @@ def test_profile_inputs_give_back_what_they_were_built_from() -> None:
     assert ProfileInputs.of(plain).path_order().tolist() == [sorted(paths).index(p) for p in paths]
     with pytest.raises(IndexError):
         joined[len(a + b)]
+    # sizes are held in 4 bytes where they fit, in 8 where not; a profile's cost is summed in 8 either way
+    big = [replace(p, size=s, trace_size=t if p.trace else 0)
+           for p, s, t in zip(a, [0xF0000000, 5 << 30, 1, 2, 3], [0xF0000000] * 5, strict=True)]
+    narrow, wide = ProfileInputs.of(big[:1] + big[2:]), ProfileInputs.of(big)
+    assert (narrow.size.dtype, narrow.trace_size.dtype, wide.size.dtype) == (np.uint32, np.uint32, np.int64)
+    assert narrow.cost.tolist() == [p.size + p.trace_size for p in big[:1] + big[2:]] and narrow.cost[0] > 1 << 32
+    joined = ProfileInputs.concat([narrow, wide])
+    assert list(joined) == big[:1] + big[2:] + big and joined.size.dtype == np.int64
     with pytest.raises(ValueError, match="not named after"):
         ProfileInputs.of([ProfileInput("/m/p.hpcrun", "/m/elsewhere.hpctrace", 1, 1, "/m")])
 
@@ -210,10 +218,10 @@ def test_class_two_holds_no_python_object_per_profile(tmp_path: Path, monkeypatc
     (s8, c8), (s64, c64) = per_profile[8], per_profile[64]
     grown, columns = (s64 - s8) / 56, (c64 - c8) / 56
     assert grown <= columns + 4, (grown, columns)
-    # here 241 column bytes: a 38-byte file name, 3-level identifier tuples (raw and finalized), offsets and
-    # 13 numbers (trace_reserve is trace_records, pickled once); the records
-    # pickled one object each took 350 bytes a profile
-    assert columns < 250 and grown < 250, (grown, columns)
+    # here 60 column bytes: the few bytes where the file names differ (packed), 12 numbers of at most 4
+    # bytes (trace_reserve is trace_records, pickled once) and the offsets of the identifier tuples, which
+    # profile.db's sink has taken by then; the records pickled one object each took 350 bytes a profile
+    assert columns < 80 and grown < 80, (grown, columns)
     # and the tables read back as the records of the run, in profile.db's order
     paths = [f.input.path for f in large.profiles]
     assert len(set(paths)) == 64 and all(p.startswith(str(tmp_path / "x32.m") + os.sep) for p in paths)
@@ -279,6 +287,7 @@ def test_identifier_tuples_finalized_together_follow_the_rules_profile_by_profil
         block: int, monkeypatch: pytest.MonkeyPatch) -> None:
     from hpcsa.aggregate.phase1 import id_tuples
     from hpcsa.aggregate.phase1.id_tuples import finalize_id_tuples
+    from hpcsa.aggregate.profile_table import narrow_id_rows
 
     monkeypatch.setattr(id_tuples, "FINALIZE_BLOCK", block)  # (rows finalized a block at a time)
     from hpcsa.formats.measurement.hpcrun import BOTH_VALID, LOGIC_GLOBAL, LOGIC_LOCAL
@@ -296,6 +305,15 @@ def test_identifier_tuples_finalized_together_follow_the_rules_profile_by_profil
     got = finalize_id_tuples(raw)
     want = _finalized_one_by_one(tuples)
     assert [got[i][["kind", "flags", "logicalId", "physicalId"]].tolist() for i in range(len(tuples))] == want
+    # held narrow: profile.db's fields, packed, the physical ids as wide as the raw rows' (here 64 bits)
+    assert got.rows.dtype.itemsize == 1 + 2 + 4 + 8
+    small = [[(k, p & 0xFFFFFFFF, logical) for k, p, logical in t] for t in tuples]
+    wide = Ragged.of([np.array(t, dtype=[("kind", "u2"), ("physical", "u8"), ("logical", "u8")]).astype(ID_ELEMENT)
+                      for t in small], ID_ELEMENT)
+    got = finalize_id_tuples(Ragged(narrow_id_rows(wide.rows), wide.offsets))  # (as phase 1's union holds them)
+    assert got.rows.dtype.itemsize == 1 + 2 + 4 + 4
+    assert [got[i][["kind", "flags", "logicalId", "physicalId"]].tolist() for i in range(len(small))] == \
+        _finalized_one_by_one(small)
 
 
 def test_narrowed_identifier_rows_keep_their_values_through_joins() -> None:

@@ -7,6 +7,7 @@ import pytest
 
 from hpcsa.core.arrays import (
     gapless,
+    narrow_counts,
     ramps,
     rank_in_runs,
     run_starts,
@@ -14,6 +15,7 @@ from hpcsa.core.arrays import (
     sorted_unique_rows,
     take_records,
 )
+from hpcsa.core.ragged import Ragged
 from hpcsa.formats.db.dbformat import gather_records, scatter_records
 
 
@@ -101,3 +103,22 @@ def test_scatter_then_gather_records_at_unaligned_bytes(dtype: np.dtype) -> None
     assert image.tobytes() == bytes(want)
     back = gather_records(image, at, dtype)
     assert np.array_equal(back["a"], recs["a"]) and np.array_equal(back["b"], recs["b"])
+
+
+def test_narrow_counts_halve_what_fits_and_keep_the_rest() -> None:
+    fits = narrow_counts(np.array([0, 7, 0xFFFFFFFF], np.int64))
+    assert fits.dtype == np.uint32 and fits.tolist() == [0, 7, 0xFFFFFFFF]
+    for wide in ([1, 0x100000000], [-1, 5]):  # past 32 bits, or negative: as int64
+        kept = narrow_counts(np.array(wide, np.int64))
+        assert kept.dtype == np.int64 and kept.tolist() == wide
+    assert narrow_counts(np.zeros(0, np.int64)).dtype == np.uint32
+    # what the docstring warns of: sums of two narrow columns are taken in int64
+    big = narrow_counts(np.array([0xF0000000], np.int64))
+    assert (big.astype(np.int64) + big).tolist() == [2 * 0xF0000000]
+
+
+def test_ragged_take_of_empty_rows_is_empty_rows() -> None:
+    empty = Ragged(np.zeros(0, np.int32), np.zeros(6, np.int64))  # five items, no rows (a table's let-go column)
+    taken = empty.take(np.array([4, 0, 0, 2]))
+    assert len(taken) == 4 and taken.offsets.tolist() == [0] * 5 and len(taken.rows) == 0
+    assert taken.rows.dtype == np.int32

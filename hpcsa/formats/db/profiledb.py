@@ -324,12 +324,18 @@ def id_tuple_rows(id_tuples: Ragged | Sequence[np.ndarray | Sequence[tuple]]) ->
         for name in field_names(IDENTIFIER):
             rows[name] = np.concatenate([t[name] for t in tuples]) if tuples else []
         return Ragged.from_lengths(rows, [len(t) for t in tuples])
-    if id_tuples.rows.dtype == IDENTIFIER:  # already profile.db's rows: not copied
-        return id_tuples
-    rows = np.zeros(len(id_tuples.rows), IDENTIFIER)
+    return Ragged(identifier_rows(id_tuples.rows), id_tuples.offsets)
+
+
+def identifier_rows(rows: np.ndarray) -> np.ndarray:
+    """Rows with IDENTIFIER's fields (of any widths that hold their values) as IDENTIFIER records, fields
+    copied by name, padding zero; IDENTIFIER rows themselves as they are (not copied)."""
+    if rows.dtype == IDENTIFIER:
+        return rows
+    out = np.zeros(len(rows), IDENTIFIER)
     for name in field_names(IDENTIFIER):
-        rows[name] = id_tuples.rows[name]
-    return Ragged(rows, id_tuples.offsets)
+        out[name] = rows[name]
+    return out
 
 
 #: Bytes of zeros written at once to reserve profile.db's metadata area.

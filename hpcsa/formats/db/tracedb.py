@@ -118,27 +118,39 @@ class TraceDBWriter(dbf.StreamedWriter):
     The header's time range is ``time_range`` when given (hpcprof takes it from
     the measurements' trace headers, which may be wider than the elements);
     otherwise the first and last timestamps written.
+
+    Each line's extent is held as its start and its length in elements (the headers, 24 bytes a line, are
+    assembled a block at a time as they are written): a writer of a quarter of a million reserved lines
+    holds their starts, which other processes write at, and their capacities, the lengths being zero pages
+    until recorded.
     """
+
+    #: Headers assembled and written at once.
+    HEAD_BLOCK = 1 << 16
 
     def __init__(self, path: str | os.PathLike[str], prof_indices: Sequence[int],
                  reserve: Sequence[int] | np.ndarray | None = None, time_range: tuple[int, int] | None = None) -> None:
         super().__init__(path)
         n = len(prof_indices)
         self.n_traces = n
-        self.heads = np.zeros(n, TRACE_HDR)
-        self.heads["profIndex"] = prof_indices
+        self.prof_indices = prof_indices  # (as given: a range costs nothing)
         self.data_start = align(TRACE_HDRS_AT + SZ_TRACE_HDR * n, 8)
         self._next = self.data_start
-        self._reserved: np.ndarray | None = None
+        #: Where each line starts (int64): a reserved region's, or where the line was written.
+        self.starts = np.zeros(n, np.int64)
+        self._lengths = np.zeros(n, np.int64)  # elements of each line
+        self._capacity: np.ndarray | None = None  # elements each reserved region holds
         if reserve is not None:
-            sizes = align(np.asarray(reserve, np.int64).reshape(-1) * SZ_ELEMENT, 8)
-            if len(sizes) != n:
+            capacity = np.asarray(reserve).reshape(-1)
+            if len(capacity) != n:
                 raise ValueError("reserve needs one count per trace")
-            self._reserved = sizes
-            starts = self.data_start + np.cumsum(sizes) - sizes
-            self.heads["pStart"] = starts
-            self.heads["pEnd"] = starts
+            sizes = align(capacity.astype(np.int64) * SZ_ELEMENT, 8)
+            np.cumsum(sizes, out=self.starts)
+            self.starts -= sizes
+            self.starts += self.data_start
             self._next = self.data_start + int(sizes.sum())
+            del sizes
+            self._capacity = capacity
         self._written = np.zeros(n, bool)
         self._heads_written = False
         self.time_range = time_range
@@ -148,24 +160,50 @@ class TraceDBWriter(dbf.StreamedWriter):
     def _start(self, fh: BinaryIO) -> None:
         fh.truncate(self._next)
 
+    @property
+    def heads(self) -> np.ndarray:
+        """The trace headers as they stand (TRACE_HDR records, assembled: a copy)."""
+        return self._heads(0, self.n_traces)
+
+    def _heads(self, a: int, b: int) -> np.ndarray:
+        heads = np.zeros(b - a, TRACE_HDR)
+        heads["profIndex"] = self.prof_indices[a:b]
+        heads["pStart"] = self.starts[a:b]
+        heads["pEnd"] = self.starts[a:b] + SZ_ELEMENT * self._lengths[a:b]
+        return heads
+
     def region(self, slot: int) -> tuple[int, int]:
         """(offset, capacity in elements) of a reserved slot."""
-        if self._reserved is None:
+        if self._capacity is None:
             raise ValueError("no regions were reserved")
-        return int(self.heads["pStart"][slot]), int(self._reserved[slot] // SZ_ELEMENT)
+        return int(self.starts[slot]), int(self._capacity[slot])
+
+    def record_lengths(self, counts: np.ndarray) -> None:
+        """Note the length in elements of every reserved line at once (written into the regions by other
+        processes), as :meth:`record` checks them: none longer than its region."""
+        if self._capacity is None:
+            raise ValueError("no regions were reserved")
+        counts = np.asarray(counts).reshape(-1)
+        over = counts > self._capacity
+        if len(counts) != self.n_traces or over.any():
+            i = int(np.flatnonzero(over)[0]) if over.any() else len(counts)
+            raise ValueError(f"trace slot {i}: {int(counts[i]) if i < len(counts) else 'no'} elements do not fit "
+                             f"its region")
+        self._lengths[:] = counts
+        self._written[:] = True
 
     def record(self, slot: int, offset: int, count: int, first: int | None = None,
                last: int | None = None) -> None:
         """Note that ``count`` elements of slot ``slot`` lie at ``offset`` (first/last timestamps)."""
         if self._written[slot]:
             raise ValueError(f"trace slot {slot} was already written")
-        if self._reserved is not None:
+        if self._capacity is not None:
             start, cap = self.region(slot)
             if offset != start or count > cap:
                 raise ValueError(f"trace slot {slot}: {count} elements at {offset:#x} do not fit its region "
                                  f"({cap} elements at {start:#x})")
-        self.heads["pStart"][slot] = offset
-        self.heads["pEnd"][slot] = offset + SZ_ELEMENT * count
+        self.starts[slot] = offset
+        self._lengths[slot] = count
         self._written[slot] = True
         if count and first is not None and last is not None:
             self.min_timestamp = first if self.min_timestamp is None else min(self.min_timestamp, first)
@@ -177,7 +215,7 @@ class TraceDBWriter(dbf.StreamedWriter):
         line = np.ascontiguousarray(line, ELEMENT)
         if len(line) > 1 and (np.diff(line["timestamp"].astype(np.int64)) < 0).any():
             raise ValueError(f"trace slot {slot}: timestamps are not sorted")
-        if self._reserved is not None:
+        if self._capacity is not None:
             offset, _ = self.region(slot)
         else:
             offset = self._next
@@ -188,24 +226,25 @@ class TraceDBWriter(dbf.StreamedWriter):
         self.record(slot, offset, len(line), first, last)
 
     def write_heads_now(self) -> None:
-        """Write the trace headers now, once every line's extent is in ``heads``, and let go of them and
-        of the regions' sizes (some 33 bytes a trace that a writer of many traces need not hold to the end);
-        no line is written or recorded after this."""
+        """Write the trace headers now, once every line's extent is known (:meth:`record`,
+        :meth:`record_lengths`), and let go of the lines' starts, lengths and capacities (some 25 bytes a
+        trace that a writer of many traces need not hold to the end); no line is written or recorded after
+        this."""
         assert self._fh is not None
-        if self._reserved is None:
+        if self._capacity is None:
             raise ValueError("trace headers are written early only where every region was reserved")
         self._write_heads(self._fh.fileno())
         self._heads_written = True
-        self.heads = self.heads[:0].copy()
-        self._reserved = np.zeros(0, np.int64)
+        self.starts = self._lengths = np.zeros(0, np.int64)
+        self._capacity = np.zeros(0, np.int64)
         self._written = np.zeros(0, bool)
 
     def _finish(self) -> None:
         assert self._fh is not None
-        unwritten = ~self._written
-        if self._reserved is None:
-            self.heads["pStart"][unwritten] = self._next
-            self.heads["pEnd"][unwritten] = self._next
+        if self._capacity is None:
+            unwritten = ~self._written
+            self.starts[unwritten] = self._next
+            self._lengths[unwritten] = 0
         if self.time_range is not None:
             lo, hi = self.time_range
         else:
@@ -229,9 +268,12 @@ class TraceDBWriter(dbf.StreamedWriter):
         self._fh.flush()
 
     def _write_heads(self, fd: int) -> None:
-        """Write the trace headers at TRACE_HDRS_AT, and zeros from their end to :attr:`data_start`."""
-        heads_end = TRACE_HDRS_AT + self.heads.nbytes
-        pwrite_all(fd, self.heads.view(np.uint8).data, TRACE_HDRS_AT)
+        """Write the trace headers at TRACE_HDRS_AT, a block at a time, and zeros from their end to
+        :attr:`data_start`."""
+        for a in range(0, self.n_traces, self.HEAD_BLOCK):
+            heads = self._heads(a, min(self.n_traces, a + self.HEAD_BLOCK))
+            pwrite_all(fd, heads.view(np.uint8).data, TRACE_HDRS_AT + SZ_TRACE_HDR * a)
+        heads_end = TRACE_HDRS_AT + SZ_TRACE_HDR * self.n_traces
         pwrite_all(fd, bytes(self.data_start - heads_end), heads_end)
 
 
