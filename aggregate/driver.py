@@ -219,15 +219,19 @@ def _run(inputs: Inputs, options: Options, transport: Transport, laps: Laps, scr
 def _phase1_and_class2(inputs: Inputs, options: Options, gpu: GpuStructures, transport: Transport, laps: Laps,
                        jobs: int, scratch: str | None) -> ClassTwo:
     """Phase 1, every rank reading its share, merged up the ranks; class 2 assembled by rank 0 from the union
-    and broadcast. Again, with the next hash seed, where two paths of the union got the same hash."""
+    and broadcast. Again, with the next hash seed, where two paths got the same hash: phase 1 finds that as
+    it merges the nodes (:func:`.rawtree.union`). In one process the collision is raised by the reduction
+    itself (with its workers': the exception they carried back); over MPI it travels up the reduction as a
+    :class:`.transport.Failure` and every rank raises it from the broadcast. The seed changes only the
+    hashes, never the database (ids are canonical)."""
     for seed in range(SEED_RETRIES):
         env = gpu.env(seed, scratch)
         progress = laps.progress
         progress.what, progress.total, progress.done = "hpcsa prof: reading", len(inputs.profiles), 0
         warmer = ChainWarmer() if transport.is_root else None  # rank 0 classifies
-        found = transport.reduce(partial(phase1_share.run, inputs, env, jobs, progress, transport,
-                                         transport.is_root, warmer), phase1_share.merge_shares)
         try:
+            found = transport.reduce(partial(phase1_share.run, inputs, env, jobs, progress, transport,
+                                             transport.is_root, warmer), phase1_share.merge_shares)
             return transport.bcast(partial(_class_two, found, inputs, gpu, env, jobs, options, warmer, laps))
         except rawtree.HashCollision:
             continue

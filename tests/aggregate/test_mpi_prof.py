@@ -170,3 +170,33 @@ def test_agreed_failure_ends_with_its_status_every_time() -> None:
     for attempt in range(8):
         proc = run_mpi(3, str(attempt), script=["-c", AGREED_FAILURE])
         assert (proc.returncode, proc.stderr) == (2, "hpcsa: error: x.hpcrun: agreed by every rank\n"), attempt
+
+
+@pytest.mark.parametrize("where", ["in a profile", "between profiles"])
+def test_hash_collision_retried_on_every_rank(meas: Path, tmp_path: Path, where: str) -> None:
+    """A path-hash collision found by some rank's phase 1 (or as the ranks' reports merge) starts phase 1
+    again on every rank with the next seed (forced by tests/aggregate/hash_collide.py): the same database as
+    one process that never collided; with every seed, one line from rank 0, exit 2, nothing written."""
+    from hpcsa.aggregate.driver import SEED_RETRIES
+    from tests.aggregate.hash_collide import apart
+
+    script = [str(ROOT / "tests" / "aggregate" / "hash_collide.py")]
+    pair = "" if where == "in a profile" else f":{apart(str(meas))}"
+    ref = tmp_path / "ref.d"
+    proc = run_cli("prof", str(meas), "-o", str(ref), "-j", "1")
+    assert proc.returncode == 0, proc.stderr
+    log = tmp_path / "seeds"
+    out = tmp_path / "retried.d"
+    proc = run_mpi(2, f"0{pair}", "prof", str(meas), "-o", str(out), "-j", "1", script=script,
+                   env={"HPCSA_TEST_SEEDS": str(log)})
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(log.read_text().split()) == ["0", "0", "1", "1"]  # each rank, each seed
+    _identical(ref, out)
+    log.unlink()
+    every = ",".join(str(s) for s in range(SEED_RETRIES))
+    out = tmp_path / "never.d"
+    proc = run_mpi(2, f"{every}{pair}", "prof", str(meas), "-o", str(out), "-j", "1", script=script,
+                   env={"HPCSA_TEST_SEEDS": str(log)})
+    assert_one_line_error(proc, "could not name the calling contexts without hash collisions")
+    assert sorted(log.read_text().split()) == sorted(2 * [str(s) for s in range(SEED_RETRIES)])
+    assert not out.exists() and not list(tmp_path.glob(".never.d*"))
