@@ -39,6 +39,12 @@ class Ragged:
         return cls(_joined(parts, np.dtype(dtype)), _offsets(lengths))
 
     @classmethod
+    def empty(cls, dtype: np.dtype | type, n: int = 0) -> Ragged:
+        """``n`` items of no rows of ``dtype``: a column let go, or a table's column before its rows are known.
+        The arrays are new (where ``rows[:0]`` of another would be a view that keeps all of it alive)."""
+        return cls(np.zeros(0, dtype), np.zeros(n + 1, np.int64))
+
+    @classmethod
     def concat(cls, parts: Sequence[Ragged]) -> Ragged:
         if len(parts) == 1:
             return parts[0]
