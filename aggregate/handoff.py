@@ -237,12 +237,12 @@ class ClassTwo:
         sink, which writes them when it begins the file; let go here, not held through phases 2 and 3 (some 50
         bytes a profile)."""
         tuples, order = self.id_tuples, self.id_order
-        self.id_tuples, self.id_order = Ragged(tuples.rows[:0].copy(), np.zeros(1, np.int64)), None
+        self.id_tuples, self.id_order = Ragged.empty(tuples.rows.dtype), None
         return tuples, order
 
     def __getstate__(self) -> dict[str, object]:
         # another rank never writes meta.db, nor profile.db's identifier tuples (rank 0's sinks do)
-        return dict(self.__dict__, meta_source=None, id_tuples=Ragged(self.id_tuples.rows[:0], self.id_tuples.offsets[:1]),
+        return dict(self.__dict__, meta_source=None, id_tuples=Ragged.empty(self.id_tuples.rows.dtype),
                     id_order=None)
 
 

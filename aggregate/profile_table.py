@@ -265,7 +265,7 @@ class ProfileTable(Sequence[ProfileFacts]):
                 common = _common_rows(c.rows.dtype for c in columns)
                 columns = [c if c.rows.dtype == common else Ragged(c.rows.astype(common), c.offsets) for c in columns]
                 joined[name] = Ragged.concat(columns)
-                gone = Ragged(np.zeros(0, ID_ELEMENT), np.zeros(1, np.int64))
+                gone = Ragged.empty(ID_ELEMENT)
             else:
                 joined[name] = np.concatenate(columns)
                 gone = np.zeros(0, columns[0].dtype)
@@ -292,7 +292,7 @@ class ProfileTable(Sequence[ProfileFacts]):
         out: dict[str, Any] = {"inputs": ProfileInputs(**inputs), "kept_files": table.kept_files}
         del inputs
         ragged = table.id_tuple
-        table = replace(table, id_tuple=Ragged(ragged.rows[:0].copy(), np.zeros(1, np.int64)))
+        table = replace(table, id_tuple=Ragged.empty(ragged.rows.dtype))
         out["id_tuple"] = ragged.take(index)
         del ragged
         for name in _ARRAY_COLUMNS:
@@ -313,8 +313,7 @@ class ProfileTable(Sequence[ProfileFacts]):
     def without_id_tuples(self) -> ProfileTable:
         """The same profiles with empty identifier tuples: once class 2 has finalized them (profile.db's), the
         raw ones are not kept through the phases (a few dozen bytes a profile)."""
-        # (an empty copy: a view of the rows would keep them all)
-        return replace(self, id_tuple=Ragged(self.id_tuple.rows[:0].copy(), np.zeros(len(self) + 1, np.int64)))
+        return replace(self, id_tuple=Ragged.empty(self.id_tuple.rows.dtype, len(self)))
 
     def take(self, index: np.ndarray) -> ProfileTable:
         """Profiles ``index``, in that order (one vectorized selection per column)."""

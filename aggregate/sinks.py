@@ -182,7 +182,7 @@ class _ProfileDBWriter(profiledb.ProfileDBWriter):
             dbf.scatter_records(area, at[owner] + profiledb.SZ_ID_TUPLE_HDR + profiledb.SZ_IDENTIFIER * k,
                                 rows)
             pwrite_all(fd, area.data, self.ids_at + int(at_all[0]))
-        self.tuples = Ragged(self.tuples.rows[:0].copy(), np.zeros(1, np.int64))  # written: let go
+        self.tuples = Ragged.empty(self.tuples.rows.dtype)  # written: let go
         self._source, self._order = self.tuples, None
 
     def lay_out_threads(self, place: Placement) -> np.ndarray:

@@ -15,7 +15,6 @@ from hpcsa.core.arrays import (
     sorted_unique_rows,
     take_records,
 )
-from hpcsa.core.ragged import Ragged
 from hpcsa.formats.db.dbformat import gather_records, scatter_records
 
 
@@ -116,9 +115,3 @@ def test_narrow_counts_halve_what_fits_and_keep_the_rest() -> None:
     big = narrow_counts(np.array([0xF0000000], np.int64))
     assert (big.astype(np.int64) + big).tolist() == [2 * 0xF0000000]
 
-
-def test_ragged_take_of_empty_rows_is_empty_rows() -> None:
-    empty = Ragged(np.zeros(0, np.int32), np.zeros(6, np.int64))  # five items, no rows (a table's let-go column)
-    taken = empty.take(np.array([4, 0, 0, 2]))
-    assert len(taken) == 4 and taken.offsets.tolist() == [0] * 5 and len(taken.rows) == 0
-    assert taken.rows.dtype == np.int32

@@ -26,3 +26,10 @@ def test_empty_is_what_of_gives_for_no_items_and_owns_its_arrays() -> None:
     assert made.rows.base is None and made.offsets.base is None  # a view would hold another array alive
     joined = Ragged.concat([Ragged.of([np.zeros(2, narrow)], narrow), Ragged.empty(narrow, 2)])
     assert joined.lengths.tolist() == [2, 0, 0] and joined.rows.dtype == narrow
+
+
+def test_ragged_take_of_empty_rows_is_empty_rows() -> None:
+    empty = Ragged(np.zeros(0, np.int32), np.zeros(6, np.int64))  # five items, no rows (a table's let-go column)
+    taken = empty.take(np.array([4, 0, 0, 2]))
+    assert len(taken) == 4 and taken.offsets.tolist() == [0] * 5 and len(taken.rows) == 0
+    assert taken.rows.dtype == np.int32
