@@ -10,8 +10,10 @@ an id range), and a function's (or a loop-free block's) the difference of two pr
 sorted by their nearest call-entered (or call- or loop-entered) ancestor. GPU metrics are counts (samples,
 instructions, bytes), and their values far outnumber a CPU run's: for them the whole batch is a few
 cumulative sums over a dense [series, contexts] matrix instead of a gather of every value for each of its
-ancestors. Every other metric goes through :func:`~hpcsa.formats.db.propagate.propagate`; the rows of both are
-merged in its order, (profile, context, metric), with the same fields.
+ancestors. So does a series (profile, metric) of any metric that has a single point, finite and not zero:
+each of its sums is that value or nothing. Every other point goes through
+:func:`~hpcsa.formats.db.propagate.propagate`; the rows of both are merged in its order, (profile, context,
+metric), with the same fields.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ def propagate_batch(ctx: np.ndarray, metric: np.ndarray, value: np.ndarray, tree
     mass = np.bincount(metric, weights=np.abs(np.where(whole, value, 0.0)), minlength=n_met)
     exact_metric = ~bad & (mass < EXACT)
     exact = exact_metric[metric]
+    if not exact.all():
+        exact |= _lone(prof, metric, value, ~exact, n_met)
     if not exact.any():
         return propagate(ctx, metric, value, tree, prof)
     parts = [_dense(ctx[exact], metric[exact], value[exact], prof[exact], tree)]
@@ -104,12 +108,27 @@ def _dense(ctx: np.ndarray, metric: np.ndarray, value: np.ndarray, prof: np.ndar
     return Propagated(*(np.concatenate([getattr(p, name) for p in parts]) for name in Propagated.__dataclass_fields__))
 
 
+def _lone(prof: np.ndarray, metric: np.ndarray, value: np.ndarray, rest: np.ndarray, n_met: int) -> np.ndarray:
+    """Which of the points ``rest`` (of metrics that are not whole numbers) are the only point of their series
+    (profile, metric), finite and not zero: each sum of such a series is that value or nothing (an empty sum,
+    or a prefix sum less itself: +0), exact in any order, so the prefix sums give the general sums' bits too.
+    A GPU stream's CPU time is one such point per profile: the general propagation, about a millisecond of
+    numpy calls a batch, is then not called at all."""
+    out = np.zeros(len(value), bool)
+    at = np.flatnonzero(rest)
+    _, sid = _series(prof[at] * n_met + metric[at])
+    single = np.bincount(sid)[sid] == 1
+    v = value[at]
+    out[at[single & np.isfinite(v) & (v != 0)]] = True
+    return out
+
+
 def _series(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(key, return_inverse=True)`` of non-negative keys: through a table of the keys present where
     their range is at most a few times their number (a batch's (profile, metric) keys: its profiles times
     the metrics), which costs a few passes instead of a sort; else by ``np.unique``."""
     top = int(key.max()) + 1 if len(key) else 0
-    if top > 4 * len(key) + 4096:
+    if top > 4 * len(key) + 4096 or (len(key) and int(key.min()) < 0):
         return np.unique(key, return_inverse=True)
     seen = np.zeros(top, bool)
     seen[key] = True

@@ -46,3 +46,42 @@ def test_the_same_rows_and_bits_as_the_general_propagation(seed: int, monkeypatc
     if seed % 4 == 1:  # dense blocks of a few series at a time
         monkeypatch.setattr(exact_sums, "DENSE_CELLS", 3 * n_ctx)
     _same(exact_sums.propagate_batch(ctx, metric, value, tree, prof), propagate(ctx, metric, value, tree, prof))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_real_valued_series_of_one_point_give_the_same_rows_and_bits(seed: int, monkeypatch: pytest.MonkeyPatch
+                                                                      ) -> None:
+    """A real-valued metric whose series (profile, metric) have one point each (a GPU stream's CPU time) takes
+    the prefix sums (the general propagation is not called) with its bits; the same bits where some series
+    have two points, a zero or an infinity."""
+    rng = np.random.default_rng(100 + seed)
+    tree = _tree(rng, int(rng.integers(2, 120)))
+    n_ctx = len(tree.parent)
+    n_prof = int(rng.integers(1, 40))
+    n_counts = int(rng.integers(0, 400))
+    prof = np.concatenate([np.arange(n_prof), rng.integers(0, n_prof, n_counts)])
+    ctx = rng.integers(0, n_ctx, len(prof))
+    metric = np.concatenate([np.ones(n_prof, np.int64), np.zeros(n_counts, np.int64)])
+    value = np.concatenate([rng.random(n_prof) * 1e3 - 200.0, rng.integers(1, 10**6, n_counts).astype(np.float64)])
+    mixed = seed % 2 == 1
+    if mixed:  # a second point in a few series, and a zero, -0.0 or an infinity in others
+        extra = rng.integers(0, n_prof, 3)
+        prof = np.concatenate([prof, extra])
+        ctx = np.concatenate([ctx, rng.integers(0, n_ctx, 3)])
+        metric = np.concatenate([metric, np.ones(3, np.int64)])
+        value = np.concatenate([value, rng.random(3)])
+        for k, v in zip(rng.choice(n_prof, min(n_prof, 6), replace=False).tolist(), [0.0, -0.0, np.inf] * 2):
+            value[k] = v
+    order = np.argsort(prof, kind="stable")
+    prof, ctx, metric, value = prof[order], ctx[order], metric[order], value[order]
+    want = propagate(ctx, metric, value, tree, prof)
+    general: list[int] = []
+
+    def counted(*args: object) -> Propagated:
+        general.append(len(args[0]))  # type: ignore[arg-type]
+        return propagate(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(exact_sums, "propagate", counted)
+    _same(exact_sums.propagate_batch(ctx, metric, value, tree, prof), want)
+    if not mixed:
+        assert not general  # every series of the real metric has one point: no general propagation
