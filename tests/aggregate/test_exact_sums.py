@@ -70,8 +70,9 @@ def test_real_valued_series_of_one_point_give_the_same_rows_and_bits(seed: int, 
         ctx = np.concatenate([ctx, rng.integers(0, n_ctx, 3)])
         metric = np.concatenate([metric, np.ones(3, np.int64)])
         value = np.concatenate([value, rng.random(3)])
-        for k, v in zip(rng.choice(n_prof, min(n_prof, 6), replace=False).tolist(), [0.0, -0.0, np.inf] * 2):
-            value[k] = v
+        special = [0.0, -0.0, np.inf] * 2
+        for k, v in zip(rng.choice(n_prof, min(n_prof, 6), replace=False).tolist(), special, strict=False):
+            value[k] = v  # (as many as there are profiles, up to 6)
     order = np.argsort(prof, kind="stable")
     prof, ctx, metric, value = prof[order], ctx[order], metric[order], value[order]
     want = propagate(ctx, metric, value, tree, prof)
