@@ -13,13 +13,17 @@ cumulative sums over a dense [series, contexts] matrix instead of a gather of ev
 ancestors. So does a series (profile, metric) of any metric that has a single point, finite and not zero:
 each of its sums is that value or nothing. Every other point goes through
 :func:`~hpcsa.formats.db.propagate.propagate`; the rows of both are merged in its order, (profile, context,
-metric), with the same fields.
+metric), with the same fields. A dense block's rows come in that order; the blocks hold whole profiles where
+they can, and their rows are sorted together where a profile's series fill more than one.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 import numpy as np
 
+from hpcsa.core.arrays import run_starts
 from hpcsa.formats.db.propagate import Propagated, TreeArrays, propagate
 
 #: Largest dense [series, contexts] matrix worked on at once (cells; some 50 bytes each).
@@ -98,14 +102,37 @@ def _dense(ctx: np.ndarray, metric: np.ndarray, value: np.ndarray, prof: np.ndar
     n_ctx = len(tree.parent)
     n_met = int(metric.max()) + 1
     series, sid = _series(prof * n_met + metric)
-    step = max(1, DENSE_CELLS // n_ctx)
+    cuts, whole_profiles = _blocks(series // n_met, max(1, DENSE_CELLS // n_ctx))
     parts = []
-    for a in range(0, len(series), step):
-        pick = (sid >= a) & (sid < a + step)
-        parts.append(_dense_block(sid[pick] - a, ctx[pick], value[pick], series[a:a + step], n_met, tree))
+    for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+        pick = (sid >= a) & (sid < b)
+        parts.append(_dense_block(sid[pick] - a, ctx[pick], value[pick], series[a:b], n_met, tree))
     if len(parts) == 1:
         return parts[0]
+    if not whole_profiles:  # a profile's rows in two blocks: each sorted, together not
+        return _merged(parts)
     return Propagated(*(np.concatenate([getattr(p, name) for p in parts]) for name in Propagated.__dataclass_fields__))
+
+
+def _blocks(sprof: np.ndarray, step: int) -> tuple[list[int], bool]:
+    """Where the dense blocks of the series (whose profiles are ``sprof``, sorted) begin and end: at most
+    ``step`` series each, cut between two profiles where one fits. A block's rows come by (profile, context,
+    metric), and when no profile is cut in two, so do the blocks' rows one after the other; a profile whose
+    series are more than ``step`` is cut (the second bool: False), and the blocks' rows must then be sorted."""
+    n = len(sprof)
+    if n <= step:
+        return [0, n], True
+    starts = np.append(np.flatnonzero(run_starts(sprof)), n).tolist()
+    cuts, whole, k = [0], True, 0
+    while cuts[-1] < n:  # one step per block
+        a = cuts[-1]
+        k = bisect_right(starts, a + step, k) - 1  # the last profile boundary within reach
+        if starts[k] > a:
+            cuts.append(starts[k])
+        else:  # one profile fills more than a block
+            cuts.append(min(a + step, n))
+            whole = False
+    return cuts, whole
 
 
 def _lone(prof: np.ndarray, metric: np.ndarray, value: np.ndarray, rest: np.ndarray, n_met: int) -> np.ndarray:

@@ -86,3 +86,33 @@ def test_real_valued_series_of_one_point_give_the_same_rows_and_bits(seed: int, 
     _same(exact_sums.propagate_batch(ctx, metric, value, tree, prof), want)
     if not mixed:
         assert not general  # every series of the real metric has one point: no general propagation
+
+
+def _deep_tree(n: int) -> TreeArrays:
+    """A chain 0 - 1 - ... - n-1 (every context an ancestor of the next): a point at the last context has a
+    closure of every context."""
+    parent = np.arange(-1, n - 1, dtype=np.int64)
+    _, par, depth, end = preorder(parent)
+    return TreeArrays.build(par, depth, np.zeros(n, bool), np.zeros(n, bool), end)
+
+
+@pytest.mark.parametrize("block", [2, 3, 5, 8])
+@pytest.mark.parametrize("real", [False, True])
+def test_a_profile_whose_series_fill_several_dense_blocks_keeps_its_rows_in_context_order(
+        real: bool, block: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every point takes the prefix sums (whole numbers, or one real-valued point per series) and each profile
+    has 4 series; a dense block holds ``block`` series: with 2, a profile's rows of metrics 0 and 6 come from
+    one block, those of 38 and 42 from the next, and must still come by (profile, context, metric) (a real
+    Nsight Systems export's GPU streams: four one-point series at one context per profile); with 5 and 8,
+    the blocks hold whole profiles."""
+    tree = _deep_tree(5)
+    monkeypatch.setattr(exact_sums, "DENSE_CELLS", block * len(tree.parent))
+    n_prof = 3
+    prof = np.repeat(np.arange(n_prof), 4)
+    metric = np.tile([0, 6, 38, 42], n_prof)
+    ctx = np.full(len(prof), 4)
+    value = np.arange(1.0, len(prof) + 1) * (1e-4 if real else 1.0)
+    got = exact_sums.propagate_batch(ctx, metric, value, tree, prof)
+    assert np.all(np.diff((got.prof * 5 + got.ctx) * 43 + got.metric) > 0)  # sorted (hand-checked key)
+    assert len(got.ctx) == n_prof * 5 * 4  # every context of the chain, with each metric
+    _same(got, propagate(ctx, metric, value, tree, prof))
