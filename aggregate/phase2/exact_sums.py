@@ -103,12 +103,14 @@ def _dense(ctx: np.ndarray, metric: np.ndarray, value: np.ndarray, prof: np.ndar
     n_met = int(metric.max()) + 1
     series, sid = _series(prof * n_met + metric)
     cuts, whole_profiles = _blocks(series // n_met, max(1, DENSE_CELLS // n_ctx))
-    parts = []
-    for a, b in zip(cuts[:-1], cuts[1:], strict=True):
-        pick = (sid >= a) & (sid < b)
-        parts.append(_dense_block(sid[pick] - a, ctx[pick], value[pick], series[a:b], n_met, tree))
-    if len(parts) == 1:
-        return parts[0]
+    if len(cuts) == 2:
+        return _dense_block(sid, ctx, value, series, n_met, tree)
+    # the points by block: one stable sort (a series' points keep their order), not a pass over all per block
+    order = np.argsort(sid, kind="stable")
+    sid, ctx, value = sid[order], ctx[order], value[order]
+    at = np.searchsorted(sid, cuts).tolist()
+    parts = [_dense_block(sid[i:j] - a, ctx[i:j], value[i:j], series[a:b], n_met, tree)
+             for a, b, i, j in zip(cuts[:-1], cuts[1:], at[:-1], at[1:], strict=True)]
     if not whole_profiles:  # a profile's rows in two blocks: each sorted, together not
         return _merged(parts)
     return Propagated(*(np.concatenate([getattr(p, name) for p in parts]) for name in Propagated.__dataclass_fields__))
