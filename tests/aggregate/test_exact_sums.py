@@ -52,8 +52,9 @@ def test_the_same_rows_and_bits_as_the_general_propagation(seed: int, monkeypatc
 def test_real_valued_series_of_one_point_give_the_same_rows_and_bits(seed: int, monkeypatch: pytest.MonkeyPatch
                                                                       ) -> None:
     """A real-valued metric whose series (profile, metric) have one point each (a GPU stream's CPU time) takes
-    the prefix sums (the general propagation is not called) with its bits; the same bits where some series
-    have two points, a zero or an infinity."""
+    the prefix sums (the general propagation is not called) with its bits; the general propagation takes
+    them all where their dense matrix would pass LONE_CELLS, or where some series have two points, a zero or
+    an infinity; the same bits in every case."""
     rng = np.random.default_rng(100 + seed)
     tree = _tree(rng, int(rng.integers(2, 120)))
     n_ctx = len(tree.parent)
@@ -83,8 +84,15 @@ def test_real_valued_series_of_one_point_give_the_same_rows_and_bits(seed: int, 
         return propagate(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(exact_sums, "propagate", counted)
+    too_many = seed % 4 == 2
+    if too_many:
+        monkeypatch.setattr(exact_sums, "LONE_CELLS", n_prof * n_ctx - 1)
     _same(exact_sums.propagate_batch(ctx, metric, value, tree, prof), want)
-    if not mixed:
+    if mixed:
+        assert general == [n_prof + 3]  # every point of the real metric
+    elif too_many:
+        assert general == [n_prof]
+    else:
         assert not general  # every series of the real metric has one point: no general propagation
 
 
