@@ -11,8 +11,9 @@ sorted by their nearest call-entered (or call- or loop-entered) ancestor. GPU me
 instructions, bytes), and their values far outnumber a CPU run's: for them the whole batch is a few
 cumulative sums over a dense [series, contexts] matrix instead of a gather of every value for each of its
 ancestors. So do the series (profile, metric) of any metric that have a single point, finite and not zero
-(each of their sums is that value or nothing), where they are all that is left and the matrix stays small:
-the general propagation is then not called. Every other point goes through
+(each of their sums is that value or nothing), where they are all that is left: the general propagation is
+then not called. Where the dense matrix would be large for the points it takes (a tree of many contexts, few
+points), the general propagation takes the whole batch. Every other point goes through
 :func:`~hpcsa.formats.db.propagate.propagate`; the rows of both are merged in its order, (profile, context,
 metric), with the same fields. A dense block's rows come in that order; the blocks hold whole profiles where
 they can, and their rows are sorted together where a profile's series fill more than one.
@@ -31,9 +32,13 @@ from hpcsa.formats.db.propagate import Propagated, TreeArrays, propagate
 DENSE_CELLS = 1 << 19
 #: Magnitude below which every sum of whole numbers is exact in a double.
 EXACT = float(2**53)
-#: Most dense cells (one-point series times contexts) for which one-point series take the prefix sums, which
-#: saves the general propagation's call (about a millisecond a batch) but costs some 30 ns a cell.
-LONE_CELLS = 1 << 15
+#: The dense matrix pays where its cells (series times contexts) are at most DENSE_FREE plus DENSE_PER_POINT
+#: per point it takes; else the batch goes to the general propagation, whose work grows with the points (and
+#: their depth), not the tree. Measured on every real measurement's batches (dense and general sums timed
+#: alike): the general sums are the faster from some 50-60 cells a point (a cell costs some 30 ns, more in
+#: large trees), the dense ones below, and for small matrices whatever the ratio (fewer numpy calls).
+DENSE_PER_POINT = 48
+DENSE_FREE = 1 << 14
 
 
 def propagate_batch(ctx: np.ndarray, metric: np.ndarray, value: np.ndarray, tree: TreeArrays, prof: np.ndarray
@@ -54,11 +59,15 @@ def propagate_batch(ctx: np.ndarray, metric: np.ndarray, value: np.ndarray, tree
     exact_metric = ~bad & (mass < EXACT)
     exact = exact_metric[metric]
     rest = int(len(exact) - np.count_nonzero(exact))
-    if rest and rest * n_ctx <= LONE_CELLS and _lone(prof, metric, value, ~exact, n_met).sum() == rest:
-        exact[:] = True  # the rest are one-point series: no general propagation at all
+    if rest and rest * n_ctx <= DENSE_FREE + DENSE_PER_POINT * len(value) and (
+            _lone(prof, metric, value, ~exact, n_met).sum() == rest):
+        exact[:] = True  # the rest are one-point series (as many series as points): no general propagation
     if not exact.any():
         return propagate(ctx, metric, value, tree, prof)
-    parts = [_dense(ctx[exact], metric[exact], value[exact], prof[exact], tree)]
+    series, sid = _series(prof[exact] * n_met + metric[exact])
+    if len(series) * n_ctx > DENSE_FREE + DENSE_PER_POINT * len(sid):
+        return propagate(ctx, metric, value, tree, prof)  # a large tree and few points
+    parts = [_dense(series, sid, ctx[exact], value[exact], n_met, tree)]
     if not exact.all():
         rest = ~exact
         parts.append(propagate(ctx[rest], metric[rest], value[rest], tree, prof[rest]))
@@ -102,11 +111,11 @@ def _orders(tree: TreeArrays) -> tuple[np.ndarray, ...]:
     return tuple(out)
 
 
-def _dense(ctx: np.ndarray, metric: np.ndarray, value: np.ndarray, prof: np.ndarray, tree: TreeArrays) -> Propagated:
-    """The propagation of whole-number series (exact sums), a dense [series, contexts] matrix at a time."""
+def _dense(series: np.ndarray, sid: np.ndarray, ctx: np.ndarray, value: np.ndarray, n_met: int, tree: TreeArrays
+           ) -> Propagated:
+    """The propagation of whole-number series (exact sums), a dense [series, contexts] matrix at a time: the
+    distinct series (profile * n_met + metric, sorted) and each point's index in them, ``sid``."""
     n_ctx = len(tree.parent)
-    n_met = int(metric.max()) + 1
-    series, sid = _series(prof * n_met + metric)
     cuts, whole_profiles = _blocks(series // n_met, max(1, DENSE_CELLS // n_ctx))
     if len(cuts) == 2:
         return _dense_block(sid, ctx, value, series, n_met, tree)

@@ -53,8 +53,8 @@ def test_real_valued_series_of_one_point_give_the_same_rows_and_bits(seed: int, 
                                                                       ) -> None:
     """A real-valued metric whose series (profile, metric) have one point each (a GPU stream's CPU time) takes
     the prefix sums (the general propagation is not called) with its bits; the general propagation takes
-    them all where their dense matrix would pass LONE_CELLS, or where some series have two points, a zero or
-    an infinity; the same bits in every case."""
+    every real point where some series have two points, a zero or an infinity, and the whole batch where the
+    dense matrix does not pay; the same bits in every case."""
     rng = np.random.default_rng(100 + seed)
     tree = _tree(rng, int(rng.integers(2, 120)))
     n_ctx = len(tree.parent)
@@ -85,13 +85,14 @@ def test_real_valued_series_of_one_point_give_the_same_rows_and_bits(seed: int, 
 
     monkeypatch.setattr(exact_sums, "propagate", counted)
     too_many = seed % 4 == 2
-    if too_many:
-        monkeypatch.setattr(exact_sums, "LONE_CELLS", n_prof * n_ctx - 1)
+    if too_many:  # (a matrix of even one series would not pay)
+        monkeypatch.setattr(exact_sums, "DENSE_FREE", n_ctx - 1)
+        monkeypatch.setattr(exact_sums, "DENSE_PER_POINT", 0)
     _same(exact_sums.propagate_batch(ctx, metric, value, tree, prof), want)
     if mixed:
         assert general == [n_prof + 3]  # every point of the real metric
     elif too_many:
-        assert general == [n_prof]
+        assert general == [len(prof)]
     else:
         assert not general  # every series of the real metric has one point: no general propagation
 
@@ -124,3 +125,31 @@ def test_a_profile_whose_series_fill_several_dense_blocks_keeps_its_rows_in_cont
     assert np.all(np.diff((got.prof * 5 + got.ctx) * 43 + got.metric) > 0)  # sorted (hand-checked key)
     assert len(got.ctx) == n_prof * 5 * 4  # every context of the chain, with each metric
     _same(got, propagate(ctx, metric, value, tree, prof))
+
+
+@pytest.mark.parametrize("per_series", [1, 400])
+def test_a_large_tree_with_few_points_takes_the_general_propagation(per_series: int,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three whole-number series in a tree of 20,000 contexts: with one point each, the dense matrix (60,000
+    cells) would be large for 3 points (DENSE_FREE + 3 * DENSE_PER_POINT cells pay), and the general
+    propagation takes them; with 400 points each it pays (and is taken). The same rows and bits either way."""
+    rng = np.random.default_rng(7)
+    n_ctx = 20_000
+    tree = _tree(rng, n_ctx)
+    n = 3 * per_series
+    prof = np.repeat(np.arange(3), per_series)
+    metric = np.zeros(n, np.int64)
+    ctx = rng.integers(0, n_ctx, n)
+    value = rng.integers(1, 1000, n).astype(np.float64)
+    assert 3 * n_ctx > exact_sums.DENSE_FREE + 3 * exact_sums.DENSE_PER_POINT
+    assert 3 * n_ctx <= exact_sums.DENSE_FREE + 1200 * exact_sums.DENSE_PER_POINT
+    want = propagate(ctx, metric, value, tree, prof)
+    general: list[int] = []
+
+    def counted(*args: object) -> Propagated:
+        general.append(len(args[0]))  # type: ignore[arg-type]
+        return propagate(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(exact_sums, "propagate", counted)
+    _same(exact_sums.propagate_batch(ctx, metric, value, tree, prof), want)
+    assert general == ([3] if per_series == 1 else [])
