@@ -130,6 +130,16 @@ class ProfileInputs(Sequence[ProfileInput]):
         """Profile ``i``'s trace file, None without one."""
         return _trace_of(self.path(i)) if self.has_trace[i] else None
 
+    def paths(self) -> list[str]:
+        """Every profile's path, at once (the names unpacked together: a group's, not a whole run's)."""
+        dirs = [self.dirs[f] for f in self.folder.tolist()]
+        return [d + os.fsdecode(name) for d, name in zip(dirs, self.names.unpacked().tolist(), strict=True)]
+
+    def traces(self, paths: Sequence[str] | None = None) -> list[str | None]:
+        """Every profile's trace file (None without one), from their ``paths`` where the caller has them."""
+        paths = self.paths() if paths is None else paths
+        return [_trace_of(p) if has else None for p, has in zip(paths, self.has_trace.tolist(), strict=True)]
+
     def __getitem__(self, i: int) -> ProfileInput:  # type: ignore[override]  # one profile; no slices
         i = _position(i, len(self))
         path = self.path(i)

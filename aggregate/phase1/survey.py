@@ -148,13 +148,14 @@ def _survey_batch(group: ProfileInputs | Sequence[ProfileInput], env: Phase1Env)
     """The group read as columns (None where the group reader doubts a file)."""
     group = group if isinstance(group, ProfileInputs) else ProfileInputs.of(list(group))
     n = len(group)
-    g = read_hpcrun_group([group.path(i) for i in range(n)])
+    paths = group.paths()
+    g = read_hpcrun_group(paths)
     if g is None:
         return None
     measdirs = [group.dirs[m] for m in group.measdir.tolist()]
     parent, kind, flag, module, ip, modules = group_fields(g, measdirs)
     gpus = group_gpu(g, measdirs, env, module) if env.has_graphs else GroupGpu.empty(n)
-    traces = [_read_trace(t) if (t := group.trace(i)) is not None else (0, -1, None) for i in range(n)]
+    traces = [_read_trace(t) if t is not None else (0, -1, None) for t in group.traces(paths)]
     return _assemble(group, g, (parent, kind, flag, module, ip), modules, gpus, traces, env)
 
 

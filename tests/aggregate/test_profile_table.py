@@ -73,6 +73,7 @@ def test_profile_inputs_give_back_what_they_were_built_from() -> None:
     joined = ProfileInputs.concat([ta, tb])
     assert list(joined) == a + b
     assert list(joined.take([7, 0, 3])) == [(a + b)[i] for i in (7, 0, 3)]
+    assert joined.paths() == [p.path for p in a + b] and joined.traces() == [p.trace for p in a + b]
     assert joined.cost.tolist() == [p.size + p.trace_size for p in a + b]
     paths = [p.path for p in a + b]
     assert joined.path_order().tolist() == [sorted(paths).index(p) for p in paths]
