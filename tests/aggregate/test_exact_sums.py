@@ -12,6 +12,18 @@ from hpcsa.formats.db.propagate import Propagated, TreeArrays, propagate
 from tests.formats.trees import preorder
 
 
+def _count_general(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The points of each call of the general propagation from here on (its real result returned)."""
+    general: list[int] = []
+
+    def counted(*args: object) -> Propagated:
+        general.append(len(args[0]))  # type: ignore[arg-type]
+        return propagate(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(exact_sums, "propagate", counted)
+    return general
+
+
 def _tree(rng: np.random.Generator, n: int) -> TreeArrays:
     parent = np.array([-1] + [int(rng.integers(0, c)) for c in range(1, n)], np.int64)
     _, par, depth, end = preorder(parent)
@@ -77,13 +89,7 @@ def test_real_valued_series_of_one_point_give_the_same_rows_and_bits(seed: int, 
     order = np.argsort(prof, kind="stable")
     prof, ctx, metric, value = prof[order], ctx[order], metric[order], value[order]
     want = propagate(ctx, metric, value, tree, prof)
-    general: list[int] = []
-
-    def counted(*args: object) -> Propagated:
-        general.append(len(args[0]))  # type: ignore[arg-type]
-        return propagate(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(exact_sums, "propagate", counted)
+    general = _count_general(monkeypatch)
     too_many = seed % 4 == 2
     if too_many:  # (a matrix of even one series would not pay)
         monkeypatch.setattr(exact_sums, "DENSE_FREE", n_ctx - 1)
@@ -144,12 +150,6 @@ def test_a_large_tree_with_few_points_takes_the_general_propagation(per_series: 
     assert 3 * n_ctx > exact_sums.DENSE_FREE + 3 * exact_sums.DENSE_PER_POINT
     assert 3 * n_ctx <= exact_sums.DENSE_FREE + 1200 * exact_sums.DENSE_PER_POINT
     want = propagate(ctx, metric, value, tree, prof)
-    general: list[int] = []
-
-    def counted(*args: object) -> Propagated:
-        general.append(len(args[0]))  # type: ignore[arg-type]
-        return propagate(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(exact_sums, "propagate", counted)
+    general = _count_general(monkeypatch)
     _same(exact_sums.propagate_batch(ctx, metric, value, tree, prof), want)
     assert general == ([3] if per_series == 1 else [])
