@@ -46,8 +46,8 @@ from hpcsa.aggregate.handoff import (
 from hpcsa.aggregate.phase2.exact_sums import propagate_batch
 from hpcsa.aggregate.phase2.points import BatchPoints, batch_points
 from hpcsa.aggregate.phase2.traces import trace_lines
+from hpcsa.core.arrays import as_void, run_starts, take_records
 from hpcsa.core.arrays import offsets as offsets_of
-from hpcsa.core.arrays import run_starts, take_records
 from hpcsa.core.errors import HpcsaError
 from hpcsa.core.fileio import pwrite_all
 from hpcsa.formats.db.dbformat import scatter_records
@@ -174,18 +174,22 @@ def pms_region(prof: np.ndarray, ctx: np.ndarray, mids: np.ndarray, values: np.n
     n_values, n_ctxs = np.diff(vcut), np.diff(ccut)
     sizes = pms_sizes(n_values, n_ctxs)
     blob_at = offsets_of(sizes)
-    image = np.zeros(int(blob_at[-1]), np.uint8)
+    blob = bytearray(int(blob_at[-1]))  # zeros
+    image = np.frombuffer(blob, np.uint8)
     value_rec = np.empty(len(mids), VALUE)
     value_rec["metricId"] = mids
     value_rec["value"] = values
-    scatter_records(image, blob_at[prof] + SZ_VALUE * (np.arange(len(prof)) - vcut[prof]), value_rec)
+    # a profile's values lie one after the other: value i at SZ_VALUE * i plus its profile's shift
+    scatter_records(image, SZ_VALUE * np.arange(len(prof)) + np.repeat(blob_at[:-1] - SZ_VALUE * vcut[:-1], n_values),
+                    value_rec)
     sp = prof[starts]
     index_rec = np.empty(len(starts), CTX_INDEX)
     index_rec["ctxId"] = ctx[starts]
     index_rec["startIndex"] = starts - vcut[sp]
     index_at = blob_at[:-1] + ctx_indices_at(n_values)
-    scatter_records(image, index_at[sp] + SZ_CTX_INDEX * (np.arange(len(starts)) - ccut[sp]), index_rec)
-    return image.tobytes(), n_values, n_ctxs
+    scatter_records(image, SZ_CTX_INDEX * np.arange(len(starts)) + np.repeat(index_at - SZ_CTX_INDEX * ccut[:-1], n_ctxs),
+                    index_rec)
+    return bytes(blob), n_values, n_ctxs
 
 
 #: Per context with values, how many, and the propMetricIds of each context as bits: (context, word, bits).
@@ -199,37 +203,43 @@ def run_blob(prof: np.ndarray, ctx: np.ndarray, mids: np.ndarray, values: np.nda
     bits the propMetricIds each context has. ``prof``: profile.db's index of each value's profile; the
     values come sorted by (profile, context, propMetricId), so a stable sort by (context, metric) keeps
     each series in profile order (and merges the profiles' sorted runs)."""
-    mids = mids.astype(np.int64)
-    key = ctx.astype(np.int64) * max(1, n_prop_ids) + mids
+    stride = max(1, n_prop_ids)
+    key = ctx.astype(np.int64) * stride + mids
     # the narrowest key that holds it: numpy sorts 16-bit keys stably by radix sort, several times faster than
     # the merge sort of wider ones (a stable sort's result is the same either way)
     if len(key) and int(key.max()) < 1 << 16:
         key = key.astype(np.uint16)
     order = np.argsort(key, kind="stable")
-    sctx = ctx[order]
-    smid = mids[order]
+    # the records made in the input's order and taken whole (one gather of records, not one per field)
     rec = np.empty(len(order), RUN_VALUE)
-    rec["mid"] = smid
-    rec["prof"] = prof[order]
-    rec["value"] = values[order]
-    first = np.flatnonzero(run_starts(sctx)) if len(sctx) else np.zeros(0, np.int64)
-    index = np.empty(len(first), RUN_INDEX)
-    index["ctx"] = sctx[first]
+    rec["mid"] = mids
+    rec["prof"] = prof
+    rec["value"] = values
+    n_index = int(run_index_at(len(rec)))
+    # what depends on (context, metric) only, from the distinct pairs: a run of equal keys is one pair
+    skey = key[order]
+    pair_at = np.flatnonzero(run_starts(skey)) if len(skey) else np.zeros(0, np.int64)
+    pctx, pmid = np.divmod(skey[pair_at].astype(np.int64), stride)
+    new_ctx = run_starts(pctx) if len(pctx) else np.zeros(0, bool)
+    first = pair_at[new_ctx]
+    uctx = pctx[new_ctx]
+    blob = bytearray(n_index + len(first) * RUN_INDEX.itemsize)
+    np.take(as_void(rec), order, out=np.frombuffer(blob, as_void(rec).dtype, len(rec)))
+    index = np.frombuffer(blob, RUN_INDEX, len(first), n_index)
+    index["ctx"] = uctx
     index["start"] = first
-    pad = bytes(int(run_index_at(len(rec))) - rec.nbytes)
-    uctx = sctx[first]
-    n_per_ctx = np.diff(np.append(first, len(sctx)))
+    n_per_ctx = np.diff(np.append(first, len(skey)))
     # propMetricIds as bits per (context, word): the sorted (context, metric) order is (context, word) order
     words = max(1, (n_prop_ids + 63) // 64)
-    cw = sctx.astype(np.int64) * words + (smid >> 6)
-    bit = np.left_shift(np.uint64(1), (smid & 63).astype(np.uint64))
+    cw = pctx * words + (pmid >> 6)
+    bit = np.left_shift(np.uint64(1), (pmid & 63).astype(np.uint64))
     grp = np.flatnonzero(run_starts(cw)) if len(cw) else np.zeros(0, np.int64)
     bits = np.bitwise_or.reduceat(bit, grp) if len(grp) else np.zeros(0, np.uint64)
     # 32-bit contexts, counts and words: a pool worker's result (an MPI rank's workers) pickles to about half
     # the bytes (a pipe holds 64 KiB)
     counts = (uctx.astype(np.int32), n_per_ctx.astype(np.int32),
               ((cw[grp] // words).astype(np.int32), (cw[grp] % words).astype(np.int32), bits))
-    return b"".join([rec.tobytes(), pad, index.tobytes()]), len(first), counts
+    return bytes(blob), len(first), counts
 
 
 def aside_run(p: Propagated, keep: np.ndarray, prof_base: int) -> np.ndarray:
