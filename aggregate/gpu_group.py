@@ -172,10 +172,12 @@ def _sample_values(g: HpcrunGroup, sample: np.ndarray, prof_of_row: np.ndarray
         idx_prof = np.repeat(np.arange(n), np.diff(g.icut))
         starts = g.index["start"].astype(np.int64) + g.vcut[:-1][idx_prof]
         counts = np.diff(np.append(starts, len(g.values)))
-        node = np.repeat(g.index["node"].astype(np.int64), counts)
         key = np.repeat(np.arange(n, dtype=np.int64), np.diff(g.cut)) << 32 | g.cct["id"].astype(np.int64)
         sorted_key = key[g.order]
-        row = g.order[np.minimum(np.searchsorted(sorted_key, val_prof << 32 | node), len(sorted_key) - 1)]
+        # an index entry's values are its node's, of its profile (a profile's index starts at its first value):
+        # each entry's row found once, not each value's
+        wanted = idx_prof << 32 | g.index["node"].astype(np.int64)
+        row = np.repeat(g.order[np.minimum(np.searchsorted(sorted_key, wanted), len(sorted_key) - 1)], counts)
         slot = np.full(len(g.cct), -1, np.int64)
         slot[sample] = np.arange(len(sample))
         mine = np.flatnonzero(slot[row] >= 0)
@@ -272,7 +274,10 @@ def _columns(g: HpcrunGroup, sample: np.ndarray, bounds: np.ndarray, prof_of_row
             if not group:
                 continue
             block = np.stack(stack)  # type: ignore[arg-type]  # shared members all have values
-            j, r, col = np.nonzero(block)
+            # the values present, flat (one 1-d nonzero and take, not 3-d ones)
+            nz = np.flatnonzero(block)
+            j, r = np.divmod(nz, max(1, block.shape[1] * block.shape[2]))
+            r, col = np.divmod(r, max(1, block.shape[2]))
             vctx = np.array(group, np.int64)[j]
             v = np.empty(len(j), GPU_VALUE)
             v["node"] = base[vctx] + nf + r
@@ -282,7 +287,7 @@ def _columns(g: HpcrunGroup, sample: np.ndarray, bounds: np.ndarray, prof_of_row
                 these = tables == tt
                 metric[these] = used[tt][col[these]]
             v["metric"] = metric
-            v["value"] = block[j, r, col]
+            v["value"] = block.reshape(-1)[nz]
             values.append(v)
             value_ctx.append(vctx)
     module_col = np.repeat(h, size)
