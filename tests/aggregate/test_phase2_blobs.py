@@ -46,7 +46,7 @@ def test_pms_blobs_hold_each_profiles_values_then_its_context_index(seed: int) -
     assert at == len(blob) and isinstance(blob, bytes)
 
 
-@pytest.mark.parametrize("n_ids", [1, 3, 64, 65, 200, 300])
+@pytest.mark.parametrize("n_ids", [1, 3, 64, 65, 200, 300, 5000])  # (5000: keys past 16 bits)
 def test_the_run_is_the_values_by_context_metric_profile_with_its_index_and_bits(n_ids: int) -> None:
     rng = np.random.default_rng(n_ids)
     prof, ctx, mid, val = _stored(rng, 9, 40, n_ids)
