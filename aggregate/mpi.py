@@ -33,7 +33,7 @@ import termios
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import numpy as np
 
@@ -48,6 +48,7 @@ from hpcsa.aggregate.transport import (
 from hpcsa.core import libdefaults
 from hpcsa.core.binfmt import align
 from hpcsa.core.errors import HpcsaError
+from hpcsa.core.textout import end_through_exit
 
 T = TypeVar("T")
 
@@ -59,7 +60,6 @@ LOCAL_SIZE_VARIABLES = ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MV2_CO
                         "SLURM_NTASKS_PER_NODE")
 COUNTER_SLOTS = 64
 POLL_MAX_SLEEP = 2.5e-4  # seconds between polls of a rank waiting for a message, at most (see MpiTransport._idle)
-ABORT_GRACE = 60.0  # seconds a rank waits for rank 0's MPI_Abort to end it (MpiTransport.fail_together)
 INSTALL_HINT = "pip install 'hpcsa[mpi]' (mpi4py and MPICH)"
 
 
@@ -252,28 +252,21 @@ class MpiTransport:
     def fail_together(self, line: str, code: int) -> None:
         """End a run every rank agreed has failed: ``line`` on rank 0's standard error, ``code`` from mpiexec.
 
-        Every rank leaving with ``code`` on its own is not enough: MPICH's launcher (Hydra) kills the other
-        processes as soon as one leaves with a non-zero status or without finalizing, and where its SIGKILL
-        lands before a rank has left, mpiexec reports the signal (status 9) instead (3 ranks leaving with
-        status 2 a few milliseconds apart: 9 in 3 of 8 runs here). ``MPI_Abort`` from rank 0 alone carries
-        its code to mpiexec (10 of 10). So: every rank has cleaned up when it reaches the barrier; rank 0
-        then writes the line and aborts with MPI's own abort notice silenced (the line is the error); the
-        others wait to be ended. One rank: nothing to coordinate, the caller leaves with ``code``."""
+        Every rank leaving with ``code`` at once (``os._exit``) is not enough: MPICH's launcher (Hydra) kills
+        the other processes as soon as one leaves without having told it (its process-manager client's exit
+        handler), and where its SIGKILL lands before a rank has left, mpiexec reports the signal (status 9)
+        instead (3 ranks: 9 in 3 of 8 runs here); ``MPI_Abort`` carries the code but leaves the node's
+        shared-memory segment in ``/dev/shm``. So: every rank has cleaned up when it reaches the barrier; rank 0
+        writes the line; every rank finalizes MPI and leaves through the C library's ``exit``
+        (:func:`end_rank`: status 2 in 10 of 10 runs of 3 ranks, nothing left behind). One rank: nothing to
+        coordinate, the caller leaves with ``code``."""
         if self.size == 1:
             return
         request = self.comm.Ibarrier()
         self._idle(request.Test)
         if self.rank == 0:
             sys.stderr.write(line + "\n")
-            sys.stderr.flush()
-            _wait_until_read(2)  # the abort would end the launcher before it relayed the line
-            quiet = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(quiet, 2)  # MPICH writes "Abort(2) on node 0 ..." there
-            self.comm.Abort(code)
-        deadline = time.monotonic() + ABORT_GRACE
-        while time.monotonic() < deadline:  # rank 0's abort ends this process
-            time.sleep(0.05)
-        os._exit(code)
+        end_rank(code)
 
     def close(self) -> None:
         """Free the counters (collective: every rank, after the last operation)."""
@@ -281,6 +274,16 @@ class MpiTransport:
             self._win.Unlock_all()
             self._win.Free()
             self._win = None
+
+
+def end_rank(code: int) -> NoReturn:
+    """End this rank: ``MPI_Finalize``, then the C library's ``exit`` (MPICH's exit handlers tell its launcher
+    and remove the node's shared-memory segment; :func:`hpcsa.cli.main.leave` ends a rank the same way)."""
+    from mpi4py import MPI
+
+    if MPI.Is_initialized() and not MPI.Is_finalized():
+        MPI.Finalize()
+    end_through_exit(code)
 
 
 def _wait_until_read(fd: int, limit: float = 2.0) -> None:

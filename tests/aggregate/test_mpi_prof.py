@@ -165,11 +165,41 @@ leave(2)
 
 
 def test_agreed_failure_ends_with_its_status_every_time() -> None:
-    """Ranks leaving with status 2 one by one make MPICH's launcher kill the rest, and mpiexec then reports
-    the kill (status 9) now and then; rank 0's abort carries the status every time, with the one line."""
+    """Ranks leaving with status 2 one by one at once (``os._exit``) made MPICH's launcher kill the rest, and
+    mpiexec then reported the kill (status 9) now and then; ranks that finalize MPI and leave through the C
+    library's exit carry the status every time, with rank 0's one line."""
     for attempt in range(8):
         proc = run_mpi(3, str(attempt), script=["-c", AGREED_FAILURE])
         assert (proc.returncode, proc.stderr) == (2, "hpcsa: error: x.hpcrun: agreed by every rank\n"), attempt
+
+
+SEGMENTS = """
+import sys
+from hpcsa.aggregate import mpi
+from hpcsa.cli.main import leave
+transport = mpi.MpiTransport.from_environment(arity=1)
+with open("/proc/self/maps") as maps:
+    print(*sorted({word for word in maps.read().split() if word.startswith("/dev/shm/")}), flush=True)
+transport.close()
+if sys.argv[1] == "fail":
+    transport.fail_together("hpcsa: error: x.hpcrun: agreed by every rank", 2)
+leave(0)
+"""
+
+
+@pytest.mark.parametrize("end", ["done", "fail"])
+def test_ranks_leave_no_shared_memory_behind(end: str) -> None:
+    """A rank ends as a finished or an agreed-failed run does (``leave``, ``fail_together``): MPICH's
+    shared-memory segments of the node, which each rank printed while mapped, are gone afterwards (ended
+    without MPI_Finalize and MPICH's exit handlers, every run left 1-3 MB in /dev/shm for good)."""
+    if not os.path.exists("/proc/self/maps"):
+        pytest.skip("needs /proc (Linux) to see the segments a process maps")
+    proc = run_mpi(2, end, script=["-c", SEGMENTS])
+    assert proc.returncode == (0 if end == "done" else 2), proc.stderr
+    segments = set(proc.stdout.split())
+    if not segments:
+        pytest.skip("this MPI maps no segment from /dev/shm")
+    assert [s for s in sorted(segments) if os.path.exists(s)] == []
 
 
 @pytest.mark.parametrize("where", ["in a profile", "between profiles"])
