@@ -244,7 +244,9 @@ def report(args: argparse.Namespace, impls: dict[str, Path], rows: list[dict], w
                          f"(goal <= {SETS[r['name']][2]}x): {'met' if ratio <= SETS[r['name']][2] else 'NOT met'}")
         if "cxx64" in by and "cxx256" in by:
             t = med(by["cxx256"]["walls"][("new", "j2")]) / med(by["cxx64"]["walls"][("new", "j2")])
-            lines.append(f"- 262,144 / 65,536 profiles, -j 2 time: {t:.2f} (goal <= 4.2): {'met' if t <= 4.2 else 'NOT met'}")
+            f = by["cxx256"]["floor"] / by["cxx64"]["floor"]  # (the file system's own growth, for reading the ratio)
+            lines.append(f"- 262,144 / 65,536 profiles, -j 2 time: {t:.2f} (goal <= 4.2): {'met' if t <= 4.2 else 'NOT met'}"
+                         f"; the I/O floor's own ratio in this run {f:.2f} (4x the bytes and files)")
         if "cxx16" in by and "cxx256" in by:
             m = by["cxx256"]["peaks"][("new", "j2")] / by["cxx16"]["peaks"][("new", "j2")]
             lines.append(f"- peak memory at 262,144 / at 16,384 profiles, -j 2: {m:.2f} (goal <= 2): "
