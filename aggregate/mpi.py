@@ -48,7 +48,7 @@ from hpcsa.aggregate.transport import (
 from hpcsa.core import libdefaults
 from hpcsa.core.binfmt import align
 from hpcsa.core.errors import HpcsaError
-from hpcsa.core.textout import end_through_exit
+from hpcsa.core.textout import end_now, end_through_exit
 
 T = TypeVar("T")
 
@@ -277,13 +277,15 @@ class MpiTransport:
 
 
 def end_rank(code: int) -> NoReturn:
-    """End this rank: ``MPI_Finalize``, then the C library's ``exit`` (MPICH's exit handlers tell its launcher
-    and remove the node's shared-memory segment; :func:`hpcsa.cli.main.leave` ends a rank the same way)."""
-    from mpi4py import MPI
-
-    if MPI.Is_initialized() and not MPI.Is_finalized():
-        MPI.Finalize()
-    end_through_exit(code)
+    """End this process, where it initialized MPI: ``MPI_Finalize``, then the C library's ``exit``, whose
+    handlers MPICH needs (they tell its launcher the process ended, and remove the node's shared-memory
+    segment); else at once (:func:`~hpcsa.core.textout.end_now`). The end of every ``hpcsa`` command
+    (:func:`hpcsa.cli.main.leave`) and of a failed MPI run (:meth:`MpiTransport.fail_together`)."""
+    mpi = sys.modules.get("mpi4py.MPI")  # (not imported here: a command that never used MPI ends as it was)
+    if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
+        mpi.Finalize()
+        end_through_exit(code)
+    end_now(code)
 
 
 def _wait_until_read(fd: int, limit: float = 2.0) -> None:
