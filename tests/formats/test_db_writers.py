@@ -240,6 +240,8 @@ def test_tracedb_headers_written_early_give_the_same_file(tmp_path: Path) -> Non
                 os.pwrite(fh.fileno(), line.tobytes(), start)
         with pytest.raises(ValueError, match="trace slot 1: 3 elements do not fit"):
             w.record_lengths(np.array([1, 3]))
+        with pytest.raises(ValueError, match="1 line lengths for 2 traces"):
+            w.record_lengths(np.array([1]))
         w.record_lengths(np.array([len(line) for line in lines], np.uint32))
         w.min_timestamp, w.max_timestamp = 10, 40
         w.write_heads_now()

@@ -149,7 +149,6 @@ class TraceDBWriter(dbf.StreamedWriter):
             self.starts -= sizes
             self.starts += self.data_start
             self._next = self.data_start + int(sizes.sum())
-            del sizes
             self._capacity = capacity
         self._written = np.zeros(n, bool)
         self._heads_written = False
@@ -184,11 +183,12 @@ class TraceDBWriter(dbf.StreamedWriter):
         if self._capacity is None:
             raise ValueError("no regions were reserved")
         counts = np.asarray(counts).reshape(-1)
-        over = counts > self._capacity
-        if len(counts) != self.n_traces or over.any():
-            i = int(np.flatnonzero(over)[0]) if over.any() else len(counts)
-            raise ValueError(f"trace slot {i}: {int(counts[i]) if i < len(counts) else 'no'} elements do not fit "
-                             f"its region")
+        if len(counts) != self.n_traces:
+            raise ValueError(f"{len(counts)} line lengths for {self.n_traces} traces")
+        over = np.flatnonzero(counts > self._capacity)
+        if len(over):
+            i = int(over[0])
+            raise ValueError(f"trace slot {i}: {int(counts[i])} elements do not fit its region")
         self._lengths[:] = counts
         self._written[:] = True
 
