@@ -200,8 +200,9 @@ class ClassTwo:
     profiles: ProfileTable  # canonical order: profile i + 1 of profile.db (columns, no object per profile)
     metric_tables: list[tuple[MetricDesc, ...]]  # the distinct .hpcrun metric tables (ProfileTable.metrics)
     loadmaps: list[tuple[LoadModule, ...]]       # the distinct load maps (ProfileTable.loadmap)
-    id_tuples: Ragged             # profile.db IDENTIFIER rows, same order (unless id_order says otherwise)
-    trace_reserve: np.ndarray     # int64 records reserved per profile in trace.db
+    id_tuples: Ragged             # profile.db IDENTIFIER fields, narrow (id_tuples.finalized_rows), same order
+    #                               (unless id_order says otherwise)
+    trace_reserve: np.ndarray     # records reserved per profile in trace.db (profiles.trace_records)
     meta_source: MetaSource | None  # what meta.db is made of (rank 0 only: not sent to other ranks)
     n_ctx: int
     warnings: list[str] = field(default_factory=list)

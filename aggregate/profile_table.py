@@ -296,7 +296,7 @@ class ProfileTable(Sequence[ProfileFacts]):
         inputs: dict[str, Any] = {"dirs": table.inputs.dirs}
         for name in _INPUT_COLUMNS:
             column = getattr(table.inputs, name)
-            table = replace(table, inputs=replace(table.inputs, **{name: column.take(index[:0])}))  # (a view holds all)
+            table = replace(table, inputs=replace(table.inputs, **{name: column.take(index[:0])}))  # (not a view)
             inputs[name] = column.take(index)
             del column
         out: dict[str, Any] = {"inputs": ProfileInputs(**inputs), "kept_files": table.kept_files}
@@ -307,8 +307,8 @@ class ProfileTable(Sequence[ProfileFacts]):
         del ragged
         for name in _ARRAY_COLUMNS:
             column = getattr(table, name)
-            table = replace(table, **{name: column[:0].copy()})
-            out[name] = column[index]
+            table = replace(table, **{name: column.take(index[:0])})
+            out[name] = column.take(index)
             del column
         return cls(**out)
 

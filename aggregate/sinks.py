@@ -137,19 +137,19 @@ class _ProfileDBWriter(profiledb.ProfileDBWriter):
         """Profile ``i``'s tuple is ``id_tuples[order[i]]`` (``order`` None: ``id_tuples[i]``), put in order a
         block at a time as the tuples are written: class 2 does not hold them in both orders."""
         dbf.StreamedWriter.__init__(self, path)
-        source = id_tuples  # (rows of any widths: each block made profile.db's records as it is written)
-        n = len(source)
+        n = len(id_tuples)
         if order is None:
-            self.tuples = source
+            self.tuples = id_tuples
         else:  # the layout: the lengths in profile.db's order, no rows
-            self.tuples = Ragged(source.rows[:0], offsets_of(source.lengths[order]))
-        self._source, self._order = source, order
+            self.tuples = Ragged(id_tuples.rows[:0], offsets_of(id_tuples.lengths[order]))
+        # (rows of any widths that hold their values: each block is made profile.db's records as it is written)
+        self._source, self._order = id_tuples, order
         self.n_threads = n
         self.infos = np.zeros(1, profiledb.PROFILE_INFO)  # the summary's
         self.infos["flags"][0] = profiledb.IS_SUMMARY
         self._written = np.zeros(1, bool)
         self.ids_at = profiledb.id_tuples_at(n)
-        self.ids_size = profiledb.id_tuples_size(n, len(source.rows))
+        self.ids_size = profiledb.id_tuples_size(n, len(id_tuples.rows))
         self.data_start = self.ids_at + self.ids_size
         self._next = self.data_start
         self._end = self.data_start

@@ -110,20 +110,19 @@ def _worker(conn: Any, c2: ClassTwo, targets: Phase2Targets, bounds: np.ndarray,
     parent's batches, were all resident in each process, and twice more while sent: some 70 bytes a
     profile at the end of phase 2)."""
     state = Phase2State.empty(c2, bounds, counts=False)
+    types = (state.place.n_values.dtype, state.place.n_ctxs.dtype, state.trace_count.dtype)  # (the parent's)
     done: list[int] = []
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    parts: list[tuple[np.ndarray, ...]] = []
     while (i := tickets.take()) < len(bounds) - 1:
         out = values.process_batch(c2, i, int(bounds[i]), int(bounds[i + 1]), targets, traces=traces)
         state.add_totals(out)
         done.append(i)
-        parts.append((out.n_values, out.n_ctxs, out.trace_count))
+        parts.append(tuple(c.astype(t) for c, t in zip((out.n_values, out.n_ctxs, out.trace_count), types,
+                                                          strict=True)))
         del out
-    types = (state.place.n_values.dtype, state.place.n_ctxs.dtype, state.trace_count.dtype)  # (the parent's)
-    counts = tuple(np.concatenate([p[k] for p in parts]).astype(types[k], copy=False) if parts
-                   else np.zeros(0, types[k]) for k in range(3))
+    counts = tuple(np.concatenate([p[k] for p in parts]) if parts else np.zeros(0, types[k]) for k in range(3))
     del parts
     conn.send(("phase 2", (state, np.array(done, np.int64), counts)))
-
 
 
 def merge_states(parts: list[Phase2State]) -> Phase2State:
